@@ -1,0 +1,179 @@
+"""Builders for real repositories and projects used by the tests.
+
+Identities and dates are pinned (IDENT_ENV), so commit ids in a test are the
+same on every machine and every run.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+from contextlib import redirect_stderr
+from dataclasses import dataclass
+from pathlib import Path
+
+from series.cli import main
+
+IDENT_ENV = {
+    "GIT_AUTHOR_NAME": "Series Test",
+    "GIT_AUTHOR_EMAIL": "test@series.invalid",
+    "GIT_COMMITTER_NAME": "Series Test",
+    "GIT_COMMITTER_EMAIL": "test@series.invalid",
+    "GIT_AUTHOR_DATE": "2026-01-02T03:04:05+00:00",
+    "GIT_COMMITTER_DATE": "2026-01-02T03:04:05+00:00",
+}
+
+UPSTREAM_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(12)),
+    "pkg/util.py": "".join(f"VALUE_{i} = {i}\n" for i in range(30)),
+    "README.md": "tiny upstream\n",
+}
+
+
+def git(cwd: Path, *args: str, date: str | None = None) -> str:
+    env = None
+    if date is not None:
+        import os
+
+        env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def make_upstream(path: Path, files: dict[str, str] | None = None, tag: str = "v1.0") -> str:
+    """A one-commit upstream repository, tagged; returns the commit id."""
+    path.mkdir(parents=True)
+    git(path, "init", "-q")
+    write(path, files or UPSTREAM_FILES)
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "upstream: initial")
+    git(path, "tag", tag)
+    return git(path, "rev-parse", "HEAD")
+
+
+def replace_line(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+@dataclass
+class PatchSpec:
+    id: str
+    subject: str
+    edits: dict[str, tuple[str, str]]  # file -> (old text, new text)
+    new_files: dict[str, str] | None = None
+    subset: tuple[str, ...] = ()
+
+
+def make_patches(upstream: Path, work: Path, specs: list[PatchSpec], out: Path) -> list[Path]:
+    """Commit each spec on a clone of ``upstream`` and format-patch it into ``out``."""
+    git(upstream.parent, "clone", "-q", str(upstream), str(work))
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for i, spec in enumerate(specs):
+        for name, (old, new) in spec.edits.items():
+            replace_line(work / name, old, new)
+        write(work, spec.new_files or {})
+        git(work, "add", "-A")
+        date = f"2026-02-{i + 1:02d}T10:00:00+00:00"
+        git(
+            work,
+            "commit",
+            "-qm",
+            f"{spec.subject}\n\nWhy: test.\n\nSeries-Id: {spec.id}",
+            date=date,
+        )
+        raw = git(work, "format-patch", "-1", "--stdout", "HEAD") + "\n"
+        target = out / f"perf-{spec.id}.patch"
+        target.write_text(raw)
+        files.append(target)
+    return files
+
+
+def manifest_text(
+    upstream_url: str, commit: str, specs: list[PatchSpec], source: str = "git"
+) -> str:
+    lines = [
+        "# test manifest",
+        "format = 1",
+        "",
+        "[upstream]",
+        'name = "tiny"',
+        f'repository = "{upstream_url}"',
+        'ref = "v1.0"',
+        f'commit = "{commit}"',
+        f'source = "{source}"',
+        "",
+        "[upstream.sdist]",
+        'package = "tiny"',
+        'version = "1.0"',
+        "",
+        "[series]",
+        'branch = "series"',
+        'checkout = "work"',
+    ]
+    for i, spec in enumerate(specs):
+        subset = ", ".join(f'"{s}"' for s in spec.subset)
+        lines += [
+            "",
+            "[[patch]]",
+            f'id = "{spec.id}"',
+            f'title = "{spec.subject}"',
+            f'file = "patches/perf-{spec.id}.patch"',
+            f"pr = {1000 + i}",
+            f'branch = "perf-{spec.id}"',
+            'state = "open"',
+            f"subset = [{subset}]",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+DEFAULT_SPECS = [
+    PatchSpec("P1", "core: f1 returns 101", {"pkg/core.py": ("return 1\n", "return 101\n")}),
+    PatchSpec(
+        "P2",
+        "util: VALUE_5 is 55",
+        {"pkg/util.py": ("VALUE_5 = 5\n", "VALUE_5 = 55\n")},
+    ),
+    PatchSpec("P3", "core: f9 returns 909", {"pkg/core.py": ("return 9\n", "return 909\n")}),
+]
+
+
+@dataclass
+class Project:
+    root: Path
+    upstream: Path
+    commit: str
+
+    def run(self, *args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stderr(err):
+            code = main(["-C", str(self.root), *args], out=out, err=err)
+        return code, out.getvalue(), err.getvalue()
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    def patch_bytes(self) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted((self.root / "patches").glob("*.patch"))}
+
+
+def make_project(tmp: Path, specs: list[PatchSpec] | None = None) -> Project:
+    specs = DEFAULT_SPECS if specs is None else specs
+    upstream = tmp / "upstream"
+    commit = make_upstream(upstream)
+    root = tmp / "project"
+    make_patches(upstream, tmp / "author", specs, root / "patches")
+    (root / "series.toml").write_text(manifest_text(str(upstream), commit, specs))
+    return Project(root, upstream, commit)

@@ -1,0 +1,187 @@
+"""Command-line entry point: parsing, the command table, errors to exit codes.
+
+Each command is a row of ``COMMANDS``: its name, a function that adds its
+arguments, and a function that calls the command module with typed options.
+Only ``main`` catches ``SeriesError``; anything else is a bug and is printed
+as an internal error with the traceback and exit code 70.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from series import __version__
+from series.commands import apply, export, show
+from series.commands import list as list_cmd
+from series.errors import Exit, SeriesError
+from series.series import Series
+from series.ui import Ui
+
+Adder = Callable[[argparse.ArgumentParser], None]
+Runner = Callable[[Series, Ui, argparse.Namespace], int]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    add: Adder
+    run: Runner
+
+
+def _dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dir",
+        type=Path,
+        metavar="DIR",
+        help="the checkout (default: [series].checkout in series.toml, 'work')",
+    )
+
+
+def _add_apply(p: argparse.ArgumentParser) -> None:
+    _dir(p)
+    p.add_argument("--to", metavar="ID", help="apply the stack up to and including this patch")
+    p.add_argument(
+        "--source",
+        choices=("git", "sdist"),
+        help="where the upstream base comes from (default: the manifest's "
+        "upstream.source; 'auto' tries git, then the sdist)",
+    )
+    p.add_argument(
+        "--upstream",
+        metavar="URL|PATH",
+        help="fetch upstream from this URL, mirror or clone (or use this sdist .tar.gz)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="go on over uncommitted changes or unexported commits, "
+        "after stashing them / keeping a backup ref",
+    )
+
+
+def _run_apply(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    return apply.run(
+        series,
+        ui,
+        directory=a.dir,
+        to=a.to,
+        source=a.source,
+        upstream_url=a.upstream,
+        force=a.force,
+    )
+
+
+def _run_export(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    return export.run(series, ui, directory=a.dir)
+
+
+def _add_list(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _run_list(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    return list_cmd.run(series, ui, as_json=a.json)
+
+
+def _add_show(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", help="the patch id, e.g. P1")
+    p.add_argument("--diff", action="store_true", help="include the diff")
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _run_show(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    return show.run(series, ui, patch_id=a.id, diff=a.diff, as_json=a.json)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "apply",
+        "materialise the pinned upstream and apply the stack as commits",
+        _add_apply,
+        _run_apply,
+    ),
+    Command(
+        "export",
+        "write the checkout's commits back to patches/ and series.toml",
+        _dir,
+        _run_export,
+    ),
+    Command("list", "the series as a table", _add_list, _run_list),
+    Command(
+        "show",
+        "one patch for review: message, upstream link, diffstat, subset",
+        _add_show,
+        _run_show,
+    ),
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="series",
+        description="Carry an ordered series of patches on a pinned upstream Keras.",
+        epilog="exit codes: 0 ok, 1 failed, 2 bad input, 3 conflict, "
+        "4 refused (would lose work), 70 internal error. Manual: docs/.",
+    )
+    top.add_argument("--version", action="version", version=f"series {__version__}")
+    top.add_argument(
+        "-C",
+        dest="root",
+        type=Path,
+        metavar="DIR",
+        help="the project directory holding series.toml (default: search upwards)",
+    )
+    top.add_argument("-v", "--verbose", action="store_true", help="log every git command")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.help, description=command.help)
+        command.add(p)
+    return top
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+) -> int:
+    ui = Ui(out, err)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help exits 0, bad usage 2
+        return int(exc.code or 0)
+    _logging(args.verbose or bool(os.environ.get("SERIES_DEBUG")))
+    command = next(c for c in COMMANDS if c.name == args.command)
+    try:
+        series = Series.load(args.root)
+        return command.run(series, ui, args)
+    except SeriesError as exc:
+        ui.err.file.write(exc.render() + "\n")
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        ui.err.file.write("series: interrupted\n")
+        return 130
+    except Exception:
+        ui.err.file.write(
+            "series: internal error (a bug in series; please report it with this output)\n"
+            + traceback.format_exc()
+        )
+        return int(Exit.INTERNAL)
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(name)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )

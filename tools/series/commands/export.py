@@ -1,0 +1,203 @@
+"""``series export``: the checkout's branch back into patches/ and series.toml.
+
+Commits map to manifest entries through their ``Series-Id`` trailer (which
+``series apply`` writes), so an amended commit, a reworded title and a
+reordered stack keep their identity; a commit without the trailer is a new
+patch and gets the next free id; an entry whose commit is gone was dropped.
+Patches that were never applied (``apply --to``) keep their place at the end.
+
+Before writing anything, export normalises the commits (committer = author,
+one trailer) and re-applies the files it is about to write: only if that
+gives back exactly the same trees does it write patches/ and series.toml, so
+apply followed by export is byte-identical, and an export can never write a
+patch that does not reproduce the branch. Every file it changes or deletes
+is first copied under ``.series/backups/<time>/``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from series import stack
+from series.errors import RefusedError, SeriesError
+from series.git import Repo
+from series.manifest import Patch, PatchUpdate, write_patches
+from series.series import SYNCED_REF, Series, series_id, with_trailer
+from series.ui import Ui
+
+
+@dataclass(frozen=True)
+class Exported:
+    patch: Patch
+    commit: str  # the normalised commit
+    data: bytes
+
+
+def run(series: Series, ui: Ui, *, directory: Path | None = None) -> int:
+    checkout = series.checkout(directory)
+    state = checkout.require()
+    repo = checkout.repo
+    tip = checkout.tip()
+    if tip is None or not repo.is_ancestor(state.base, tip):
+        raise RefusedError(
+            f"refusing to export: branch {checkout.branch} in {checkout.path} does not "
+            "sit on the upstream base",
+            hint="rebase it onto refs/series/base, or run `series apply --force`",
+        )
+    if repo.merges(state.base, tip):
+        raise RefusedError(
+            "refusing to export: the branch has merge commits",
+            hint="a series is a straight line of commits: rebase to linearise it",
+        )
+    dirty = repo.dirty()
+    if dirty:
+        ui.status(f"note: {len(dirty)} uncommitted change(s) in {checkout.path} are not exported")
+    commits = repo.commits(state.base, tip)
+    plan = _plan(series, commits, repo, checkout.path)
+    exported = _normalise(series, repo, state.base, plan)
+    _verify(series, repo, state.base, exported, tip)
+    changed = _write(series, exported, set(state.applied), ui)
+    new_tip = exported[-1].commit if exported else state.base
+    if new_tip != tip:
+        repo.update_ref(checkout.branch_ref, new_tip, tip, "series export: normalise commits")
+    repo.git("update-ref", "-m", "series export", SYNCED_REF, new_tip)
+    checkout.write_state([e.patch.id for e in exported], state.source)
+    ui.result(
+        f"exported {len(exported)} patches from {checkout.path}: "
+        f"{changed} file(s) changed"
+        + (f" (branch now at {new_tip[:12]})" if new_tip != tip else "")
+    )
+    return 0
+
+
+@dataclass(frozen=True)
+class _Entry:
+    commit: str
+    patch: Patch
+
+
+def _plan(series: Series, commits: list[str], repo: Repo, where: Path) -> list[_Entry]:
+    manifest = series.manifest
+    known = {p.id: p for p in manifest.patches}
+    next_id = max((int(p.id[1:]) for p in manifest.patches), default=0) + 1
+    seen: set[str] = set()
+    plan = []
+    for commit in commits:
+        message = repo.message(commit)
+        subject = message.splitlines()[0] if message.strip() else ""
+        pid = series_id(message)
+        if pid in seen:
+            raise RefusedError(
+                f"refusing to export: two commits carry {pid}",
+                why=f"the second is {commit[:12]}",
+                hint=f"squash them, or delete the Series-Id trailer from the new one "
+                f"(git -C {where} commit --amend)",
+            )
+        if pid is None or pid not in known:
+            pid = pid if pid and re.fullmatch(r"P[0-9]+", pid) else f"P{next_id}"
+            next_id = max(next_id, int(pid[1:])) + 1
+            branch = f"perf-{pid}-{_slug(subject)}"
+            patch = Patch(pid, subject, f"patches/{branch}.patch", branch, "unsubmitted")
+        else:
+            patch = known[pid]
+        seen.add(pid)
+        plan.append(_Entry(commit, Patch(**{**patch.__dict__, "title": subject})))
+    return plan
+
+
+def _normalise(series: Series, repo: Repo, base: str, plan: list[_Entry]) -> list[Exported]:
+    parent = base
+    out = []
+    for entry in plan:
+        message = with_trailer(repo.message(entry.commit), entry.patch.id)
+        commit = repo.commit_tree(
+            repo.tree_of(entry.commit), [parent], message, repo.author(entry.commit)
+        )
+        out.append(Exported(entry.patch, commit, repo.format_patch(commit)))
+        parent = commit
+    return out
+
+
+def _verify(series: Series, repo: Repo, base: str, exported: list[Exported], tip: str) -> None:
+    """Re-apply the bytes about to be written; they must give the same commits."""
+    with tempfile.TemporaryDirectory(prefix="series-verify-") as tmp:
+        scratch = Series(Path(tmp), series.manifest, series.cache_dir)
+        patches = []
+        for i, e in enumerate(exported):
+            path = Path(tmp) / f"{i:04d}.patch"
+            path.write_bytes(e.data)
+            patches.append(Patch(**{**e.patch.__dict__, "file": path.name}))
+        built = stack.build(scratch, repo, base, patches)
+    got = [s.commit for s in built.steps]
+    want = [e.commit for e in exported]
+    if built.failure is not None or got != want:
+        bad = (
+            built.failure.patch.id
+            if built.failure
+            else next(e.patch.id for e, g in zip(exported, got, strict=False) if e.commit != g)
+        )
+        raise SeriesError(
+            f"refusing to export: the patch for {bad} would not reproduce its commit",
+            why="re-applying the exported files gave a different result; nothing was written",
+            hint="this is a bug in series or an unusual commit (binary, mode-only, ...): "
+            "please report it with `git -C <checkout> show` of that commit",
+        )
+    if repo.tree_of(want[-1] if want else base) != repo.tree_of(tip):
+        raise SeriesError("internal: normalised stack does not match the branch's tree")
+
+
+def _write(series: Series, exported: list[Exported], applied: set[str], ui: Ui) -> int:
+    """Write what changed; a missing entry that was applied is dropped, one never
+    applied (``apply --to``) is kept, after the exported ones."""
+    manifest = series.manifest
+    present = {e.patch.id for e in exported}
+    missing = [p for p in manifest.patches if p.id not in present]
+    kept = [p for p in missing if p.id not in applied]
+    dropped = [p for p in missing if p.id in applied]
+    writes: dict[Path, bytes | None] = {}
+    for e in exported:
+        writes[series.patch_path(e.patch)] = e.data
+    for p in dropped:
+        writes.setdefault(series.patch_path(p), None)
+    updates = [
+        PatchUpdate(e.patch.id, e.patch.title, e.patch.file, e.patch.branch) for e in exported
+    ]
+    updates += [PatchUpdate(p.id, p.title, p.file, p.branch) for p in kept]
+    writes[manifest.path] = write_patches(manifest, updates).encode("utf-8")
+    changes = {
+        path: data
+        for path, data in writes.items()
+        if (data is None and path.exists())
+        or (data is not None and (not path.exists() or path.read_bytes() != data))
+    }
+    if not changes:
+        return 0
+    backup = (
+        series.root / ".series" / "backups" / time.strftime("export-%Y%m%dT%H%M%SZ", time.gmtime())
+    )
+    for path in changes:
+        if path.exists():
+            target = backup / path.relative_to(series.root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+    for path, data in changes.items():
+        if data is None:
+            path.unlink()
+            ui.status(f"  removed {path.relative_to(series.root)} (dropped from the branch)")
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            ui.status(f"  wrote {path.relative_to(series.root)}")
+    if backup.exists():
+        ui.status(f"previous versions kept in {backup.relative_to(series.root)}")
+    return len(changes)
+
+
+def _slug(subject: str) -> str:
+    words = re.sub(r"[^a-z0-9]+", "-", subject.lower().split(":", 1)[-1]).strip("-")
+    return "-".join(words.split("-")[:5]) or "patch"

@@ -1,0 +1,49 @@
+"""``series list``: the series as a table, read from the manifest and patch files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from series.git import patch_stat
+from series.series import Series
+from series.ui import Ui
+
+
+def run(series: Series, ui: Ui, *, as_json: bool = False) -> int:
+    rows: list[dict[str, Any]] = []
+    for pos, patch in enumerate(series.manifest.patches, 1):
+        files = [s.path for s in patch_stat(series.patch_path(patch))]
+        rows.append(
+            {
+                "position": pos,
+                "id": patch.id,
+                "pr": patch.pr,
+                "state": patch.state,
+                "state_note": patch.state_note,
+                "title": patch.title,
+                "files": files,
+                "subset": list(patch.subset),
+                "branch": patch.branch,
+                "file": patch.file,
+            }
+        )
+    if as_json:
+        ui.json(rows)
+        return 0
+    table = Table(title=f"{len(rows)} patches on {series.manifest.upstream.ref}")
+    for column in ("#", "id", "PR", "upstream", "title", "files", "subset"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(
+            str(row["position"]),
+            str(row["id"]),
+            f"#{row['pr']}" if row["pr"] else "-",
+            str(row["state"]),
+            str(row["title"]),
+            str(len(row["files"])),
+            "\n".join(s.removeprefix("keras/src/") for s in row["subset"]) or "-",
+        )
+    ui.table(table)
+    return 0

@@ -1,0 +1,67 @@
+"""The one error type users see, and the exit codes.
+
+Only ``cli.main`` catches these. Anything else that escapes a command is a
+bug and is reported as an internal error with its own exit code, so scripts
+can tell "you asked for something the tool refused" from "the tool broke".
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    OK = 0
+    FAILED = 1  # the work was done and found a failure, or the environment failed
+    BAD_INPUT = 2  # bad arguments or a malformed manifest
+    CONFLICT = 3  # a patch does not apply / conflicts were found
+    REFUSED = 4  # refused to run because it would lose someone's work
+    INTERNAL = 70  # a bug in series (EX_SOFTWARE)
+
+
+class SeriesError(Exception):
+    """A user-facing failure: what was refused, why, and how to go on."""
+
+    exit_code: Exit = Exit.FAILED
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        why: str = "",
+        hint: str = "",
+        exit_code: Exit | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.why = why
+        self.hint = hint
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def render(self) -> str:
+        lines = [f"series: {self.message}"]
+        lines += [f"  {line}" for line in self.why.splitlines() if line.strip()]
+        if self.hint:
+            lines += [f"  hint: {line}" for line in self.hint.splitlines()]
+        return "\n".join(lines)
+
+
+class ManifestError(SeriesError):
+    """series.toml is malformed; the message names the file and key path."""
+
+    exit_code = Exit.BAD_INPUT
+
+
+class UsageError(SeriesError):
+    exit_code = Exit.BAD_INPUT
+
+
+class ConflictError(SeriesError):
+    exit_code = Exit.CONFLICT
+
+
+class RefusedError(SeriesError):
+    """Going on would lose uncommitted work, unexported commits or files."""
+
+    exit_code = Exit.REFUSED

@@ -1,0 +1,296 @@
+"""series.toml: reading, validating and writing the manifest.
+
+The manifest is read with ``tomllib`` and validated here and only here; every
+error names the file and the key path (``patch[3].file``). It is written back
+with ``tomlkit`` so the maintainer's comments, key order and formatting
+survive an export. The format is versioned (``format = 1``) and documented in
+docs/manifest.md.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from series.errors import ManifestError
+
+FORMAT = 1
+STATES = ("open", "merged", "closed", "unsubmitted")
+SOURCES = ("auto", "git", "sdist")
+_ID = re.compile(r"^P[0-9]+$")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+
+_TOP_KEYS = {"format", "upstream", "series", "patch"}
+_UPSTREAM_KEYS = {"name", "repository", "ref", "commit", "source", "sdist"}
+_SDIST_KEYS = {"package", "version", "sha256"}
+_SERIES_KEYS = {"branch", "checkout"}
+_PATCH_KEYS = {
+    "id",
+    "title",
+    "file",
+    "pr",
+    "branch",
+    "state",
+    "state_note",
+    "subset",
+    "pin_failures",
+    "applies_alone",
+}
+_PATCH_REQUIRED = ("id", "title", "file", "branch", "state")
+
+
+@dataclass(frozen=True)
+class Sdist:
+    package: str
+    version: str
+    sha256: str | None
+
+
+@dataclass(frozen=True)
+class Upstream:
+    name: str
+    repository: str
+    ref: str
+    commit: str
+    source: str
+    sdist: Sdist
+
+
+@dataclass(frozen=True)
+class PinFailure:
+    """Tests of a subset that fail at the pin too (so not a patch's fault)."""
+
+    tests: str  # a node id or node-id prefix
+    reason: str
+
+
+@dataclass(frozen=True)
+class Patch:
+    id: str
+    title: str
+    file: str  # relative to the project root
+    branch: str
+    state: str
+    pr: int | None = None
+    state_note: str = ""
+    subset: tuple[str, ...] = ()
+    pin_failures: tuple[PinFailure, ...] = ()
+    applies_alone: bool | None = None
+
+    @property
+    def pr_url(self) -> str | None:
+        return None if self.pr is None else f"https://github.com/keras-team/keras/pull/{self.pr}"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path
+    upstream: Upstream
+    branch: str
+    checkout: str
+    patches: tuple[Patch, ...] = field(default_factory=tuple)
+
+    def by_id(self, patch_id: str) -> Patch:
+        for patch in self.patches:
+            if patch.id == patch_id:
+                return patch
+        known = ", ".join(p.id for p in self.patches)
+        raise ManifestError(
+            f"no patch {patch_id!r} in {self.path.name}",
+            why=f"the series has: {known}",
+            hint="`series list` shows the ids",
+        )
+
+    def index(self, patch_id: str) -> int:
+        return self.patches.index(self.by_id(patch_id))
+
+
+class _Checker:
+    """Collects the key path while walking the parsed TOML."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, key: str, problem: str, hint: str = "") -> ManifestError:
+        return ManifestError(
+            f"{self.path}: {key}: {problem}",
+            hint=hint or "see docs/manifest.md for every key and its type",
+        )
+
+    def table(self, data: Any, key: str, allowed: set[str]) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise self.fail(key, "must be a table")
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise self.fail(
+                f"{key}.{unknown[0]}" if key else unknown[0],
+                "unknown key",
+                f"known keys here: {', '.join(sorted(allowed))}",
+            )
+        return data
+
+    def string(self, data: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
+        value = data.get(key, default)
+        if value is None:
+            raise self.fail(f"{where}.{key}", "missing")
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(f"{where}.{key}", "must be a non-empty string")
+        return value
+
+
+def load(path: Path) -> Manifest:
+    if not path.is_file():
+        raise ManifestError(
+            f"no manifest at {path}",
+            hint="run series from the project root, or pass -C DIR",
+        )
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path}: not valid TOML: {exc}") from None
+    return parse(path, data)
+
+
+def parse(path: Path, data: dict[str, Any]) -> Manifest:
+    c = _Checker(path)
+    c.table(data, "", _TOP_KEYS)
+    if data.get("format") != FORMAT:
+        raise c.fail("format", f"must be {FORMAT} (got {data.get('format')!r})")
+    upstream = _upstream(c, data.get("upstream"))
+    series = c.table(data.get("series", {}), "series", _SERIES_KEYS)
+    branch = c.string(series, "branch", "series", "series")
+    if not _BRANCH.match(branch):
+        raise c.fail("series.branch", f"{branch!r} is not a valid branch name")
+    checkout = c.string(series, "checkout", "series", "work")
+    raw_patches = data.get("patch")
+    if not isinstance(raw_patches, list) or not raw_patches:
+        raise c.fail("patch", "the series is empty", "add at least one [[patch]] table")
+    patches = tuple(_patch(c, raw, i, path.parent) for i, raw in enumerate(raw_patches))
+    for attr in ("id", "file", "branch"):
+        seen: dict[str, int] = {}
+        for i, patch in enumerate(patches):
+            value = getattr(patch, attr)
+            if value in seen:
+                raise c.fail(
+                    f"patch[{i}].{attr}",
+                    f"duplicate {value!r} (also patch[{seen[value]}])",
+                )
+            seen[value] = i
+    return Manifest(path, upstream, branch, checkout, patches)
+
+
+def _upstream(c: _Checker, raw: Any) -> Upstream:
+    data = c.table(raw, "upstream", _UPSTREAM_KEYS)
+    commit = c.string(data, "commit", "upstream")
+    if not _SHA.match(commit):
+        raise c.fail("upstream.commit", f"{commit!r} is not a full 40-hex commit id")
+    source = c.string(data, "source", "upstream", "auto")
+    if source not in SOURCES:
+        raise c.fail("upstream.source", f"{source!r} is not one of {', '.join(SOURCES)}")
+    sd = c.table(data.get("sdist"), "upstream.sdist", _SDIST_KEYS)
+    sha256 = sd.get("sha256")
+    if sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", str(sha256)):
+        raise c.fail("upstream.sdist.sha256", "must be 64 lowercase hex digits")
+    return Upstream(
+        name=c.string(data, "name", "upstream"),
+        repository=c.string(data, "repository", "upstream"),
+        ref=c.string(data, "ref", "upstream"),
+        commit=commit,
+        source=source,
+        sdist=Sdist(
+            c.string(sd, "package", "upstream.sdist"),
+            c.string(sd, "version", "upstream.sdist"),
+            sha256,
+        ),
+    )
+
+
+def _patch(c: _Checker, raw: Any, i: int, root: Path) -> Patch:
+    where = f"patch[{i}]"
+    data = c.table(raw, where, _PATCH_KEYS)
+    for key in _PATCH_REQUIRED:
+        c.string(data, key, where)
+    if not _ID.match(data["id"]):
+        raise c.fail(f"{where}.id", f"{data['id']!r} is not of the form P<number>")
+    if data["state"] not in STATES:
+        raise c.fail(f"{where}.state", f"{data['state']!r} is not one of {', '.join(STATES)}")
+    if not (root / data["file"]).is_file():
+        raise c.fail(
+            f"{where}.file",
+            f"{data['file']} does not exist",
+            "restore it from git, or run `series export` from a checkout that has it",
+        )
+    if not _BRANCH.match(data["branch"]):
+        raise c.fail(f"{where}.branch", f"{data['branch']!r} is not a valid branch name")
+    pr = data.get("pr")
+    if pr is not None and (not isinstance(pr, int) or isinstance(pr, bool) or pr <= 0):
+        raise c.fail(f"{where}.pr", "must be a positive integer (the PR number)")
+    subset = data.get("subset", [])
+    if not isinstance(subset, list) or not all(isinstance(s, str) and s for s in subset):
+        raise c.fail(f"{where}.subset", "must be a list of pytest paths or node ids")
+    alone = data.get("applies_alone")
+    if alone is not None and not isinstance(alone, bool):
+        raise c.fail(f"{where}.applies_alone", "must be true or false")
+    failures = []
+    for j, item in enumerate(data.get("pin_failures", [])):
+        key = f"{where}.pin_failures[{j}]"
+        entry = c.table(item, key, {"tests", "reason"})
+        failures.append(PinFailure(c.string(entry, "tests", key), c.string(entry, "reason", key)))
+    return Patch(
+        id=data["id"],
+        title=data["title"],
+        file=data["file"],
+        branch=data["branch"],
+        state=data["state"],
+        pr=pr,
+        state_note=str(data.get("state_note", "")),
+        subset=tuple(subset),
+        pin_failures=tuple(failures),
+        applies_alone=alone,
+    )
+
+
+# -- writing ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PatchUpdate:
+    """What export learned about one patch, in new series order."""
+
+    id: str
+    title: str
+    file: str
+    branch: str
+
+
+def write_patches(manifest: Manifest, updates: list[PatchUpdate]) -> str:
+    """The manifest text with [[patch]] tables reordered/added/removed per ``updates``.
+
+    Existing tables are reused (comments and extra keys survive); new patches
+    get a minimal table marked ``unsubmitted``.
+    """
+    doc = tomlkit.parse(manifest.path.read_text(encoding="utf-8"))
+    old = {str(t["id"]): t for t in doc["patch"]}
+    aot = tomlkit.aot()
+    for update in updates:
+        table = old.get(update.id)
+        if table is None:
+            table = tomlkit.table()
+            table["id"] = update.id
+            table["title"] = update.title
+            table["file"] = update.file
+            table["branch"] = update.branch
+            table["state"] = "unsubmitted"
+            table["subset"] = tomlkit.array()
+        else:
+            table["title"] = update.title
+            table["file"] = update.file
+        aot.append(table)
+    doc["patch"] = aot
+    return tomlkit.dumps(doc)

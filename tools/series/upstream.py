@@ -1,0 +1,211 @@
+"""Materialise the pinned upstream commit, from git or from the PyPI sdist.
+
+Both sources land in one per-user bare cache repository
+(``$XDG_CACHE_HOME/keras-series/upstream.git``), so a second run fetches or
+downloads nothing:
+
+* ``git``: fetch the pinned ref (or the commit itself) from the repository
+  URL, a local mirror or a clone, and check that it is the pinned commit.
+* ``sdist``: take ``<package>==<version>`` from the package index with pip
+  (pip's own cache makes a re-download cheap), check its sha256, and import
+  its tree as one commit with a fixed identity and date, like
+  ``gbp import-orig``: the same sdist always gives the same commit id.
+
+``auto`` tries git first and falls back to the sdist, saying why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from series.errors import SeriesError, UsageError
+from series.git import HERMETIC, GitFailed, Ident, Repo
+from series.manifest import Upstream
+
+IMPORTER = "keras-series import"
+IMPORTER_EMAIL = "import@keras-series.invalid"
+
+
+@dataclass(frozen=True)
+class Base:
+    commit: str  # the upstream commit, present in the cache repository
+    source: str  # "git" or "sdist"
+    label: str  # what it is, for people
+    reason: str  # why this source was used
+
+
+def cache_repo(cache_dir: Path) -> Repo:
+    path = cache_dir / "upstream.git"
+    if not (path / "HEAD").is_file():
+        Repo.init(path, bare=True)
+    return Repo(path)
+
+
+def resolve(
+    upstream: Upstream, cache_dir: Path, *, source: str | None, override: str | None
+) -> Base:
+    """Find or make the upstream base commit in the cache repository."""
+    repo = cache_repo(cache_dir)
+    wanted = source or upstream.source
+    if override and override.endswith((".tar.gz", ".tgz")):
+        if wanted == "git":
+            raise UsageError(
+                f"--upstream {override} is an sdist archive, but --source git was asked for",
+                hint="drop --source, or pass a git URL or path",
+            )
+        return _sdist(upstream, repo, cache_dir, Path(override), "an sdist archive was named")
+    if wanted == "sdist":
+        return _sdist(upstream, repo, cache_dir, None, "--source sdist / manifest default")
+    try:
+        return _git(upstream, repo, override)
+    except SeriesError as exc:
+        if wanted == "git":
+            raise
+        git_error = exc
+    first = git_error.why.splitlines()[0] if git_error.why else git_error.message
+    try:
+        return _sdist(
+            upstream,
+            repo,
+            cache_dir,
+            None,
+            f"git was not reachable ({first})",
+        )
+    except SeriesError as exc:
+        raise SeriesError(
+            "cannot materialise the upstream base",
+            why=f"git: {git_error.message}: {git_error.why}\nsdist: {exc.message}: {exc.why}",
+            hint="pass --upstream PATH to a local clone or to keras-*.tar.gz",
+        ) from None
+
+
+def _git(upstream: Upstream, repo: Repo, override: str | None) -> Base:
+    url = override or upstream.repository
+    ref = f"refs/series/git/{upstream.commit}"
+    label = f"{url} {upstream.ref} ({upstream.commit[:12]})"
+    if repo.rev(ref) == upstream.commit:
+        return Base(upstream.commit, "git", label, "cached")
+    if override and Path(override).exists():
+        url = str(Path(override).resolve())
+    tag = upstream.ref if upstream.ref.startswith("refs/") else f"refs/tags/{upstream.ref}"
+    attempts = [f"+{tag}:{ref}", f"+{upstream.commit}:{ref}"]
+    errors = []
+    for refspec in attempts:
+        try:
+            repo.git("fetch", "--quiet", "--no-tags", url, refspec)
+        except GitFailed as exc:
+            errors.append(exc.stderr.strip())
+            continue
+        got = repo.rev(ref)
+        if got == upstream.commit:
+            return Base(upstream.commit, "git", label, f"fetched from {url}")
+        if repo.has_object(upstream.commit):
+            repo.update_ref(ref, upstream.commit, None, "series: pin upstream commit")
+            return Base(upstream.commit, "git", label, f"fetched from {url}")
+        errors.append(f"{refspec.split(':')[0].lstrip('+')} is {got}, not the pinned commit")
+    raise SeriesError(
+        f"cannot fetch {upstream.commit[:12]} from {url}",
+        why="\n".join(e for e in errors if e),
+        hint="check the URL, or use --source sdist",
+    )
+
+
+def _sdist(
+    upstream: Upstream, repo: Repo, cache_dir: Path, archive: Path | None, reason: str
+) -> Base:
+    sd = upstream.sdist
+    name = f"{sd.package}-{sd.version}"
+    if archive is None:
+        archive = _download(sd.package, sd.version, cache_dir / "sdist")
+    elif not archive.is_file():
+        raise UsageError(f"no such sdist archive: {archive}")
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    if sd.sha256 and digest != sd.sha256:
+        raise SeriesError(
+            f"{archive.name} is not the sdist the manifest pins",
+            why=f"sha256 {digest}\nexpected {sd.sha256}",
+            hint="delete the file to download it again, or fix upstream.sdist.sha256",
+        )
+    ref = f"refs/series/sdist/{name}-{digest[:16]}"
+    label = f"{sd.package}=={sd.version} sdist (stands in for {upstream.ref})"
+    commit = repo.rev(ref)
+    if commit is None:
+        commit = import_sdist(repo, archive, name, digest, upstream)
+        repo.update_ref(ref, commit, None, f"series: import {archive.name}")
+    return Base(commit, "sdist", label, reason)
+
+
+def _download(package: str, version: str, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for ext in (".tar.gz", ".tgz"):
+        found = dest / f"{package}-{version}{ext}"
+        if found.is_file():
+            return found
+    with tempfile.TemporaryDirectory(prefix="series-sdist-") as tmp:
+        argv = [
+            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+            "--no-binary", ":all:", "--dest", tmp, f"{package}=={version}",
+        ]  # fmt: skip
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        files = sorted(Path(tmp).glob(f"{package}-{version}.tar.gz"))
+        if proc.returncode != 0 or not files:
+            raise SeriesError(
+                f"cannot download the {package}=={version} sdist",
+                why=(proc.stderr or proc.stdout).strip()[-2000:],
+                hint="check the package index is reachable, or pass --upstream FILE.tar.gz",
+            )
+        target = dest / files[0].name
+        files[0].replace(target)
+        return target
+
+
+def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Upstream) -> str:
+    """Import the archive's tree as one commit; same archive, same commit id."""
+    with tempfile.TemporaryDirectory(prefix="series-import-") as tmp:
+        with tarfile.open(archive) as tar:
+            members = tar.getmembers()
+            tar.extractall(tmp, filter="data")
+        tops = {Path(m.name).parts[0] for m in members if m.name}
+        if len(tops) != 1:
+            raise SeriesError(f"{archive.name} does not have one top-level directory")
+        root = Path(tmp) / tops.pop()
+        with repo.scratch_index(_empty_tree(repo)) as env:
+            repo.git("--work-tree", str(root), "add", "-A", "-f", ".", env=env)
+            tree = repo.write_tree(env)
+    newest = max((m.mtime for m in members), default=0)
+    when = Ident(IMPORTER, IMPORTER_EMAIL, f"@{int(newest)} +0000")
+    message = (
+        f"Import {name} from its sdist\n\n"
+        f"Stands in for {upstream.repository} {upstream.ref} ({upstream.commit}).\n"
+        f"sdist sha256: {digest}\n"
+    )
+    return repo.commit_tree(tree, [], message, when)
+
+
+def _empty_tree(repo: Repo) -> str:
+    return repo.git(
+        "hash-object",
+        "-t",
+        "tree",
+        "-w",
+        "--stdin",
+        env=HERMETIC,
+        stdin=Path("/dev/null"),
+    ).strip()
+
+
+def fetch_base(checkout: Repo, cache: Repo, base: Base, ref: str) -> None:
+    """Bring the base commit into the checkout repository under ``ref``."""
+    if checkout.rev(ref) == base.commit:
+        return
+    if not checkout.has_object(base.commit):
+        src = cache.refs("refs/series/")
+        names = [name for name, sha in src.items() if sha == base.commit]
+        checkout.git("fetch", "--quiet", "--no-tags", str(cache.path), f"{names[0]}")
+    checkout.git("update-ref", "-m", "series: upstream base", ref, base.commit)
