@@ -276,8 +276,10 @@ def write_patches(manifest: Manifest, updates: list[PatchUpdate]) -> str:
     get a minimal table marked ``unsubmitted``.
     """
     doc = tomlkit.parse(manifest.path.read_text(encoding="utf-8"))
-    old = {str(t["id"]): t for t in doc["patch"]}
-    aot = tomlkit.aot()
+    aot = doc["patch"]
+    assert isinstance(aot, tomlkit.items.AoT)
+    old = {str(t["id"]): t for t in aot}
+    tables = []
     for update in updates:
         table = old.get(update.id)
         if table is None:
@@ -289,8 +291,14 @@ def write_patches(manifest: Manifest, updates: list[PatchUpdate]) -> str:
             table["state"] = "unsubmitted"
             table["subset"] = tomlkit.array()
         else:
-            table["title"] = update.title
-            table["file"] = update.file
+            if table["title"] != update.title:
+                table["title"] = update.title
+            if table["file"] != update.file:
+                table["file"] = update.file
+        tables.append(table)
+    # Reorder in place: rebuilding the array of tables would reflow blank lines.
+    while len(aot):
+        del aot[0]
+    for table in tables:
         aot.append(table)
-    doc["patch"] = aot
     return tomlkit.dumps(doc)

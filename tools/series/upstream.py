@@ -48,11 +48,21 @@ def cache_repo(cache_dir: Path) -> Repo:
 
 
 def resolve(
-    upstream: Upstream, cache_dir: Path, *, source: str | None, override: str | None
+    upstream: Upstream,
+    cache_dir: Path,
+    *,
+    source: str | None,
+    override: str | None,
+    why: str = "--source",
 ) -> Base:
-    """Find or make the upstream base commit in the cache repository."""
+    """Find or make the upstream base commit in the cache repository.
+
+    ``why`` says where an explicit ``source`` came from, for the report.
+    """
     repo = cache_repo(cache_dir)
     wanted = source or upstream.source
+    if source is None:
+        why = "upstream.source in series.toml"
     if override and override.endswith((".tar.gz", ".tgz")):
         if wanted == "git":
             raise UsageError(
@@ -61,7 +71,7 @@ def resolve(
             )
         return _sdist(upstream, repo, cache_dir, Path(override), "an sdist archive was named")
     if wanted == "sdist":
-        return _sdist(upstream, repo, cache_dir, None, "--source sdist / manifest default")
+        return _sdist(upstream, repo, cache_dir, None, why)
     try:
         return _git(upstream, repo, override)
     except SeriesError as exc:

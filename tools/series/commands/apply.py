@@ -46,10 +46,12 @@ def run(
     checkout = series.checkout(directory)
     patches = series.upto(to)
     state = _check_safe(checkout, force, ui)
+    why = "--source"
     if source is None and upstream_url is None and state is not None:
-        source = state.source  # never switch base silently: all commit ids would change
+        # Never switch the base silently: every commit id would change.
+        source, why = state.source, "the source this checkout was made from"
     base = upstream.resolve(
-        series.manifest.upstream, series.cache_dir, source=source, override=upstream_url
+        series.manifest.upstream, series.cache_dir, source=source, override=upstream_url, why=why
     )
     ui.status(f"upstream: {base.label} [{base.source}: {base.reason}]")
     repo = _open(checkout)

@@ -177,9 +177,7 @@ def _write(series: Series, exported: list[Exported], applied: set[str], ui: Ui) 
     }
     if not changes:
         return 0
-    backup = (
-        series.root / ".series" / "backups" / time.strftime("export-%Y%m%dT%H%M%SZ", time.gmtime())
-    )
+    backup = _backup_dir(series.root)
     for path in changes:
         if path.exists():
             target = backup / path.relative_to(series.root)
@@ -196,6 +194,16 @@ def _write(series: Series, exported: list[Exported], applied: set[str], ui: Ui) 
     if backup.exists():
         ui.status(f"previous versions kept in {backup.relative_to(series.root)}")
     return len(changes)
+
+
+def _backup_dir(root: Path) -> Path:
+    stamp = time.strftime("export-%Y%m%dT%H%M%SZ", time.gmtime())
+    backups = root / ".series" / "backups"
+    candidate, n = backups / stamp, 1
+    while candidate.exists():
+        n += 1
+        candidate = backups / f"{stamp}-{n}"
+    return candidate
 
 
 def _slug(subject: str) -> str:

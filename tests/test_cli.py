@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import make_project
+from series import cli
+from series.errors import Exit
+
+
+@pytest.mark.parametrize("command", [c.name for c in cli.COMMANDS])
+def test_every_command_row_dispatches(command: str, tmp_path: Path) -> None:
+    """Each row parses and reaches its runner (which here fails on a bad id/dir)."""
+    project = make_project(tmp_path)
+    parsed = cli.parser().parse_args(["-C", str(project.root), command, *_minimal_args(command)])
+    assert parsed.command == command
+    row = next(c for c in cli.COMMANDS if c.name == command)
+    assert callable(row.run)
+    out = io.StringIO()
+    assert cli.main([command, "--help"], out=out) == 0
+
+
+def _minimal_args(command: str) -> list[str]:
+    return ["P1"] if command == "show" else []
+
+
+def test_bad_usage_exits_2(tmp_path: Path) -> None:
+    err = io.StringIO()
+    assert cli.main(["apply", "--source", "ftp"], err=err) == Exit.BAD_INPUT
+
+
+def test_outside_a_project_says_how_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    err = io.StringIO()
+    assert cli.main(["list"], err=err) == Exit.FAILED
+    assert "no series.toml" in err.getvalue() and "-C DIR" in err.getvalue()
+
+
+def test_list_and_show(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    code, out, _ = project.run("list", "--json")
+    assert code == 0
+    import json
+
+    rows = json.loads(out)
+    assert [r["id"] for r in rows] == ["P1", "P2", "P3"]
+    assert rows[0]["files"] == ["pkg/core.py"] and rows[0]["pr"] == 1000
+    code, out, _ = project.run("show", "P2", "--diff")
+    assert code == 0
+    assert "util: VALUE_5 is 55" in out and "+VALUE_5 = 55" in out
+    assert "https://github.com/keras-team/keras/pull/1001" in out
+    code, _, err = project.run("show", "P7")
+    assert code == Exit.BAD_INPUT and "series list" in err
+
+
+def test_console_script_runs_as_a_subprocess(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(project.root), "apply"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("applied: 3 patches")
+    assert "upstream:" in proc.stderr
