@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import make_project
+from helpers import git, make_project
 from series import cli
 from series.errors import Exit
 
@@ -46,8 +47,6 @@ def test_list_and_show(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     code, out, _ = project.run("list", "--json")
     assert code == 0
-    import json
-
     rows = json.loads(out)
     assert [r["id"] for r in rows] == ["P1", "P2", "P3"]
     assert rows[0]["files"] == ["pkg/core.py"] and rows[0]["pr"] == 1000
@@ -57,6 +56,14 @@ def test_list_and_show(tmp_path: Path) -> None:
     assert "https://github.com/keras-team/keras/pull/1001" in out
     code, _, err = project.run("show", "P7")
     assert code == Exit.BAD_INPUT and "series list" in err
+
+
+def test_list_counts_files_when_the_project_is_a_git_repository(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    git(project.root, "init", "-q")  # as the real project is: apply ignored paths here
+    code, out, _ = project.run("list", "--json")
+    assert code == 0
+    assert [len(row["files"]) for row in json.loads(out)] == [1, 1, 1]
 
 
 def test_console_script_runs_as_a_subprocess(tmp_path: Path) -> None:

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import IO
 
 from series import __version__
-from series.commands import apply, export, show
+from series.commands import apply, check_conflicts, export, show
+from series.commands import lint as lint_cmd
 from series.commands import list as list_cmd
+from series.commands import test as test_cmd
 from series.errors import Exit, SeriesError
 from series.series import Series
 from series.ui import Ui
@@ -102,6 +104,101 @@ def _run_show(series: Series, ui: Ui, a: argparse.Namespace) -> int:
     return show.run(series, ui, patch_id=a.id, diff=a.diff, as_json=a.json)
 
 
+CHECK_CONFLICTS_EPILOG = (
+    "exit status: 0 the series fits; 3 a patch does not apply on the pin, conflicts on "
+    "the --onto replay, or does not apply alone although series.toml says "
+    "applies_alone = true; 2 bad input (unknown REV, unusable --upstream, bad option). "
+    "Manual: docs/check-conflicts.md."
+)
+
+
+def _add_check_conflicts(p: argparse.ArgumentParser) -> None:
+    p.epilog = CHECK_CONFLICTS_EPILOG
+    p.add_argument(
+        "--onto",
+        metavar="REV",
+        help="also replay the series onto this upstream revision (a ref or commit; "
+        "'sdist:VERSION' for a PyPI sdist)",
+    )
+    p.add_argument(
+        "--upstream",
+        metavar="URL|PATH",
+        help="where --onto REV lives (default: the cache, then upstream.repository); "
+        "an sdist .tar.gz with --onto sdist:VERSION",
+    )
+    p.add_argument(
+        "--source",
+        choices=("git", "sdist"),
+        help="where the pinned base comes from (default: the manifest's upstream.source)",
+    )
+    p.add_argument("--no-matrix", action="store_true", help="skip the pairwise matrix on the pin")
+    p.add_argument(
+        "--merge-mode",
+        choices=("auto", "synthetic", "merge-base"),
+        default="auto",
+        help="how merge bases are given to git merge-tree (default: auto, probed)",
+    )
+    p.add_argument("--json", action="store_true", help="print the whole report as JSON")
+
+
+def _run_check_conflicts(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    return check_conflicts.run(
+        series,
+        ui,
+        onto=a.onto,
+        upstream_url=a.upstream,
+        source=a.source,
+        matrix=not a.no_matrix,
+        as_json=a.json,
+        merge_mode=a.merge_mode,
+    )
+
+
+def _add_test(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ids", nargs="*", metavar="ID", help="the patches to test (default: all)")
+    p.add_argument(
+        "--mode",
+        choices=test_cmd.MODES,
+        default="stacked",
+        help="stacked: patch k on the pin plus patches 1..k (default); "
+        "alone: on the pin plus patch k only",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="test runs at the same time (default: the cores available)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML for CI")
+    p.add_argument(
+        "--no-cache", action="store_true", help="run everything again, ignoring cached results"
+    )
+
+
+def _run_test(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    return test_cmd.run(
+        series,
+        ui,
+        ids=a.ids,
+        mode=a.mode,
+        jobs=a.jobs,
+        as_json=a.json,
+        junit=a.junit,
+        use_cache=not a.no_cache,
+    )
+
+
+def _add_lint(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ids", nargs="*", metavar="ID", help="the patches to lint (default: all)")
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _run_lint(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    return lint_cmd.run(series, ui, ids=a.ids, as_json=a.json)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         "apply",
@@ -115,12 +212,30 @@ COMMANDS: tuple[Command, ...] = (
         _dir,
         _run_export,
     ),
+    Command(
+        "check-conflicts",
+        "merge-tree dry runs: the stack on its pin, pairwise, and --onto another upstream",
+        _add_check_conflicts,
+        _run_check_conflicts,
+    ),
     Command("list", "the series as a table", _add_list, _run_list),
     Command(
         "show",
         "one patch for review: message, upstream link, diffstat, subset",
         _add_show,
         _run_show,
+    ),
+    Command(
+        "test",
+        "each patch's test subset on torch, against the pin's results, cached and in parallel",
+        _add_test,
+        _run_test,
+    ),
+    Command(
+        "lint",
+        "ruff check and ruff format --check on the files each patch touches",
+        _add_lint,
+        _run_lint,
     ),
 )
 

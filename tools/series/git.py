@@ -182,7 +182,11 @@ class FileStat:
 
 def patch_stat(patch: Path) -> list[FileStat]:
     """Per-file line counts of a patch file (``git apply --numstat``; no repo needed)."""
-    out = _run(patch.parent, ["apply", "--numstat", str(patch)], env=HERMETIC)
+    # Run outside any repository: inside one, `git apply` ignores paths that
+    # are not below the current directory, and patches/ has none.
+    neutral = Path(tempfile.gettempdir())
+    env = {**HERMETIC, "GIT_CEILING_DIRECTORIES": str(neutral.parent)}
+    out = _run(neutral, ["apply", "--numstat", str(patch.resolve())], env=env)
     stats = []
     for line in out.splitlines():
         added, deleted, path = line.split("\t", 2)
@@ -384,6 +388,52 @@ class Repo:
         else:
             self.git("read-tree", "-m", "-u", old, new)
 
+    # -- work trees that series owns (series test runs tests in them) ---------
+    def worktree_add(self, path: Path, commit: str) -> Repo:
+        """A new detached linked work tree of this repository at ``path``."""
+        self.git("worktree", "prune")
+        self.git("worktree", "add", "--detach", "--force", str(path), commit, env=HERMETIC)
+        return Repo(path)
+
+    def move_worktree(self, commit: str, keep: Sequence[str] = ()) -> list[str]:
+        """Put this work tree at ``commit``; return the paths whose content changed.
+
+        Only for work trees series owns: untracked files (test droppings) are
+        removed except those matching a ``keep`` pattern, and local edits to
+        tracked files are discarded. Unchanged files are not rewritten, so
+        their mtimes (and Python's bytecode caches) stay valid.
+        """
+        old = self.rev("HEAD")
+        self.git("clean", "-ffdxq", *[a for pattern in keep for a in ("-e", pattern)])
+        self.git("checkout", "-q", "--detach", "--force", commit, env=HERMETIC)
+        if old is None or old == commit:
+            return []
+        return self.changed_paths(old, commit)
+
+    def changed_paths(self, old: str, new: str) -> list[str]:
+        """Paths whose content differs between two commits or trees."""
+        out = self.git(
+            "diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new, env=HERMETIC
+        )
+        return [path for path in out.split("\0") if path]
+
+    def existing_paths(self, rev: str, paths: Sequence[str]) -> set[str]:
+        """Which of ``paths`` (files or directories) exist in ``rev``'s tree; one process."""
+        if not paths:
+            return set()
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", delete=False) as fh:
+            fh.write("".join(f"{rev}:{path}\n" for path in paths))
+        try:
+            out = self.git("cat-file", "--batch-check", stdin=Path(fh.name))
+        finally:
+            os.unlink(fh.name)
+        answers = zip(paths, out.splitlines(), strict=True)
+        return {path for path, line in answers if not line.endswith(" missing")}
+
+    def blob(self, rev: str, path: str) -> bytes:
+        """The content of ``path`` in ``rev``."""
+        return self.git_bytes("cat-file", "blob", f"{rev}:{path}")
+
     def format_patch(self, commit: str) -> bytes:
         """One commit as a patch file with no volatile content."""
         return self.git_bytes(
@@ -403,8 +453,256 @@ class Repo:
             env=HERMETIC,
         )
 
+    # -- bulk work for check-conflicts: few processes, many objects ----------
+    def git_input(self, *argv: str, data: bytes, env: Mapping[str, str] | None = None) -> bytes:
+        """Run git with ``data`` on stdin; its raw stdout."""
+        with _input_file(data) as path:
+            status, out, err = _exec(self.path, argv, env=env, stdin=path, raw=True)
+        if status != 0:
+            raise GitFailed(argv, status, err)
+        assert isinstance(out, bytes)
+        return out
+
+    @contextmanager
+    def scratch_objects(self) -> Iterator[dict[str, str]]:
+        """A hermetic environment whose new objects go to a temporary store.
+
+        Reads still see the repository's objects (as an alternate), so merges
+        and synthetic commits made under it leave nothing behind. The store
+        is in RAM when the machine has a tmpfs: a run writes hundreds of
+        loose objects, and on a busy disk that was most of its time.
+        """
+        objects = self.path / "objects"
+        if not (self.path / "HEAD").is_file() or not objects.is_dir():
+            objects = self.path / self.git("rev-parse", "--git-path", "objects").strip()
+        tmp = Path(tempfile.mkdtemp(prefix="series-objects-", dir=_ram_dir()))
+        try:
+            yield {
+                **HERMETIC,
+                "GIT_OBJECT_DIRECTORY": str(tmp),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects.resolve()),
+            }
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def write_objects(
+        self, kind: str, payloads: Sequence[bytes], env: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Write many objects with one ``hash-object --stdin-paths``; ids in order."""
+        if not payloads:
+            return []
+        with tempfile.TemporaryDirectory(prefix="series-objects-", dir=_ram_dir()) as tmp:
+            names = []
+            for i, payload in enumerate(payloads):
+                path = Path(tmp) / str(i)
+                path.write_bytes(payload)
+                names.append(str(path))
+            data = ("\n".join(names) + "\n").encode()
+            out = self.git_input(
+                "hash-object", "-w", "-t", kind, "--stdin-paths", data=data, env=env
+            )
+        return out.decode().split()
+
+    def merge_trees(
+        self, lines: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> list[TreeMerge]:
+        """Many merges in one ``merge-tree --write-tree --stdin``, one per input line."""
+        if not lines:
+            return []
+        data = ("\n".join(lines) + "\n").encode()
+        results = parse_merge_tree(
+            self.git_input("merge-tree", "--write-tree", "-z", "--stdin", data=data, env=env)
+        )
+        if len(results) != len(lines):
+            raise SeriesError(
+                f"internal: merge-tree gave {len(results)} results for {len(lines)} merges"
+            )
+        return results
+
+    def merge_base_on_stdin(self, commit: str, env: Mapping[str, str] | None = None) -> bool:
+        """Whether this git takes ``<base> -- <one> <two>`` on ``merge-tree --stdin``.
+
+        That is the batch form of ``--merge-base`` (newer than 2.39); probing
+        it answers for the git actually installed, whatever its version says.
+        """
+        argv = ["merge-tree", "--write-tree", "-z", "--stdin"]
+        with _input_file(f"{commit} -- {commit} {commit}\n".encode()) as path:
+            status, _, _ = _exec(self.path, argv, env=env, stdin=path, raw=True)
+        return status == 0
+
+    def read_blobs(
+        self, oids: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> dict[str, bytes]:
+        """Blob contents by id, with one ``cat-file --batch``."""
+        if not oids:
+            return {}
+        out = self.git_input("cat-file", "--batch", data=("\n".join(oids) + "\n").encode(), env=env)
+        blobs: dict[str, bytes] = {}
+        pos = 0
+        while pos < len(out):
+            end = out.index(b"\n", pos)
+            oid, kind, size = out[pos:end].decode().split(" ")
+            if kind != "blob":
+                raise SeriesError(f"internal: {oid} is a {kind}, not a blob")
+            blobs[oid] = out[end + 1 : end + 1 + int(size)]
+            pos = end + 1 + int(size) + 1
+        return blobs
+
+    def merge_file(self, base: bytes, ours: bytes, theirs: bytes, *, favour: str) -> bytes:
+        """``git merge-file -p --ours|--theirs``: a content merge with no markers left."""
+        with tempfile.TemporaryDirectory(prefix="series-merge-file-") as tmp:
+            names = []
+            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                (Path(tmp) / name).write_bytes(data)
+                names.append(str(Path(tmp) / name))
+            argv = ["merge-file", "-p", f"--{favour}", *names]
+            status, out, err = _exec(self.path, argv, env=HERMETIC, raw=True)
+        if not 0 <= status < 128:
+            raise GitFailed(argv, status, err)
+        assert isinstance(out, bytes)
+        return out
+
+    def update_refs(self, commands: Sequence[str], reason: str) -> None:
+        """One ``update-ref --stdin`` transaction ("update REF NEW [OLD]", "delete REF")."""
+        if commands:
+            data = ("\n".join(commands) + "\n").encode()
+            self.git_input("update-ref", "-m", reason, "--stdin", data=data)
+
+    def ref_commits(self, prefix: str) -> dict[str, tuple[str, str, str]]:
+        """refname -> (commit, tree, first parent or "") for commit refs under ``prefix``."""
+        fmt = "%(refname) %(objectname) %(tree) %(parent)"
+        out = self.git("for-each-ref", f"--format={fmt}", prefix)
+        found = {}
+        for line in out.splitlines():
+            name, commit, tree, *parents = line.split(" ")
+            found[name] = (commit, tree, parents[0] if parents else "")
+        return found
+
+    def log_files(
+        self, revs: Sequence[str], paths: Sequence[str] = (), *, max_count: int | None = None
+    ) -> list[LogEntry]:
+        """Commits of ``revs`` (newest first): id, subject and the files each changed."""
+        argv = ["-c", "core.quotePath=false", "log", "--no-renames", "--name-only"]
+        argv += ["--format=%x01%H %s", *([f"--max-count={max_count}"] if max_count else [])]
+        out = self.git(*argv, *revs, "--", *paths, env=HERMETIC)
+        entries = []
+        for chunk in out.split("\x01")[1:]:
+            head, _, rest = chunk.partition("\n")
+            commit, _, subject = head.partition(" ")
+            files = tuple(line for line in rest.splitlines() if line)
+            entries.append(LogEntry(commit, subject, files))
+        return entries
+
+    def patch_ids(self, revs: Sequence[str], paths: Sequence[str] = ()) -> dict[str, str]:
+        """commit -> ``patch-id --stable`` for the non-merge, non-root commits of ``revs``.
+
+        ``paths`` limits which commits are read, not their diffs (--full-diff),
+        so the ids are those of whole commits.
+        """
+        argv = ["log", "-p", "--min-parents=1", "--max-parents=1", "--full-diff", "--no-color"]
+        diff = self.git_bytes(*argv, "--format=commit %H", *revs, "--", *paths, env=HERMETIC)
+        if not diff.strip():
+            return {}
+        out = self.git_input("patch-id", "--stable", data=diff, env=HERMETIC).decode()
+        return {commit: pid for pid, commit in (line.split() for line in out.splitlines())}
+
 
 def _failed_hunks(stderr: str) -> list[str]:
     hunks = re.findall(r"error: patch failed: (\S+)", stderr)
     missing = re.findall(r"error: (\S+): (?:does not exist in index|No such file)", stderr)
     return hunks + [f"{m} (missing)" for m in missing]
+
+
+def _ram_dir() -> str | None:
+    """A RAM-backed directory for throwaway files, or None for the default."""
+    for candidate in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm"):
+        if candidate and os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+            return candidate
+    return None
+
+
+@contextmanager
+def _input_file(data: bytes) -> Iterator[Path]:
+    with tempfile.NamedTemporaryFile(prefix="series-stdin-", dir=_ram_dir(), delete=False) as fh:
+        fh.write(data)
+    try:
+        yield Path(fh.name)
+    finally:
+        os.unlink(fh.name)
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    commit: str
+    subject: str
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StageEntry:
+    """One conflicted index entry from merge-tree: stage 1 base, 2 ours, 3 theirs."""
+
+    mode: str
+    oid: str
+    stage: int
+    path: str
+
+
+@dataclass(frozen=True)
+class MergeMessage:
+    paths: tuple[str, ...]
+    kind: str  # git's stable type string, e.g. "CONFLICT (contents)"
+    text: str
+
+
+@dataclass(frozen=True)
+class TreeMerge:
+    """The outcome of one ``merge-tree --write-tree`` merge."""
+
+    clean: bool
+    tree: str  # on conflict, files in it carry conflict markers
+    entries: tuple[StageEntry, ...] = ()
+    messages: tuple[MergeMessage, ...] = ()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(sorted({e.path for e in self.entries}))
+
+    @property
+    def conflicts(self) -> tuple[MergeMessage, ...]:
+        return tuple(m for m in self.messages if m.kind.startswith("CONFLICT"))
+
+
+def parse_merge_tree(out: bytes) -> list[TreeMerge]:
+    """Split ``merge-tree --write-tree -z --stdin`` output into its merges.
+
+    Per merge: status NUL, tree NUL; when conflicted, the stage entries each
+    NUL-terminated, an empty field, then message records (count, paths,
+    type, text); then an empty field ends the merge.
+    """
+    fields = [f.decode("utf-8", "surrogateescape") for f in out.split(b"\0")]
+    results: list[TreeMerge] = []
+    i = 0
+    while i + 1 < len(fields) and fields[i] != "":
+        status, tree = int(fields[i]), fields[i + 1]
+        i += 2
+        if status < 0:
+            raise SeriesError(f"git merge-tree could not merge (status {status})")
+        entries: list[StageEntry] = []
+        messages: list[MergeMessage] = []
+        if status == 0:
+            while fields[i] != "":
+                head, path = fields[i].split("\t", 1)
+                mode, oid, stage = head.split(" ")
+                entries.append(StageEntry(mode, oid, int(stage), path))
+                i += 1
+            i += 1
+            while fields[i] != "":
+                count = int(fields[i])
+                paths = tuple(fields[i + 1 : i + 1 + count])
+                kind, text = fields[i + 1 + count], fields[i + 2 + count]
+                messages.append(MergeMessage(paths, kind, text.rstrip("\n")))
+                i += count + 3
+        i += 1
+        results.append(TreeMerge(status == 1, tree, tuple(entries), tuple(messages)))
+    return results

@@ -34,6 +34,7 @@ def run(series: Series, ui: Ui, *, patch_id: str, diff: bool = False, as_json: b
                 "file": patch.file,
                 "files": [{"path": s.path, "added": s.added, "deleted": s.deleted} for s in stats],
                 "subset": list(patch.subset),
+                "applies_alone": patch.applies_alone,
                 "pin_failures": [
                     {"tests": f.tests, "reason": f.reason} for f in patch.pin_failures
                 ],
@@ -48,6 +49,7 @@ def run(series: Series, ui: Ui, *, patch_id: str, diff: bool = False, as_json: b
         f"Upstream: {patch.pr_url or 'no PR'}  [{patch.state}]"
         + (f" {patch.state_note}" if patch.state_note else ""),
         f"Branch:   {patch.branch}",
+        f"Alone:    {_alone(patch.applies_alone)}",
         f"File:     {patch.file}",
         "",
         *(f"    {line}" if line else "" for line in info.body.splitlines()),
@@ -67,3 +69,9 @@ def run(series: Series, ui: Ui, *, patch_id: str, diff: bool = False, as_json: b
     if diff:
         ui.out.file.write("\n" + info.diff.decode("utf-8", "replace"))
     return 0
+
+
+def _alone(value: bool | None) -> str:
+    if value is None:
+        return "not recorded (series check-conflicts computes it)"
+    return "applies on the bare pin" if value else "needs earlier patches of the series"

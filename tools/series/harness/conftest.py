@@ -5,8 +5,8 @@ The PyPI sdist used as the offline upstream does not ship the root
 ``requires_trainable_backend`` and ``multi_device`` markers, and a
 ``skip_if_backend`` helper that test modules import with
 ``from conftest import skip_if_backend``. ``series test`` loads this module
-as a plugin (``-p conftest``) only when the tree has no ``conftest.py`` of its
-own; a git checkout of upstream uses the real one.
+as a plugin (``-p conftest``) only for a Keras tree that has no
+``conftest.py`` of its own; a git checkout of upstream uses the real one.
 """
 
 from __future__ import annotations

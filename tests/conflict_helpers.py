@@ -1,0 +1,170 @@
+"""Builders and real-git oracles for the check-conflicts tests.
+
+Each case is a real tiny upstream, a real chain of patch commits (the
+"author" clone, whose trees are exactly the stack series builds) and a
+project whose manifest lists them. The oracles answer the same questions
+as check-conflicts with porcelain git in a throwaway clone (cherry-pick,
+merge, rebase), so the tests compare verdicts and trees with what git
+itself does.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helpers import PatchSpec, Project, git, make_upstream, manifest_text, replace_line, write
+
+
+@dataclass
+class Case:
+    project: Project
+    author: Path  # the clone holding the patch commits
+    commits: list[str]  # the patch commits, in series order
+    ids: list[str]
+
+    def run_json(self, *args: str) -> tuple[int, dict[str, Any], str]:
+        code, out, err = self.project.run("check-conflicts", "--json", *args)
+        return code, json.loads(out) if out.strip() else {}, err
+
+
+def make_case(
+    tmp: Path,
+    specs: list[PatchSpec],
+    *,
+    applies_alone: dict[str, bool] | None = None,
+) -> Case:
+    """Like helpers.make_project, plus empty patches and applies_alone flags."""
+    upstream = tmp / "upstream"
+    commit = make_upstream(upstream)
+    author = tmp / "author"
+    git(tmp, "clone", "-q", str(upstream), str(author))
+    patches = tmp / "project" / "patches"
+    patches.mkdir(parents=True)
+    commits = []
+    for i, spec in enumerate(specs):
+        for name, (old, new) in spec.edits.items():
+            replace_line(author / name, old, new)
+        write(author, spec.new_files or {})
+        git(author, "add", "-A")
+        message = f"{spec.subject}\n\nWhy: test.\n\nSeries-Id: {spec.id}"
+        date = f"2026-02-{i + 1:02d}T10:00:00+00:00"
+        git(author, "commit", "-q", "--allow-empty", "-m", message, date=date)
+        commits.append(git(author, "rev-parse", "HEAD"))
+        raw = git(author, "format-patch", "-1", "--always", "--stdout", "HEAD") + "\n"
+        (patches / f"perf-{spec.id}.patch").write_text(raw)
+    text = manifest_text(str(upstream), commit, specs)
+    for pid, flag in (applies_alone or {}).items():
+        anchor = f'id = "{pid}"\n'
+        text = text.replace(anchor, f"{anchor}applies_alone = {str(flag).lower()}\n", 1)
+    (tmp / "project" / "series.toml").write_text(text)
+    return Case(Project(tmp / "project", upstream, commit), author, commits, [s.id for s in specs])
+
+
+def upstream_commit(
+    upstream: Path, branch: str, subject: str, edits: dict[str, tuple[str, str]]
+) -> str:
+    """Commit ``edits`` on ``branch`` of the upstream (made from v1.0 when new)."""
+    back = git(upstream, "symbolic-ref", "--short", "HEAD")
+    if git(upstream, "branch", "--list", branch):
+        git(upstream, "checkout", "-q", branch)
+    else:
+        git(upstream, "checkout", "-q", "-b", branch, "v1.0")
+    for name, (old, new) in edits.items():
+        replace_line(upstream / name, old, new)
+    git(upstream, "commit", "-qam", subject)
+    sha = git(upstream, "rev-parse", "HEAD")
+    git(upstream, "checkout", "-q", back)
+    return sha
+
+
+# -- oracles: the same questions, asked of porcelain git ------------------------
+
+
+@dataclass(frozen=True)
+class Picked:
+    clean: bool
+    tree: str | None
+    commit: str | None
+    files: tuple[str, ...]
+
+
+class RealGit:
+    """A throwaway clone of the author repository with the upstream fetched."""
+
+    def __init__(self, case: Case, tmp: Path, *, fetch: str | None = None) -> None:
+        self.path = tmp / "oracle"
+        git(tmp, "clone", "-q", str(case.author), str(self.path))
+        if fetch:
+            git(self.path, "fetch", "-q", str(case.project.upstream), f"{fetch}:refs/oracle/onto")
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=self.path, capture_output=True, text=True)
+
+    def cherry_pick(self, onto: str, commits: list[str], *, theirs: bool = False) -> Picked:
+        """Cherry-pick ``commits`` in order onto ``onto``; the outcome of the last one."""
+        git(self.path, "checkout", "-q", "--detach", onto)
+        option = ["-X", "theirs"] if theirs else []
+        for i, commit in enumerate(commits):
+            last = i == len(commits) - 1
+            done = self._git(
+                "cherry-pick", "--allow-empty", "--keep-redundant-commits", *option, commit
+            )
+            if done.returncode != 0:
+                files = tuple(git(self.path, "diff", "--name-only", "--diff-filter=U").split())
+                self._git("cherry-pick", "--abort")
+                assert last, f"earlier pick {commit} failed: {done.stderr}"
+                return Picked(False, None, None, files)
+        return Picked(
+            True,
+            git(self.path, "rev-parse", "HEAD^{tree}"),
+            git(self.path, "rev-parse", "HEAD"),
+            (),
+        )
+
+    def merges_cleanly(self, one: str, two: str) -> bool:
+        git(self.path, "checkout", "-q", "--detach", one)
+        done = self._git("merge", "-q", "--no-edit", two)
+        if done.returncode != 0:
+            self._git("merge", "--abort")
+        return done.returncode == 0
+
+    def rebase(self, onto: str, tip: str, *, theirs: bool = False) -> tuple[list[str], str]:
+        """``git rebase`` of v1.0..tip onto ``onto``, skipping every stop.
+
+        Returns the Series-Id of each commit it stopped at, and the final tree.
+        """
+        git(self.path, "checkout", "-q", "-B", "replay", tip)
+        option = ["-X", "theirs"] if theirs else []
+        done = self._git("rebase", *option, "--onto", onto, "v1.0")
+        stopped = []
+        while done.returncode != 0:
+            head = git(self.path, "log", "-1", "--format=%B", "REBASE_HEAD")
+            stopped.append(head.rsplit("Series-Id: ", 1)[1].strip())
+            done = self._git("rebase", "--skip")
+        return stopped, git(self.path, "rev-parse", "HEAD^{tree}")
+
+
+def real_matrix(oracle: RealGit, pin: str, commits: list[str], ids: list[str]) -> dict[str, Any]:
+    """alone and pair verdicts, the check-conflicts way, from porcelain git."""
+    alone = {pid: oracle.cherry_pick(pin, [c]) for pid, c in zip(ids, commits, strict=True)}
+    pairs = {}
+    for i, a in enumerate(ids):
+        for j in range(i + 1, len(ids)):
+            b = ids[j]
+            one, two = alone[a], alone[b]
+            if one.clean and two.clean:
+                assert one.commit and two.commit
+                pairs[(a, b)] = (
+                    "commute" if oracle.merges_cleanly(one.commit, two.commit) else "conflict"
+                )
+            elif one.clean:
+                assert one.commit
+                on_top = oracle.cherry_pick(one.commit, [commits[j]])
+                pairs[(a, b)] = "needs" if on_top.clean else "n/a"
+            else:
+                pairs[(a, b)] = "n/a"
+    return {"alone": alone, "pairs": pairs}

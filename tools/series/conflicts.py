@@ -1,0 +1,299 @@
+"""What ``series check-conflicts`` computes, without a work tree or an index.
+
+Three questions, all answered with merges (series.merges) in the per-user
+cache repository:
+
+* the stack on its pin: the patch files applied in order (series.stackmemo);
+* the pairwise matrix on the pin: each patch cherry-picked alone onto the
+  pin, and for each pair whether the two results merge (they commute), or
+  whether the later one applies only on top of the earlier one;
+* a replay onto another upstream revision, patch by patch as ``git rebase``
+  does, with evidence that a patch is already upstream (patch-id, or the
+  PR number at the end of an upstream subject).
+
+The replay runs two chains. The *skip* chain drops a conflicting patch and
+goes on, like ``git rebase --skip``. The *favoured* chain resolves the
+conflict towards the patch, like ``-X theirs``, so later patches see their
+predecessors. A patch that conflicts in the skip chain but not in the
+favoured one conflicts only because an earlier patch did; one that
+conflicts in the favoured chain conflicts by itself. Until the first
+conflict both chains are one, and the whole chain is checked in two
+batches: predict the result after patch k as one merge of the stack up to k
+into the revision, then verify every step against the prediction before it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from series.git import LogEntry, MergeMessage, Repo, TreeMerge
+from series.manifest import Patch
+from series.merges import Job, Merger, Node
+from series.stackmemo import Stacked
+
+SCAN_LIMIT = 2000  # upstream commits read when REV shares no history with the pin
+_PR = (re.compile(r"\(#(\d+)\)\s*$"), re.compile(r"^Merge pull request #(\d+)\b"))
+
+
+@dataclass(frozen=True)
+class Alone:
+    patch: Patch
+    applies: bool
+    tree: str | None
+    files: tuple[str, ...]  # conflicted files when it does not apply
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str
+    b: str
+    result: str  # commute | conflict | needs (b applies only on a) | n/a
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    kind: str  # patch-id | pr
+    commit: str
+    subject: str
+
+
+@dataclass
+class Replayed:
+    patch: Patch
+    status: str  # clean | conflict | already-upstream | empty
+    replay: str  # clean | conflict | empty | skipped (what the rebase did)
+    cause: str | None = None  # self | earlier (conflicts only)
+    blocked_by: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    conflicts: tuple[MergeMessage, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+    upstream: tuple[LogEntry, ...] = ()
+    tree: str | None = None  # the rebased tree after this patch (skip chain)
+    note: str = ""
+
+
+@dataclass
+class Target:
+    label: str
+    node: Node
+    revs: list[str]  # the upstream commits since the pin, as rev-list arguments
+    range: str
+    commits: list[LogEntry] = field(default_factory=list)
+
+
+# -- the pairwise matrix and the replay -------------------------------------------
+
+
+@dataclass
+class Analysis:
+    alone: list[Alone] = field(default_factory=list)
+    pairs: list[Pair] = field(default_factory=list)
+    replayed: list[Replayed] = field(default_factory=list)
+
+
+def analyse(merger: Merger, stacked: Stacked, target: Target | None, *, matrix: bool) -> Analysis:
+    s, pin = stacked.nodes, stacked.pin
+    n = len(s) - 1
+    alone_jobs = [Job(s[k - 1], pin, s[k]) for k in range(1, n + 1)] if matrix else []
+    predict = [Job(pin, target.node, s[k]) for k in range(1, n + 1)] if target else []
+    first = merger.run(alone_jobs + predict)
+    alone_out, predicted = first[: len(alone_jobs)], first[len(alone_jobs) :]
+    result = Analysis()
+    pair_jobs, pair_keys = _pair_jobs(stacked, alone_out) if matrix else ([], [])
+    verify = []
+    if target:
+        for k in range(1, n + 1):
+            prev = target.node if k == 1 else _node(predicted[k - 2])
+            verify.append(Job(s[k - 1], prev, s[k]) if prev else None)
+    second = merger.run(pair_jobs + [j for j in verify if j is not None])
+    pair_out, verified = second[: len(pair_jobs)], iter(second[len(pair_jobs) :])
+    checked = [next(verified) if j is not None else None for j in verify]
+    patches = stacked.patches
+    for k, out in enumerate(alone_out):
+        result.alone.append(
+            Alone(patches[k], out.clean, out.tree if out.clean else None, out.files)
+        )
+    result.pairs = _pairs(stacked, result.alone, pair_keys, pair_out)
+    if target:
+        chain = _Chain(merger, stacked, target, predicted, checked)
+        result.replayed = chain.run()
+    return result
+
+
+def _node(merge: TreeMerge) -> Node | None:
+    return Node(merge.tree) if merge.clean else None
+
+
+def _pair_jobs(
+    stacked: Stacked, alone: list[TreeMerge]
+) -> tuple[list[Job], list[tuple[int, int, str]]]:
+    s, jobs, keys = stacked.nodes, [], []
+    for i in range(len(alone)):
+        for j in range(i + 1, len(alone)):
+            a, b = alone[i], alone[j]
+            if a.clean and b.clean:
+                jobs.append(Job(stacked.pin, Node(a.tree), Node(b.tree)))
+                keys.append((i, j, "commute"))
+            elif a.clean:
+                jobs.append(Job(s[j], Node(a.tree), s[j + 1]))
+                keys.append((i, j, "needs"))
+    return jobs, keys
+
+
+def _pairs(
+    stacked: Stacked,
+    alone: list[Alone],
+    keys: list[tuple[int, int, str]],
+    outs: list[TreeMerge],
+) -> list[Pair]:
+    done = {(i, j): (kind, out) for (i, j, kind), out in zip(keys, outs, strict=True)}
+    pairs = []
+    for i in range(len(alone)):
+        for j in range(i + 1, len(alone)):
+            a, b = alone[i].patch.id, alone[j].patch.id
+            kind, out = done.get((i, j), ("n/a", None))
+            if out is None:
+                pairs.append(Pair(a, b, "n/a"))
+            elif kind == "commute":
+                pairs.append(Pair(a, b, "commute" if out.clean else "conflict", out.files))
+            else:
+                pairs.append(Pair(a, b, "needs" if out.clean else "n/a", out.files))
+    return pairs
+
+
+class _Chain:
+    """The replay onto the target: skip chain and favoured chain (module docstring)."""
+
+    def __init__(
+        self,
+        merger: Merger,
+        stacked: Stacked,
+        target: Target,
+        predicted: list[TreeMerge],
+        checked: list[TreeMerge | None],
+    ) -> None:
+        self.merger, self.stacked, self.target = merger, stacked, target
+        self.predicted, self.checked = predicted, checked
+        self.evidence = find_evidence(merger.repo, stacked, target)
+
+    def run(self) -> list[Replayed]:
+        s, patches = self.stacked.nodes, self.stacked.patches
+        skip = self.fav = self.target.node
+        speculating = True
+        conflicted: list[Patch] = []
+        out: list[Replayed] = []
+        for k in range(1, len(s)):
+            patch = patches[k - 1]
+            evidence = self.evidence.get(patch.id, ())
+            if s[k].tree == s[k - 1].tree:
+                note = "the patch changes nothing"
+                out.append(Replayed(patch, "empty", "empty", note=note, tree=skip.tree))
+                continue
+            if any(e.kind == "patch-id" for e in evidence):
+                note = "dropped, as git rebase drops a patch already upstream"
+                out.append(
+                    Replayed(patch, "already-upstream", "skipped", evidence=evidence, note=note)
+                )
+                out[-1].tree = skip.tree
+                continue
+            expected = self.target.node.tree if k == 1 else self.predicted[k - 2].tree
+            check = self.checked[k - 1]
+            if speculating and check is not None and expected == skip.tree:
+                if not check.clean or check.tree != self.predicted[k - 1].tree:
+                    speculating = False
+                skip_out = fav_out = check
+            else:
+                speculating = False
+                jobs = [Job(s[k - 1], skip, s[k])]
+                if self.fav != skip:
+                    jobs.append(Job(s[k - 1], self.fav, s[k]))
+                outs = self.merger.run(jobs)
+                skip_out, fav_out = outs[0], outs[-1]
+            step = self._verdict(patch, evidence, skip, skip_out, fav_out, conflicted)
+            out.append(step)
+            if skip_out.clean:
+                skip = Node(skip_out.tree)
+            self.fav = Node(self.merger.favour_theirs(fav_out))
+            if step.replay == "conflict":
+                conflicted.append(patch)
+            step.tree = skip.tree
+        return out
+
+    def _verdict(
+        self,
+        patch: Patch,
+        evidence: tuple[Evidence, ...],
+        before: Node,
+        skip_out: TreeMerge,
+        fav_out: TreeMerge,
+        earlier: list[Patch],
+    ) -> Replayed:
+        if skip_out.clean and fav_out.clean:
+            replay = "empty" if skip_out.tree == before.tree else "clean"
+            status = "already-upstream" if evidence else replay
+            note = {
+                "empty": "its changes are already in the revision",
+                "clean": "it still changes the tree: upstream took part of it, or another form"
+                if evidence
+                else "",
+            }[replay]
+            return Replayed(patch, status, replay, evidence=evidence, note=note)
+        own = not fav_out.clean
+        shown = fav_out if own else skip_out
+        blocked: tuple[str, ...] = ()
+        if not own:
+            files = set(shown.files)
+            touching = [p.id for p in earlier if files & set(self._files(p))]
+            blocked = tuple(touching or [p.id for p in earlier])
+        return Replayed(
+            patch,
+            "already-upstream" if evidence else "conflict",
+            "conflict",
+            cause="self" if own else "earlier",
+            blocked_by=blocked,
+            files=shown.files,
+            conflicts=shown.conflicts,
+            evidence=evidence,
+            upstream=tuple(self._touching(shown.files)),
+        )
+
+    def _files(self, patch: Patch) -> tuple[str, ...]:
+        return self.stacked.files.get(patch.id, ())
+
+    def _touching(self, files: tuple[str, ...], limit: int = 10) -> list[LogEntry]:
+        wanted = set(files)
+        return [c for c in self.target.commits if wanted & set(c.files)][:limit]
+
+
+def find_evidence(repo: Repo, stacked: Stacked, target: Target) -> dict[str, tuple[Evidence, ...]]:
+    """patch id -> upstream commits with the same patch-id, or naming its PR."""
+    if not target.revs:
+        return {}
+    paths = sorted({f for files in stacked.files.values() for f in files})
+    pin, tip = stacked.pin.commit, stacked.nodes[-1].commit
+    ids = repo.patch_ids([str(tip), *target.revs, f"^{pin}"], paths) if paths else {}
+    ours = {str(node.commit) for node in stacked.nodes[1:]}
+    upstream_ids: dict[str, list[str]] = {}
+    for commit, pid in ids.items():
+        if commit not in ours:
+            upstream_ids.setdefault(pid, []).append(commit)
+    subjects = {c.commit: c.subject for c in target.commits}
+    prs: dict[int, list[str]] = {}
+    for c in target.commits:
+        for pattern in _PR:
+            match = pattern.search(c.subject)
+            if match:
+                prs.setdefault(int(match.group(1)), []).append(c.commit)
+    found: dict[str, tuple[Evidence, ...]] = {}
+    for node, patch in zip(stacked.nodes[1:], stacked.patches, strict=True):
+        items = [
+            Evidence("patch-id", c, subjects.get(c, ""))
+            for c in upstream_ids.get(ids.get(str(node.commit), ""), [])
+        ]
+        if patch.pr is not None:
+            items += [Evidence("pr", c, subjects.get(c, "")) for c in prs.get(patch.pr, [])]
+        if items:
+            found[patch.id] = tuple(items)
+    return found
