@@ -197,8 +197,8 @@ def test_export_amended_commit_updates_only_that_patch(tmp_path: Path) -> None:
     assert after["perf-P2.patch"] != before["perf-P2.patch"]
     assert b"+VALUE_5 = 555" in after["perf-P2.patch"]
     assert after["perf-P3.patch"] == before["perf-P3.patch"]
-    backups = list((project.root / ".series/backups").glob("*/patches/perf-P2.patch"))
-    assert backups and backups[0].read_bytes() == before["perf-P2.patch"]
+    backups = sorted((project.root / ".series/backups").glob("*/patches/perf-P2.patch"))
+    assert backups and backups[-1].read_bytes() == before["perf-P2.patch"]  # the newest
 
 
 def test_export_reworded_title_and_reordered_stack(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import subprocess
@@ -23,6 +24,9 @@ def test_every_command_row_dispatches(command: str, tmp_path: Path) -> None:
     assert callable(row.run)
     out = io.StringIO()
     assert cli.main([command, "--help"], out=out) == 0
+    # Runners import their module lazily: make sure each one exists and has run().
+    module = importlib.import_module(f"series.commands.{command.replace('-', '_')}")
+    assert callable(module.run)
 
 
 def _minimal_args(command: str) -> list[str]:

@@ -2,6 +2,8 @@
 
 Each command is a row of ``COMMANDS``: its name, a function that adds its
 arguments, and a function that calls the command module with typed options.
+Command modules are imported by their runner, so ``series list`` does not
+pay for importing what ``series test`` needs.
 Only ``main`` catches ``SeriesError``; anything else is a bug and is printed
 as an internal error with the traceback and exit code 70.
 """
@@ -19,10 +21,6 @@ from pathlib import Path
 from typing import IO
 
 from series import __version__
-from series.commands import apply, check_conflicts, export, show
-from series.commands import lint as lint_cmd
-from series.commands import list as list_cmd
-from series.commands import test as test_cmd
 from series.errors import Exit, SeriesError
 from series.series import Series
 from series.ui import Ui
@@ -71,6 +69,8 @@ def _add_apply(p: argparse.ArgumentParser) -> None:
 
 
 def _run_apply(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    from series.commands import apply
+
     return apply.run(
         series,
         ui,
@@ -83,6 +83,8 @@ def _run_apply(series: Series, ui: Ui, a: argparse.Namespace) -> int:
 
 
 def _run_export(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    from series.commands import export
+
     return export.run(series, ui, directory=a.dir)
 
 
@@ -91,6 +93,8 @@ def _add_list(p: argparse.ArgumentParser) -> None:
 
 
 def _run_list(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    from series.commands import list as list_cmd
+
     return list_cmd.run(series, ui, as_json=a.json)
 
 
@@ -101,6 +105,8 @@ def _add_show(p: argparse.ArgumentParser) -> None:
 
 
 def _run_show(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    from series.commands import show
+
     return show.run(series, ui, patch_id=a.id, diff=a.diff, as_json=a.json)
 
 
@@ -142,6 +148,8 @@ def _add_check_conflicts(p: argparse.ArgumentParser) -> None:
 
 
 def _run_check_conflicts(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    from series.commands import check_conflicts
+
     return check_conflicts.run(
         series,
         ui,
@@ -158,7 +166,7 @@ def _add_test(p: argparse.ArgumentParser) -> None:
     p.add_argument("ids", nargs="*", metavar="ID", help="the patches to test (default: all)")
     p.add_argument(
         "--mode",
-        choices=test_cmd.MODES,
+        choices=("stacked", "alone"),
         default="stacked",
         help="stacked: patch k on the pin plus patches 1..k (default); "
         "alone: on the pin plus patch k only",
@@ -178,6 +186,8 @@ def _add_test(p: argparse.ArgumentParser) -> None:
 
 
 def _run_test(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    from series.commands import test as test_cmd
+
     return test_cmd.run(
         series,
         ui,
@@ -196,6 +206,8 @@ def _add_lint(p: argparse.ArgumentParser) -> None:
 
 
 def _run_lint(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+    from series.commands import lint as lint_cmd
+
     return lint_cmd.run(series, ui, ids=a.ids, as_json=a.json)
 
 

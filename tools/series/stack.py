@@ -6,17 +6,33 @@ which uses the blob ids in the patch's index lines), and committed with
 ``commit-tree`` using the patch's author, date and message for both author
 and committer. The result depends only on the base and the patch bytes, so
 the same inputs always give the same commit ids, and no work tree is touched.
+
+Because of that, results can be memoised: with ``memo=True`` each commit is
+kept under ``refs/series/stack/<key>`` in the repository it was built in (the
+per-user cache repository), where the key hashes the base, the id and bytes
+of every patch up to it, and the source of the code that makes the commits.
+An unchanged series then costs one ``for-each-ref``; after an edit to patch k
+only k and its successors are built again. At most MEMO_LIMIT refs are kept;
+they are a cache, and deleting them is always safe.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from series.git import Repo, mailinfo
+from series import git as git_module
+from series import series as series_module
+from series.git import GitFailed, Repo, mailinfo
 from series.manifest import Patch
 from series.series import Series, with_trailer
+
+log = logging.getLogger("series.stack")
+MEMO = "refs/series/stack/"
+MEMO_LIMIT = 256
 
 
 @dataclass(frozen=True)
@@ -39,14 +55,76 @@ class Built:
     base: str
     steps: list[Step] = field(default_factory=list)
     failure: Failure | None = None
+    reused: int = 0  # leading steps taken from the memo
 
     @property
     def tip(self) -> str:
         return self.steps[-1].commit if self.steps else self.base
 
 
-def build(series: Series, repo: Repo, base: str, patches: list[Patch]) -> Built:
-    """Apply ``patches`` in order on ``base``; stop at the first that fails."""
+def build(
+    series: Series, repo: Repo, base: str, patches: list[Patch], *, memo: bool = False
+) -> Built:
+    """Apply ``patches`` in order on ``base``; stop at the first that fails.
+
+    With ``memo``, reuse and record commits under MEMO in ``repo``.
+    """
+    if not memo:
+        return _build(series, repo, base, patches)
+    keys = memo_keys(series, base, patches)
+    known: dict[str, tuple[str, bool]] = {}
+    for name, commit in repo.refs(MEMO).items():
+        key, _, flag = name.removeprefix(MEMO).partition(".")
+        known[key] = (commit, flag == "3way")
+    built = Built(base)
+    for patch, key in zip(patches, keys, strict=True):
+        if key not in known:
+            break
+        commit, three_way = known[key]
+        built.steps.append(Step(patch, commit, three_way))
+    reused = built.reused = len(built.steps)
+    if reused == len(patches):
+        return built
+    rest = _build(series, repo, built.tip, patches[reused:])
+    built.steps += rest.steps
+    built.failure = rest.failure
+    updates = [
+        f"update {MEMO}{keys[reused + i]}{'.3way' if step.three_way else ''} {step.commit}"
+        for i, step in enumerate(rest.steps)
+    ]
+    if len(known) + len(updates) > MEMO_LIMIT:
+        wanted = set(keys)
+        updates += [f"delete {MEMO}{k}" for k, (_, t) in known.items() if k not in wanted and not t]
+        updates += [
+            f"delete {MEMO}{k}.3way" for k, (_, t) in known.items() if k not in wanted and t
+        ]
+    try:
+        repo.update_refs(updates, "series: memoise the stack")
+    except GitFailed as exc:  # a concurrent run holds the ref locks: the memo is optional
+        log.debug("memo not recorded: %s", exc.stderr.strip())
+    return built
+
+
+def _salt() -> bytes:
+    """Memo keys change whenever the code that builds the commits changes."""
+    digest = hashlib.sha1()
+    for module in (git_module, series_module):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.digest()
+
+
+def memo_keys(series: Series, base: str, patches: list[Patch]) -> list[str]:
+    key = hashlib.sha1(_salt() + base.encode()).hexdigest()
+    keys = []
+    for patch in patches:
+        data = series.patch_path(patch).read_bytes()
+        key = hashlib.sha1(f"{key}\0{patch.id}\0".encode() + data).hexdigest()
+        keys.append(key)
+    return keys
+
+
+def _build(series: Series, repo: Repo, base: str, patches: list[Patch]) -> Built:
     built = Built(base)
     with tempfile.TemporaryDirectory(prefix="series-stack-") as tmp:
         scratch = Path(tmp)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from series.errors import SeriesError, UsageError
 from series.git import HERMETIC, GitFailed, Ident, Repo
+from series.locks import exclusive
 from series.manifest import Upstream
 
 IMPORTER = "keras-series import"
@@ -57,8 +58,16 @@ def resolve(
 ) -> Base:
     """Find or make the upstream base commit in the cache repository.
 
-    ``why`` says where an explicit ``source`` came from, for the report.
+    ``why`` says where an explicit ``source`` came from, for the report. Runs
+    under a lock: two runs at once on a new cache would both create it.
     """
+    with exclusive(cache_dir / "upstream.lock"):
+        return _resolve(upstream, cache_dir, source=source, override=override, why=why)
+
+
+def _resolve(
+    upstream: Upstream, cache_dir: Path, *, source: str | None, override: str | None, why: str
+) -> Base:
     repo = cache_repo(cache_dir)
     wanted = source or upstream.source
     if source is None:
@@ -148,6 +157,7 @@ def _sdist(
     if commit is None:
         commit = import_sdist(repo, archive, name, digest, upstream)
         repo.update_ref(ref, commit, None, f"series: import {archive.name}")
+        repo.git("repack", "-a", "-d", "-q")  # one pack: checkouts hard-link it
     return Base(commit, "sdist", label, reason)
 
 
@@ -214,8 +224,5 @@ def fetch_base(checkout: Repo, cache: Repo, base: Base, ref: str) -> None:
     """Bring the base commit into the checkout repository under ``ref``."""
     if checkout.rev(ref) == base.commit:
         return
-    if not checkout.has_object(base.commit):
-        src = cache.refs("refs/series/")
-        names = [name for name, sha in src.items() if sha == base.commit]
-        checkout.git("fetch", "--quiet", "--no-tags", str(cache.path), f"{names[0]}")
+    checkout.fetch_from(cache, base.commit)
     checkout.git("update-ref", "-m", "series: upstream base", ref, base.commit)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from series.errors import SeriesError
 from series.git import Repo
+from series.locks import exclusive
 
 KEEP = ("__pycache__",)
 MAX_SLOTS = 256
@@ -78,24 +79,14 @@ class SlotPool:
         if not _is_worktree(repo):
             if path.exists():
                 shutil.rmtree(path)
-            self.repo.worktree_add(path, commit)
+            # `git worktree add` reads every other worktree's admin files, and
+            # races with another process adding one: serialise the adds.
+            with exclusive(self.root / "add.lock"):
+                self.repo.worktree_add(path, commit)
             return []
         changed = repo.move_worktree(commit, keep=KEEP)
         _drop_bytecode(path, changed)
         return changed
-
-
-@contextmanager
-def exclusive(lock: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``lock`` (created if missing), waiting for it."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def _is_worktree(repo: Repo) -> bool:

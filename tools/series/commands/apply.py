@@ -1,7 +1,8 @@
 """``series apply``: the pinned upstream plus the stack, as commits in a checkout.
 
-The stack is built in memory (series.stack) and only then does anything
-visible change: the branch moves with one compare-and-swap, and the work tree
+The stack is built in memory (series.stack, memoised in the per-user cache
+repository and fetched from there) and only then does anything visible
+change: the branch moves with one compare-and-swap, and the work tree
 follows with ``read-tree -m -u``, which rewrites only files that differ. A
 re-run with nothing changed computes the same commit ids and touches nothing.
 
@@ -54,9 +55,13 @@ def run(
         series.manifest.upstream, series.cache_dir, source=source, override=upstream_url, why=why
     )
     ui.status(f"upstream: {base.label} [{base.source}: {base.reason}]")
-    repo = _open(checkout)
-    upstream.fetch_base(repo, upstream.cache_repo(series.cache_dir), base, BASE_REF)
-    built = stack.build(series, repo, base.commit, patches)
+    # Built (and memoised) in the cache repository, then copied over: a
+    # fresh checkout or an unchanged series costs one local fetch.
+    cache = upstream.cache_repo(series.cache_dir)
+    built = stack.build(series, cache, base.commit, patches, memo=True)
+    repo = _open(checkout, cache)
+    repo.fetch_from(cache, built.tip)
+    upstream.fetch_base(repo, cache, base, BASE_REF)
     old = checkout.tip()
     new = built.tip
     unchanged = old == new and checkout.on_branch() and state is not None
@@ -97,10 +102,10 @@ def run(
     return 0
 
 
-def _open(checkout: Checkout) -> Repo:
+def _open(checkout: Checkout, cache: Repo) -> Repo:
     if checkout.exists():
         return checkout.repo
-    repo = Repo.init(checkout.path)
+    repo = Repo.clone_local(cache, checkout.path)
     exclude = repo.git_dir / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     exclude.write_text(EXCLUDES, encoding="utf-8")

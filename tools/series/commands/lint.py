@@ -35,7 +35,6 @@ from series.git import Repo
 from series.manifest import Patch
 from series.series import Series
 from series.ui import Ui
-from series.worktrees import exclusive
 
 CONFIGS = ("pyproject.toml", "ruff.toml", ".ruff.toml")
 CLEAN, DIRTY, NO_APPLY, NOTHING = "clean", "not clean", "does not apply", "no python files"
@@ -57,13 +56,10 @@ class LintReport:
 def run(series: Series, ui: Ui, *, ids: list[str] | None = None, as_json: bool = False) -> int:
     ruff = ruff_command()
     patches = series.select(ids)
-    with exclusive(series.cache_dir / "upstream.lock"):  # as series test does
-        base = upstream.resolve(
-            series.manifest.upstream, series.cache_dir, source=None, override=None
-        )
+    base = upstream.resolve(series.manifest.upstream, series.cache_dir, source=None, override=None)
     ui.status(f"upstream: {base.label} [{base.source}: {base.reason}]")
     repo = upstream.cache_repo(series.cache_dir)
-    built = stack.build(series, repo, base.commit, series.upto(patches[-1].id))
+    built = stack.build(series, repo, base.commit, series.upto(patches[-1].id), memo=True)
     commits = {s.patch.id: s.commit for s in built.steps}
     parents = dict(zip(commits, [base.commit, *commits.values()], strict=False))
     reports = []

@@ -53,7 +53,7 @@ from series.testreport import (
 )
 from series.testrun import RunResult
 from series.ui import Ui
-from series.worktrees import SlotPool, exclusive
+from series.worktrees import SlotPool
 
 MODES = ("stacked", "alone")
 # Seconds spent inside a selection's tests (its last run, as JUnit counts them)
@@ -124,9 +124,7 @@ def available_cores() -> int:
 
 def _context(series: Series, ui: Ui) -> Context:
     manifest = series.manifest
-    # Two runs at once on a new cache would both create and fetch into it.
-    with exclusive(series.cache_dir / "upstream.lock"):
-        base = upstream.resolve(manifest.upstream, series.cache_dir, source=None, override=None)
+    base = upstream.resolve(manifest.upstream, series.cache_dir, source=None, override=None)
     ui.status(f"upstream: {base.label} [{base.source}: {base.reason}]")
     repo = upstream.cache_repo(series.cache_dir)
     env = fingerprint()
@@ -149,12 +147,14 @@ def _plan(ctx: Context, patches: list[Patch], mode: str) -> list[Target]:
     commits: dict[str, str] = {}
     failures: dict[str, str] = {}
     if mode == "stacked" and patches:
-        built = stack.build(ctx.series, ctx.repo, ctx.pin_commit, ctx.series.upto(patches[-1].id))
+        built = stack.build(
+            ctx.series, ctx.repo, ctx.pin_commit, ctx.series.upto(patches[-1].id), memo=True
+        )
         commits = {s.patch.id: s.commit for s in built.steps}
         if built.failure is not None:
             failures[built.failure.patch.id] = _conflict(built.failure)
     for patch in patches if mode == "alone" else []:
-        built = stack.build(ctx.series, ctx.repo, ctx.pin_commit, [patch])
+        built = stack.build(ctx.series, ctx.repo, ctx.pin_commit, [patch], memo=True)
         if built.failure is not None:
             failures[patch.id] = _conflict(built.failure)
         else:
