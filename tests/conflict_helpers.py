@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers import PatchSpec, Project, git, make_upstream, manifest_text, replace_line, write
+from helpers import (
+    PatchSpec,
+    Project,
+    git,
+    make_patches,
+    make_upstream,
+    manifest_text,
+    replace_line,
+)
 
 
 @dataclass
@@ -41,21 +49,7 @@ def make_case(
     upstream = tmp / "upstream"
     commit = make_upstream(upstream)
     author = tmp / "author"
-    git(tmp, "clone", "-q", str(upstream), str(author))
-    patches = tmp / "project" / "patches"
-    patches.mkdir(parents=True)
-    commits = []
-    for i, spec in enumerate(specs):
-        for name, (old, new) in spec.edits.items():
-            replace_line(author / name, old, new)
-        write(author, spec.new_files or {})
-        git(author, "add", "-A")
-        message = f"{spec.subject}\n\nWhy: test.\n\nSeries-Id: {spec.id}"
-        date = f"2026-02-{i + 1:02d}T10:00:00+00:00"
-        git(author, "commit", "-q", "--allow-empty", "-m", message, date=date)
-        commits.append(git(author, "rev-parse", "HEAD"))
-        raw = git(author, "format-patch", "-1", "--always", "--stdout", "HEAD") + "\n"
-        (patches / f"perf-{spec.id}.patch").write_text(raw)
+    commits = make_patches(upstream, author, specs, tmp / "project" / "patches")
     text = manifest_text(str(upstream), commit, specs)
     for pid, flag in (applies_alone or {}).items():
         anchor = f'id = "{pid}"\n'

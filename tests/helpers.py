@@ -75,29 +75,26 @@ class PatchSpec:
     subset: tuple[str, ...] = ()
 
 
-def make_patches(upstream: Path, work: Path, specs: list[PatchSpec], out: Path) -> list[Path]:
-    """Commit each spec on a clone of ``upstream`` and format-patch it into ``out``."""
+def make_patches(upstream: Path, work: Path, specs: list[PatchSpec], out: Path) -> list[str]:
+    """Commit each spec on a clone of ``upstream``, format-patch it into ``out``.
+
+    Returns the commit ids. A spec with no edits makes an empty patch.
+    """
     git(upstream.parent, "clone", "-q", str(upstream), str(work))
     out.mkdir(parents=True, exist_ok=True)
-    files = []
+    commits = []
     for i, spec in enumerate(specs):
         for name, (old, new) in spec.edits.items():
             replace_line(work / name, old, new)
         write(work, spec.new_files or {})
         git(work, "add", "-A")
+        message = f"{spec.subject}\n\nWhy: test.\n\nSeries-Id: {spec.id}"
         date = f"2026-02-{i + 1:02d}T10:00:00+00:00"
-        git(
-            work,
-            "commit",
-            "-qm",
-            f"{spec.subject}\n\nWhy: test.\n\nSeries-Id: {spec.id}",
-            date=date,
-        )
-        raw = git(work, "format-patch", "-1", "--stdout", "HEAD") + "\n"
-        target = out / f"perf-{spec.id}.patch"
-        target.write_text(raw)
-        files.append(target)
-    return files
+        git(work, "commit", "-q", "--allow-empty", "-m", message, date=date)
+        commits.append(git(work, "rev-parse", "HEAD"))
+        raw = git(work, "format-patch", "-1", "--always", "--stdout", "HEAD") + "\n"
+        (out / f"perf-{spec.id}.patch").write_text(raw)
+    return commits
 
 
 def manifest_text(
