@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -174,3 +175,16 @@ def test_harness_fails_loudly_when_keras_was_imported_elsewhere(
     )
     assert proc.returncode != 0
     assert "not from the tree under test" in proc.stdout + proc.stderr
+
+
+def test_check_conflicts_on_the_real_series(keras_project: Series) -> None:
+    """What CI asks of every change: the series fits its pin, in order and pairwise,
+    and the applies_alone flags in series.toml match what merge-tree finds."""
+    from series.commands import check_conflicts
+
+    out = io.StringIO()
+    code = check_conflicts.run(keras_project, Ui(out, io.StringIO()), source="sdist", as_json=True)
+    report = json.loads(out.getvalue())
+    assert code == 0, report["problems"]
+    assert [row["status"] for row in report["stack"]] == ["clean"] * 13
+    assert report["notes"] == []  # no applies_alone flag disagrees
