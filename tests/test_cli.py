@@ -81,3 +81,12 @@ def test_console_script_runs_as_a_subprocess(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("applied: 3 patches")
     assert "upstream:" in proc.stderr
+
+
+def test_a_corrupt_patch_file_is_bad_input_named_by_path(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    (project.root / "patches/perf-P2.patch").write_text("garbage\n")
+    for command in ("list", "apply"):
+        code, _, err = project.run(command)
+        assert code == Exit.BAD_INPUT, err
+        assert "perf-P2.patch" in err and "hint:" in err

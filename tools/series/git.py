@@ -28,7 +28,7 @@ from pathlib import Path
 
 from git.cmd import Git as _Cmd
 
-from series.errors import SeriesError
+from series.errors import Exit, SeriesError
 
 log = logging.getLogger("series.git")
 
@@ -162,7 +162,8 @@ def mailinfo(patch: Path, scratch: Path) -> MailInfo:
         raise SeriesError(
             f"{patch} is not a format-patch file",
             why="it has no From:/Date: header",
-            hint="make patch files with `series export` or `git format-patch`",
+            hint="restore it from git, or make patch files with `series export`",
+            exit_code=Exit.BAD_INPUT,
         )
     body = msg.read_text(encoding="utf-8").rstrip("\n")
     return MailInfo(
@@ -186,7 +187,15 @@ def patch_stat(patch: Path) -> list[FileStat]:
     # are not below the current directory, and patches/ has none.
     neutral = Path(tempfile.gettempdir())
     env = {**HERMETIC, "GIT_CEILING_DIRECTORIES": str(neutral.parent)}
-    out = _run(neutral, ["apply", "--numstat", str(patch.resolve())], env=env)
+    try:
+        out = _run(neutral, ["apply", "--numstat", str(patch.resolve())], env=env)
+    except GitFailed as exc:
+        raise SeriesError(
+            f"{patch} is not a patch git can read",
+            why=exc.stderr.strip(),
+            hint="restore it from git (git checkout -- FILE), or re-export it with `series export`",
+            exit_code=Exit.BAD_INPUT,
+        ) from None
     stats = []
     for line in out.splitlines():
         added, deleted, path = line.split("\t", 2)

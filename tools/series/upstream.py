@@ -130,7 +130,7 @@ def _git(upstream: Upstream, repo: Repo, override: str | None) -> Base:
         errors.append(f"{refspec.split(':')[0].lstrip('+')} is {got}, not the pinned commit")
     raise SeriesError(
         f"cannot fetch {upstream.commit[:12]} from {url}",
-        why="\n".join(e for e in errors if e),
+        why="\n".join(dict.fromkeys(e for e in errors if e)),  # each distinct error once
         hint="check the URL, or use --source sdist",
     )
 
