@@ -273,3 +273,15 @@ def test_patch_file_without_trailer_gets_one(tmp_path: Path) -> None:
     patch.write_text(patch.read_text().replace("\nSeries-Id: P1\n", "\n"))
     applied(project)
     assert "Series-Id: P1" in git(project.work, "log", "-1", "--format=%B", "series")
+
+
+def test_a_corrupt_hunk_is_bad_input_not_a_conflict(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    patch = project.root / "patches/perf-P2.patch"
+    text = patch.read_text()
+    patch.write_text(text.replace("@@ -3,7 +3,7 @@", "@@ -3,7 +3,9 @@"))
+    assert text != patch.read_text(), "the fixture's hunk header changed: update this test"
+    code, _, err = project.run("apply")
+    assert code == Exit.BAD_INPUT, err
+    assert "perf-P2.patch is corrupt" in err and "hint:" in err
+    assert not project.work.exists()

@@ -12,11 +12,14 @@ import pytest
 
 from conflict_helpers import RealGit, make_case, real_matrix, upstream_commit
 from helpers import DEFAULT_SPECS, PatchSpec, git
-from series import upstream
+from series import stack, upstream
 from series.cli import main
+from series.commands import check_conflicts
 from series.git import Repo
 from series.manifest import Sdist, Upstream
 from series.merges import Job, Merger, Node
+from series.series import Series
+from series.ui import Ui
 
 CORE, UTIL = "pkg/core.py", "pkg/util.py"
 KERAS_GIT = "https://github.com/keras-team/keras.git"
@@ -158,13 +161,58 @@ def test_matrix_matches_cherry_pick_and_merge(tmp_path: Path) -> None:
 
 def test_pin_failure_is_reported(tmp_path: Path) -> None:
     case = make_case(tmp_path, DEFAULT_SPECS)
+    upstream_commit(case.project.upstream, "next", "docs", {"README.md": ("tiny", "small")})
     patch = case.project.root / "patches" / "perf-P2.patch"
     patch.write_text(patch.read_text().replace("-VALUE_5 = 5", "-VALUE_5 = 6"))
-    code, report, err = case.run_json("--no-matrix")
+    code, report, err = case.run_json("--no-matrix", "--onto", "next")
     assert code == 3, err
     got = [(r["id"], r["status"]) for r in report["stack"]]
     assert got == [("P1", "clean"), ("P2", "conflict"), ("P3", "not-checked")]
     assert report["stack"][1]["files"]  # the hunk that failed, or the conflicted file
+    # patches that were not replayed have every key the others have
+    rows = report["onto"]["patches"]
+    assert [(r["id"], r["status"]) for r in rows] == [
+        ("P1", "clean"),
+        ("P2", "not-checked"),
+        ("P3", "not-checked"),
+    ]
+    assert all(row.keys() == rows[0].keys() for row in rows)
+    assert rows[2]["position"] == 3 and rows[2]["evidence"] == []
+
+
+def test_corrupt_patch_file_is_bad_input(tmp_path: Path) -> None:
+    case = make_case(tmp_path, DEFAULT_SPECS)
+    patch = case.project.root / "patches" / "perf-P2.patch"
+    patch.write_text(patch.read_text().replace("@@ -", "@@ -x", 1))
+    code, out, err = case.project.run("check-conflicts")
+    assert code == 2, err
+    assert "perf-P2.patch is corrupt" in err and "hint:" in err and out == ""
+
+
+def test_patch_file_without_a_diff_is_a_note(tmp_path: Path) -> None:
+    case = make_case(tmp_path, DEFAULT_SPECS)
+    patch = case.project.root / "patches" / "perf-P2.patch"
+    patch.write_text(patch.read_text().split("\ndiff --git ")[0].replace("\n---\n", "\n"))
+    code, report, err = case.run_json("--no-matrix")
+    assert code == 0, err
+    assert [r["status"] for r in report["stack"]] == ["clean", "empty", "clean"]
+    assert report["notes"] == ["P2 changes nothing: its patch file has no diff"]
+    code, out, _ = case.project.run("check-conflicts", "--no-matrix")
+    assert code == 0 and "(P2 changes nothing)" in out
+
+
+def test_stack_works_when_the_memo_cannot_be_written(tmp_path: Path) -> None:
+    case = make_case(tmp_path, DEFAULT_SPECS)
+    _, first, _ = case.run_json("--no-matrix")
+    cache = Repo(tmp_path / "home" / ".cache" / "keras-series" / "upstream.git")
+    # a ref where the memo directory should be: no memo ref can be created
+    # (as when a concurrent run holds the locks, or pruned the refs)
+    cache.update_refs([f"delete {name}" for name in cache.refs(stack.MEMO)], "test")
+    cache.update_refs([f"update {stack.MEMO.rstrip('/')} {case.project.commit}"], "test")
+    code, again, err = case.run_json()
+    assert code == 0, err
+    assert again["stats"]["memoised"] == 0 and cache.refs(stack.MEMO) == {}
+    assert [r["commit"] for r in again["stack"]] == [r["commit"] for r in first["stack"]]
 
 
 def test_stack_is_memoised_and_rebuilt_from_an_edit(tmp_path: Path) -> None:
@@ -259,6 +307,27 @@ def test_nothing_of_the_users_is_touched(tmp_path: Path) -> None:
     assert cache.refs("refs/series/scratch/") == {}
 
 
+class _InterruptedUi(Ui):
+    """Ctrl-C right after REV was fetched into the scratch refs."""
+
+    def status(self, text: str) -> None:
+        super().status(text)
+        if text.startswith("onto:"):
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_after_the_fetch_leaves_no_scratch_refs(tmp_path: Path) -> None:
+    case = make_case(tmp_path, DEFAULT_SPECS)
+    upstream_commit(case.project.upstream, "next", "up", {CORE: ("return 1\n", "return 11\n")})
+    series = Series.load(case.project.root)
+    ui = _InterruptedUi(io.StringIO(), io.StringIO())
+    with pytest.raises(KeyboardInterrupt):
+        check_conflicts.run(series, ui, onto="next", upstream_url=str(case.project.upstream))
+    cache = Repo(series.cache_dir / "upstream.git")
+    assert cache.refs("refs/series/scratch/") == {}
+    assert cache.rev("refs/heads/next") is None  # nothing fetched outside the scratch refs
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
@@ -274,6 +343,31 @@ def test_bad_input_exits_2(tmp_path: Path, args: list[str], needle: str) -> None
     code, out, err = case.project.run("check-conflicts", *args)
     assert code == 2, err
     assert needle in err and out == ""
+
+
+@pytest.mark.parametrize(
+    ("upstream_arg", "code", "needle", "early"),
+    [
+        ("{tmp}/nowhere", 2, "--upstream {tmp}/nowhere does not exist", True),
+        ("{tmp}/project", 2, "{tmp}/project is not a git repository", False),
+        ("{upstream}", 2, "cannot find no-such-branch in {upstream}", False),
+        ("file://{tmp}/nowhere.git", 1, "cannot reach file://{tmp}/nowhere.git", False),
+    ],
+)
+def test_where_the_onto_revision_lives(
+    tmp_path: Path, upstream_arg: str, code: int, needle: str, early: bool
+) -> None:
+    """A missing path is refused before any work; a source that cannot be read is
+    bad input when it is a local path or has no such REV, a failure (1) when unreachable."""
+    case = make_case(tmp_path, DEFAULT_SPECS)
+    names = {"tmp": str(tmp_path), "upstream": str(case.project.upstream)}
+    args = ["--onto", "no-such-branch", "--upstream", upstream_arg.format(**names)]
+    got, out, err = case.project.run("check-conflicts", *args)
+    assert got == code, err
+    assert needle.format(**names) in err and "hint:" in err and out == ""
+    assert ("stack:" not in err) == early
+    cache = Repo(tmp_path / "home" / ".cache" / "keras-series" / "upstream.git")
+    assert not cache.path.exists() or cache.refs("refs/series/scratch/") == {}
 
 
 def test_modes_agree(tmp_path: Path) -> None:

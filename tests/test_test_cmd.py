@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from helpers import Project, git
+from helpers import PatchSpec, Project, git
 from series.series import default_cache_dir
-from series.testcache import ResultCache, digest, fingerprint
+from series.testcache import ResultCache, digest, fingerprint, run_key
 from tinytests import OPS, edit_patch, make_tiny_project
 
 DATA = Path(__file__).parent / "data" / "keras"
@@ -234,6 +234,70 @@ def test_a_patch_that_does_not_apply_fails_without_running_tests(tiny: Project) 
     assert patches["P3"]["status"] == "does not apply"
     assert patches["P3"]["detail"] == "an earlier patch does not apply"
     assert not (default_cache_dir() / "worktrees").exists()
+
+
+def test_bad_arguments_are_refused_before_anything_runs(tiny: Project) -> None:
+    code, out, err = tiny.run("test", "--jobs", "0")
+    assert code == 2 and out == ""
+    assert "--jobs 0" in err and "hint:" in err
+    not_a_dir = tiny.root / "series.toml"
+    code, out, err = tiny.run("test", "--junit", str(not_a_dir / "out.xml"))
+    assert code == 2 and out == ""
+    assert "cannot write the JUnit XML" in err and "is a file, not a directory" in err
+    code, _, err = tiny.run("test", "--junit", str(tiny.root))
+    assert code == 2 and "it is a directory" in err
+    assert not (default_cache_dir() / "tests").exists()
+
+
+def test_an_interrupted_pytest_run_is_an_error_and_never_cached(tmp_path: Path) -> None:
+    # pytest stopped half-way (Ctrl-C) still writes JUnit XML, of the tests
+    # that ran before the stop: caching it would turn the rest into "absent".
+    stop = "def test_a():\n    pass\n\n\ndef test_stop():\n    raise KeyboardInterrupt\n"
+    spec = PatchSpec(
+        "P1",
+        "tests: a run that stops",
+        {},
+        new_files={"tests/test_stop.py": stop + "\n\ndef test_z():\n    pass\n"},
+        subset=("tests/test_stop.py",),
+    )
+    project = make_tiny_project(tmp_path, [spec])
+    for _ in range(2):
+        code, report, _ = run_json(project)
+        assert code == 1
+        assert statuses(report, "P1") == {"(pytest run)": "error"}
+        assert "exited 2" in report["patches"][0]["tests"][0]["message"]
+        assert report["patches"][0]["cached"] is False
+    results = default_cache_dir() / "tests" / "results"
+    assert not results.exists() or not any(results.iterdir())
+
+
+def test_a_slot_left_locked_by_a_killed_git_is_reused(tiny: Project) -> None:
+    code, _, err = tiny.run("test", "--jobs", "1", "P1")
+    assert code == 0, err
+    slot = default_cache_dir() / "worktrees" / "slot-0"
+    lock = slot / git(slot, "rev-parse", "--git-path", "index.lock")
+    lock.write_text("")  # what a git killed mid-checkout leaves behind
+    code, _, err = tiny.run("test", "--jobs", "1", "--no-cache", "P1")
+    assert code == 0, err
+    assert not lock.exists()
+
+
+def test_a_damaged_cache_entry_is_run_again(tiny: Project) -> None:
+    code, _, err = tiny.run("test", "P1")
+    assert code == 0, err
+    results = default_cache_dir() / "tests" / "results"
+    for entry in results.iterdir():
+        # The right format number and key, but not the fields a result has.
+        entry.write_text(json.dumps({"format": 1, "key": entry.stem, "tests": [1]}))
+    code, report, _ = run_json(tiny, "P1")
+    assert code == 0
+    assert report["patches"][0]["cached"] is False
+    assert statuses(report, "P1")[f"{OPS}::test_add"] == "pass"
+
+
+def test_the_package_under_test_is_part_of_the_key() -> None:
+    tree, selection = "0" * 40, (OPS,)
+    assert run_key(tree, selection, "tiny", "env") != run_key(tree, selection, "keras", "env")
 
 
 # -- the real Keras tree ---------------------------------------------------------

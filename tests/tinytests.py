@@ -83,12 +83,14 @@ TINY_SPECS = [
 ]
 
 
-def make_tiny_project(tmp: Path) -> Project:
+def make_tiny_project(tmp: Path, specs: list[PatchSpec] | None = None) -> Project:
+    """The tiny upstream with ``specs`` (default: P1..P3 above) as the series."""
+    specs = TINY_SPECS if specs is None else specs
     upstream = tmp / "upstream"
     commit = make_upstream(upstream, TINY_FILES)
     root = tmp / "project"
-    make_patches(upstream, tmp / "author", TINY_SPECS, root / "patches")
-    (root / "series.toml").write_text(manifest_text(str(upstream), commit, TINY_SPECS))
+    make_patches(upstream, tmp / "author", specs, root / "patches")
+    (root / "series.toml").write_text(manifest_text(str(upstream), commit, specs))
     return Project(root, upstream, commit)
 
 

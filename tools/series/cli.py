@@ -113,7 +113,8 @@ def _run_show(series: Series, ui: Ui, a: argparse.Namespace) -> int:
 CHECK_CONFLICTS_EPILOG = (
     "exit status: 0 the series fits; 3 a patch does not apply on the pin, conflicts on "
     "the --onto replay, or does not apply alone although series.toml says "
-    "applies_alone = true; 2 bad input (unknown REV, unusable --upstream, bad option). "
+    "applies_alone = true; 2 bad input (unknown REV, unusable --upstream, a corrupt patch "
+    "file, bad option); 1 the --onto source could not be reached. "
     "Manual: docs/check-conflicts.md."
 )
 

@@ -58,6 +58,10 @@ def report(
         if st.status == "conflict":
             where = ", ".join(st.files) or st.detail
             problems.append(f"{st.patch.id} does not apply on the pin ({where})")
+        elif st.status == "empty":
+            # legitimate (a patch kept for its message), but also what a patch
+            # file truncated after its header looks like
+            notes.append(f"{st.patch.id} changes nothing: its patch file has no diff")
     data: dict[str, Any] = {
         "format": FORMAT,
         "ok": True,
@@ -117,7 +121,9 @@ def _onto(
     assert target is not None
     rows = [_replayed(r) for r in analysis.replayed]
     for st in stacked.steps[len(rows) :]:
-        rows.append({"id": st.patch.id, "status": "not-checked", "replay": "not-checked"})
+        # not on the stack (an earlier patch does not apply on the pin): same keys, no facts
+        note = "not replayed: an earlier patch does not apply on the pin"
+        rows.append(_replayed(Replayed(st.patch, "not-checked", "not-checked", note=note)))
     for pos, row in enumerate(rows, 1):
         row["position"] = pos
     for r in analysis.replayed:
@@ -182,7 +188,12 @@ def render(ui: Ui, data: dict[str, Any]) -> None:
     steps = data["stack"]
     broken = [s for s in steps if s["status"] not in ("clean", "empty")]
     if not broken:
-        ui.result(f"on the pin ({data['pin']['label']}): all {len(steps)} patches apply in order")
+        empty = [s["id"] for s in steps if s["status"] == "empty"]
+        verb = "changes" if len(empty) == 1 else "change"
+        nothing = f" ({', '.join(empty)} {verb} nothing)" if empty else ""
+        ui.result(
+            f"on the pin ({data['pin']['label']}): all {len(steps)} patches apply in order{nothing}"
+        )
     else:
         table = Table(title=f"on the pin ({data['pin']['label']})")
         for column in ("#", "id", "status", "where"):

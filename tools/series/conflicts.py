@@ -3,7 +3,8 @@
 Three questions, all answered with merges (series.merges) in the per-user
 cache repository:
 
-* the stack on its pin: the patch files applied in order (series.stackmemo);
+* the stack on its pin: the patch files applied in order (series.stack, memoised,
+  through series.stackmemo);
 * the pairwise matrix on the pin: each patch cherry-picked alone onto the
   pin, and for each pair whether the two results merge (they commute), or
   whether the later one applies only on top of the earlier one;
@@ -62,8 +63,8 @@ class Evidence:
 @dataclass
 class Replayed:
     patch: Patch
-    status: str  # clean | conflict | already-upstream | empty
-    replay: str  # clean | conflict | empty | skipped (what the rebase did)
+    status: str  # clean | conflict | already-upstream | empty (| not-checked, in the report)
+    replay: str  # clean | conflict | empty | skipped (what the rebase did) | not-checked
     cause: str | None = None  # self | earlier (conflicts only)
     blocked_by: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
@@ -193,10 +194,9 @@ class _Chain:
                 continue
             if any(e.kind == "patch-id" for e in evidence):
                 note = "dropped, as git rebase drops a patch already upstream"
-                out.append(
-                    Replayed(patch, "already-upstream", "skipped", evidence=evidence, note=note)
-                )
-                out[-1].tree = skip.tree
+                step = Replayed(patch, "already-upstream", "skipped", evidence=evidence, note=note)
+                step.tree = skip.tree
+                out.append(step)
                 continue
             expected = self.target.node.tree if k == 1 else self.predicted[k - 2].tree
             check = self.checked[k - 1]

@@ -402,7 +402,7 @@ class Repo:
         conflicted = tuple(sorted({line.split("\t", 1)[1] for line in unmerged.splitlines()}))
         if status3 == 0 and not conflicted:
             return ApplyResult(True, True, (), failed, "")
-        return ApplyResult(False, True, conflicted, failed, (err + err3).strip())
+        return ApplyResult(False, True, conflicted, failed, (err + "\n" + err3).strip())
 
     def write_tree(self, env: Mapping[str, str]) -> str:
         return self.git("write-tree", env=env).strip()

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from series import git as git_module
 from series import series as series_module
+from series.errors import UsageError
 from series.git import GitFailed, Repo, mailinfo
 from series.manifest import Patch
 from series.series import Series, with_trailer
@@ -48,6 +51,21 @@ class Failure:
     conflicted: tuple[str, ...]
     failed_hunks: tuple[str, ...]
     stderr: str
+
+    def describe(self) -> str:
+        """One line for a report: where it conflicts, else git's last word."""
+        where = [*self.conflicted, *self.failed_hunks]
+        if where:
+            return f"conflicts in {', '.join(where)}"
+        lines = self.stderr.strip().splitlines()
+        return lines[-1] if lines else "git apply failed"
+
+
+# What `git apply` says about a diff it cannot parse, as opposed to one that
+# does not fit the tree: no rebase would make such a patch apply.
+_CORRUPT = re.compile(
+    r"corrupt patch|patch fragment without header|only garbage|No valid patches|unrecognized input"
+)
 
 
 @dataclass
@@ -135,6 +153,8 @@ def _build(series: Series, repo: Repo, base: str, patches: list[Patch]) -> Built
             with repo.scratch_index(parent) as env:
                 if info.diff.strip():
                     result = repo.apply_to_index(env, diff)
+                    if not result.ok and _CORRUPT.search(result.stderr):
+                        _refuse_corrupt(series, patch, result.stderr)
                     if not result.ok:
                         built.failure = Failure(
                             patch, result.conflicted, result.failed, result.stderr
@@ -148,3 +168,12 @@ def _build(series: Series, repo: Repo, base: str, patches: list[Patch]) -> Built
             commit = repo.commit_tree(tree, [parent], message, info.author)
             built.steps.append(Step(patch, commit, three_way))
     return built
+
+
+def _refuse_corrupt(series: Series, patch: Patch, stderr: str) -> NoReturn:
+    lines = dict.fromkeys(line for line in stderr.splitlines() if line.strip())
+    raise UsageError(
+        f"{series.patch_path(patch)} is corrupt: git apply cannot read its diff",
+        why="\n".join(lines),
+        hint=f"restore it from git, or export {patch.id} again with `series export`",
+    )

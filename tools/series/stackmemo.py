@@ -1,9 +1,15 @@
 """The stack on its pin, as check-conflicts needs it.
 
 check-conflicts needs the series as commits (the patch files applied in
-order on the pin, memoised by series.stack in the cache repository) plus,
-for each, its tree, parent and the files it changes, and a per-patch status
-(clean, empty, conflict, not checked).
+order on the pin by ``series.stack.build(..., memo=True)``) plus, for each,
+its tree, parent and the files it changes, and a per-patch status (clean,
+empty, conflict, not checked).
+
+The memo refs are only a cache: a concurrent run may hold their locks, or
+prune them, so trees are read from them when they are there and asked of
+git otherwise (parents need neither: each stack commit's is the one
+before). A patch file that git cannot parse is bad input (exit 2, raised
+by series.stack), not a conflict: no rebase would make it apply.
 """
 
 from __future__ import annotations
@@ -44,11 +50,11 @@ def build_stack(series: Series, repo: Repo, base: str) -> Stacked:
     patches = list(series.manifest.patches)
     built = stack.build(series, repo, base, patches, memo=True)
     refs = repo.ref_commits(stack.MEMO)
-    info = {commit: (tree, parent) for commit, tree, parent in refs.values()}
+    info = {commit: tree for commit, tree, _ in refs.values()}
     nodes = [Node(repo.tree_of(base), base)]
     for step in built.steps:
-        tree, parent = info[step.commit]
-        nodes.append(Node(tree, step.commit, parent))
+        tree = info.get(step.commit) or repo.tree_of(step.commit)
+        nodes.append(Node(tree, step.commit, nodes[-1].commit))
     steps = _pin_steps(patches, nodes, [s.three_way for s in built.steps], built.failure)
     by_commit = _stack_files(repo, nodes)
     files = {st.patch.id: by_commit.get(str(st.commit), ()) for st in steps if st.commit}

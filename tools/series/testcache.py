@@ -1,13 +1,15 @@
 """The result cache of ``series test``: what a test run is keyed by, and where it is kept.
 
-A run's result depends on three things and nothing else, so they make its key:
+A run's result depends on these things and nothing else, so they make its key:
 
 * the git tree id of the code the tests ran on (not the commit: a reworded
   message changes the commit, never the result);
 * the test selection (the node ids or paths handed to pytest);
+* the package the harness builds and checks (the manifest's upstream.name);
 * an environment fingerprint: Python, the keras backend, the versions of
   the installed packages that change what the tests do, and the content of
-  the harness that series loads into pytest.
+  the code that makes a result: the harness series loads into pytest and
+  the runner (series.testrun: pytest's options, how JUnit XML is read).
 
 Each result is one JSON file under ``<cache>/tests/results/``, named by its
 key and written to a temporary file first and then ``os.replace``-d into
@@ -30,9 +32,16 @@ from typing import Any
 
 FORMAT = 1
 BACKEND = "torch"
-# Distributions whose versions change what the Keras tests do.
-PACKAGES = ("numpy", "torch", "optree", "ml_dtypes", "absl-py", "h5py", "pytest")
-HARNESS = Path(__file__).parent / "harness"
+# Distributions whose versions change what the Keras tests do: Keras's own
+# dependencies, the backend, and the optional ones whose presence makes tests
+# run instead of skip (tf.data adapters, jax/scipy/pandas interop).
+PACKAGES = (
+    "numpy", "torch", "optree", "ml_dtypes", "absl-py", "h5py", "rich", "namex", "packaging",
+    "pytest", "tensorflow", "tensorflow-cpu", "jax", "jaxlib", "scipy", "pandas",
+)  # fmt: skip
+HERE = Path(__file__).parent
+# Everything that turns a tree into a cached result, besides pytest and the tests.
+RESULT_CODE = (*sorted((HERE / "harness").glob("*.py")), HERE / "testrun.py")
 
 
 def _version(dist: str) -> str | None:
@@ -45,7 +54,7 @@ def _version(dist: str) -> str | None:
 def fingerprint() -> dict[str, Any]:
     """What about this environment can change a test's outcome."""
     harness = hashlib.sha256()
-    for path in sorted(HARNESS.glob("*.py")):
+    for path in RESULT_CODE:
         harness.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return {
         "python": f"{platform.python_implementation()} {platform.python_version()}",
@@ -60,9 +69,15 @@ def digest(data: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def run_key(tree: str, selection: tuple[str, ...], fingerprint_id: str) -> str:
+def run_key(tree: str, selection: tuple[str, ...], package: str, fingerprint_id: str) -> str:
     return digest(
-        {"format": FORMAT, "tree": tree, "selection": list(selection), "env": fingerprint_id}
+        {
+            "format": FORMAT,
+            "tree": tree,
+            "selection": list(selection),
+            "package": package,
+            "env": fingerprint_id,
+        }
     )
 
 

@@ -4,7 +4,8 @@ A test's status compares its outcome on the patch's tree with its outcome
 on the pin (the baseline, the same selection on the upstream tree):
 
 * ``pass`` and ``skip``: as pytest said;
-* ``new failure``: fails with the patch, passed at the pin or was not there;
+* ``new failure``: fails with the patch, did not fail at the pin (passed,
+  skipped, or was not there);
 * ``pre-existing failure``: fails (or errors) at the pin too;
 * ``error``: errors with the patch (setup, teardown, collection, a pytest
   run that crashed) and did not fail at the pin; a selected path missing
@@ -16,6 +17,7 @@ before anything else.
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from series.errors import UsageError
 from series.manifest import Patch
 from series.testrun import CRASH_ID, Outcome, RunResult
 
@@ -194,6 +197,24 @@ def cached_runs(reports: list[PatchReport]) -> tuple[int, int]:
         if r is not None and r.key
     }
     return sum(runs.values()), len(runs)
+
+
+def check_junit_path(path: Path) -> None:
+    """Refuse an output file that cannot be written now, not after the tests have run."""
+    parent = next((p for p in path.absolute().parents if p.exists()), None)
+    if path.is_dir():
+        why = "it is a directory"
+    elif parent is not None and not parent.is_dir():
+        why = f"{parent} is a file, not a directory"
+    elif parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        why = f"{parent} is not writable"
+    else:
+        return
+    raise UsageError(
+        f"cannot write the JUnit XML to {path}",
+        why=why,
+        hint="pass --junit a file path in a writable directory (missing directories are made)",
+    )
 
 
 def write_junit(path: Path, reports: list[PatchReport]) -> None:

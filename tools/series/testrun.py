@@ -10,8 +10,10 @@ stops the whole command) unless the directory is inside the slot.
 Per-test outcomes come from pytest's JUnit XML, not from its console
 output: each test's node id travels there as a property the plugin adds.
 A run that produced no XML (pytest could not start, the package would not
-import) is a crash: it becomes one ``error`` entry carrying the log's tail,
-and is never cached.
+import) is a crash, and so is one that pytest did not finish (interrupted
+by Ctrl-C, an internal error): its XML, if any, holds only the tests that
+ran before the stop. A crash becomes one ``error`` entry carrying the log's
+tail, and is never cached.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ CRASH_ID = "(pytest run)"
 _SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 _TAGS = {"failure": "failed", "error": "error", "skipped": "skipped"}
 _MESSAGE_MAX = 600
+# pytest's exit codes for a session that ran to its end: all passed, some
+# failed, nothing collected. INTERRUPTED (2), INTERNAL_ERROR (3) and
+# USAGE_ERROR (4) still write JUnit XML, but only of what ran before the stop.
+COMPLETE_EXITS = (0, 1, 5)
 
 
 class ProofError(SeriesError):
@@ -185,7 +191,7 @@ def run(
         result = RunResult(key, tree, selection, duration, proc.returncode, where, log=str(log))
         result.workers = workers
         junit = scratch / "junit.xml"
-        if where and junit.is_file():
+        if where and junit.is_file() and proc.returncode in COMPLETE_EXITS:
             result.tests = parse_junit(junit)
             result.test_seconds = junit_seconds(junit)
         else:
@@ -195,7 +201,7 @@ def run(
 
 
 def _prove(root: Path, package: str, where: str, log: Path) -> None:
-    if where and not Path(where).is_relative_to(root):
+    if where and not Path(where).resolve().is_relative_to(root):
         name = "keras.src" if package == "keras" else package
         raise ProofError(
             f"the tests imported {name} from {where}, not from the tree under test",
@@ -209,7 +215,9 @@ def _prove(root: Path, package: str, where: str, log: Path) -> None:
 def _crash_message(code: int, log: Path) -> str:
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     tail = "\n".join(lines[-12:])
-    return f"pytest exited {code} without results (see {log}):\n{tail}"[-_MESSAGE_MAX * 2 :]
+    return f"pytest exited {code} without complete results (see {log}):\n{tail}"[
+        -_MESSAGE_MAX * 2 :
+    ]
 
 
 def parse_junit(path: Path) -> dict[str, Outcome]:

@@ -13,6 +13,9 @@ source mtime and size, which a fast move can leave equal).
 A slot is held with an exclusive ``flock`` on ``slot-N.lock`` for the whole
 run, so two ``series test`` processes (or two threads of one) never share a
 slot: each takes the first free one and makes a new one when all are busy.
+A move starts by discarding what an interrupted one left (git's lock files,
+local edits, untracked files), so a slot is usable again after Ctrl-C or a
+crash.
 Remove ``<cache>/worktrees`` and run ``git -C <cache>/upstream.git worktree
 prune`` to reclaim the space.
 """
@@ -84,6 +87,7 @@ class SlotPool:
             with exclusive(self.root / "add.lock"):
                 self.repo.worktree_add(path, commit)
             return []
+        _clear_stale_locks(repo)
         changed = repo.move_worktree(commit, keep=KEEP)
         _drop_bytecode(path, changed)
         return changed
@@ -91,6 +95,18 @@ class SlotPool:
 
 def _is_worktree(repo: Repo) -> bool:
     return (repo.path / ".git").is_file() and repo.rev("HEAD") is not None
+
+
+def _clear_stale_locks(repo: Repo) -> None:
+    """Remove the lock files a git killed mid-move (SIGKILL, a crash) leaves behind.
+
+    Without this, every later move of the slot would fail on them. They are
+    stale for sure: only a holder of the slot's flock runs git in it, and
+    that is us.
+    """
+    for name in ("index.lock", "HEAD.lock"):
+        lock = repo.path / repo.git("rev-parse", "--git-path", name).strip()
+        lock.unlink(missing_ok=True)
 
 
 def _drop_bytecode(root: Path, changed: list[str]) -> None:

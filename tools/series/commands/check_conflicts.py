@@ -11,8 +11,10 @@ fetched from ``--upstream`` lands under a scratch ref
 Exit status: 0 when everything fits; 3 (Exit.CONFLICT) when a patch does
 not apply on the pin, conflicts on the replay, or does not apply alone
 although series.toml says ``applies_alone = true``; 2 (Exit.BAD_INPUT) for
-a REV, URL or option that cannot be used. docs/check-conflicts.md has the
-report format.
+a REV, URL or option that cannot be used; 1 when the place REV should be
+fetched from cannot be reached. Options are checked before any work is
+done, so a typo costs nothing. docs/check-conflicts.md has the report
+format.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 from series import upstream
 from series.conflict_report import render, report
 from series.conflicts import SCAN_LIMIT, Target, analyse
-from series.errors import SeriesError, UsageError
+from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, GitFailed, Repo
 from series.manifest import Sdist
 from series.merges import Merger, Node
@@ -38,6 +40,7 @@ from series.ui import Ui
 SCRATCH = "refs/series/scratch/"
 _ARCHIVES = (".tar.gz", ".tgz")
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
+_URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[^/:]+:)")  # scheme://..., or scp-style host:path
 
 
 def run(
@@ -51,11 +54,7 @@ def run(
     as_json: bool = False,
     merge_mode: str = "auto",
 ) -> int:
-    if upstream_url and not onto:
-        raise UsageError(
-            "--upstream names where the --onto revision lives, and no --onto was given",
-            hint="add --onto REV (the pin itself comes from series.toml; see --source)",
-        )
+    _check_options(onto, upstream_url)
     started = time.perf_counter()
     base = upstream.resolve(
         series.manifest.upstream, series.cache_dir, source=source, override=None
@@ -78,7 +77,7 @@ def run(
             analysis = analyse(merger, stacked, target, matrix=matrix)
     finally:
         if onto:
-            _drop_scratch(repo, scratch)
+            _drop_scratch(repo, scratch, ui)
     seconds = time.perf_counter() - started
     stats = {
         "merges": merger.merges,
@@ -96,6 +95,43 @@ def run(
     return int(data["exit_code"])
 
 
+def _check_options(onto: str | None, url: str | None) -> None:
+    """Refuse option combinations that cannot work, before the pin is even resolved."""
+    if url and not onto:
+        raise UsageError(
+            "--upstream names where the --onto revision lives, and no --onto was given",
+            hint="add --onto REV (the pin itself comes from series.toml; see --source)",
+        )
+    if not onto:
+        return
+    if onto == "sdist:":
+        raise UsageError(
+            "--onto sdist: needs a version",
+            why="sdist:VERSION names a release of the package on the package index",
+            hint="e.g. --onto sdist:3.15.2",
+        )
+    if url is None:
+        return
+    archive = url.endswith(_ARCHIVES)
+    if onto.startswith("sdist:") and not archive:
+        raise UsageError(
+            f"with --onto {onto}, --upstream must name the sdist archive",
+            why=f"{url} is not a .tar.gz",
+            hint="pass the keras-VERSION.tar.gz file, or drop --upstream to download it",
+        )
+    if archive and not onto.startswith("sdist:"):
+        raise UsageError(
+            f"--upstream {url} is an sdist archive, but --onto {onto} is a git revision",
+            hint="use --onto sdist:VERSION with an archive",
+        )
+    if not _URL.match(url) and not Path(url).exists():
+        raise UsageError(
+            f"--upstream {url} does not exist",
+            why="it is neither an existing file or directory nor a URL",
+            hint="pass the path of a clone (or archive), or a URL such as https://host/repo.git",
+        )
+
+
 def _target(
     series: Series,
     repo: Repo,
@@ -107,11 +143,6 @@ def _target(
     if onto.startswith("sdist:"):
         commit, label = _sdist(series, onto.removeprefix("sdist:"), url)
     else:
-        if url and url.endswith(_ARCHIVES):
-            raise UsageError(
-                f"--upstream {url} is an sdist archive, but --onto {onto} is a git revision",
-                hint="use --onto sdist:VERSION with an archive",
-            )
         commit = _fetch(repo, onto, url, series.manifest.upstream.repository, scratch)
         label = f"{onto} ({commit[:12]})" + (f" from {url}" if url else "")
     revs, described, unrelated = _range(repo, base.commit, commit, series.manifest.upstream.commit)
@@ -120,14 +151,6 @@ def _target(
 
 
 def _sdist(series: Series, version: str, archive: str | None) -> tuple[str, str]:
-    if not version:
-        raise UsageError("--onto sdist: needs a version", hint="e.g. --onto sdist:3.15.2")
-    if archive and not archive.endswith(_ARCHIVES):
-        raise UsageError(
-            f"with --onto sdist:{version}, --upstream must name the sdist archive",
-            why=f"{archive} is not a .tar.gz",
-            hint="pass the keras-VERSION.tar.gz file, or drop --upstream to download it",
-        )
     pinned = series.manifest.upstream
     other = dataclasses.replace(
         pinned,
@@ -168,14 +191,36 @@ def _fetch(repo: Repo, rev: str, url: str | None, default: str, scratch: str) ->
             )
             commit = repo.rev(rev) if status == 0 else None
         if commit is None:
-            raise UsageError(
-                f"cannot find {rev} in {source}",
-                why=failure or "git fetch failed",
-                hint="check the revision name, and pass --upstream URL|PATH where it lives",
-            ) from None
+            raise _not_fetched(repo, rev, source, failure) from None
     if commit is None:
-        raise UsageError(f"{rev} in {source} is not a commit")
+        raise UsageError(
+            f"{rev} in {source} is not a commit",
+            hint="name a branch, a tag or a commit id for --onto",
+        )
     return commit
+
+
+def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError:
+    """Why ``rev`` could not be fetched: no such revision (2), or no such source (2 or 1)."""
+    status, _, unreachable = repo.git_status("ls-remote", "--heads", source)
+    if status == 0:
+        return UsageError(
+            f"cannot find {rev} in {source}",
+            why=failure or "git fetch failed",
+            hint="check the revision name, and pass --upstream URL|PATH where it lives",
+        )
+    if Path(source).exists():
+        return UsageError(
+            f"{source} is not a git repository, so --onto {rev} cannot be fetched from it",
+            why=unreachable.strip(),
+            hint="pass --upstream with the path of a clone that has the revision",
+        )
+    return SeriesError(
+        f"cannot reach {source} to fetch {rev}",
+        why=unreachable.strip() or failure,
+        hint="check the network, or pass --upstream PATH of a local clone that has the revision",
+        exit_code=Exit.FAILED,
+    )
 
 
 def _range(repo: Repo, pin: str, rev: str, pinned: str) -> tuple[list[str], str, bool]:
@@ -193,6 +238,13 @@ def _range(repo: Repo, pin: str, rev: str, pinned: str) -> tuple[list[str], str,
     return [rev, f"^{pin}"], f"{rev[:12]} and its history (none shared with the pin)", True
 
 
-def _drop_scratch(repo: Repo, prefix: str) -> None:
-    names = repo.refs(prefix)
-    repo.update_refs([f"delete {name}" for name in names], "series check-conflicts: done")
+def _drop_scratch(repo: Repo, prefix: str, ui: Ui) -> None:
+    # Runs in a ``finally``: a failure here must not hide the error that got us here.
+    try:
+        names = repo.refs(prefix)
+        repo.update_refs([f"delete {name}" for name in names], "series check-conflicts: done")
+    except GitFailed as exc:
+        ui.status(
+            f"warning: could not delete the scratch refs {prefix}* in {repo.path}: "
+            f"{exc.stderr.strip()} (they are safe to delete by hand)"
+        )

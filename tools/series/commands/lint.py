@@ -84,8 +84,7 @@ def _why_not(built: stack.Built, patch: Patch) -> str:
     failure = built.failure
     if failure is None or failure.patch.id != patch.id:
         return "an earlier patch does not apply"
-    where = [*failure.conflicted, *failure.failed_hunks]
-    return f"conflicts in {', '.join(where)}" if where else "git apply failed"
+    return failure.describe()
 
 
 def ruff_command() -> list[str]:
@@ -96,7 +95,8 @@ def ruff_command() -> list[str]:
         return [found]
     raise SeriesError(
         "series lint needs ruff, and it is not installed",
-        hint="pip install ruff (or install this project with its [test] extra)",
+        why=f"neither `{sys.executable} -m ruff` nor a `ruff` on PATH was found",
+        hint="pip install ruff (or install this project with its [test] extra), then run again",
     )
 
 

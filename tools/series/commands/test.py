@@ -6,7 +6,7 @@ Trees are built in memory in the cache repository (series.stack): with
 the pin itself (the baseline), so a failure can be told new or
 pre-existing (series.testreport).
 
-A run is keyed by tree id, selection and environment (series.testcache),
+A run is keyed by tree id, selection, package and environment (series.testcache),
 so a re-run with nothing changed runs nothing, and editing patch 7 re-runs
 7..13 and nothing else. The runs that are left go to a pool of reusable
 work trees (series.worktrees), ``--jobs`` at a time, longest first; when
@@ -45,6 +45,7 @@ from series.testreport import (
     NO_SUBSET,
     PatchReport,
     cached_runs,
+    check_junit_path,
     classify,
     problem_lines,
     table,
@@ -104,9 +105,16 @@ def run(
 ) -> int:
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}", hint=f"use one of: {', '.join(MODES)}")
-    jobs = jobs or available_cores()
-    if jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    if jobs is None:
+        jobs = available_cores()
+    elif jobs < 1:
+        raise UsageError(
+            f"--jobs {jobs}: at least one test run must go at a time",
+            hint=f"pass --jobs 1 or more, or leave it out to use the {available_cores()} "
+            "core(s) available",
+        )
+    if junit is not None:
+        check_junit_path(junit)
     patches = series.select(ids)
     ctx = _context(series, ui)
     targets = _plan(ctx, patches, mode)
@@ -152,11 +160,11 @@ def _plan(ctx: Context, patches: list[Patch], mode: str) -> list[Target]:
         )
         commits = {s.patch.id: s.commit for s in built.steps}
         if built.failure is not None:
-            failures[built.failure.patch.id] = _conflict(built.failure)
+            failures[built.failure.patch.id] = built.failure.describe()
     for patch in patches if mode == "alone" else []:
         built = stack.build(ctx.series, ctx.repo, ctx.pin_commit, [patch], memo=True)
         if built.failure is not None:
-            failures[patch.id] = _conflict(built.failure)
+            failures[patch.id] = built.failure.describe()
         else:
             commits[patch.id] = built.tip
     targets = []
@@ -173,14 +181,6 @@ def _plan(ctx: Context, patches: list[Patch], mode: str) -> list[Target]:
         report.commit, report.tree = commit, ctx.repo.tree_of(commit)
         targets.append(_target(ctx, report))
     return targets
-
-
-def _conflict(failure: stack.Failure) -> str:
-    where = [*failure.conflicted, *failure.failed_hunks]
-    if where:
-        return f"conflicts in {', '.join(where)}"
-    lines = failure.stderr.strip().splitlines()
-    return lines[-1] if lines else "git apply failed"
 
 
 def _target(ctx: Context, report: PatchReport) -> Target:
@@ -206,7 +206,7 @@ def _present(repo: Repo, commit: str, selection: tuple[str, ...]) -> tuple[str, 
 
 def _job(ctx: Context, label: str, commit: str, tree: str, selection: tuple[str, ...]) -> Job:
     return Job(
-        run_key(tree, selection, ctx.env_id),
+        run_key(tree, selection, ctx.package, ctx.env_id),
         label,
         commit,
         tree,
@@ -229,9 +229,9 @@ def _execute(
     results: dict[str, RunResult] = {}
     pending = []
     for job in wanted.values():
-        data = ctx.cache.get(job.key) if use_cache else None
-        if data is not None:
-            results[job.key] = RunResult.from_json(data)
+        found = _cached(ctx.cache, job.key) if use_cache else None
+        if found is not None:
+            results[job.key] = found
         else:
             pending.append(job)
     ui.status(
@@ -241,6 +241,14 @@ def _execute(
     if pending:
         results.update(_schedule(ctx, ui, pending, jobs))
     return results
+
+
+def _cached(cache: ResultCache, key: str) -> RunResult | None:
+    data = cache.get(key)
+    try:
+        return None if data is None else RunResult.from_json(data)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None  # an entry with the right format number but damaged: run again
 
 
 def _schedule(ctx: Context, ui: Ui, pending: list[Job], jobs: int) -> dict[str, RunResult]:
