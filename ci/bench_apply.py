@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from series.series import Series
+from series.project import Series
 from series.upstream import cache_repo, resolve
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -94,7 +94,7 @@ def _default_project(tmp: Path, demo: bool) -> Path:
 
 def _materialise(project: Path, cache: Path) -> None:
     sys.path.insert(0, str(ROOT / "tools"))
-    from series.series import Series
+    from series.project import Series
     from series.upstream import resolve
 
     series = Series.load(project, cache)

@@ -12,13 +12,14 @@ import pytest
 
 from conflict_helpers import RealGit, make_case, real_matrix, upstream_commit
 from helpers import DEFAULT_SPECS, PatchSpec, git
-from series import stack, upstream
+from series import upstream
 from series.cli import main
 from series.commands import check_conflicts
+from series.conflicts.merger import Job, Merger, Node
 from series.git import Repo
 from series.manifest import Sdist, Upstream
-from series.merges import Job, Merger, Node
-from series.series import Series
+from series.project import Series
+from series.stack import memo
 from series.ui import Ui
 
 CORE, UTIL = "pkg/core.py", "pkg/util.py"
@@ -207,11 +208,13 @@ def test_stack_works_when_the_memo_cannot_be_written(tmp_path: Path) -> None:
     cache = Repo(tmp_path / "home" / ".cache" / "keras-series" / "upstream.git")
     # a ref where the memo directory should be: no memo ref can be created
     # (as when a concurrent run holds the locks, or pruned the refs)
-    cache.update_refs([f"delete {name}" for name in cache.refs(stack.MEMO)], "test")
-    cache.update_refs([f"update {stack.MEMO.rstrip('/')} {case.project.commit}"], "test")
+    cache.update_refs("series test: empty", [f"delete {name}" for name in cache.refs(memo.MEMO)])
+    cache.update_refs(
+        "series test: block", [f"update {memo.MEMO.rstrip('/')} {case.project.commit}"]
+    )
     code, again, err = case.run_json()
     assert code == 0, err
-    assert again["stats"]["memoised"] == 0 and cache.refs(stack.MEMO) == {}
+    assert again["stats"]["memoised"] == 0 and cache.refs(memo.MEMO) == {}
     assert [r["commit"] for r in again["stack"]] == [r["commit"] for r in first["stack"]]
 
 

@@ -23,12 +23,12 @@ import pytest
 from helpers import git
 from series.commands import apply, export
 from series.manifest import load
-from series.series import Series
+from series.project import Series
 from series.ui import Ui
 
 pytestmark = pytest.mark.keras
 ROOT = Path(__file__).resolve().parent.parent
-HARNESS = ROOT / "tools" / "series" / "harness"
+HARNESS = ROOT / "tools" / "series" / "runs" / "harness"
 
 
 @pytest.fixture(scope="session")

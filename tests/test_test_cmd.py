@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from helpers import PatchSpec, Project, git
-from series.series import default_cache_dir
-from series.testcache import ResultCache, digest, fingerprint, run_key
+from series.project import default_cache_dir
+from series.runs.cache import ResultCache, digest, fingerprint, run_key
 from tinytests import OPS, edit_patch, make_tiny_project
 
 DATA = Path(__file__).parent / "data" / "keras"

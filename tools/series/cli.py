@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import IO
 
 from series import __version__
-from series.errors import Exit, SeriesError
-from series.series import Series
+from series.errors import Exit, InternalError, SeriesError
+from series.project import Series
 from series.ui import Ui
 
 Adder = Callable[[argparse.ArgumentParser], None]
-Runner = Callable[[Series, Ui, argparse.Namespace], int]
+Runner = Callable[[Series, Ui, argparse.Namespace], Exit]
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def _add_apply(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _run_apply(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+def _run_apply(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import apply
 
     return apply.run(
@@ -82,7 +82,7 @@ def _run_apply(series: Series, ui: Ui, a: argparse.Namespace) -> int:
     )
 
 
-def _run_export(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+def _run_export(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import export
 
     return export.run(series, ui, directory=a.dir)
@@ -92,7 +92,7 @@ def _add_list(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON for machines")
 
 
-def _run_list(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+def _run_list(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import list as list_cmd
 
     return list_cmd.run(series, ui, as_json=a.json)
@@ -104,7 +104,7 @@ def _add_show(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON for machines")
 
 
-def _run_show(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+def _run_show(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import show
 
     return show.run(series, ui, patch_id=a.id, diff=a.diff, as_json=a.json)
@@ -148,7 +148,7 @@ def _add_check_conflicts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the whole report as JSON")
 
 
-def _run_check_conflicts(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+def _run_check_conflicts(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import check_conflicts
 
     return check_conflicts.run(
@@ -186,7 +186,7 @@ def _add_test(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _run_test(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+def _run_test(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import test as test_cmd
 
     return test_cmd.run(
@@ -206,7 +206,7 @@ def _add_lint(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON for machines")
 
 
-def _run_lint(series: Series, ui: Ui, a: argparse.Namespace) -> int:
+def _run_lint(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import lint as lint_cmd
 
     return lint_cmd.run(series, ui, ids=a.ids, as_json=a.json)
@@ -291,7 +291,12 @@ def main(
     command = next(c for c in COMMANDS if c.name == args.command)
     try:
         series = Series.load(args.root)
-        return command.run(series, ui, args)
+        return int(command.run(series, ui, args))
+    except InternalError as exc:
+        ui.err.file.write(exc.render() + "\n")
+        if args.verbose or os.environ.get("SERIES_DEBUG"):
+            ui.err.file.write(traceback.format_exc())
+        return int(Exit.INTERNAL)
     except SeriesError as exc:
         ui.err.file.write(exc.render() + "\n")
         return int(exc.exit_code)

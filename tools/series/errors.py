@@ -65,3 +65,25 @@ class RefusedError(SeriesError):
     """Going on would lose uncommitted work, unexported commits or files."""
 
     exit_code = Exit.REFUSED
+
+
+class InternalError(SeriesError):
+    """series found itself inconsistent: a bug in series, not the user's mistake.
+
+    ``cli.main`` prints it as an internal error (with the traceback under
+    ``-v``) and exits 70, so scripts can tell "refused" from "broke".
+    """
+
+    exit_code = Exit.INTERNAL
+
+    def __init__(self, message: str, *, why: str = "", hint: str = "") -> None:
+        super().__init__(
+            message,
+            why=why,
+            hint=hint
+            or "this is a bug in series: please report it with this output "
+            "(run again with -v for every git command and the traceback)",
+        )
+
+    def render(self) -> str:
+        return super().render().replace("series: ", "series: internal error: ", 1)

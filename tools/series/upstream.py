@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import SeriesError, UsageError
-from series.git import HERMETIC, GitFailed, Ident, Repo
+from series.git import ZERO, Ident, Repo
 from series.locks import exclusive
 from series.manifest import Upstream
 
@@ -116,16 +116,16 @@ def _git(upstream: Upstream, repo: Repo, override: str | None) -> Base:
     attempts = [f"+{tag}:{ref}", f"+{upstream.commit}:{ref}"]
     errors = []
     for refspec in attempts:
-        try:
-            repo.git("fetch", "--quiet", "--no-tags", url, refspec)
-        except GitFailed as exc:
-            errors.append(exc.stderr.strip())
+        status, err = repo.fetch(url, [refspec])
+        if status != 0:
+            errors.append(err.strip())
             continue
         got = repo.rev(ref)
         if got == upstream.commit:
             return Base(upstream.commit, "git", label, f"fetched from {url}")
         if repo.has_object(upstream.commit):
-            repo.update_ref(ref, upstream.commit, None, "series: pin upstream commit")
+            with repo.transaction("series upstream: pin the upstream commit") as txn:
+                txn.update(ref, upstream.commit, repo.ref_value(ref) or ZERO)
             return Base(upstream.commit, "git", label, f"fetched from {url}")
         errors.append(f"{refspec.split(':')[0].lstrip('+')} is {got}, not the pinned commit")
     raise SeriesError(
@@ -156,8 +156,9 @@ def _sdist(
     commit = repo.rev(ref)
     if commit is None:
         commit = import_sdist(repo, archive, name, digest, upstream)
-        repo.update_ref(ref, commit, None, f"series: import {archive.name}")
-        repo.git("repack", "-a", "-d", "-q")  # one pack: checkouts hard-link it
+        with repo.transaction(f"series upstream: import {archive.name}") as txn:
+            txn.update(ref, commit, ZERO)
+        repo.repack()
     return Base(commit, "sdist", label, reason)
 
 
@@ -194,10 +195,7 @@ def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Up
         tops = {Path(m.name).parts[0] for m in members if m.name}
         if len(tops) != 1:
             raise SeriesError(f"{archive.name} does not have one top-level directory")
-        root = Path(tmp) / tops.pop()
-        with repo.scratch_index(_empty_tree(repo)) as env:
-            repo.git("--work-tree", str(root), "add", "-A", "-f", ".", env=env)
-            tree = repo.write_tree(env)
+        tree = repo.tree_from_directory(Path(tmp) / tops.pop())
     newest = max((m.mtime for m in members), default=0)
     when = Ident(IMPORTER, IMPORTER_EMAIL, f"@{int(newest)} +0000")
     message = (
@@ -208,21 +206,7 @@ def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Up
     return repo.commit_tree(tree, [], message, when)
 
 
-def _empty_tree(repo: Repo) -> str:
-    return repo.git(
-        "hash-object",
-        "-t",
-        "tree",
-        "-w",
-        "--stdin",
-        env=HERMETIC,
-        stdin=Path("/dev/null"),
-    ).strip()
-
-
 def fetch_base(checkout: Repo, cache: Repo, base: Base, ref: str) -> None:
-    """Bring the base commit into the checkout repository under ``ref``."""
-    if checkout.rev(ref) == base.commit:
-        return
-    checkout.fetch_from(cache, base.commit)
-    checkout.git("update-ref", "-m", "series: upstream base", ref, base.commit)
+    """Bring the base commit into the checkout repository (the caller moves ``ref``)."""
+    if checkout.rev(ref) != base.commit:
+        checkout.fetch_from(cache, base.commit)

@@ -6,15 +6,15 @@ from typing import Any
 
 from rich.table import Table
 
-from series.git import patch_stat
-from series.series import Series
+from series.errors import Exit
+from series.project import Series
 from series.ui import Ui
 
 
-def run(series: Series, ui: Ui, *, as_json: bool = False) -> int:
+def run(series: Series, ui: Ui, *, as_json: bool = False) -> Exit:
     rows: list[dict[str, Any]] = []
     for pos, patch in enumerate(series.manifest.patches, 1):
-        files = [s.path for s in patch_stat(series.patch_path(patch))]
+        files = [s.path for s in series.stat(patch)]
         rows.append(
             {
                 "position": pos,
@@ -31,7 +31,7 @@ def run(series: Series, ui: Ui, *, as_json: bool = False) -> int:
         )
     if as_json:
         ui.json(rows)
-        return 0
+        return Exit.OK
     table = Table(title=f"{len(rows)} patches on {series.manifest.upstream.ref}")
     for column in ("#", "id", "PR", "upstream", "title", "files", "subset"):
         table.add_column(column, overflow="fold")
@@ -46,4 +46,4 @@ def run(series: Series, ui: Ui, *, as_json: bool = False) -> int:
             "\n".join(s.removeprefix("keras/src/") for s in row["subset"]) or "-",
         )
     ui.table(table)
-    return 0
+    return Exit.OK

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
-from series.git import mailinfo, patch_stat
-from series.series import Series
+from series.errors import Exit
+from series.project import Series
 from series.ui import Ui
 
 
-def run(series: Series, ui: Ui, *, patch_id: str, diff: bool = False, as_json: bool = False) -> int:
+def run(
+    series: Series, ui: Ui, *, patch_id: str, diff: bool = False, as_json: bool = False
+) -> Exit:
     manifest = series.manifest
     patch = manifest.by_id(patch_id)
     position = manifest.index(patch.id) + 1
-    with tempfile.TemporaryDirectory(prefix="series-show-") as tmp:
-        info = mailinfo(series.patch_path(patch), Path(tmp))
-    stats = patch_stat(series.patch_path(patch))
+    info = series.mail(patch)
+    stats = series.stat(patch)
     if as_json:
         ui.json(
             {
@@ -41,7 +39,7 @@ def run(series: Series, ui: Ui, *, patch_id: str, diff: bool = False, as_json: b
                 "diff": info.diff.decode("utf-8", "replace") if diff else None,
             }
         )
-        return 0
+        return Exit.OK
     lines = [
         f"{patch.id}  ({position} of {len(manifest.patches)})  {info.subject}",
         f"Author:   {info.author.name} <{info.author.email}>",
@@ -68,7 +66,7 @@ def run(series: Series, ui: Ui, *, patch_id: str, diff: bool = False, as_json: b
     ui.result("\n".join(lines))
     if diff:
         ui.out.file.write("\n" + info.diff.decode("utf-8", "replace"))
-    return 0
+    return Exit.OK
 
 
 def _alone(value: bool | None) -> str:

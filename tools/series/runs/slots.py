@@ -1,4 +1,4 @@
-"""Work trees where ``series test`` runs pytest: a pool of reusable slots.
+"""Work trees where series runs things (pytest now): a pool of reusable slots.
 
 Tests need files on disk, so each concurrent pytest run gets a slot: a
 detached linked work tree of the per-user cache repository at
@@ -79,7 +79,7 @@ class SlotPool:
 
     def _move(self, path: Path, commit: str) -> list[str]:
         repo = Repo(path)
-        if not _is_worktree(repo):
+        if not repo.is_linked_worktree():
             if path.exists():
                 shutil.rmtree(path)
             # `git worktree add` reads every other worktree's admin files, and
@@ -87,26 +87,10 @@ class SlotPool:
             with exclusive(self.root / "add.lock"):
                 self.repo.worktree_add(path, commit)
             return []
-        _clear_stale_locks(repo)
+        repo.clear_stale_locks()
         changed = repo.move_worktree(commit, keep=KEEP)
         _drop_bytecode(path, changed)
         return changed
-
-
-def _is_worktree(repo: Repo) -> bool:
-    return (repo.path / ".git").is_file() and repo.rev("HEAD") is not None
-
-
-def _clear_stale_locks(repo: Repo) -> None:
-    """Remove the lock files a git killed mid-move (SIGKILL, a crash) leaves behind.
-
-    Without this, every later move of the slot would fail on them. They are
-    stale for sure: only a holder of the slot's flock runs git in it, and
-    that is us.
-    """
-    for name in ("index.lock", "HEAD.lock"):
-        lock = repo.path / repo.git("rev-parse", "--git-path", name).strip()
-        lock.unlink(missing_ok=True)
 
 
 def _drop_bytecode(root: Path, changed: list[str]) -> None:

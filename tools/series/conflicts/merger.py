@@ -17,7 +17,7 @@ of a batch are written with one ``hash-object --stdin-paths``.
 
 Everything a ``Merger`` writes (synthetic commits, merge results) goes to a
 scratch object store that is deleted when the run ends
-(``Repo.scratch_objects``), so the cache repository does not grow.
+(``series.git.mergetree``), so the cache repository does not grow.
 
 ``favour_theirs`` turns a conflicted merge into the tree ``-X theirs``
 would give: content conflicts through ``git merge-file --theirs``, other
@@ -26,11 +26,8 @@ conflicts (modify/delete, modes, ...) by taking the patch's side.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from series.errors import UsageError
 from series.git import ZERO, Repo, StageEntry, TreeMerge
@@ -157,22 +154,7 @@ class Merger:
         index += [
             f"{mode} {oid}\t{path}" for (mode, path, _), oid in zip(merged, oids, strict=True)
         ]
-        return self._rewrite(merge.tree, index)
-
-    def _rewrite(self, tree: str, index_info: list[str]) -> str:
-        tmp = Path(tempfile.mkdtemp(prefix="series-index-"))
-        env = {**self.env, "GIT_INDEX_FILE": str(tmp / "index")}
-        try:
-            self.repo.git("read-tree", tree, env=env)
-            self.repo.git_input(
-                "update-index",
-                "--index-info",
-                data=("\n".join(index_info) + "\n").encode(),
-                env=env,
-            )
-            return self.repo.write_tree(env)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        return self.repo.rewrite_tree(merge.tree, index, self.env)
 
 
 def _both_regular(stages: dict[int, StageEntry]) -> bool:

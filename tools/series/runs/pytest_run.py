@@ -2,7 +2,7 @@
 
 The run imports the tree in the slot, never an installed copy of the
 package: pytest loads the harness plugin ``series_keras_tree`` (see
-tools/series/harness/), which builds the package from the tree and writes
+tools/series/runs/harness/), which builds the package from the tree and writes
 the directory it was really imported from to a proof file. After every run
 this module reads that file and refuses the result (``ProofError``, which
 stops the whole command) unless the directory is inside the slot.
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from series.errors import SeriesError
-from series.testcache import BACKEND, FORMAT
+from series.runs.cache import BACKEND, FORMAT
 
 HARNESS = Path(__file__).parent / "harness"
 NODEID_PROPERTY = "series_nodeid"

@@ -9,7 +9,7 @@ A run's result depends on these things and nothing else, so they make its key:
 * an environment fingerprint: Python, the keras backend, the versions of
   the installed packages that change what the tests do, and the content of
   the code that makes a result: the harness series loads into pytest and
-  the runner (series.testrun: pytest's options, how JUnit XML is read).
+  the runner (series.runs.pytest_run: pytest's options, how JUnit XML is read).
 
 Each result is one JSON file under ``<cache>/tests/results/``, named by its
 key and written to a temporary file first and then ``os.replace``-d into
@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from series.files import write_atomic
 
 FORMAT = 1
 BACKEND = "torch"
@@ -41,7 +41,7 @@ PACKAGES = (
 )  # fmt: skip
 HERE = Path(__file__).parent
 # Everything that turns a tree into a cached result, besides pytest and the tests.
-RESULT_CODE = (*sorted((HERE / "harness").glob("*.py")), HERE / "testrun.py")
+RESULT_CODE = (*sorted((HERE / "harness").glob("*.py")), HERE / "pytest_run.py")
 
 
 def _version(dist: str) -> str | None:
@@ -81,19 +81,6 @@ def run_key(tree: str, selection: tuple[str, ...], package: str, fingerprint_id:
     )
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so readers see the old file or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 class ResultCache:
     """One directory of results; safe to share between concurrent runs."""
 
@@ -114,7 +101,7 @@ class ResultCache:
         return data
 
     def put(self, key: str, data: dict[str, Any]) -> None:
-        write_atomic(self.results / f"{key}.json", json.dumps(data, indent=1) + "\n")
+        write_atomic(self.results / f"{key}.json", json.dumps(data, indent=1) + "\n", durable=False)
 
     def path(self, key: str) -> Path:
         return self.results / f"{key}.json"
@@ -134,4 +121,4 @@ class ResultCache:
         self, selection: tuple[str, ...], fingerprint_id: str, seconds: float
     ) -> None:
         path = self.durations / f"{digest([list(selection), fingerprint_id])[:32]}.json"
-        write_atomic(path, json.dumps({"seconds": round(seconds, 3)}) + "\n")
+        write_atomic(path, json.dumps({"seconds": round(seconds, 3)}) + "\n", durable=False)

@@ -15,12 +15,16 @@ by series.stack), not a conflict: no rebase would make it apply.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from series import stack
+from series.conflicts.merger import Node
 from series.git import Repo
 from series.manifest import Patch
-from series.merges import Node
-from series.series import Series
+from series.stack import memo
+from series.stack.build import Failure
+
+if TYPE_CHECKING:
+    from series.project import Series
 
 
 @dataclass(frozen=True)
@@ -46,10 +50,11 @@ class Stacked:
         return [s.patch for s in self.steps[: len(self.nodes) - 1]]
 
 
-def build_stack(series: Series, repo: Repo, base: str) -> Stacked:
+def build_stack(series: Series, base: str) -> Stacked:
     patches = list(series.manifest.patches)
-    built = stack.build(series, repo, base, patches, memo=True)
-    refs = repo.ref_commits(stack.MEMO)
+    built = series.stack(base, patches)
+    repo = series.cache
+    refs = repo.ref_commits(memo.MEMO)
     info = {commit: tree for commit, tree, _ in refs.values()}
     nodes = [Node(repo.tree_of(base), base)]
     for step in built.steps:
@@ -62,7 +67,7 @@ def build_stack(series: Series, repo: Repo, base: str) -> Stacked:
 
 
 def _pin_steps(
-    patches: list[Patch], nodes: list[Node], three: list[bool], failure: stack.Failure | None
+    patches: list[Patch], nodes: list[Node], three: list[bool], failure: Failure | None
 ) -> list[PinStep]:
     steps = []
     for i, patch in enumerate(patches):

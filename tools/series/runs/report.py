@@ -26,9 +26,10 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from series.errors import UsageError
+from series.errors import Exit, UsageError
 from series.manifest import Patch
-from series.testrun import CRASH_ID, Outcome, RunResult
+from series.runs.pytest_run import CRASH_ID, Outcome, RunResult
+from series.ui import Ui
 
 PASS, NEW, PRE, SKIP, ERROR = "pass", "new failure", "pre-existing failure", "skip", "error"
 _FAILED = ("failed", "error")
@@ -244,3 +245,43 @@ def write_junit(path: Path, reports: list[PatchReport]) -> None:
     ET.indent(suites)
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def emit(
+    ui: Ui,
+    reports: list[PatchReport],
+    mode: str,
+    pin: tuple[str, str, str],
+    *,
+    as_json: bool,
+    junit: Path | None,
+) -> Exit:
+    """Print the reports (table or JSON), write JUnit; the exit status."""
+    pin_commit, pin_tree, env_id = pin
+    failed = any(r.failed for r in reports)
+    if junit is not None:
+        write_junit(junit, reports)
+        ui.status(f"wrote JUnit XML to {junit}")
+    if as_json:
+        ui.json(
+            {
+                "mode": mode,
+                "ok": not failed,
+                "pin": {"commit": pin_commit, "tree": pin_tree},
+                "environment": env_id,
+                "patches": [to_json(r) for r in reports],
+            }
+        )
+        return Exit.FAILED if failed else Exit.OK
+    problems = problem_lines(reports)
+    if problems:
+        ui.result(f"{len(problems)} problem(s):")
+        for line in problems:
+            ui.result(f"  {line}")
+    ui.table(table(reports, f"series test --mode {mode} (pin {pin_commit[:12]})"))
+    alone = [r.patch.id for r in reports if r.status == NO_APPLY_ALONE]
+    if alone:
+        ui.result(f"cannot apply alone (needs earlier patches): {', '.join(alone)}")
+    cached, runs = cached_runs(reports)
+    ui.result(f"{'FAILED' if failed else 'ok'}: {cached} of {runs} test runs cached")
+    return Exit.FAILED if failed else Exit.OK

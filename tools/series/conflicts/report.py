@@ -12,10 +12,10 @@ from typing import Any
 
 from rich.table import Table
 
-from series.conflicts import Analysis, Replayed, Target
+from series.conflicts.analysis import Analysis, Replayed, Target
+from series.conflicts.pinstack import Stacked
 from series.errors import Exit
-from series.series import Series
-from series.stackmemo import Stacked
+from series.project import Series
 from series.ui import Ui
 from series.upstream import Base
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from series.conflicts.merger import Job, Merger, Node
+from series.conflicts.pinstack import Stacked
 from series.git import LogEntry, MergeMessage, Repo, TreeMerge
 from series.manifest import Patch
-from series.merges import Job, Merger, Node
-from series.stackmemo import Stacked
 
 SCAN_LIMIT = 2000  # upstream commits read when REV shares no history with the pin
 _PR = (re.compile(r"\(#(\d+)\)\s*$"), re.compile(r"^Merge pull request #(\d+)\b"))

@@ -1,0 +1,294 @@
+"""The checkout ``series apply`` makes, and its versioned, validated state.
+
+A checkout is a git repository with the stack on one branch. What series
+knows about it lives in its own git directory, as refs, so that one
+``update-ref --stdin`` transaction changes all of it at once
+(docs/manifest.md, "Checkout state"):
+
+* ``refs/heads/<branch>``: the stack;
+* ``refs/series/base``: the upstream commit the stack sits on;
+* ``refs/series/synced``: the tip last written by apply or export; commits
+  above it that it does not contain were never exported;
+* ``refs/series/state``: a blob of JSON (format, applied ids, source, and
+  the tip the files were last moved from), validated on every load.
+
+A kill at any point leaves either the old refs or the new ones. The one
+thing outside the transaction is moving the files (``read-tree -m -u``),
+which comes after it; an interrupted move is recognised (the index still
+holds the tree it was moving from) and finished by the next apply.
+
+This module also holds the drift checks every command that writes runs
+first: uncommitted changes, unexported commits, another branch.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from series.errors import RefusedError, SeriesError
+from series.git import ZERO, Repo
+from series.ui import Ui
+
+BASE_REF = "refs/series/base"
+SYNCED_REF = "refs/series/synced"
+STATE_REF = "refs/series/state"
+BACKUP_PREFIX = "refs/series/backup/"
+STATE_FORMAT = 2
+LEGACY_STATE = "series/state.json"  # format 1, before the state moved into a ref
+SOURCES = ("git", "sdist")
+
+
+@dataclass(frozen=True)
+class CheckoutState:
+    base: str
+    synced: str | None
+    applied: tuple[str, ...]
+    source: str
+    moved_from: str | None = None  # the tip the files were moved from by the last write
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": STATE_FORMAT,
+            "applied": list(self.applied),
+            "source": self.source,
+            "moved_from": self.moved_from,
+        }
+
+
+class Checkout:
+    """A ``series apply`` checkout: a git repository with a branch of the stack."""
+
+    def __init__(self, path: Path, branch: str) -> None:
+        self.path = path
+        self.repo = Repo(path)
+        self.branch = branch
+        self.branch_ref = f"refs/heads/{branch}"
+
+    def exists(self) -> bool:
+        return self.repo.is_repo()
+
+    def state(self) -> CheckoutState | None:
+        """The validated state, or None when this is not a series checkout."""
+        if not self.exists():
+            return None
+        base = self.repo.rev(BASE_REF)
+        blob = self.repo.ref_value(STATE_REF)
+        legacy = self.repo.git_dir / LEGACY_STATE
+        if blob is not None:
+            where, raw = f"{STATE_REF} in {self.path}", self.repo.read_blob(blob)
+        elif legacy.is_file():
+            where, raw = str(legacy), legacy.read_bytes()
+        else:
+            return None
+        data = parse_state(raw, where)
+        if base is None:
+            raise _corrupt(where, f"{BASE_REF} is missing")
+        synced = self.repo.rev(SYNCED_REF)
+        return CheckoutState(
+            base, synced, tuple(data["applied"]), data["source"], data.get("moved_from")
+        )
+
+    def require(self) -> CheckoutState:
+        state = self.state()
+        if state is None:
+            raise SeriesError(
+                f"{self.path} is not a series checkout",
+                hint="run `series apply` first (or pass --dir to the checkout you used)",
+            )
+        return state
+
+    def tip(self) -> str | None:
+        return self.repo.rev(self.branch_ref)
+
+    def on_branch(self) -> bool:
+        return self.repo.symbolic_head() == self.branch_ref
+
+    def unexported(self, state: CheckoutState) -> list[str]:
+        """Commits on the branch that neither apply nor export wrote."""
+        tip = self.tip()
+        if tip is None or tip == state.synced:
+            return []
+        if state.synced is not None and self.repo.is_ancestor(tip, state.synced):
+            return []
+        return self.repo.commits(state.synced or state.base, tip)
+
+    def interrupted_move(self, state: CheckoutState) -> str | None:
+        """The tip an interrupted file move started from, if the last one was cut short.
+
+        The refs were written (the transaction comes first), but the index
+        still holds the old tip's tree, so the files never followed.
+        """
+        tip = self.tip()
+        old = state.moved_from
+        if tip is None or old is None or not self.on_branch():
+            return None
+        index = self.repo.index_tree()
+        if index is None or index == self.repo.tree_of(tip):
+            return None
+        return old if index == self.repo.tree_of(old) else None
+
+    def write(
+        self,
+        verb: str,
+        *,
+        tip: tuple[str | None, str],
+        base: str,
+        applied: list[str],
+        source: str,
+        move_files: bool,
+    ) -> None:
+        """Move the branch to ``tip[1]`` (from ``tip[0]``) and record the state: one transaction.
+
+        With ``move_files`` the index and files then follow the branch.
+        """
+        old, new = tip
+        prior = self.state() if self.exists() else None
+        state = CheckoutState(base, new, tuple(applied), source, old if move_files else None)
+        blob = self.repo.write_objects("blob", [_dump(state)])[0]
+        with self.repo.transaction(f"series {verb}: {len(applied)} patches") as txn:
+            if old != new:
+                txn.update(self.branch_ref, new, old or ZERO)
+            txn.update(BASE_REF, base, self.repo.rev(BASE_REF) or ZERO)
+            txn.update(SYNCED_REF, new, prior.synced if prior and prior.synced else ZERO)
+            txn.update(STATE_REF, blob, self.repo.ref_value(STATE_REF) or ZERO)
+        (self.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)
+        if move_files:
+            self.repo.checkout_tree(old if old and self.on_branch() else None, new)
+            if not self.on_branch():
+                self.repo.set_head(self.branch_ref)
+
+    def keep_backup(self, tip: str, verb: str) -> str:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        ref, n = f"{BACKUP_PREFIX}{stamp}", 1
+        while self.repo.ref_value(ref) is not None:
+            n += 1
+            ref = f"{BACKUP_PREFIX}{stamp}-{n}"
+        with self.repo.transaction(f"series {verb}: backup of the old tip") as txn:
+            txn.update(ref, tip, ZERO)
+        return ref
+
+
+def _dump(state: CheckoutState) -> bytes:
+    return (json.dumps(state.to_json(), indent=2) + "\n").encode()
+
+
+def parse_state(raw: bytes, where: str) -> dict[str, Any]:
+    """The state's JSON, checked against the schema of its format."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _corrupt(where, f"it is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise _corrupt(where, "it is not a JSON object")
+    fmt = data.get("format")
+    if fmt not in (1, STATE_FORMAT):
+        raise SeriesError(
+            f"{where} was written by another version of series",
+            why=f"state format {fmt!r}; this series reads formats 1 and {STATE_FORMAT}",
+            hint="use the version of series that made the checkout, or apply into a new --dir",
+        )
+    applied = data.get("applied")
+    if not isinstance(applied, list) or not all(isinstance(i, str) for i in applied):
+        raise _corrupt(where, "'applied' is not a list of patch ids")
+    if data.get("source") not in SOURCES:
+        raise _corrupt(where, f"'source' is {data.get('source')!r}, not one of {SOURCES}")
+    moved = data.get("moved_from")
+    if moved is not None and not (isinstance(moved, str) and len(moved) == 40):
+        raise _corrupt(where, "'moved_from' is not a commit id")
+    return data
+
+
+def _corrupt(where: str, why: str) -> SeriesError:
+    return SeriesError(
+        f"the series state in {where} is damaged",
+        why=why,
+        hint="nothing was changed; `series apply --force --dir NEW` makes a fresh checkout "
+        "(the commits of this one stay in its git history)",
+    )
+
+
+def refuse_dirty(checkout: Checkout, action: str) -> None:
+    dirty = checkout.repo.dirty()
+    if dirty:
+        shown = "\n".join(dirty[:10]) + (
+            f"\n... and {len(dirty) - 10} more" if len(dirty) > 10 else ""
+        )
+        raise RefusedError(
+            f"refusing to {action}: {checkout.path} has uncommitted changes",
+            why=shown,
+            hint="commit them and run `series export`, or pass --force "
+            "(series stashes them in the checkout first and says where)",
+        )
+
+
+def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None:
+    """Refuse to apply where work would be lost; with ``force``, save it first."""
+    path = checkout.path
+    if not checkout.exists():
+        if path.exists() and any(path.iterdir()):
+            raise RefusedError(
+                f"refusing to apply into {path}: it is not empty and not a series checkout",
+                hint="choose another --dir, or move that directory away",
+            )
+        return None
+    state = checkout.state()
+    if state is None:
+        raise RefusedError(
+            f"refusing to apply into {path}: it is a git repository series did not make",
+            hint="choose another --dir; series only rewrites checkouts it made",
+        )
+    if not checkout.on_branch() and not force:
+        raise RefusedError(
+            f"refusing to apply: {path} is not on branch {checkout.branch}",
+            why=f"HEAD is {checkout.repo.symbolic_head() or 'detached'}",
+            hint=f"git -C {path} switch {checkout.branch}, or pass --force",
+        )
+    _finish_interrupted(checkout, state, ui)
+    _save_dirty(checkout, force, ui)
+    _save_unexported(checkout, state, force, ui)
+    return state
+
+
+def _finish_interrupted(checkout: Checkout, state: CheckoutState, ui: Ui) -> None:
+    old = checkout.interrupted_move(state)
+    tip = checkout.tip()
+    if old is None or tip is None or not checkout.repo.files_match_index():
+        return
+    checkout.repo.checkout_tree(old, tip)
+    ui.status(
+        f"finished moving the files of {checkout.path} to {tip[:12]} "
+        "(an earlier run was interrupted after moving the branch)"
+    )
+
+
+def _save_dirty(checkout: Checkout, force: bool, ui: Ui) -> None:
+    if not checkout.repo.dirty():
+        return
+    if not force:
+        refuse_dirty(checkout, "apply")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    checkout.repo.stash(f"series apply --force {stamp}")
+    ui.status(
+        f"saved uncommitted changes: git -C {checkout.path} stash show -p stash@{{0}} "
+        f"(message 'series apply --force {stamp}')"
+    )
+
+
+def _save_unexported(checkout: Checkout, state: CheckoutState, force: bool, ui: Ui) -> None:
+    lost = checkout.unexported(state)
+    tip = checkout.tip()
+    if not lost or tip is None:
+        return
+    if not force:
+        raise RefusedError(
+            f"refusing to apply: {len(lost)} commit(s) on {checkout.branch} were never exported",
+            why="\n".join(checkout.repo.oneline(c) for c in lost[:10]),
+            hint="run `series export` to keep them, or pass --force "
+            "(series keeps a backup ref of them)",
+        )
+    backup = checkout.keep_backup(tip, "apply --force")
+    ui.status(f"kept the old tip {tip[:12]} as {backup} in {checkout.path}")

@@ -1,0 +1,67 @@
+"""check-conflicts, start to finish: the stack on its pin, the matrix, the --onto replay.
+
+All of it happens in the per-user cache repository: the user's checkout,
+index and refs are never touched. A revision fetched for ``--onto`` lands
+under a scratch ref prefix that is deleted in a ``finally`` block.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from series.conflicts.analysis import analyse
+from series.conflicts.merger import Merger
+from series.conflicts.pinstack import build_stack
+from series.conflicts.report import report
+from series.conflicts.target import drop_scratch, resolve_target, scratch_prefix
+from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+
+
+def check(
+    series: Series,
+    ui: Ui,
+    *,
+    onto: str | None,
+    url: str | None,
+    source: str | None,
+    matrix: bool,
+    merge_mode: str,
+) -> dict[str, Any]:
+    """The whole report as the ``--json`` dict (docs/check-conflicts.md)."""
+    started = time.perf_counter()
+    base = series.pin(ui, source=source)
+    repo = series.cache
+    stacked = build_stack(series, base.commit)
+    built = len(stacked.nodes) - 1
+    ui.status(
+        f"stack: {built} of {len(stacked.steps)} patches on {base.commit[:12]}"
+        f" ({stacked.reused} memoised)"
+    )
+    scratch = scratch_prefix()
+    try:
+        target = None
+        if onto:
+            target = resolve_target(
+                series.manifest, series.cache_dir, repo, base, onto, url, scratch
+            )
+            ui.status(f"onto: {target.label}; upstream since the pin: {target.range}")
+        with repo.scratch_objects() as env:
+            merger = Merger(repo, env, merge_mode)
+            analysis = analyse(merger, stacked, target, matrix=matrix)
+    finally:
+        if onto:
+            drop_scratch(repo, scratch, ui)
+    seconds = time.perf_counter() - started
+    stats = {
+        "merges": merger.merges,
+        "batches": merger.batches,
+        "merge_mode": merger.mode,
+        "memoised": stacked.reused,
+        "seconds": round(seconds, 3),
+    }
+    ui.status(f"{merger.merges} merges in {merger.batches} batches, {seconds:.2f} s")
+    return report(series, base, stacked, analysis, target, onto, stats, matrix=matrix)

@@ -1,0 +1,39 @@
+"""The only package that runs git (see docs/architecture.md).
+
+Everything series does to a repository goes through :class:`Repo`, which
+runs git through GitPython's command runner (:mod:`series.git.run`).
+Plumbing is preferred over porcelain: patches are applied to a scratch
+index (:mod:`~series.git.index`), merges run in batches in a scratch
+object store (:mod:`~series.git.mergetree`), commits are made with
+``commit-tree`` and refs moved in compare-and-swap transactions
+(:mod:`~series.git.refs`), so nothing touches a work tree
+(:mod:`~series.git.worktree`) until the end of a command.
+"""
+
+from series.git.index import ApplyResult
+from series.git.mail import FileStat, MailInfo, mailinfo, patch_stat, read_mail
+from series.git.mergetree import MergeMessage, StageEntry, TreeMerge, parse_merge_tree
+from series.git.refs import RefMoved, Transaction
+from series.git.repo import LogEntry, Repo
+from series.git.run import HERMETIC, ZERO, GitFailed, Ident
+
+__all__ = [
+    "HERMETIC",
+    "ZERO",
+    "ApplyResult",
+    "FileStat",
+    "GitFailed",
+    "Ident",
+    "LogEntry",
+    "MailInfo",
+    "MergeMessage",
+    "RefMoved",
+    "Repo",
+    "StageEntry",
+    "Transaction",
+    "TreeMerge",
+    "mailinfo",
+    "parse_merge_tree",
+    "patch_stat",
+    "read_mail",
+]

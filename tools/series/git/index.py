@@ -1,0 +1,89 @@
+"""Scratch indexes: applying patches and building trees without a work tree.
+
+A scratch index is a temporary ``GIT_INDEX_FILE`` that holds a tree; a
+patch is applied to it with ``apply --cached`` (falling back to
+``--3way``, which uses the blob ids in the patch's index lines) and the
+result is written back as a tree. Nothing here touches the repository's
+own index or files.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from series.git.run import HERMETIC, Runner
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    ok: bool
+    three_way: bool
+    conflicted: tuple[str, ...]  # paths left unmerged by a 3-way apply
+    failed: tuple[str, ...]  # "path:line" hunks that did not apply
+    stderr: str
+
+
+class IndexMixin(Runner):
+    @contextmanager
+    def scratch_index(
+        self, tree: str, env: Mapping[str, str] | None = None
+    ) -> Iterator[dict[str, str]]:
+        """An environment whose GIT_INDEX_FILE is a fresh index holding ``tree``."""
+        tmp = Path(tempfile.mkdtemp(prefix="series-index-"))
+        scratch = {**HERMETIC, **(env or {}), "GIT_INDEX_FILE": str(tmp / "index")}
+        try:
+            self.git("read-tree", tree, env=scratch)
+            yield scratch
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def apply_to_index(self, env: Mapping[str, str], diff: Path) -> ApplyResult:
+        status, _, err = self.git_status(
+            "apply", "--cached", "--whitespace=nowarn", str(diff), env=env
+        )
+        if status == 0:
+            return ApplyResult(True, False, (), (), "")
+        failed = tuple(_failed_hunks(err))
+        status3, _, err3 = self.git_status(
+            "apply", "--cached", "--3way", "--whitespace=nowarn", str(diff), env=env
+        )
+        unmerged = self.git("ls-files", "-u", env=env)
+        conflicted = tuple(sorted({line.split("\t", 1)[1] for line in unmerged.splitlines()}))
+        if status3 == 0 and not conflicted:
+            return ApplyResult(True, True, (), failed, "")
+        return ApplyResult(False, True, conflicted, failed, (err + "\n" + err3).strip())
+
+    def write_tree(self, env: Mapping[str, str]) -> str:
+        return self.git("write-tree", env=env).strip()
+
+    def rewrite_tree(
+        self, tree: str, index_info: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> str:
+        """``tree`` with the entries of ``index_info`` (``update-index --index-info``)."""
+        with self.scratch_index(tree, env) as scratch:
+            data = ("\n".join(index_info) + "\n").encode()
+            self.git_input("update-index", "--index-info", data=data, env=scratch)
+            return self.write_tree(scratch)
+
+    def tree_from_directory(self, root: Path) -> str:
+        """The tree of every file under ``root`` (ignore rules off), written to the store."""
+        with self.scratch_index(self.empty_tree()) as env:
+            self.git("--work-tree", str(root), "add", "-A", "-f", ".", env=env)
+            return self.write_tree(env)
+
+    def empty_tree(self) -> str:
+        return self.git(
+            "hash-object", "-t", "tree", "-w", "--stdin", env=HERMETIC, stdin=Path("/dev/null")
+        ).strip()
+
+
+def _failed_hunks(stderr: str) -> list[str]:
+    hunks = re.findall(r"error: patch failed: (\S+)", stderr)
+    missing = re.findall(r"error: (\S+): (?:does not exist in index|No such file)", stderr)
+    return hunks + [f"{m} (missing)" for m in missing]

@@ -1,0 +1,113 @@
+"""Refs: reading them, and changing them in compare-and-swap transactions.
+
+Every change series makes to a ref goes through a :class:`Transaction`:
+each update names the value the ref must still have (``ZERO`` for "must
+not exist"), all of a command's updates go to git in one
+``update-ref --stdin``, and git applies all of them or none. The reflog
+message is ``series <verb>: ...``. A ref that moved while series was
+working fails the whole transaction with :class:`RefMoved`, and nothing
+is changed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from series.errors import SeriesError
+from series.git.run import ZERO, GitFailed, Runner
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+class RefMoved(SeriesError):
+    """A compare-and-swap failed: someone else changed a ref series was changing."""
+
+
+class Transaction:
+    """The ref changes of one command; applied by :meth:`commit`, all or none."""
+
+    def __init__(self, repo: Runner, reason: str) -> None:
+        if not reason.startswith("series "):
+            raise ValueError(f"reflog message must start with 'series <verb>:': {reason!r}")
+        self.repo = repo
+        self.reason = reason
+        self.lines: list[str] = []
+
+    def update(self, ref: str, new: str, old: str | None) -> None:
+        """Set ``ref`` to ``new`` if it is at ``old`` (None or ZERO: must not exist)."""
+        self.lines.append(f"update {ref} {new} {old or ZERO}")
+
+    def delete(self, ref: str, old: str) -> None:
+        self.lines.append(f"delete {ref} {old}")
+
+    def commit(self) -> None:
+        if not self.lines:
+            return
+        data = ("\n".join(self.lines) + "\n").encode()
+        try:
+            self.repo.git_input("update-ref", "-m", self.reason, "--stdin", data=data)
+        except GitFailed as exc:
+            raise _moved(exc.stderr, self.repo) from None
+        self.lines = []
+
+
+def _moved(stderr: str, repo: Runner) -> SeriesError:
+    match = re.search(r"cannot lock ref '([^']+)'", stderr)
+    ref = match.group(1) if match else "a ref"
+    return RefMoved(
+        f"{ref} moved while series was working",
+        why=f"{stderr.strip()}\nnothing was changed in {repo.path}",
+        hint="someone else changed it meanwhile: look at it "
+        f"(git -C {repo.path} log -1 {ref}), then run the command again",
+    )
+
+
+class RefsMixin(Runner):
+    @contextmanager
+    def transaction(self, reason: str) -> Iterator[Transaction]:
+        """Collect ref changes in the block; commit them together when it ends."""
+        txn = Transaction(self, reason)
+        yield txn
+        txn.commit()
+
+    def update_refs(self, reason: str, lines: Sequence[str]) -> None:
+        """One transaction of ready-made ``update``/``delete`` lines (caches only)."""
+        txn = Transaction(self, reason)
+        txn.lines = list(lines)
+        txn.commit()
+
+    def ref_value(self, ref: str) -> str | None:
+        """What ``ref`` points at (any object), or None when it does not exist."""
+        status, out, _ = self.git_status("rev-parse", "-q", "--verify", ref)
+        return out.strip() if status == 0 else None
+
+    def refs(self, prefix: str) -> dict[str, str]:
+        out = self.git("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+        pairs = (line.split(" ", 1) for line in out.splitlines() if line)
+        return {name: sha for name, sha in pairs}
+
+    def ref_commits(self, prefix: str) -> dict[str, tuple[str, str, str]]:
+        """refname -> (commit, tree, first parent or "") for commit refs under ``prefix``."""
+        fmt = "%(refname) %(objectname) %(tree) %(parent)"
+        out = self.git("for-each-ref", f"--format={fmt}", prefix)
+        found = {}
+        for line in out.splitlines():
+            name, commit, tree, *parents = line.split(" ")
+            found[name] = (commit, tree, parents[0] if parents else "")
+        return found
+
+    def refs_pointing_at(self, commit: str, prefix: str) -> list[str]:
+        out = self.git("for-each-ref", "--format=%(refname)", "--points-at", commit, prefix)
+        return out.split()
+
+    def symbolic_head(self) -> str | None:
+        status, out, _ = self.git_status("symbolic-ref", "-q", "HEAD")
+        return out.strip() if status == 0 else None
+
+    def set_head(self, ref: str) -> None:
+        """Point HEAD at branch ``ref`` (git has no compare-and-swap for symbolic refs)."""
+        self.git("symbolic-ref", "HEAD", ref)

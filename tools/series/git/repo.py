@@ -1,0 +1,204 @@
+"""The repository: creating it, reading objects and history, making commits.
+
+:class:`Repo` is the one object through which series reaches git. It is
+assembled from one mixin per area (refs, index, merge-tree, work trees,
+patch files), each in its own module; this module holds what is left:
+creation, revisions, history, commits and fetching.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from series.errors import InternalError
+from series.git.index import IndexMixin
+from series.git.mail import MailMixin
+from series.git.mergetree import MergeTreeMixin
+from series.git.refs import RefsMixin
+from series.git.run import HERMETIC, Ident, execute, input_file, run
+from series.git.worktree import WorktreeMixin
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    commit: str
+    subject: str
+    files: tuple[str, ...]
+
+
+class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin):
+    """One repository, addressed by its work tree (or its git dir when bare)."""
+
+    # -- creation ----------------------------------------------------------
+    @classmethod
+    def init(cls, path: Path, *, bare: bool = False) -> Repo:
+        path.mkdir(parents=True, exist_ok=True)
+        run(path, ["init", "-q", *(["--bare"] if bare else []), str(path)])
+        return cls(path)
+
+    @classmethod
+    def clone_local(cls, source: Repo, path: Path) -> Repo:
+        """A new repository sharing ``source``'s objects through hard links.
+
+        Far cheaper than init + fetch (no pack is written), and unlike
+        ``--shared`` the clone keeps working if ``source`` is deleted.
+        """
+        path.parent.mkdir(parents=True, exist_ok=True)
+        run(
+            path.parent,
+            ["clone", "--quiet", "--local", "--no-checkout", str(source.path), str(path)],
+        )
+        repo = cls(path)
+        repo.git("remote", "remove", "origin")
+        return repo
+
+    def is_repo(self) -> bool:
+        """Whether ``path`` is itself a repository (not a directory inside one)."""
+        if not self.path.is_dir():
+            return False
+        status, out, _ = self.git_status("rev-parse", "--git-dir")
+        if status != 0:
+            return False
+        git_dir = (self.path / out.strip()).resolve()
+        return git_dir in (self.path.resolve() / ".git", self.path.resolve())
+
+    @property
+    def git_dir(self) -> Path:
+        return (self.path / self.git("rev-parse", "--git-dir").strip()).resolve()
+
+    def repack(self) -> None:
+        """Everything in one pack: clones made with ``clone_local`` hard-link it."""
+        self.git("repack", "-a", "-d", "-q")
+
+    # -- revisions and objects ------------------------------------------------
+    def rev(self, rev: str) -> str | None:
+        """The commit ``rev`` names, or None."""
+        status, out, _ = self.git_status("rev-parse", "-q", "--verify", f"{rev}^{{commit}}")
+        return out.strip() if status == 0 else None
+
+    def has_object(self, sha: str) -> bool:
+        return self.git_status("cat-file", "-e", sha)[0] == 0
+
+    def tree_of(self, commit: str) -> str:
+        return self.git("rev-parse", f"{commit}^{{tree}}").strip()
+
+    def blob(self, rev: str, path: str) -> bytes:
+        """The content of ``path`` in ``rev``."""
+        return self.git_bytes("cat-file", "blob", f"{rev}:{path}")
+
+    def read_blob(self, oid: str) -> bytes:
+        """The content of the blob ``oid``."""
+        return self.git_bytes("cat-file", "blob", oid)
+
+    def top_level(self, rev: str) -> list[tuple[str, str]]:
+        """(kind, name) of the entries at the root of ``rev``'s tree."""
+        entries = []
+        for entry in self.git("ls-tree", "-z", rev).split("\0"):
+            if entry:
+                entries.append((entry.split(" ")[1], entry.split("\t", 1)[1]))
+        return entries
+
+    def existing_paths(self, rev: str, paths: Sequence[str]) -> set[str]:
+        """Which of ``paths`` (files or directories) exist in ``rev``'s tree; one process."""
+        if not paths:
+            return set()
+        data = "".join(f"{rev}:{path}\n" for path in paths).encode()
+        with input_file(data) as stdin:
+            out = self.git("cat-file", "--batch-check", stdin=stdin)
+        answers = zip(paths, out.splitlines(), strict=True)
+        return {path for path, line in answers if not line.endswith(" missing")}
+
+    def changed_paths(self, old: str, new: str) -> list[str]:
+        """Paths whose content differs between two commits or trees."""
+        out = self.git(
+            "diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new, env=HERMETIC
+        )
+        return [path for path in out.split("\0") if path]
+
+    # -- history ------------------------------------------------------------------
+    def commits(self, base: str, tip: str) -> list[str]:
+        """First-parent commits in base..tip, oldest first."""
+        return self.git("rev-list", "--reverse", "--first-parent", f"{base}..{tip}").split()
+
+    def merges(self, base: str, tip: str) -> list[str]:
+        return self.git("rev-list", "--merges", f"{base}..{tip}").split()
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        return self.git_status("merge-base", "--is-ancestor", ancestor, descendant)[0] == 0
+
+    def message(self, commit: str) -> str:
+        return self.git("log", "-1", "--format=%B", commit, env=HERMETIC).rstrip("\n") + "\n"
+
+    def oneline(self, commit: str) -> str:
+        return self.git("log", "--oneline", "-1", commit).strip()
+
+    def author(self, commit: str) -> Ident:
+        out = self.git("log", "-1", "--format=%an%x00%ae%x00%aD", commit, env=HERMETIC)
+        name, email, date = out.rstrip("\n").split("\x00")
+        return Ident(name, email, date)
+
+    def log_files(
+        self, revs: Sequence[str], paths: Sequence[str] = (), *, max_count: int | None = None
+    ) -> list[LogEntry]:
+        """Commits of ``revs`` (newest first): id, subject and the files each changed."""
+        argv = ["-c", "core.quotePath=false", "log", "--no-renames", "--name-only"]
+        argv += ["--format=%x01%H %s", *([f"--max-count={max_count}"] if max_count else [])]
+        out = self.git(*argv, *revs, "--", *paths, env=HERMETIC)
+        entries = []
+        for chunk in out.split("\x01")[1:]:
+            head, _, rest = chunk.partition("\n")
+            commit, _, subject = head.partition(" ")
+            files = tuple(line for line in rest.splitlines() if line)
+            entries.append(LogEntry(commit, subject, files))
+        return entries
+
+    def patch_ids(self, revs: Sequence[str], paths: Sequence[str] = ()) -> dict[str, str]:
+        """commit -> ``patch-id --stable`` for the non-merge, non-root commits of ``revs``.
+
+        ``paths`` limits which commits are read, not their diffs (--full-diff),
+        so the ids are those of whole commits.
+        """
+        argv = ["log", "-p", "--min-parents=1", "--max-parents=1", "--full-diff", "--no-color"]
+        diff = self.git_bytes(*argv, "--format=commit %H", *revs, "--", *paths, env=HERMETIC)
+        if not diff.strip():
+            return {}
+        out = self.git_input("patch-id", "--stable", data=diff, env=HERMETIC).decode()
+        return {commit: pid for pid, commit in (line.split() for line in out.splitlines())}
+
+    def commit_tree(self, tree: str, parents: Sequence[str], message: str, author: Ident) -> str:
+        """A commit whose committer is its author, so ids depend on content only."""
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", delete=False) as fh:
+            fh.write(message)
+        try:
+            argv = ["commit-tree", tree, *[a for p in parents for a in ("-p", p)], "-F", fh.name]
+            env = {**HERMETIC, **author.env("AUTHOR"), **author.env("COMMITTER")}
+            return self.git(*argv, env=env).strip()
+        finally:
+            os.unlink(fh.name)
+
+    # -- fetching -------------------------------------------------------------------
+    def fetch(self, source: str, refspecs: Sequence[str]) -> tuple[int, str]:
+        """``git fetch`` of ``refspecs`` from a URL or path: (status, stderr)."""
+        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", source, *refspecs]
+        status, _, err = execute(self.path, argv)
+        return status, err
+
+    def fetch_from(self, source: Repo, commit: str) -> None:
+        """Copy ``commit`` and its history from ``source`` (which has a ref on it)."""
+        if self.has_object(commit):
+            return
+        names = source.refs_pointing_at(commit, "refs/series/")
+        if not names:
+            raise InternalError(f"{commit[:12]} has no ref in {source.path}")
+        status, err = self.fetch(str(source.path), [names[0]])
+        if status != 0:
+            raise InternalError(f"cannot copy {commit[:12]} from {source.path}", why=err)
+
+    def reachable(self, source: str) -> tuple[bool, str]:
+        """Whether ``source`` answers as a git repository: (ok, git's stderr)."""
+        status, _, err = self.git_status("ls-remote", "--heads", source)
+        return status == 0, err

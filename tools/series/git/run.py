@@ -1,0 +1,173 @@
+"""Running git: argv lists, an explicit directory, every argv logged.
+
+GitPython is used only as a command runner (``git.cmd.Git.execute``): it
+gives the exit status, both streams and good errors without a shell. This
+module is the only place that starts a git process; the rest of the
+package builds on :class:`Runner`.
+
+Commands that *produce content* (patch files, imported trees, applied
+commits) run with the user's and the system's git configuration switched
+off (``HERMETIC``), so the same inputs give the same bytes and the same
+commit ids on every machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from git.cmd import Git as _Cmd
+
+from series.errors import InternalError
+
+log = logging.getLogger("series.git")
+
+# Switches off ~/.gitconfig and /etc/gitconfig for content-producing commands.
+HERMETIC = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+ZERO = "0" * 40
+
+
+class GitFailed(InternalError):
+    """A git command failed in a way its caller did not expect.
+
+    Callers that expect a failure catch it (or use ``Runner.git_status``);
+    one that escapes to ``cli.main`` is reported as an internal error with
+    git's own words, because series asked git for something it should not
+    have.
+    """
+
+    def __init__(self, argv: Sequence[str], status: int, stderr: str) -> None:
+        super().__init__(
+            f"git {' '.join(argv[:3])} failed unexpectedly (exit {status})",
+            why=stderr.strip() or "(git printed nothing)",
+        )
+        self.argv = list(argv)
+        self.status = status
+        self.stderr = stderr
+
+
+@dataclass(frozen=True)
+class Ident:
+    """An author or committer: name, email and a git date string."""
+
+    name: str
+    email: str
+    date: str
+
+    def env(self, role: str) -> dict[str, str]:
+        return {
+            f"GIT_{role}_NAME": self.name,
+            f"GIT_{role}_EMAIL": self.email,
+            f"GIT_{role}_DATE": self.date,
+        }
+
+
+def execute(
+    cwd: Path,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    stdin: Path | None = None,
+    raw: bool = False,
+) -> tuple[int, str | bytes, str]:
+    """Run ``git argv`` in ``cwd``: (status, stdout, stderr); never raises on status."""
+    log.debug("git %s  (in %s)", " ".join(argv), cwd)
+    cmd = _Cmd(str(cwd))
+    stream = stdin.open("rb") if stdin is not None else None
+    try:
+        status, out, err = cmd.execute(
+            ["git", *argv],
+            istream=stream,
+            with_extended_output=True,
+            with_exceptions=False,
+            env=dict(env or {}),
+            stdout_as_string=not raw,
+            strip_newline_in_stdout=False,
+        )
+    finally:
+        if stream is not None:
+            stream.close()
+    return (
+        int(status),
+        out or b"" if raw else out or "",
+        err if isinstance(err, str) else err.decode(),
+    )
+
+
+def run(
+    cwd: Path,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    stdin: Path | None = None,
+) -> str:
+    """Run git and return its stdout as text; GitFailed on a non-zero status."""
+    status, out, err = execute(cwd, argv, env=env, stdin=stdin)
+    if status != 0:
+        raise GitFailed(argv, status, err)
+    return out if isinstance(out, str) else out.decode("utf-8", "surrogateescape")
+
+
+def ram_dir() -> str | None:
+    """A RAM-backed directory for throwaway files, or None for the default."""
+    for candidate in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm"):
+        if candidate and os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+            return candidate
+    return None
+
+
+@contextmanager
+def input_file(data: bytes) -> Iterator[Path]:
+    """``data`` in a temporary file, for a git process's stdin."""
+    with tempfile.NamedTemporaryFile(prefix="series-stdin-", dir=ram_dir(), delete=False) as fh:
+        fh.write(data)
+    try:
+        yield Path(fh.name)
+    finally:
+        os.unlink(fh.name)
+
+
+class Runner:
+    """The base of :class:`series.git.Repo`: runs git in one repository.
+
+    Each area of git (refs, index, merge-tree, work trees, objects) is a
+    mixin in its own module built on these four methods.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def git(
+        self,
+        *argv: str,
+        env: Mapping[str, str] | None = None,
+        stdin: Path | None = None,
+    ) -> str:
+        return run(self.path, argv, env=env, stdin=stdin)
+
+    def git_bytes(self, *argv: str, env: Mapping[str, str] | None = None) -> bytes:
+        status, out, err = execute(self.path, argv, env=env, raw=True)
+        if status != 0:
+            raise GitFailed(argv, status, err)
+        assert isinstance(out, bytes)
+        return out
+
+    def git_status(self, *argv: str, env: Mapping[str, str] | None = None) -> tuple[int, str, str]:
+        """(status, stdout, stderr) for commands whose failure is an answer."""
+        status, out, err = execute(self.path, argv, env=env)
+        assert isinstance(out, str)
+        return status, out, err
+
+    def git_input(self, *argv: str, data: bytes, env: Mapping[str, str] | None = None) -> bytes:
+        """Run git with ``data`` on stdin; its raw stdout."""
+        with input_file(data) as path:
+            status, out, err = execute(self.path, argv, env=env, stdin=path, raw=True)
+        if status != 0:
+            raise GitFailed(argv, status, err)
+        assert isinstance(out, bytes)
+        return out

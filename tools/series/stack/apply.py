@@ -1,0 +1,111 @@
+"""Apply: the pinned upstream plus the stack, as commits in a checkout.
+
+The stack is built in memory (``Series.stack``, memoised in the per-user
+cache repository, and fetched from there) and only then does anything
+visible change: the branch, the base, the synced tip and the state move
+in one compare-and-swap transaction (series.checkout), and the work tree
+follows with ``read-tree -m -u``, which rewrites only files that differ. A
+re-run with nothing changed computes the same commit ids and touches
+nothing.
+
+Before changing anything it refuses when work could be lost
+(series.checkout.guard_apply): uncommitted changes, commits that were
+never exported, a checkout on another branch, or a directory that is not
+a series checkout. ``--force`` goes on, but first stashes uncommitted
+changes and keeps a backup ref of the old tip.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from series import upstream
+from series.checkout import BASE_REF, Checkout, guard_apply
+from series.errors import ConflictError
+from series.git import Repo
+from series.manifest import Patch
+from series.stack.build import Failure
+from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+
+EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n.ruff_cache/\n"
+
+
+def apply(
+    series: Series,
+    ui: Ui,
+    checkout: Checkout,
+    patches: list[Patch],
+    *,
+    source: str | None,
+    upstream_url: str | None,
+    force: bool,
+) -> None:
+    state = guard_apply(checkout, force, ui)
+    why = "--source"
+    if source is None and upstream_url is None and state is not None:
+        # Never switch the base silently: every commit id would change.
+        source, why = state.source, "the source this checkout was made from"
+    base = series.pin(ui, source=source, override=upstream_url, why=why)
+    # Built (and memoised) in the cache repository, then copied over: a
+    # fresh checkout or an unchanged series costs one local fetch.
+    built = series.stack(base.commit, patches)
+    repo = _open(checkout, series.cache)
+    repo.fetch_from(series.cache, built.tip)
+    upstream.fetch_base(repo, series.cache, base, BASE_REF)
+    old, new = checkout.tip(), built.tip
+    unchanged = old == new and checkout.on_branch() and state is not None
+    applied = tuple(s.patch.id for s in built.steps)
+    recorded = state is not None and (state.base, state.synced, state.applied, state.source) == (
+        base.commit,
+        new,
+        applied,
+        base.source,
+    )
+    if not (unchanged and recorded):
+        checkout.write(
+            "apply",
+            tip=(old, new),
+            base=base.commit,
+            applied=list(applied),
+            source=base.source,
+            move_files=not unchanged,
+        )
+    for step in built.steps:
+        how = " (3-way)" if step.three_way else ""
+        ui.status(f"  {step.patch.id:<4} {step.commit[:12]}{how}  {step.patch.title}")
+    if built.failure is not None:
+        raise _conflict(series, checkout, built.failure)
+    verb = "up to date" if unchanged else "applied"
+    ui.result(
+        f"{verb}: {len(built.steps)} patches on {base.commit[:12]} in {checkout.path} "
+        f"(branch {checkout.branch} at {new[:12]})"
+    )
+
+
+def _conflict(series: Series, checkout: Checkout, f: Failure) -> ConflictError:
+    where = "\n".join(
+        [
+            *(f"conflict: {p}" for p in f.conflicted),
+            *(f"hunk failed: {h}" for h in f.failed_hunks),
+        ]
+    )
+    return ConflictError(
+        f"patch {f.patch.id} ({f.patch.file}) does not apply",
+        why=f"{where or f.stderr}\nthe checkout {checkout.path} has the stack up to the "
+        "patch before it",
+        hint=f"git -C {checkout.path} am -3 {series.patch_path(f.patch)}, resolve, "
+        "commit, then `series export`",
+    )
+
+
+def _open(checkout: Checkout, cache: Repo) -> Repo:
+    if checkout.exists():
+        return checkout.repo
+    repo = Repo.clone_local(cache, checkout.path)
+    exclude = repo.git_dir / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    exclude.write_text(EXCLUDES, encoding="utf-8")
+    return repo

@@ -1,0 +1,118 @@
+"""Turn patch files into commits, in memory, the way ``git am -3`` would.
+
+Each patch is split with ``git mailinfo``, applied with ``git apply --cached``
+to a scratch index holding its parent's tree (falling back to ``--3way``,
+which uses the blob ids in the patch's index lines), and committed with
+``commit-tree`` using the patch's author, date and message for both author
+and committer. The result depends only on the base and the patch bytes, so
+the same inputs always give the same commit ids, and no work tree is
+touched. That is what lets :mod:`series.stack.memo` keep the results.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn
+
+from series.errors import UsageError
+from series.git import Repo, mailinfo
+from series.manifest import Patch
+from series.stack.message import with_trailer
+
+
+@dataclass(frozen=True)
+class PatchFile:
+    """A manifest entry and the file that holds its patch."""
+
+    patch: Patch
+    path: Path
+
+
+@dataclass(frozen=True)
+class Step:
+    patch: Patch
+    commit: str
+    three_way: bool
+
+
+@dataclass(frozen=True)
+class Failure:
+    patch: Patch
+    conflicted: tuple[str, ...]
+    failed_hunks: tuple[str, ...]
+    stderr: str
+
+    def describe(self) -> str:
+        """One line for a report: where it conflicts, else git's last word."""
+        where = [*self.conflicted, *self.failed_hunks]
+        if where:
+            return f"conflicts in {', '.join(where)}"
+        lines = self.stderr.strip().splitlines()
+        return lines[-1] if lines else "git apply failed"
+
+
+# What `git apply` says about a diff it cannot parse, as opposed to one that
+# does not fit the tree: no rebase would make such a patch apply.
+_CORRUPT = re.compile(
+    r"corrupt patch|patch fragment without header|only garbage|No valid patches|unrecognized input"
+)
+
+
+@dataclass
+class Built:
+    base: str
+    steps: list[Step] = field(default_factory=list)
+    failure: Failure | None = None
+    reused: int = 0  # leading steps taken from the memo
+
+    @property
+    def tip(self) -> str:
+        return self.steps[-1].commit if self.steps else self.base
+
+    @property
+    def commits(self) -> dict[str, str]:
+        """patch id -> commit, for the patches that applied."""
+        return {s.patch.id: s.commit for s in self.steps}
+
+
+def build(repo: Repo, base: str, files: list[PatchFile]) -> Built:
+    """Apply ``files`` in order on ``base`` in ``repo``; stop at the first that fails."""
+    built = Built(base)
+    with tempfile.TemporaryDirectory(prefix="series-stack-") as tmp:
+        scratch = Path(tmp)
+        for item in files:
+            step = _apply(repo, built.tip, item, scratch)
+            if isinstance(step, Failure):
+                built.failure = step
+                return built
+            built.steps.append(step)
+    return built
+
+
+def _apply(repo: Repo, parent: str, item: PatchFile, scratch: Path) -> Step | Failure:
+    info = mailinfo(item.path, scratch)
+    three_way = False
+    with repo.scratch_index(parent) as env:
+        if info.diff.strip():
+            result = repo.apply_to_index(env, scratch / "diff")
+            if not result.ok and _CORRUPT.search(result.stderr):
+                _refuse_corrupt(item, result.stderr)
+            if not result.ok:
+                return Failure(item.patch, result.conflicted, result.failed, result.stderr)
+            three_way = result.three_way
+        tree = repo.write_tree(env)
+    message = with_trailer(info.message, item.patch.id)
+    commit = repo.commit_tree(tree, [parent], message, info.author)
+    return Step(item.patch, commit, three_way)
+
+
+def _refuse_corrupt(item: PatchFile, stderr: str) -> NoReturn:
+    lines = dict.fromkeys(line for line in stderr.splitlines() if line.strip())
+    raise UsageError(
+        f"{item.path} is corrupt: git apply cannot read its diff",
+        why="\n".join(lines),
+        hint=f"restore it from git, or export {item.patch.id} again with `series export`",
+    )
