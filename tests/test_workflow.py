@@ -9,6 +9,7 @@ real repositories and real JUnit files.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -72,7 +73,10 @@ def manifest_ids() -> list[str]:
 @pytest.mark.parametrize("source", ["auto", "manifest"])
 def test_plan_covers_every_patch_of_series_toml(tmp_path: Path, source: str) -> None:
     out = tmp_path / "github_output"
-    proc = script("plan.py", "--from", source, cwd=ROOT, env=_env(GITHUB_OUTPUT=str(out)))
+    # auto: the series of this venv, whose `test --list --json` is used once it has one
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    env = _env(GITHUB_OUTPUT=str(out), PATH=path)
+    proc = script("plan.py", "--from", source, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stderr
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
     matrix = json.loads(outputs["matrix"])
@@ -117,8 +121,6 @@ def test_plan_refuses_a_duplicate_id(tmp_path: Path) -> None:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    import os
-
     return {**os.environ, **extra}
 
 
