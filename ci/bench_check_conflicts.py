@@ -14,7 +14,9 @@ as one commit) in the per-user cache (``$SERIES_CACHE_DIR``, else
 
 Tool: the full report (stack on the pin, 13 alone + 78 pairs, 13 replays
 onto "next") with ``series check-conflicts --onto next --json``, in process;
-the median of --repeat warm runs, and the first (cold) run.
+the median of --repeat warm runs, and the first (cold) run; and the same
+command as its own ``python -m series`` process (interpreter start and
+imports included), as a person runs it.
 
 By hand: the same checks with porcelain git in ONE reused work tree, as a
 maintainer would script them: ``git reset --hard START`` then ``git
@@ -178,6 +180,19 @@ def fast(project: Path, repeat: int, onto: list[str]) -> tuple[float, list[float
     return times[0], times[1:], report
 
 
+def as_command(project: Path, repeat: int) -> list[float]:
+    """Warm wall times of ``python -m series check-conflicts`` as its own process."""
+    argv = [sys.executable, "-m", "series", "-C", str(project), "check-conflicts", "--json"]
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run([*argv, "--onto", "next"], capture_output=True, check=False)
+        times.append(time.perf_counter() - start)
+        if proc.returncode not in (0, 3):
+            sys.exit(f"check-conflicts failed ({proc.returncode}):\n{proc.stderr.decode()}")
+    return times
+
+
 @dataclass(frozen=True)
 class Batch:
     """One ``merge-tree --stdin`` call of the tool, replayable."""
@@ -300,6 +315,7 @@ def agree(report: dict[str, Any], slow_result: dict[str, Any]) -> list[str]:
 class Figures:
     cold: float
     warm: list[float]
+    command: list[float]
     floors: list[float]
     hand: list[float]
     report: dict[str, Any]
@@ -313,6 +329,7 @@ def measure(tmp: Path, keras: Path | None, repeat: int) -> Figures:
     os.environ["SERIES_CACHE_DIR"] = str(tmp / "cache")  # the runs start on an empty cache
     project, author, pin = build(tmp, upstream)
     cold, warm, report = fast(project, repeat, ["--onto", "next"])
+    command = as_command(project, repeat)
     scratch = Path(tempfile.mkdtemp(prefix="series-bench-floor-", dir=ram_dir()))
     try:
         with recording(scratch) as batches:
@@ -327,7 +344,7 @@ def measure(tmp: Path, keras: Path | None, repeat: int) -> Figures:
         seconds, result = by_hand(author, pin, onto, tmp / f"hand-{i}")
         hand.append(seconds)
         author.git("worktree", "remove", "--force", str(tmp / f"hand-{i}" / "wt"))
-    return Figures(cold, warm, floors, hand, report, result, len(batches))
+    return Figures(cold, warm, command, floors, hand, report, result, len(batches))
 
 
 def show(f: Figures) -> bool:
@@ -340,11 +357,13 @@ def show(f: Figures) -> bool:
     )
     print(f"tool (check-conflicts --onto, full report): warm median {tool:.3f} s, "
           f"cold {f.cold:.3f} s  ({len(f.warm)} warm runs)")  # fmt: skip
+    print(f"tool as a command (python -m series, its own process): {med(f.command):.3f} s")
     print(f"by hand (one reused work tree, reset + cherry-pick/merge): {hand:.3f} s "
           f"(median of {len(f.hand)})")  # fmt: skip
     print(f"floor (the tool's {f.batches} merge-tree --stdin calls fed to git): {base:.3f} s "
           f"(median of {len(f.floors)})")  # fmt: skip
-    print(f"ratio by hand / tool: {hand / tool:.1f}x (warm), {hand / f.cold:.1f}x (cold)")
+    print(f"ratio by hand / tool: {hand / tool:.1f}x (warm), {hand / f.cold:.1f}x (cold), "
+          f"{hand / med(f.command):.1f}x (warm, as a command)")  # fmt: skip
     print(f"ratio tool / floor:   {tool / base:.1f}x (warm)")
     fast_cpu, hand_cpu = f.report["cpu"], f.result["cpu"]
     print(f"cpu (user+sys, with git): tool {fast_cpu:.3f} s, by hand {hand_cpu:.3f} s, "

@@ -10,9 +10,10 @@ in the same run so that the machine's load hits both alike:
   project of ci/bench_check_conflicts.py (warm).
 
 Each is its own ``python -m series`` process, as a person runs it; each
-version has its own cache, filled by one untimed run first. Prints the
-medians, the ratio new/old of the medians and the range of the per-round
-ratios, and the load average.
+version has its own cache, filled by one untimed run first. Prints, for
+wall time and for CPU time (user+sys of the process and the git processes
+it ran, which a busy machine disturbs less), the medians, the ratio new/old
+of the medians and the range of the per-round ratios; and the load average.
 
     git worktree add ../series-old REV
     python3 -m venv ../series-old/.venv
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -40,19 +42,27 @@ ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("apply (fresh dir)", "apply (re-run)", "check-conflicts")
 
 
-def timed(python: str, argv: list[str], cache: Path) -> float:
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(python: str, argv: list[str], cache: Path) -> tuple[float, float]:
+    """Wall seconds, and CPU seconds of the process and the git processes it ran."""
     env = {**os.environ, "SERIES_CACHE_DIR": str(cache)}
-    start = time.perf_counter()
+    start, used = time.perf_counter(), children_cpu()
     proc = subprocess.run(
         [python, "-m", "series", *argv], capture_output=True, text=True, env=env, check=False
     )
-    seconds = time.perf_counter() - start
+    seconds, used = time.perf_counter() - start, children_cpu() - used
     if proc.returncode not in (0, 3):
         sys.exit(f"{python} -m series {' '.join(argv)}: exit {proc.returncode}\n{proc.stderr}")
-    return seconds
+    return seconds, used
 
 
-def one_round(python: str, tmp: Path, name: str, project: Path, source: str) -> list[float]:
+def one_round(
+    python: str, tmp: Path, name: str, project: Path, source: str
+) -> list[tuple[float, float]]:
     cache, work = tmp / f"cache-{name}", tmp / f"work-{name}"
     apply = ["-C", str(ROOT), "apply", "--source", source, "--dir", str(work)]
     fresh = timed(python, apply, cache)
@@ -80,7 +90,7 @@ def main() -> int:
         print(f"base: {label}; apply on this project, check-conflicts on the bench project")
         for name, python in versions.items():  # fill each cache, untimed
             one_round(python, tmp, name, project, source.source)
-        times: dict[str, list[list[float]]] = {name: [] for name in versions}
+        times: dict[str, list[list[tuple[float, float]]]] = {name: [] for name in versions}
         for r in range(args.rounds):
             order = list(versions) if r % 2 == 0 else list(reversed(versions))
             for name in order:
@@ -90,19 +100,19 @@ def main() -> int:
     return 0
 
 
-def report(times: dict[str, list[list[float]]]) -> None:
+def report(times: dict[str, list[list[tuple[float, float]]]]) -> None:
     med = statistics.median
-    print(
-        f"{'':<20} {'old':>8} {'new':>8}   new/old   per-round range   ({len(times['new'])} rounds)"
-    )
+    rounds = len(times["new"])
+    print(f"{'':<26} {'old':>8} {'new':>8}   new/old   per-round range   ({rounds} rounds)")
     for k, kind in enumerate(KINDS):
-        old = [t[k] for t in times["old"]]
-        new = [t[k] for t in times["new"]]
-        rounds = sorted(n / o for n, o in zip(new, old, strict=True))
-        print(
-            f"{kind:<20} {med(old):7.3f}s {med(new):7.3f}s   {med(new) / med(old):5.2f}x"
-            f"     {rounds[0]:.2f}x .. {rounds[-1]:.2f}x"
-        )
+        for m, measure in enumerate(("wall", "cpu")):
+            old = [t[k][m] for t in times["old"]]
+            new = [t[k][m] for t in times["new"]]
+            each = sorted(n / o for n, o in zip(new, old, strict=True))
+            print(
+                f"{kind + ', ' + measure:<26} {med(old):7.3f}s {med(new):7.3f}s   "
+                f"{med(new) / med(old):5.2f}x     {each[0]:.2f}x .. {each[-1]:.2f}x"
+            )
 
 
 if __name__ == "__main__":
