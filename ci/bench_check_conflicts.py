@@ -334,6 +334,10 @@ def measure(tmp: Path, keras: Path | None, repeat: int) -> Figures:
     try:
         with recording(scratch) as batches:
             check_conflicts(project, ["--onto", "next"])
+        if not batches:
+            sys.exit(
+                "recorded no merge-tree --stdin call: does series still run git via GitPython?"
+            )
         floors = [floor(batches, scratch) for _ in range(repeat)]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
