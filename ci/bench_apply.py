@@ -76,6 +76,7 @@ def main() -> None:
     for label, times in (("series apply (fresh dir)", fresh), ("series apply (re-run)", rerun)):
         ratio = med(times) / med(am)
         print(f"{label + ':':<31} {med(times):7.3f} s   time relative to git am: {ratio:5.2f}x")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

@@ -1,25 +1,38 @@
-"""Benchmark: ``series check-conflicts`` against the same checks done the slow way.
+"""Benchmark: ``series check-conflicts`` against the same checks done by hand, and its floor.
 
 Builds, in a temporary directory, a 13-patch series on the real Keras tree
-(a clone of the sdist-as-git repository, by default /work/dev/keras-base)
 shaped like the real one: the same files, three patches on
 backend/torch/core.py, two on layers/layer.py, one that only applies on top
 of another. An upstream branch "next" carries four commits: one conflicts
 with a patch, one is another patch's exact change, one names a patch's PR
 in its subject, one is unrelated.
 
-Fast: the full report (stack on the pin, 13 alone + 78 pairs, 13 replays
-onto "next") with ``series check-conflicts --onto next --json``, in process;
-the median of --repeat warm runs, and the first (cold) run.
+The Keras tree is the base ``series apply`` uses: this project's pinned
+upstream, materialised by the tool itself (git, or the PyPI sdist imported
+as one commit) in the per-user cache (``$SERIES_CACHE_DIR``, else
+``~/.cache/keras-series``); ``--keras PATH`` takes a git clone instead.
 
-Slow: the same checks with porcelain git, each in a temporary worktree:
-``git worktree add`` then ``git cherry-pick`` (alone, replay step, "needs")
-or ``git merge`` (commute). It checks that both ways give the same
-verdicts, and prints both times and their ratio.
+Tool: the full report (stack on the pin, 13 alone + 78 pairs, 13 replays
+onto "next") with ``series check-conflicts --onto next --json``, in process;
+the median of --repeat warm runs, and the first (cold) run; and the same
+command as its own ``python -m series`` process (interpreter start and
+imports included), as a person runs it.
+
+By hand: the same checks with porcelain git in ONE reused work tree, as a
+maintainer would script them: ``git reset --hard START`` then ``git
+cherry-pick`` (alone, replay step, "needs") or ``git merge`` (commute).
+The script checks that both ways give the same verdicts.
+
+Floor: the tool's own batched ``git merge-tree --write-tree --stdin`` calls,
+recorded during one run (their input lines, and the scratch objects that
+existed when each started) and fed straight to git again, each from an
+empty scratch store, so each writes what it wrote in the tool. What the
+tool spends above that is its Python, its other git processes and the
+stack and pin look-ups.
 
     python ci/bench_check_conflicts.py [--keras PATH] [--repeat N] [--project DIR]
 
-``--project DIR`` benchmarks the fast way only, on an existing project.
+``--project DIR`` benchmarks the tool only, on an existing project.
 """
 
 from __future__ import annotations
@@ -29,16 +42,27 @@ import io
 import json
 import os
 import resource
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from git.cmd import Git as GitCmd
+
 from series.cli import main
 from series.git import Ident, Repo
+from series.git.run import ram_dir
+from series.project import Series, default_cache_dir
+from series.upstream import cache_repo, resolve
 
+ROOT = Path(__file__).resolve().parent.parent
 IDENT = Ident("Bench", "bench@keras-series.invalid", "@1767225600 +0000")
 ENV = {**IDENT.env("AUTHOR"), **IDENT.env("COMMITTER")}
 MHA = "keras/src/layers/attention/multi_head_attention.py"
@@ -73,9 +97,23 @@ def _commit(repo: Repo, message: str) -> str:
     return repo.git("rev-parse", "HEAD").strip()
 
 
-def build(tmp: Path, keras: Path) -> tuple[Path, Repo, Repo, str]:
+def keras_base(tmp: Path, keras: Path | None) -> tuple[Repo, str]:
+    """A non-bare repository whose HEAD is the Keras base; and what it is, for people."""
     upstream = Repo(tmp / "upstream")
-    Repo(tmp).git("clone", "-q", str(keras), str(upstream.path))
+    if keras is not None:
+        Repo(tmp).git("clone", "-q", str(keras), str(upstream.path))
+        return upstream, f"{keras} ({upstream.git('rev-parse', 'HEAD').strip()[:12]})"
+    project = Series.load(ROOT, default_cache_dir())
+    base = resolve(project.manifest.upstream, project.cache_dir, source=None, override=None)
+    cache = cache_repo(project.cache_dir)
+    ref = next(name for name, sha in cache.refs("refs/series/").items() if sha == base.commit)
+    Repo(tmp).git("init", "-q", "-b", "main", str(upstream.path))
+    upstream.git("fetch", "-q", "--no-tags", "--update-head-ok", str(cache.path), f"{ref}:main")
+    upstream.git("reset", "-q", "--hard")
+    return upstream, base.label
+
+
+def build(tmp: Path, upstream: Repo) -> tuple[Path, Repo, str]:
     pin = upstream.git("rev-parse", "HEAD").strip()
     author = Repo(tmp / "author")
     Repo(tmp).git("clone", "-q", str(upstream.path), str(author.path))
@@ -97,6 +135,11 @@ def build(tmp: Path, keras: Path) -> tuple[Path, Repo, Repo, str]:
         'source = "git"\n[upstream.sdist]\npackage = "keras"\nversion = "3.15.1"\n\n'
         + "\n".join(entries)
     )
+    _next(upstream)
+    return project, author, pin
+
+
+def _next(upstream: Repo) -> None:
     upstream.git("checkout", "-q", "-b", "next")
     _edit(upstream.path, PATCHES[7][2], PATCHES[7][3], False, "upstream edit")
     _commit(upstream, "torch: convert_to_tensor tweak")
@@ -106,7 +149,6 @@ def build(tmp: Path, keras: Path) -> tuple[Path, Repo, Repo, str]:
     _commit(upstream, "Guard built and called (#23200)")
     _edit(upstream.path, "keras/src/version.py", "__version__", False, "upstream")
     _commit(upstream, "version note")
-    return project, upstream, author, pin
 
 
 def cpu() -> float:
@@ -118,37 +160,108 @@ def cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def check_conflicts(project: Path, onto: list[str]) -> dict[str, Any]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["-C", str(project), "check-conflicts", "--json", *onto], out=out, err=err)
+    if code not in (0, 3):
+        sys.exit(f"check-conflicts failed ({code}):\n{err.getvalue()}")
+    report: dict[str, Any] = json.loads(out.getvalue())
+    return report
+
+
 def fast(project: Path, repeat: int, onto: list[str]) -> tuple[float, list[float], dict[str, Any]]:
     times, cpus, report = [], [], {}
     for _ in range(repeat + 1):
-        out, err = io.StringIO(), io.StringIO()
         start, used = time.perf_counter(), cpu()
-        code = main(["-C", str(project), "check-conflicts", "--json", *onto], out=out, err=err)
+        report = check_conflicts(project, onto)
         times.append(time.perf_counter() - start)
         cpus.append(cpu() - used)
-        if code not in (0, 3):
-            sys.exit(f"check-conflicts failed ({code}):\n{err.getvalue()}")
-        report = json.loads(out.getvalue())
     report["cpu"] = statistics.median(cpus[1:] or cpus)
     return times[0], times[1:], report
 
 
-class Slow:
-    """Each check in its own temporary worktree, with porcelain git."""
+def as_command(project: Path, repeat: int) -> list[float]:
+    """Warm wall times of ``python -m series check-conflicts`` as its own process."""
+    argv = [sys.executable, "-m", "series", "-C", str(project), "check-conflicts", "--json"]
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run([*argv, "--onto", "next"], capture_output=True, check=False)
+        times.append(time.perf_counter() - start)
+        if proc.returncode not in (0, 3):
+            sys.exit(f"check-conflicts failed ({proc.returncode}):\n{proc.stderr.decode()}")
+    return times
 
-    def __init__(self, repo: Repo, scratch: Path) -> None:
-        self.repo, self.scratch, self.checks = repo, scratch, 0
+
+@dataclass(frozen=True)
+class Batch:
+    """One ``merge-tree --stdin`` call of the tool, replayable."""
+
+    cwd: str
+    argv: list[str]
+    env: dict[str, str]
+    data: bytes
+    objects: Path  # a copy of the scratch store as the call found it
+    out: bytes
+
+
+@contextmanager
+def recording(keep: Path) -> Iterator[list[Batch]]:
+    """Record the tool's successful ``merge-tree --stdin`` calls (GitPython runs them)."""
+    batches: list[Batch] = []
+    original = GitCmd.execute
+
+    def execute(self: GitCmd, command: Any, *args: Any, **kwargs: Any) -> Any:
+        env = dict(kwargs.get("env") or {})
+        if list(command[1:2]) != ["merge-tree"] or "GIT_OBJECT_DIRECTORY" not in env:
+            return original(self, command, *args, **kwargs)
+        snapshot = Path(tempfile.mkdtemp(prefix="objects-", dir=keep))
+        shutil.copytree(env["GIT_OBJECT_DIRECTORY"], snapshot, dirs_exist_ok=True)
+        data = Path(kwargs["istream"].name).read_bytes()
+        result = original(self, command, *args, **kwargs)
+        if result[0] == 0:  # not the probe for `<base> -- <one> <two>` lines
+            cwd = str(self._working_dir)
+            batches.append(Batch(cwd, list(command[1:]), env, data, snapshot, result[1]))
+        return result
+
+    GitCmd.execute = execute  # type: ignore[method-assign]
+    try:
+        yield batches
+    finally:
+        GitCmd.execute = original  # type: ignore[method-assign]
+
+
+def floor(batches: list[Batch], scratch: Path) -> float:
+    """Wall time of the batches fed straight to git, each from an empty scratch store."""
+    total = 0.0
+    for i, b in enumerate(batches):
+        store = Path(tempfile.mkdtemp(prefix=f"floor-{i}-", dir=scratch))
+        alternates = f"{b.env['GIT_ALTERNATE_OBJECT_DIRECTORIES']}{os.pathsep}{b.objects}"
+        env = {**os.environ, **b.env, "GIT_OBJECT_DIRECTORY": str(store)}
+        env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = alternates
+        start = time.perf_counter()
+        proc = subprocess.run(["git", *b.argv], cwd=b.cwd, input=b.data, env=env, check=False,
+                              capture_output=True)  # fmt: skip
+        total += time.perf_counter() - start
+        if proc.returncode != 0 or proc.stdout != b.out:
+            sys.exit(f"replaying merge-tree batch {i} gave another result:\n{proc.stderr!r}")
+        shutil.rmtree(store)
+    return total
+
+
+class Reused:
+    """Every check in one reused work tree, with porcelain git."""
+
+    def __init__(self, repo: Repo, path: Path, start: str) -> None:
+        repo.git("worktree", "add", "-q", "--detach", str(path), start)
+        self.tree, self.checks = Repo(path), 0
 
     def check(self, start: str, argv: list[str]) -> str | None:
-        """Run ``git argv`` in a fresh worktree at ``start``; the new HEAD, or None."""
+        """``git reset --hard start``, then ``git argv``: the new HEAD, or None."""
         self.checks += 1
-        path = self.scratch / f"wt{self.checks}"
-        self.repo.git("worktree", "add", "-q", "--detach", str(path), start)
-        try:
-            status, _, _ = Repo(path).git_status(*argv, env=ENV)
-            return Repo(path).git("rev-parse", "HEAD").strip() if status == 0 else None
-        finally:
-            self.repo.git("worktree", "remove", "--force", str(path))
+        self.tree.git("reset", "-q", "--hard", start)
+        status, _, _ = self.tree.git_status(*argv, env=ENV)
+        return self.tree.git("rev-parse", "HEAD").strip() if status == 0 else None
 
     def pick(self, start: str, commit: str) -> str | None:
         return self.check(
@@ -156,11 +269,11 @@ class Slow:
         )
 
 
-def slow(author: Repo, pin: str, onto: str, tmp: Path) -> tuple[float, dict[str, Any]]:
+def by_hand(author: Repo, pin: str, onto: str, tmp: Path) -> tuple[float, dict[str, Any]]:
     commits = author.commits(pin, "HEAD")
     ids = [p[0] for p in PATCHES]
-    s = Slow(author, tmp)
     start, used = time.perf_counter(), cpu()
+    s = Reused(author, tmp / "wt", pin)
     alone = {pid: s.pick(pin, c) for pid, c in zip(ids, commits, strict=True)}
     pairs = {}
     for i, a in enumerate(ids):
@@ -198,49 +311,96 @@ def agree(report: dict[str, Any], slow_result: dict[str, Any]) -> list[str]:
     return wrong
 
 
+@dataclass
+class Figures:
+    cold: float
+    warm: list[float]
+    command: list[float]
+    floors: list[float]
+    hand: list[float]
+    report: dict[str, Any]
+    result: dict[str, Any]
+    batches: int
+
+
+def measure(tmp: Path, keras: Path | None, repeat: int) -> Figures:
+    upstream, label = keras_base(tmp, keras)
+    print(f"base: {label}")
+    os.environ["SERIES_CACHE_DIR"] = str(tmp / "cache")  # the runs start on an empty cache
+    project, author, pin = build(tmp, upstream)
+    cold, warm, report = fast(project, repeat, ["--onto", "next"])
+    command = as_command(project, repeat)
+    scratch = Path(tempfile.mkdtemp(prefix="series-bench-floor-", dir=ram_dir()))
+    try:
+        with recording(scratch) as batches:
+            check_conflicts(project, ["--onto", "next"])
+        if not batches:
+            sys.exit(
+                "recorded no merge-tree --stdin call: does series still run git via GitPython?"
+            )
+        floors = [floor(batches, scratch) for _ in range(repeat)]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    author.git("fetch", "-q", str(upstream.path), "next")
+    onto = report["onto"]["commit"]
+    hand, result = [], {}
+    for i in range(max(1, repeat // 2)):
+        seconds, result = by_hand(author, pin, onto, tmp / f"hand-{i}")
+        hand.append(seconds)
+        author.git("worktree", "remove", "--force", str(tmp / f"hand-{i}" / "wt"))
+    return Figures(cold, warm, command, floors, hand, report, result, len(batches))
+
+
+def show(f: Figures) -> bool:
+    med = statistics.median
+    tool, hand, base = med(f.warm), med(f.hand), med(f.floors)
+    stats, wrong = f.report["stats"], agree(f.report, f.result)
+    print(
+        f"patches: {len(PATCHES)}; tool: {stats['merges']} merges in {stats['batches']} "
+        f"merge-tree batches ({stats['merge_mode']}); by hand: {f.result['checks']} checks"
+    )
+    print(f"tool (check-conflicts --onto, full report): warm median {tool:.3f} s, "
+          f"cold {f.cold:.3f} s  ({len(f.warm)} warm runs)")  # fmt: skip
+    print(f"tool as a command (python -m series, its own process): {med(f.command):.3f} s")
+    print(f"by hand (one reused work tree, reset + cherry-pick/merge): {hand:.3f} s "
+          f"(median of {len(f.hand)})")  # fmt: skip
+    print(f"floor (the tool's {f.batches} merge-tree --stdin calls fed to git): {base:.3f} s "
+          f"(median of {len(f.floors)})")  # fmt: skip
+    print(f"ratio by hand / tool: {hand / tool:.1f}x (warm), {hand / f.cold:.1f}x (cold), "
+          f"{hand / med(f.command):.1f}x (warm, as a command)")  # fmt: skip
+    print(f"ratio tool / floor:   {tool / base:.1f}x (warm)")
+    fast_cpu, hand_cpu = f.report["cpu"], f.result["cpu"]
+    print(f"cpu (user+sys, with git): tool {fast_cpu:.3f} s, by hand {hand_cpu:.3f} s, "
+          f"ratio {hand_cpu / fast_cpu:.1f}x")  # fmt: skip
+    print("verdicts agree" if not wrong else f"VERDICTS DIFFER: {wrong}")
+    return not wrong
+
+
+def load() -> str:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cores} cores, load average {os.getloadavg()[0]:.1f}"
+
+
 def run() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--keras", type=Path, default=Path("/work/dev/keras-base"))
+    parser.add_argument("--keras", type=Path, help="a git clone of Keras (default: the pin)")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--project", type=Path, help="benchmark the fast way on this project")
+    parser.add_argument("--project", type=Path, help="benchmark the tool alone on this project")
     args = parser.parse_args()
-    if (
-        not args.project
-        and not (args.keras / ".git").exists()
-        and not (args.keras / "HEAD").exists()
-    ):
-        parser.error(f"{args.keras} is not a git repository of the Keras tree; pass --keras PATH")
+    if args.keras and not ((args.keras / ".git").exists() or (args.keras / "HEAD").exists()):
+        parser.error(f"{args.keras} is not a git repository of the Keras tree")
+    print(f"machine: {load()} at the start")
     with tempfile.TemporaryDirectory(prefix="series-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        os.environ["SERIES_CACHE_DIR"] = str(tmp / "cache")
         if args.project:
+            os.environ["SERIES_CACHE_DIR"] = str(tmp / "cache")
             cold, warm, _ = fast(args.project.resolve(), args.repeat, [])
-            print(f"fast: cold {cold:.3f} s, warm median {statistics.median(warm):.3f} s")
+            print(f"tool: cold {cold:.3f} s, warm median {statistics.median(warm):.3f} s")
             return 0
-        project, upstream, author, pin = build(tmp, args.keras)
-        cold, warm, report = fast(project, args.repeat, ["--onto", "next"])
-        onto = report["onto"]["commit"]
-        author.git("fetch", "-q", str(upstream.path), "next")
-        slow_time, slow_result = slow(author, pin, onto, tmp / "wt")
-    stats = report["stats"]
-    median = statistics.median(warm)
-    wrong = agree(report, slow_result)
-    print(
-        f"patches: {len(PATCHES)}; fast: {stats['merges']} merges in {stats['batches']} "
-        f"merge-tree batches ({stats['merge_mode']}); slow: {slow_result['checks']} checks"
-    )
-    print(
-        f"fast (check-conflicts --onto, full report): warm median {median:.3f} s, cold {cold:.3f} s"
-    )
-    print(f"slow (worktree + cherry-pick/merge per check): {slow_time:.3f} s")
-    print(f"ratio: {slow_time / median:.1f}x (warm), {slow_time / cold:.1f}x (cold)")
-    fast_cpu, slow_cpu = report["cpu"], slow_result["cpu"]
-    print(
-        f"cpu (user+sys, with git): fast {fast_cpu:.3f} s, slow {slow_cpu:.3f} s, "
-        f"ratio {slow_cpu / fast_cpu:.1f}x"
-    )
-    print("verdicts agree" if not wrong else f"VERDICTS DIFFER: {wrong}")
-    return 0 if not wrong else 1
+        figures = measure(tmp, args.keras, args.repeat)
+    ok = show(figures)
+    print(f"machine: {load()} at the end")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
