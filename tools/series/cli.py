@@ -212,6 +212,43 @@ def _run_lint(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     return lint_cmd.run(series, ui, ids=a.ids, as_json=a.json)
 
 
+def _add_branches(p: argparse.ArgumentParser) -> None:
+    p.epilog = (
+        "exit status: 0 done (or nothing to change); 2 bad input; 3 a patch does not apply "
+        "(the branches before it were made); 4 refused: a branch series did not leave as it "
+        "is, locally or on REMOTE (nothing changed; --force replaces it after a backup); "
+        "1 REMOTE unreachable. Manual: docs/branches.md."
+    )
+    _dir(p)
+    p.add_argument("--prefix", default="", metavar="P", help="put P before every branch name")
+    p.add_argument("--alone", action="store_true", help="each branch: the pin plus its patch only")
+    p.add_argument("--dry-run", action="store_true", help="list what would change; change nothing")
+    p.add_argument(
+        "--push",
+        metavar="REMOTE",
+        help="push the branches too, each leased against what REMOTE had",
+    )
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete the branches series made for patches no longer in series.toml",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace branches someone else moved (the old commits are kept as backup refs)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _run_branches(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+    from series.commands import branches
+    from series.stack.branches import Options
+
+    options = Options(a.prefix, a.alone, a.dry_run, a.push, a.prune, a.force)
+    return branches.run(series, ui, directory=a.dir, options=options, as_json=a.json)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         "apply",
@@ -230,6 +267,12 @@ COMMANDS: tuple[Command, ...] = (
         "merge-tree dry runs: the stack on its pin, pairwise, and --onto another upstream",
         _add_check_conflicts,
         _run_check_conflicts,
+    ),
+    Command(
+        "branches",
+        "one branch per patch (pin + patches 1..k) for stacked pull requests; --push",
+        _add_branches,
+        _run_branches,
     ),
     Command("list", "the series as a table", _add_list, _run_list),
     Command(
