@@ -184,6 +184,15 @@ def _add_test(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-cache", action="store_true", help="run everything again, ignoring cached results"
     )
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only the I-th of N shards of the patches (1-based; the same split on "
+        "every machine, balanced by recorded durations; docs/testing.md)",
+    )
+    p.add_argument(
+        "--list", action="store_true", help="print the plan (patches, shards) and run nothing"
+    )
 
 
 def _run_test(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
@@ -198,6 +207,8 @@ def _run_test(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
         as_json=a.json,
         junit=a.junit,
         use_cache=not a.no_cache,
+        shard=a.shard,
+        list_only=a.list,
     )
 
 

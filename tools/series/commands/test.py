@@ -13,6 +13,8 @@ from series.project import Series
 from series.runs.plan import MODES, available_cores, context, finish, plan
 from series.runs.report import check_junit_path, emit
 from series.runs.schedule import execute
+from series.runs.shard import parse as parse_shard
+from series.runs.shard import plan_json, show_plan, split
 from series.ui import Ui
 
 
@@ -26,6 +28,8 @@ def run(
     as_json: bool = False,
     junit: Path | None = None,
     use_cache: bool = True,
+    shard: str | None = None,
+    list_only: bool = False,
 ) -> Exit:
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}", hint=f"use one of: {', '.join(MODES)}")
@@ -39,8 +43,16 @@ def run(
         )
     if junit is not None:
         check_junit_path(junit)
+    part = parse_shard(shard) if shard is not None else None
     ctx = context(series, ui)
     targets = plan(ctx, series.select(ids), mode)
+    if part is not None or list_only:
+        shards, by = split(targets, part, mode, ctx.cache.root)
+        if list_only:
+            show_plan(ui, plan_json(targets, part, mode, shards, by), as_json=as_json)
+            return Exit.OK
+        targets = [t for t in targets if part is None or shards[t.report.patch.id] == part.index]
+        ui.status(f"shard {shard}: {len(targets)} patch(es), balanced by {by}")
     results = execute(ctx, ui, targets, jobs, use_cache)
     reports = [finish(t, results) for t in targets]
     pin = (ctx.pin_commit, ctx.pin_tree, ctx.env_id)
