@@ -8,6 +8,7 @@ from typing import Any
 
 from helpers import PatchSpec, Project, git, make_project, replace_line
 from series.errors import Exit
+from series.git import PushUpdate, Repo
 
 RECORD = "refs/series/branches"
 
@@ -215,3 +216,48 @@ def test_needs_a_checkout(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     code, _, err = project.run("branches")
     assert code == Exit.FAILED and "series apply" in err
+
+
+def test_the_push_is_leased_and_atomic(tmp_path: Path) -> None:
+    """A remote ref that moved after series read it fails the whole push, changing nothing."""
+    project, remote = setup(tmp_path)
+    assert branches(project, "--push", remote)[0] == 0
+    old = heads(remote)
+    repo = Repo(project.work)
+    stale = old["perf-P1"]
+    colleague_pushes(tmp_path, remote, "perf-P2")
+    moved = heads(remote)
+    result = repo.push_leased(
+        remote,
+        [
+            PushUpdate("refs/heads/perf-P1", project.commit, stale),  # lease still holds
+            PushUpdate("refs/heads/perf-P2", project.commit, old["perf-P2"]),  # lease broken
+        ],
+    )
+    assert not result.ok
+    assert "refs/heads/perf-P2" in [ref for ref, _ in result.rejected]
+    assert heads(remote) == moved  # all or nothing: perf-P1 did not move either
+
+
+def test_a_checked_out_branch_is_not_moved(tmp_path: Path) -> None:
+    project, _ = setup(tmp_path)
+    assert branches(project)[0] == 0
+    git(project.work, "switch", "-q", "perf-P2")
+    amend_p2(project)
+    before = heads(project.work)
+    code, _, err = project.run("branches", "--force")
+    assert code == Exit.REFUSED
+    assert "perf-P2 is checked out" in err and "switch series" in err
+    assert heads(project.work) == before
+
+
+def test_a_patch_that_does_not_apply_gets_no_branch_nor_do_later_ones(tmp_path: Path) -> None:
+    project, _ = setup(tmp_path)
+    patch = project.root / "patches/perf-P2.patch"
+    replace_line(patch, "-VALUE_5 = 5\n", "-VALUE_5 = 6\n")
+    code, out, err = project.run("branches", "--json")
+    assert code == Exit.CONFLICT
+    assert "patch P2 does not apply" in err
+    data = json.loads(out)
+    assert actions(data) == {"perf-P1": "create", "perf-P2": "skip", "perf-P3": "skip"}
+    assert set(heads(project.work)) == {"series", "perf-P1"}
