@@ -2,8 +2,10 @@
 
 Tests build real repositories in tmp_path (see helpers.py) and drive the CLI
 in-process. Nothing may touch the real home directory or the user's git
-configuration: HOME, XDG dirs and GIT_CONFIG_* point into tmp_path, and the
-real home is made unreadable to the tests by check at teardown.
+configuration: HOME, XDG dirs and GIT_CONFIG_* point into tmp_path, and
+after every test the real home's series cache and git configuration are
+compared with what they were before it: a test that wrote there fails.
+(Running `series` for real while the tests run would trip it too.)
 """
 
 from __future__ import annotations
@@ -17,6 +19,22 @@ import pytest
 from helpers import IDENT_ENV
 
 REAL_HOME = Path.home()
+# What a test that escaped the hermetic environment would write.
+GUARDED = (REAL_HOME / ".cache" / "keras-series", REAL_HOME / ".gitconfig")
+
+
+def home_snapshot() -> dict[str, tuple[int, int]]:
+    """(mtime, size) of the guarded paths and of everything up to two levels below them."""
+    seen: dict[str, tuple[int, int]] = {}
+    for root in GUARDED:
+        paths = [root, *root.glob("*"), *root.glob("*/*")] if root.is_dir() else [root]
+        for path in paths:
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            seen[str(path)] = (st.st_mtime_ns, st.st_size)
+    return seen
 
 
 @pytest.fixture(autouse=True)
@@ -37,8 +55,11 @@ def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.delenv("SERIES_DEBUG", raising=False)
     for key, value in IDENT_ENV.items():
         monkeypatch.setenv(key, value)
+    before = home_snapshot()
     yield home
-    assert not (REAL_HOME / ".cache" / "keras-series-test-canary").exists()
+    after = home_snapshot()
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert not changed, f"a test wrote into the real home directory: {changed[:5]}"
 
 
 @pytest.fixture(scope="session")

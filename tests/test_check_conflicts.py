@@ -16,6 +16,7 @@ from series import upstream
 from series.cli import main
 from series.commands import check_conflicts
 from series.conflicts.merger import Job, Merger, Node
+from series.errors import SeriesError
 from series.git import Repo
 from series.manifest import Sdist, Upstream
 from series.project import Series
@@ -296,18 +297,30 @@ def test_nothing_of_the_users_is_touched(tmp_path: Path) -> None:
     assert after == before
     cache = Repo(tmp_path / "home" / ".cache" / "keras-series" / "upstream.git")
     assert cache.refs("refs/series/scratch/") == {}
-    # a run that fails after the fetch cleans up too (merge-base mode needs a
-    # newer git than 2.39; where git has it, the run simply succeeds)
-    main_args = ["-C", str(case.project.root), "check-conflicts", "--onto", "next"]
-    out, errs = io.StringIO(), io.StringIO()
-    code = main(
-        [*main_args, "--upstream", str(case.project.upstream), "--merge-mode", "merge-base"],
-        out=out,
-        err=errs,
-    )
-    if not cache.merge_base_on_stdin(case.project.commit):
-        assert code == 2 and "cannot take a merge base" in errs.getvalue()
+    # a run that fails after the fetch cleans up too, on every git
+    series = Series.load(case.project.root)
+    with pytest.raises(SeriesError, match="failed after the fetch"):
+        check_conflicts.run(
+            series,
+            _FailingUi(io.StringIO(), io.StringIO()),
+            onto="next",
+            upstream_url=str(case.project.upstream),
+        )
     assert cache.refs("refs/series/scratch/") == {}
+    assert (
+        git(work, "for-each-ref"),
+        git(work, "status", "--porcelain"),
+        (work / ".git" / "index").read_bytes(),
+    ) == before
+
+
+class _FailingUi(Ui):
+    """A failure right after REV was fetched into the scratch refs."""
+
+    def status(self, text: str) -> None:
+        super().status(text)
+        if text.startswith("onto:"):
+            raise SeriesError("failed after the fetch")
 
 
 class _InterruptedUi(Ui):
@@ -374,19 +387,24 @@ def test_where_the_onto_revision_lives(
 
 
 def test_modes_agree(tmp_path: Path) -> None:
+    """Every merge mode this git offers gives porcelain git's verdicts; the others are refused."""
     case = make_case(tmp_path, MATRIX_SPECS)
-    _, synthetic, _ = case.run_json("--merge-mode", "synthetic")
-    _, auto, _ = case.run_json()
-    for report in (synthetic, auto):
-        report.pop("stats")
-        report["pin"].pop("reason")  # fetched the first time, cached the second
-    assert synthetic == auto
-    repo = Repo(case.author)
-    if repo.merge_base_on_stdin(case.commits[0]):
-        _, explicit, _ = case.run_json("--merge-mode", "merge-base")
-        explicit.pop("stats")
-        explicit["pin"].pop("reason")
-        assert explicit == synthetic
+    real = real_matrix(RealGit(case, tmp_path), case.project.commit, case.commits, case.ids)
+    supported = Repo(case.author).merge_base_on_stdin(case.commits[0])
+    for mode in ("synthetic", "auto", "merge-base"):
+        code, report, err = case.run_json("--merge-mode", mode)
+        if mode == "merge-base" and not supported:
+            assert code == 2 and "cannot take a merge base" in err
+            continue
+        assert code == 0, err
+        chosen = "merge-base" if mode == "auto" and supported else mode.replace("auto", "synthetic")
+        assert report["stats"]["merge_mode"] == chosen
+        alone = _by_id(report["matrix"]["alone"])
+        assert {p: row["applies"] for p, row in alone.items()} == {
+            p: picked.clean for p, picked in real["alone"].items()
+        }
+        pairs = {(p["a"], p["b"]): p["result"] for p in report["matrix"]["pairs"]}
+        assert pairs == real["pairs"], mode
 
 
 def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:

@@ -49,6 +49,7 @@ class CheckoutState:
     applied: tuple[str, ...]
     source: str
     moved_from: str | None = None  # the tip the files were moved from by the last write
+    blob: str | None = None  # the state blob's id (None for a format 1 file)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,7 +90,7 @@ class Checkout:
             raise _corrupt(where, f"{BASE_REF} is missing")
         synced = self.repo.rev(SYNCED_REF)
         return CheckoutState(
-            base, synced, tuple(data["applied"]), data["source"], data.get("moved_from")
+            base, synced, tuple(data["applied"]), data["source"], data.get("moved_from"), blob
         )
 
     def require(self) -> CheckoutState:
@@ -135,26 +136,28 @@ class Checkout:
         self,
         verb: str,
         *,
+        prior: CheckoutState | None,
         tip: tuple[str | None, str],
         base: str,
         applied: list[str],
         source: str,
         move_files: bool,
     ) -> None:
-        """Move the branch to ``tip[1]`` (from ``tip[0]``) and record the state: one transaction.
+        """Move the branch to ``tip[1]`` and record the state: one transaction.
 
-        With ``move_files`` the index and files then follow the branch.
+        Compare-and-swap against what the command read when it started: the
+        branch at ``tip[0]`` and the refs of ``prior`` (None: a new
+        checkout). With ``move_files`` the index and files then follow.
         """
         old, new = tip
-        prior = self.state() if self.exists() else None
         state = CheckoutState(base, new, tuple(applied), source, old if move_files else None)
         blob = self.repo.write_objects("blob", [_dump(state)])[0]
         with self.repo.transaction(f"series {verb}: {len(applied)} patches") as txn:
             if old != new:
                 txn.update(self.branch_ref, new, old or ZERO)
-            txn.update(BASE_REF, base, self.repo.rev(BASE_REF) or ZERO)
+            txn.update(BASE_REF, base, prior.base if prior else ZERO)
             txn.update(SYNCED_REF, new, prior.synced if prior and prior.synced else ZERO)
-            txn.update(STATE_REF, blob, self.repo.ref_value(STATE_REF) or ZERO)
+            txn.update(STATE_REF, blob, prior.blob if prior and prior.blob else ZERO)
         (self.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)
         if move_files:
             self.repo.checkout_tree(old if old and self.on_branch() else None, new)

@@ -26,6 +26,9 @@ from series.stack.build import Built, PatchFile
 from series.stack.build import build as build_stack
 from series.ui import Ui
 
+# What commands may use of the git layer's values, without importing it.
+__all__ = ["FileStat", "MailInfo", "Series", "default_cache_dir", "find_root"]
+
 
 def default_cache_dir() -> Path:
     if os.environ.get("SERIES_CACHE_DIR"):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from series.errors import Exit
-from series.project import Series
+from series.manifest import Patch
+from series.project import FileStat, MailInfo, Series
 from series.ui import Ui
 
 
@@ -40,8 +41,17 @@ def run(
             }
         )
         return Exit.OK
+    ui.result("\n".join(_lines(patch, position, len(manifest.patches), info, stats)))
+    if diff:
+        ui.out.file.write("\n" + info.diff.decode("utf-8", "replace"))
+    return Exit.OK
+
+
+def _lines(
+    patch: Patch, position: int, count: int, info: MailInfo, stats: list[FileStat]
+) -> list[str]:
     lines = [
-        f"{patch.id}  ({position} of {len(manifest.patches)})  {info.subject}",
+        f"{patch.id}  ({position} of {count})  {info.subject}",
         f"Author:   {info.author.name} <{info.author.email}>",
         f"Date:     {info.author.date}",
         f"Upstream: {patch.pr_url or 'no PR'}  [{patch.state}]"
@@ -63,10 +73,7 @@ def run(
     if patch.pin_failures:
         lines.append("Fail at the pin too (not this patch's fault):")
         lines += [f"  {f.tests}  -- {f.reason}" for f in patch.pin_failures]
-    ui.result("\n".join(lines))
-    if diff:
-        ui.out.file.write("\n" + info.diff.decode("utf-8", "replace"))
-    return Exit.OK
+    return lines
 
 
 def _alone(value: bool | None) -> str:

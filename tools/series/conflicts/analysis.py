@@ -1,10 +1,10 @@
 """What ``series check-conflicts`` computes, without a work tree or an index.
 
-Three questions, all answered with merges (series.merges) in the per-user
+Three questions, all answered with merges (series.conflicts.merger) in the per-user
 cache repository:
 
 * the stack on its pin: the patch files applied in order (series.stack, memoised,
-  through series.stackmemo);
+  through series.conflicts.pinstack);
 * the pairwise matrix on the pin: each patch cherry-picked alone onto the
   pin, and for each pair whether the two results merge (they commute), or
   whether the later one applies only on top of the earlier one;

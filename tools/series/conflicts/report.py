@@ -42,26 +42,7 @@ def report(
 ) -> dict[str, Any]:
     problems: list[str] = []
     notes: list[str] = []
-    stack_rows = []
-    for pos, st in enumerate(stacked.steps, 1):
-        stack_rows.append(
-            {
-                "id": st.patch.id,
-                "position": pos,
-                "status": st.status,
-                "commit": st.commit,
-                "three_way": st.three_way,
-                "files": list(st.files),
-                "detail": st.detail,
-            }
-        )
-        if st.status == "conflict":
-            where = ", ".join(st.files) or st.detail
-            problems.append(f"{st.patch.id} does not apply on the pin ({where})")
-        elif st.status == "empty":
-            # legitimate (a patch kept for its message), but also what a patch
-            # file truncated after its header looks like
-            notes.append(f"{st.patch.id} changes nothing: its patch file has no diff")
+    stack_rows = _stack(stacked, problems, notes)
     data: dict[str, Any] = {
         "format": FORMAT,
         "ok": True,
@@ -82,6 +63,30 @@ def report(
     data["ok"] = not problems
     data["exit_code"] = int(Exit.CONFLICT if problems else Exit.OK)
     return data
+
+
+def _stack(stacked: Stacked, problems: list[str], notes: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    for pos, st in enumerate(stacked.steps, 1):
+        rows.append(
+            {
+                "id": st.patch.id,
+                "position": pos,
+                "status": st.status,
+                "commit": st.commit,
+                "three_way": st.three_way,
+                "files": list(st.files),
+                "detail": st.detail,
+            }
+        )
+        if st.status == "conflict":
+            where = ", ".join(st.files) or st.detail
+            problems.append(f"{st.patch.id} does not apply on the pin ({where})")
+        elif st.status == "empty":
+            # legitimate (a patch kept for its message), but also what a patch
+            # file truncated after its header looks like
+            notes.append(f"{st.patch.id} changes nothing: its patch file has no diff")
+    return rows
 
 
 def _matrix(analysis: Analysis, problems: list[str], notes: list[str]) -> dict[str, Any]:

@@ -13,8 +13,10 @@ commit ids on every machine.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
+import signal
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,6 +32,9 @@ log = logging.getLogger("series.git")
 # Switches off ~/.gitconfig and /etc/gitconfig for content-producing commands.
 HERMETIC = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 ZERO = "0" * 40
+# Fault injection for the tests (docs/architecture.md): SERIES_FAULT_KILL_AT=N
+# kills this process with SIGKILL right before its Nth git call.
+_CALLS = itertools.count(1)
 
 
 class GitFailed(InternalError):
@@ -77,6 +82,7 @@ def execute(
 ) -> tuple[int, str | bytes, str]:
     """Run ``git argv`` in ``cwd``: (status, stdout, stderr); never raises on status."""
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
+    _fault_point()
     cmd = _Cmd(str(cwd))
     stream = stdin.open("rb") if stdin is not None else None
     try:
@@ -97,6 +103,12 @@ def execute(
         out or b"" if raw else out or "",
         err if isinstance(err, str) else err.decode(),
     )
+
+
+def _fault_point() -> None:
+    kill_at = os.environ.get("SERIES_FAULT_KILL_AT")
+    if kill_at and next(_CALLS) == int(kill_at):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def run(

@@ -43,6 +43,7 @@ def apply(
     upstream_url: str | None,
     force: bool,
 ) -> None:
+    old = checkout.tip() if checkout.exists() else None  # what the checks below see
     state = guard_apply(checkout, force, ui)
     why = "--source"
     if source is None and upstream_url is None and state is not None:
@@ -55,7 +56,7 @@ def apply(
     repo = _open(checkout, series.cache)
     repo.fetch_from(series.cache, built.tip)
     upstream.fetch_base(repo, series.cache, base, BASE_REF)
-    old, new = checkout.tip(), built.tip
+    new = built.tip
     unchanged = old == new and checkout.on_branch() and state is not None
     applied = tuple(s.patch.id for s in built.steps)
     recorded = state is not None and (state.base, state.synced, state.applied, state.source) == (
@@ -67,6 +68,7 @@ def apply(
     if not (unchanged and recorded):
         checkout.write(
             "apply",
+            prior=state,
             tip=(old, new),
             base=base.commit,
             applied=list(applied),

@@ -76,6 +76,7 @@ def export(series: Series, ui: Ui, checkout: Checkout) -> None:
     try:
         checkout.write(
             "export",
+            prior=state,
             tip=(tip, new_tip),
             base=state.base,
             applied=[e.patch.id for e in exported],

@@ -1,0 +1,136 @@
+"""The pre-push hook, through real `git push` to a local bare remote.
+
+Each test copies this repository's .pre-commit-config.yaml and the hook
+wrapper (ci/hooks/series-check-conflicts) into a small project on a tiny
+upstream, installs the hook with pre-commit, and pushes. PATH is set per
+test: with this virtualenv's bin (an active venv), or only the system
+directories (a shell without it). Commits made after `pre-commit install`
+use --no-verify: the pre-commit stage would build the ruff environment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from helpers import Project, git, make_project, replace_line
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+SYSTEM_PATH = "/usr/bin:/bin"
+PRE_COMMIT = shutil.which("pre-commit", path=str(VENV_BIN))
+HOOK = "series-check-conflicts"
+
+pytestmark = pytest.mark.skipif(PRE_COMMIT is None, reason="pre-commit is not installed")
+
+
+def hooked_project(tmp_path: Path) -> tuple[Project, Path]:
+    """A committed project with the pre-push hook installed, and an empty bare remote."""
+    project = make_project(tmp_path)
+    root = project.root
+    shutil.copy2(ROOT / ".pre-commit-config.yaml", root)
+    (root / "ci/hooks").mkdir(parents=True)
+    shutil.copy2(ROOT / "ci/hooks" / HOOK, root / "ci/hooks" / HOOK)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the series")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(root, "remote", "add", "target", str(remote))
+    assert PRE_COMMIT is not None
+    subprocess.run([PRE_COMMIT, "install"], cwd=root, check=True, capture_output=True)
+    assert (root / ".git/hooks/pre-push").is_file()  # default_install_hook_types
+    return project, remote
+
+
+def push(root: Path, path: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": path}
+    argv = ["git", "push", "target", "HEAD:refs/heads/main"]
+    return subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, check=False)
+
+
+def remote_main(remote: Path) -> str | None:
+    proc = subprocess.run(
+        ["git", "rev-parse", "--verify", "-q", "refs/heads/main"],
+        cwd=remote,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.stdout.strip() or None
+
+
+def test_push_runs_check_conflicts_and_nothing_else(tmp_path: Path) -> None:
+    project, remote = hooked_project(tmp_path)
+    proc = push(project.root, f"{VENV_BIN}:{SYSTEM_PATH}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert remote_main(remote) == git(project.root, "rev-parse", "HEAD")
+    output = proc.stdout + proc.stderr
+    assert "series check-conflicts" in output and "Passed" in output
+    assert "ruff" not in output.replace("local:ruff==", "")  # ruff is pre-commit only
+
+
+def test_push_is_refused_when_a_patch_no_longer_applies(tmp_path: Path) -> None:
+    project, remote = hooked_project(tmp_path)
+    replace_line(project.root / "patches/perf-P2.patch", "-VALUE_5 = 5\n", "-VALUE_5 = 6\n")
+    git(project.root, "commit", "-nqam", "a patch that does not apply")
+    proc = push(project.root, f"{VENV_BIN}:{SYSTEM_PATH}")
+    assert proc.returncode != 0
+    assert remote_main(remote) is None
+    assert "P2" in proc.stdout + proc.stderr
+
+
+def test_push_without_series_says_how_to_install_it(tmp_path: Path) -> None:
+    assert shutil.which("series", path=SYSTEM_PATH) is None, "a series is installed system-wide"
+    project, remote = hooked_project(tmp_path)
+    proc = push(project.root, SYSTEM_PATH)
+    assert proc.returncode != 0
+    assert remote_main(remote) is None
+    output = proc.stdout + proc.stderr
+    assert "the series command is not installed" in output
+    assert "python3 -m venv .venv && .venv/bin/pip install -e ." in output
+    assert "Executable `series` not found" not in output
+
+
+def test_push_finds_series_in_the_project_venv(tmp_path: Path) -> None:
+    project, remote = hooked_project(tmp_path)
+    venv_bin = project.root / ".venv/bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "series").symlink_to(VENV_BIN / "series")
+    (project.root / ".gitignore").write_text(".venv/\n")
+    git(project.root, "add", ".gitignore")
+    git(project.root, "commit", "-nqm", "ignore the venv")
+    proc = push(project.root, SYSTEM_PATH)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert remote_main(remote) == git(project.root, "rev-parse", "HEAD")
+
+
+def load(name: str) -> Any:
+    return yaml.safe_load((ROOT / name).read_text())
+
+
+def test_only_check_conflicts_runs_at_pre_push() -> None:
+    config = load(".pre-commit-config.yaml")
+    default = config.get("default_stages", ["pre-commit", "pre-push", "manual"])
+    for repo in config["repos"]:
+        for hook in repo["hooks"]:
+            stages = hook.get("stages", default)
+            assert ("pre-push" in stages) == (hook["id"] == HOOK), hook["id"]
+
+
+def test_the_published_hook_matches_the_local_one() -> None:
+    (published,) = load(".pre-commit-hooks.yaml")
+    hooks = [h for r in load(".pre-commit-config.yaml")["repos"] for h in r["hooks"]]
+    (local,) = [h for h in hooks if h["id"] == HOOK]
+    assert local["id"] == published["id"] == HOOK
+    for key in ("name", "files", "stages", "pass_filenames"):
+        assert local[key] == published[key], key
+    assert published["entry"] == "series check-conflicts"
+    assert local["entry"] == f"ci/hooks/{HOOK} check-conflicts"
