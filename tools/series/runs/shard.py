@@ -3,8 +3,10 @@
 The unit of a shard is a *patch* (its run and its baseline run on the pin).
 Every CI job computes the same split from the same inputs, with no
 coordination, so the split depends only on the patches selected (in
-series.toml order), N, and the durations recorded for their selections
-(series.runs.cache keeps the last one per selection and environment):
+series.toml order), N, and the durations recorded for their subsets
+(series.runs.cache keeps the last one per selection and environment). It
+needs neither the pinned upstream nor the stack, so ``--list`` is instant
+and offline:
 
 * when every patch that has tests to run has a recorded duration, the
   patches are balanced by them: longest first, each to the shard with the
@@ -38,9 +40,11 @@ from rich.table import Table
 
 from series.errors import UsageError
 from series.files import write_atomic
-from series.runs.cache import digest
-from series.runs.plan import Target
+from series.manifest import Patch
+from series.runs.cache import ResultCache, digest, fingerprint
 from series.ui import Ui
+
+Costs = list[tuple[str, float | None]]  # (patch id, seconds or None unknown), series order
 
 DURATIONS, POSITION = "durations", "position"
 _SHARD = re.compile(r"^([0-9]+)/([0-9]+)$")
@@ -70,15 +74,18 @@ def parse(text: str) -> Shard:
     return Shard(index, count)
 
 
-def expected_seconds(target: Target) -> float | None:
-    """Seconds its runs took last time (run + baseline); 0 with nothing to run; None unknown."""
-    jobs = [job for job in (target.job, target.baseline) if job is not None]
-    if any(job.expected is None for job in jobs):
-        return None
-    return round(sum(job.expected or 0.0 for job in jobs), 3)
+def costs(cache_root: Path, patches: list[Patch]) -> Costs:
+    """Seconds each patch's subset last spent in its tests here; 0 without a subset.
+
+    The subset as series.toml gives it is the selection a patch runs with
+    whenever its files are all in the tree (series.runs.plan), so the
+    durations recorded for the runs are found without building anything.
+    """
+    cache, env = ResultCache(cache_root), digest(fingerprint())[:16]
+    return [(p.id, cache.last_duration(p.subset, env) if p.subset else 0.0) for p in patches]
 
 
-def assign(costs: list[tuple[str, float | None]], count: int) -> tuple[dict[str, int], str]:
+def assign(costs: Costs, count: int) -> tuple[dict[str, int], str]:
     """patch id -> shard (1-based) for patches in series order, and what balanced them."""
     if all(cost is not None for _, cost in costs) and any(cost for _, cost in costs):
         loads = [(0.0, 0)] * count
@@ -94,18 +101,17 @@ def assign(costs: list[tuple[str, float | None]], count: int) -> tuple[dict[str,
 
 
 def split(
-    targets: list[Target], shard: Shard | None, mode: str, root: Path
+    patch_costs: Costs, shard: Shard | None, mode: str, cache_root: Path
 ) -> tuple[dict[str, int], str]:
-    """The split of ``targets``: the one kept in ``root`` for them, else a new one, kept."""
-    costs = [(t.report.patch.id, expected_seconds(t)) for t in targets]
+    """The split: the one kept in the cache for these patches and N, else a new one, kept."""
     if shard is None:
-        return assign(costs, 1)
-    ids = [pid for pid, _ in costs]
-    path = root / "shards" / f"{digest([mode, shard.count, ids])[:32]}.json"
+        return assign(patch_costs, 1)
+    ids = [pid for pid, _ in patch_costs]
+    path = cache_root / "shards" / f"{digest([mode, shard.count, ids])[:32]}.json"
     kept = _kept(path, ids, shard.count)
     if kept is not None:
         return kept
-    shards, by = assign(costs, shard.count)
+    shards, by = assign(patch_costs, shard.count)
     write_atomic(path, json.dumps({"shards": shards, "balanced_by": by}) + "\n", durable=False)
     return shards, by
 
@@ -124,17 +130,24 @@ def _kept(path: Path, ids: list[str], count: int) -> tuple[dict[str, int], str] 
 
 
 def plan_json(
-    targets: list[Target], shard: Shard | None, mode: str, shards: dict[str, int], by: str
+    patches: list[tuple[int, Patch]],
+    patch_costs: Costs,
+    shard: Shard | None,
+    mode: str,
+    split_: tuple[dict[str, int], str],
 ) -> dict[str, Any]:
-    patches = []
-    for t in targets:
-        row: dict[str, Any] = {"id": t.report.patch.id, "position": t.report.position}
+    """The plan ``--list --json`` prints; ``patches`` are (position, patch)."""
+    shards, by = split_
+    seconds = dict(patch_costs)
+    rows = []
+    for position, patch in patches:
+        row: dict[str, Any] = {"id": patch.id, "title": patch.title, "position": position}
         if shard is not None:
-            row["shard"] = shards[t.report.patch.id]
-        row["subset"] = list(t.report.patch.subset)
-        row["expected_seconds"] = expected_seconds(t)
-        patches.append(row)
-    data: dict[str, Any] = {"mode": mode, "patches": patches, "shards": shard.count if shard else 1}
+            row["shard"] = shards[patch.id]
+        row["subset"] = list(patch.subset)
+        row["expected_seconds"] = seconds[patch.id]
+        rows.append(row)
+    data: dict[str, Any] = {"mode": mode, "patches": rows, "shards": shard.count if shard else 1}
     if shard is not None:
         data["shard"] = shard.index
         data["balanced_by"] = by
