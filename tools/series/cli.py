@@ -254,7 +254,7 @@ def _add_branches(p: argparse.ArgumentParser) -> None:
 
 def _run_branches(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import branches
-    from series.stack.branches import Options
+    from series.stack.branch_plan import Options
 
     options = Options(a.prefix, a.alone, a.dry_run, a.push, a.prune, a.force)
     return branches.run(series, ui, directory=a.dir, options=options, as_json=a.json)

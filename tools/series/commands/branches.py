@@ -11,7 +11,8 @@ from rich.table import Table
 
 from series.errors import Exit
 from series.project import Series
-from series.stack.branches import CREATE, DELETE, MOVE, SKIP, Item, Options, Outcome, branches
+from series.stack.branch_plan import CREATE, DELETE, MOVE, SKIP, Item, Options, Outcome
+from series.stack.branches import branches
 from series.stack.branches import conflict as conflict_error
 from series.ui import Ui
 
