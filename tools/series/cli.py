@@ -281,7 +281,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "branches",
-        "one branch per patch (pin + patches 1..k) for stacked pull requests; --push",
+        "one branch per patch (pin + patches 1..k) for stacked pull requests, pushed with leases",
         _add_branches,
         _run_branches,
     ),
