@@ -184,6 +184,15 @@ def _add_test(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-cache", action="store_true", help="run everything again, ignoring cached results"
     )
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only the I-th of N shards of the patches (1-based; the same split on "
+        "every machine, balanced by recorded durations; docs/testing.md)",
+    )
+    p.add_argument(
+        "--list", action="store_true", help="print the plan (patches, shards) and run nothing"
+    )
 
 
 def _run_test(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
@@ -198,6 +207,8 @@ def _run_test(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
         as_json=a.json,
         junit=a.junit,
         use_cache=not a.no_cache,
+        shard=a.shard,
+        list_only=a.list,
     )
 
 
@@ -210,6 +221,43 @@ def _run_lint(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import lint as lint_cmd
 
     return lint_cmd.run(series, ui, ids=a.ids, as_json=a.json)
+
+
+def _add_branches(p: argparse.ArgumentParser) -> None:
+    p.epilog = (
+        "exit status: 0 done (or nothing to change); 2 bad input; 3 a patch does not apply "
+        "(the branches before it were made); 4 refused: a branch series did not leave as it "
+        "is, locally or on REMOTE (nothing changed; --force replaces it after a backup); "
+        "1 REMOTE unreachable. Manual: docs/branches.md."
+    )
+    _dir(p)
+    p.add_argument("--prefix", default="", metavar="P", help="put P before every branch name")
+    p.add_argument("--alone", action="store_true", help="each branch: the pin plus its patch only")
+    p.add_argument("--dry-run", action="store_true", help="list what would change; change nothing")
+    p.add_argument(
+        "--push",
+        metavar="REMOTE",
+        help="push the branches too, each leased against what REMOTE had",
+    )
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete the branches series made for patches no longer in series.toml",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace branches someone else moved (the old commits are kept as backup refs)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _run_branches(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+    from series.commands import branches
+    from series.stack.branch_plan import Options
+
+    options = Options(a.prefix, a.alone, a.dry_run, a.push, a.prune, a.force)
+    return branches.run(series, ui, directory=a.dir, options=options, as_json=a.json)
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -230,6 +278,12 @@ COMMANDS: tuple[Command, ...] = (
         "merge-tree dry runs: the stack on its pin, pairwise, and --onto another upstream",
         _add_check_conflicts,
         _run_check_conflicts,
+    ),
+    Command(
+        "branches",
+        "one branch per patch (pin + patches 1..k) for stacked pull requests, pushed with leases",
+        _add_branches,
+        _run_branches,
     ),
     Command("list", "the series as a table", _add_list, _run_list),
     Command(

@@ -13,6 +13,8 @@ from series.project import Series
 from series.runs.plan import MODES, available_cores, context, finish, plan
 from series.runs.report import check_junit_path, emit
 from series.runs.schedule import execute
+from series.runs.shard import costs, plan_json, show_plan, split
+from series.runs.shard import parse as parse_shard
 from series.ui import Ui
 
 
@@ -26,6 +28,8 @@ def run(
     as_json: bool = False,
     junit: Path | None = None,
     use_cache: bool = True,
+    shard: str | None = None,
+    list_only: bool = False,
 ) -> Exit:
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}", hint=f"use one of: {', '.join(MODES)}")
@@ -39,8 +43,20 @@ def run(
         )
     if junit is not None:
         check_junit_path(junit)
+    part = parse_shard(shard) if shard is not None else None
+    selected = series.select(ids)
+    if part is not None or list_only:
+        patch_costs = costs(series.cache_dir / "tests", selected)
+        shards, by = split(patch_costs, part, mode, series.cache_dir / "tests")
+        if list_only:
+            numbered = [(series.manifest.index(p.id) + 1, p) for p in selected]
+            data = plan_json(numbered, patch_costs, part, mode, (shards, by))
+            show_plan(ui, data, as_json=as_json)
+            return Exit.OK
+        selected = [p for p in selected if part is None or shards[p.id] == part.index]
+        ui.status(f"shard {shard}: {len(selected)} patch(es), balanced by {by}")
     ctx = context(series, ui)
-    targets = plan(ctx, series.select(ids), mode)
+    targets = plan(ctx, selected, mode)
     results = execute(ctx, ui, targets, jobs, use_cache)
     reports = [finish(t, results) for t in targets]
     pin = (ctx.pin_commit, ctx.pin_tree, ctx.env_id)

@@ -14,6 +14,7 @@ from series.git.index import ApplyResult
 from series.git.mail import FileStat, MailInfo, mailinfo, patch_stat, read_mail
 from series.git.mergetree import MergeMessage, StageEntry, TreeMerge, parse_merge_tree
 from series.git.refs import RefMoved, Transaction
+from series.git.remote import PushResult, PushUpdate, RemoteUnreachable
 from series.git.repo import LogEntry, Repo
 from series.git.run import HERMETIC, ZERO, GitFailed, Ident
 
@@ -27,7 +28,10 @@ __all__ = [
     "LogEntry",
     "MailInfo",
     "MergeMessage",
+    "PushResult",
+    "PushUpdate",
     "RefMoved",
+    "RemoteUnreachable",
     "Repo",
     "StageEntry",
     "Transaction",

@@ -19,6 +19,7 @@ from series.git.index import IndexMixin
 from series.git.mail import MailMixin
 from series.git.mergetree import MergeTreeMixin
 from series.git.refs import RefsMixin
+from series.git.remote import RemoteMixin
 from series.git.run import HERMETIC, Ident, execute, input_file, run
 from series.git.worktree import WorktreeMixin
 
@@ -30,7 +31,7 @@ class LogEntry:
     files: tuple[str, ...]
 
 
-class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin):
+class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, RemoteMixin):
     """One repository, addressed by its work tree (or its git dir when bare)."""
 
     # -- creation ----------------------------------------------------------

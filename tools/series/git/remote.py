@@ -1,0 +1,115 @@
+"""Remotes: what a remote has (``ls-remote``), pushing with leases, copying commits.
+
+``series branches --push`` never overwrites what it has not seen: every
+pushed ref carries ``--force-with-lease=<ref>:<the value ls-remote saw>``
+(empty for "must not exist"), and all of them go in one ``push --atomic``,
+so the remote takes every update or none. The push runs with the user's
+git configuration (credentials, URL rewrites), unlike the hermetic
+commands that make content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from series.errors import InternalError, SeriesError
+from series.git.run import Runner, execute
+
+if TYPE_CHECKING:
+    from series.git.repo import Repo
+
+
+@dataclass(frozen=True)
+class PushUpdate:
+    """Set ``ref`` on the remote to ``new`` (None: delete it) if it is at ``expect``.
+
+    ``expect`` None means the ref must not exist on the remote.
+    """
+
+    ref: str
+    new: str | None
+    expect: str | None
+
+
+@dataclass(frozen=True)
+class PushResult:
+    ok: bool
+    rejected: tuple[tuple[str, str], ...]  # (ref, git's reason) for each ref refused
+    stderr: str
+
+
+class RemoteUnreachable(SeriesError):
+    """The remote did not answer as a git repository."""
+
+
+class RemoteMixin(Runner):
+    def remote_heads(self, remote: str) -> dict[str, str]:
+        """refs/heads/* -> commit on ``remote`` (a remote name, URL or path)."""
+        status, out, err = self.git_status("ls-remote", "--heads", remote)
+        if status != 0:
+            raise RemoteUnreachable(
+                f"cannot read the branches of remote {remote!r}",
+                why=err.strip() or f"git ls-remote exited {status}",
+                hint=f"check the name or URL (git -C {self.path} remote -v), "
+                "and that you can reach it",
+            )
+        found = {}
+        for line in out.splitlines():
+            sha, _, ref = line.partition("\t")
+            if ref.startswith("refs/heads/"):
+                found[ref] = sha
+        return found
+
+    def push_leased(self, remote: str, updates: Sequence[PushUpdate]) -> PushResult:
+        """One ``git push --atomic``, each ref leased against its expected value."""
+        if not updates:
+            return PushResult(True, (), "")
+        argv = ["push", "--atomic", "--porcelain"]
+        argv += [f"--force-with-lease={u.ref}:{u.expect or ''}" for u in updates]
+        argv.append(remote)
+        argv += [f"{u.new or ''}:{u.ref}" for u in updates]
+        status, out, err = execute(self.path, argv)
+        assert isinstance(out, str)
+        rejected = []
+        for line in out.splitlines():
+            flag, _, rest = line.partition("\t")
+            if flag == "!":
+                spec, _, reason = rest.partition("\t")
+                rejected.append((spec.rpartition(":")[2], reason.strip()))
+        return PushResult(status == 0, tuple(rejected), err)
+
+    def fetch_heads(self, remote: str, refs: Sequence[str]) -> tuple[bool, str]:
+        """Copy the objects of ``refs`` of ``remote`` here, writing no ref: (ok, stderr).
+
+        The caller then keeps them under a ref of its own, in a transaction.
+        """
+        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, *refs]
+        status, _, err = execute(self.path, argv)
+        return status == 0, err
+
+    def fetch_commits(self, source: Repo, commits: Sequence[str]) -> None:
+        """Copy ``commits`` and their history from ``source`` (a ref there names each).
+
+        One ``for-each-ref`` and one ``fetch``, however many commits.
+        """
+        missing = [c for c in dict.fromkeys(commits) if self.git_status("cat-file", "-e", c)[0]]
+        if not missing:
+            return
+        named: dict[str, str] = {}
+        for name, sha in source.refs("refs/series/").items():
+            named.setdefault(sha, name)
+        unnamed = [c for c in missing if c not in named]
+        if unnamed:
+            raise InternalError(f"{unnamed[0][:12]} has no ref in {source.path}")
+        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(source.path)]
+        status, _, err = execute(self.path, [*argv, *(named[c] for c in missing)])
+        if status != 0:
+            raise InternalError(f"cannot copy {len(missing)} commit(s) from {source.path}", why=err)
+
+    def remote_names(self) -> list[str]:
+        return self.git("remote").split()
+
+    def valid_branch_name(self, name: str) -> bool:
+        return self.git_status("check-ref-format", f"refs/heads/{name}")[0] == 0
