@@ -199,6 +199,15 @@ def test_results_are_cached_by_tree_and_the_reverted_tree_is_stable(proving: Pro
     assert not forced["P1"]["cached"]
 
 
+def test_a_patch_that_does_not_apply_fails_without_running_tests(proving: Project) -> None:
+    edit_patch(proving, "P1", "-    return a // b", "-    return a % b")
+    code, patches, _ = prove_json(proving, "P1", "P2")
+    assert code == 1
+    assert patches["P1"]["status"] == "does not apply" and OPS_PY in patches["P1"]["detail"]
+    assert patches["P2"]["detail"] == "an earlier patch does not apply"
+    assert not (default_cache_dir() / "worktrees").exists()
+
+
 def test_the_table_flags_and_bad_arguments(proving: Project) -> None:
     code, out, _ = proving.run("prove", "P1", "P2", "-j", "1")
     assert code == 1

@@ -123,6 +123,8 @@ class ProveTarget:
 def plan_proofs(ctx: Context, patches: list[Patch]) -> list[ProveTarget]:
     """One target per patch: its two trees and the selection, or why there is none."""
     series = ctx.series
+    if not patches:
+        return []
     built = series.stack(ctx.pin_commit, series.upto(patches[-1].id))
     commits = built.commits
     parents = dict(zip(commits, [ctx.pin_commit, *commits.values()], strict=False))
