@@ -111,10 +111,10 @@ def test_lint_reports_message_problems_per_patch(tmp_path: Path) -> None:
     assert [(m["rule"], m["line"]) for m in patch["message"]] == [
         ("subject", 1),
         ("machine-path", 3),
-        ("machine-path", 3),
         ("upstream-pr", 0),
     ]
     code, out, _ = project.run("lint")
     assert code == 1
     assert "P1: message line 1: subject: not of the form 'area: summary'" in out
     assert "P1: message: upstream-pr: does not name the upstream PR" in out
+    assert "'/work/me/.venv/bin/python'" in out

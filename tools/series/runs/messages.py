@@ -34,11 +34,13 @@ _SUBJECT = re.compile(r"^[\w./-]+(?:, ?[\w./-]+)*: \S")
 _TRAILER_LINE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
 _SERIES_ID = re.compile(rf"^{TRAILER}:\s*(.*?)\s*$", re.MULTILINE)
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
+# Each alternative takes the rest of the path, so one path is one problem.
+_REST = r"[^\s:;,'\"`()<>]*"
 MACHINE_PATHS = re.compile(
-    r"(?<![\w.-])/(?:home|root|work|tmp|Users|mnt|opt|srv|var/folders|private/var)/"
-    r"|(?<![\w])[A-Za-z]:\\"
-    r"|site-packages"
-    r"|\S*\bbin/python[\d.]*\b"
+    rf"(?<![\w.-])/(?:home|root|work|tmp|Users|mnt|opt|srv|var/folders|private/var)/{_REST}"
+    rf"|(?<![\w])[A-Za-z]:\\{_REST}"
+    rf"|{_REST}site-packages{_REST}"
+    rf"|{_REST}\bbin/python[\d.]*\b"
 )
 
 
