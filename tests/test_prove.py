@@ -166,11 +166,17 @@ def test_patches_without_tests_and_exemptions(proving: Project) -> None:
     for patch_id in ("P2", "P5"):
         anchor = f'file = "patches/perf-{patch_id}.patch"\n'
         text = text.replace(anchor, anchor + 'no_behaviour_test = "a pure refactor"\n')
-    manifest.write_text(text)
-    code, patches, _ = prove_json(proving, "P2", "P5", "P6")
-    assert code == 0
-    assert [p["status"] for p in patches.values()] == ["exempt", "exempt", "tests only"]
+    # A broken test that a pin_failures entry explains does not fail P3 (its guards do).
+    anchor = 'file = "patches/perf-P3.patch"\n'
+    known = f'pin_failures = [{{tests = "{MUL}::test_mul_one[2]", reason = "known"}}]\n'
+    manifest.write_text(text.replace(anchor, anchor + known))
+    code, patches, _ = prove_json(proving, "P2", "P3", "P5", "P6")
+    assert code == 1
+    statuses = [p["status"] for p in patches.values()]
+    assert statuses == ["exempt", "no behavioural test", "exempt", "tests only"]
     assert patches["P2"]["exempt"] == "a pure refactor"
+    broken = [t for t in patches["P3"]["tests"] if t["class"] == "broken"]
+    assert [(t["id"], t["known"]) for t in broken] == [(f"{MUL}::test_mul_one[2]", "known")]
 
 
 def test_results_are_cached_by_tree_and_the_reverted_tree_is_stable(proving: Project) -> None:

@@ -26,18 +26,22 @@ test the patched run reports, within the touched scopes, is then one of:
   (a name its production files define and their parent versions did not),
   or is not collected at all without it;
 * ``guard``: passes both ways;
-* ``broken``: fails (or errors) with the patch;
+* ``broken``: fails (or errors) with the patch; one that matches a
+  ``pin_failures`` entry of the manifest (it fails at the pin too, for the
+  reason given there) is reported with that reason and does not fail the
+  patch;
 * ``skipped``: skipped with the patch, or without it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from series.manifest import Patch
 from series.runs import plan
 from series.runs.plan import Context, Job
 from series.runs.pytest_run import CRASH_ID, Outcome, RunResult
+from series.runs.report import known_reason
 from series.runs.testcode import (
     Scope,
     TestModule,
@@ -79,6 +83,7 @@ class Proof:
     with_patch: str  # outcome on the patched tree
     without: str | None  # outcome on the reverted tree (None: not collected there)
     message: str = ""  # the failure that decided the kind
+    known: str = ""  # broken, but a pin_failures entry of the manifest says why
 
 
 @dataclass
@@ -101,6 +106,11 @@ class ProveReport:
 
     def count(self, kind: str) -> int:
         return sum(1 for t in self.tests if t.kind == kind)
+
+    @property
+    def broken(self) -> list[Proof]:
+        """Broken tests that no pin_failures entry explains."""
+        return [t for t in self.tests if t.kind == BROKEN and not t.known]
 
     @property
     def failed(self) -> bool:
@@ -211,11 +221,14 @@ def finish(target: ProveTarget, results: dict[str, RunResult]) -> ProveReport:
         if not covers(target.scopes, target.modules, nodeid):
             continue
         before = without.tests.get(nodeid) or file_errors.get(nodeid.split("::")[0]) or crash
-        report.tests.append(classify(nodeid, outcome, before, report.introduced))
+        proof = classify(nodeid, outcome, before, report.introduced)
+        if proof.kind == BROKEN:
+            proof = replace(proof, known=known_reason(report.patch, nodeid))
+        report.tests.append(proof)
     exempt = report.patch.no_behaviour_test
-    if report.count(BROKEN):
+    if report.broken:
         report.status = HAS_BROKEN
-        report.detail = f"{report.count(BROKEN)} test(s) fail with the patch"
+        report.detail = f"{len(report.broken)} test(s) fail with the patch"
     elif not report.count(BEHAVIOUR):
         report.status = EXEMPT if exempt else FLAGGED
         report.detail = exempt or "no test fails on behaviour without the production change"

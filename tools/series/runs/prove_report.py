@@ -53,6 +53,7 @@ def to_json(report: ProveReport) -> dict[str, Any]:
                 "with": t.with_patch,
                 "without": t.without,
                 "message": t.message,
+                "known": t.known or None,
             }
             for t in report.tests
         ],
@@ -87,15 +88,22 @@ def _cached(report: ProveReport) -> str:
     return "yes" if all(runs) else "no" if not any(runs) else "part"
 
 
+SHOWN = 5  # broken tests named per patch; --json has them all
+
+
 def problem_lines(reports: list[ProveReport]) -> list[str]:
     lines = []
     for report in reports:
         if report.failed:
             lines.append(f"{report.patch.id}: {report.status}: {report.detail}")
-        for test in report.tests:
-            if test.kind == BROKEN:
-                first = next(iter(test.message.strip().splitlines()), "")
-                lines.append(f"{report.patch.id}: broken: {test.id}\n    {first}")
+        for test in report.broken[:SHOWN]:
+            first = next(iter(test.message.strip().splitlines()), "")
+            lines.append(f"{report.patch.id}: broken: {test.id}\n    {first}")
+        if len(report.broken) > SHOWN:
+            lines.append(f"{report.patch.id}: ... {len(report.broken) - SHOWN} more (--json)")
+        known = report.count(BROKEN) - len(report.broken)
+        if known:
+            lines.append(f"{report.patch.id}: {known} broken test(s) fail at the pin too")
     return lines
 
 
