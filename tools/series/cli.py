@@ -272,7 +272,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "lint",
-        "ruff check and ruff format --check on the files each patch touches",
+        "ruff check and ruff format --check on the files each patch touches; its message",
         _add_lint,
         _run_lint,
     ),
