@@ -73,6 +73,7 @@ class PatchSpec:
     edits: dict[str, tuple[str, str]]  # file -> (old text, new text)
     new_files: dict[str, str] | None = None
     subset: tuple[str, ...] = ()
+    body: str = "Why: test."  # the message between the subject and the Series-Id trailer
 
 
 def make_patches(upstream: Path, work: Path, specs: list[PatchSpec], out: Path) -> list[str]:
@@ -88,7 +89,7 @@ def make_patches(upstream: Path, work: Path, specs: list[PatchSpec], out: Path) 
             replace_line(work / name, old, new)
         write(work, spec.new_files or {})
         git(work, "add", "-A")
-        message = f"{spec.subject}\n\nWhy: test.\n\nSeries-Id: {spec.id}"
+        message = f"{spec.subject}\n\n{spec.body}\n\nSeries-Id: {spec.id}"
         date = f"2026-02-{i + 1:02d}T10:00:00+00:00"
         git(work, "commit", "-q", "--allow-empty", "-m", message, date=date)
         commits.append(git(work, "rev-parse", "HEAD"))

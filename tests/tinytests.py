@@ -50,6 +50,7 @@ TINY_SPECS = [
         "ops: add returns b + a",
         {"tiny/ops.py": ("    return a + b\n", "    return b + a\n")},
         subset=(OPS,),
+        body="Upstream: #1000.",
     ),
     PatchSpec(
         "P2",
@@ -63,6 +64,7 @@ TINY_SPECS = [
         },
         new_files={"tiny/extra.py": f"import os\n{LONG_LINE}x=1\n"},
         subset=(OPS,),
+        body="Upstream: #1001.",
     ),
     PatchSpec(
         "P3",
@@ -79,6 +81,7 @@ TINY_SPECS = [
             "def test_sub():\n    assert ops.sub(5, 3) == 2\n"
         },
         subset=("tests/test_sub.py", f"{OPS}::test_add", f"{OPS}::test_mul"),
+        body="Upstream: https://github.com/keras-team/keras/pull/1002",
     ),
 ]
 

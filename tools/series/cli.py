@@ -260,6 +260,32 @@ def _run_branches(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     return branches.run(series, ui, directory=a.dir, options=options, as_json=a.json)
 
 
+def _add_prove(p: argparse.ArgumentParser) -> None:
+    p.epilog = (
+        "exit status: 0 every patch has a behavioural test (or is exempt in series.toml); "
+        "1 a patch is flagged (no behavioural test, broken tests, no tests) or does not "
+        "apply; 2 bad input. Manual: docs/prove.md."
+    )
+    p.add_argument("ids", nargs="*", metavar="ID", help="the patches to prove (default: all)")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="test runs at the same time (default: the cores available)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON for machines, per test")
+    p.add_argument(
+        "--no-cache", action="store_true", help="run everything again, ignoring cached results"
+    )
+
+
+def _run_prove(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+    from series.commands import prove
+
+    return prove.run(series, ui, ids=a.ids, jobs=a.jobs, as_json=a.json, use_cache=not a.no_cache)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         "apply",
@@ -300,9 +326,15 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "lint",
-        "ruff check and ruff format --check on the files each patch touches",
+        "ruff check and ruff format --check on the files each patch touches; its message",
         _add_lint,
         _run_lint,
+    ),
+    Command(
+        "prove",
+        "whether each patch's tests fail without its production change, and how",
+        _add_prove,
+        _run_prove,
     ),
 )
 

@@ -41,6 +41,7 @@ _PATCH_KEYS = {
     "subset",
     "pin_failures",
     "applies_alone",
+    "no_behaviour_test",
 }
 _PATCH_REQUIRED = ("id", "title", "file", "branch", "state")
 
@@ -82,6 +83,7 @@ class Patch:
     subset: tuple[str, ...] = ()
     pin_failures: tuple[PinFailure, ...] = ()
     applies_alone: bool | None = None
+    no_behaviour_test: str = ""  # why `series prove` may find no behavioural test
 
     @property
     def pr_url(self) -> str | None:
@@ -237,6 +239,11 @@ def _patch(c: _Checker, raw: Any, i: int, root: Path) -> Patch:
     alone = data.get("applies_alone")
     if alone is not None and not isinstance(alone, bool):
         raise c.fail(f"{where}.applies_alone", "must be true or false")
+    exempt = data.get("no_behaviour_test", "")
+    if not isinstance(exempt, str) or ("no_behaviour_test" in data and not exempt.strip()):
+        raise c.fail(
+            f"{where}.no_behaviour_test", "must be a non-empty string: why no test can fail"
+        )
     failures = []
     for j, item in enumerate(data.get("pin_failures", [])):
         key = f"{where}.pin_failures[{j}]"
@@ -253,6 +260,7 @@ def _patch(c: _Checker, raw: Any, i: int, root: Path) -> Patch:
         subset=tuple(subset),
         pin_failures=tuple(failures),
         applies_alone=alone,
+        no_behaviour_test=exempt,
     )
 
 

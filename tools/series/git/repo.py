@@ -120,6 +120,40 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
         )
         return [path for path in out.split("\0") if path]
 
+    def index_entries(self, rev: str, paths: Sequence[str]) -> list[str]:
+        """``update-index --index-info`` lines that give ``paths`` their state in ``rev``.
+
+        A path that ``rev`` does not have gets a removal line (mode 0), so
+        applying the lines to another tree makes those paths exactly as in ``rev``.
+        """
+        if not paths:
+            return []
+        out = self.git("ls-tree", "-z", "--full-tree", rev, "--", *paths, env=HERMETIC)
+        found = {}
+        for entry in out.split("\0"):
+            if entry:
+                meta, _, path = entry.partition("\t")
+                mode, _, sha = meta.split(" ")
+                found[path] = f"{mode} {sha}\t{path}"
+        return [found.get(path, f"0 {'0' * 40}\t{path}") for path in paths]
+
+    def changed_lines(self, old: str, new: str, path: str) -> list[tuple[int, int]]:
+        """(first, count) of each hunk's new-side lines in ``path`` (``diff -U0``).
+
+        A hunk that only deletes has count 0: ``first`` is the line after
+        which the deleted lines stood.
+        """
+        out = self.git(
+            "diff", "-U0", "--no-color", "--no-renames", old, new, "--", path, env=HERMETIC
+        )
+        hunks = []
+        for line in out.splitlines():
+            if line.startswith("@@ "):
+                new_side = line.split(" ")[2].removeprefix("+")
+                first, _, count = new_side.partition(",")
+                hunks.append((int(first), int(count) if count else 1))
+        return hunks
+
     # -- history ------------------------------------------------------------------
     def commits(self, base: str, tip: str) -> list[str]:
         """First-parent commits in base..tip, oldest first."""

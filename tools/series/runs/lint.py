@@ -32,6 +32,7 @@ from rich.table import Table
 from series.errors import Exit, SeriesError
 from series.git import Repo
 from series.manifest import Patch
+from series.runs.messages import MessageIssue, check_message
 from series.stack.build import Built
 from series.ui import Ui
 
@@ -53,6 +54,7 @@ class LintReport:
     reformat: list[str] = field(default_factory=list)
     preexisting: list[dict[str, Any]] = field(default_factory=list)
     preexisting_reformat: list[str] = field(default_factory=list)
+    message: list[MessageIssue] = field(default_factory=list)
 
 
 def lint(series: Series, ui: Ui, patches: list[Patch]) -> list[LintReport]:
@@ -71,6 +73,10 @@ def lint(series: Series, ui: Ui, patches: list[Patch]) -> list[LintReport]:
             report.status, report.detail = NO_APPLY, _why_not(built, patch)
         else:
             _lint(ruff, repo, base.commit, parents[patch.id], commit, report)
+        mail = series.mail(patch)
+        report.message = check_message(patch, mail.subject, mail.body)
+        if report.message and report.status in (CLEAN, NOTHING):
+            report.status = DIRTY
         ui.status(f"  {patch.id}: {report.status} ({len(report.files)} file(s))")
         reports.append(report)
     return reports
@@ -238,6 +244,7 @@ def _json(report: LintReport) -> dict[str, Any]:
         "check": report.issues,
         "format": report.reformat,
         "preexisting": {"check": report.preexisting, "format": report.preexisting_reformat},
+        "message": [issue.to_json() for issue in report.message],
     }
 
 
@@ -248,8 +255,12 @@ def _show(ui: Ui, reports: list[LintReport], version: str) -> None:
             ui.result(f"{report.patch.id}: {where}: {issue['code']} {issue['message']}")
         for path in report.reformat:
             ui.result(f"{report.patch.id}: {path}: would be reformatted (ruff format)")
+        for m in report.message:
+            where = f"message line {m.line}" if m.line else "message"
+            ui.result(f"{report.patch.id}: {where}: {m.rule}: {m.message}")
     out = Table(title=f"series lint ({version}, upstream's configuration)", box=box.SIMPLE_HEAD)
-    for column in ("#", "patch", "files", "check issues", "would reformat", "pre-existing"):
+    columns = ("#", "patch", "files", "check issues", "would reformat", "pre-existing", "message")
+    for column in columns:
         out.add_column(column, justify="right" if column != "patch" else "left")
     out.add_column("status")
     for r in reports:
@@ -260,6 +271,7 @@ def _show(ui: Ui, reports: list[LintReport], version: str) -> None:
             str(len(r.issues)),
             str(len(r.reformat)),
             str(len(r.preexisting) + len(r.preexisting_reformat)),
+            str(len(r.message)),
             r.status + (f": {r.detail}" if r.detail else ""),
         )
     ui.table(out)

@@ -121,9 +121,9 @@ def _target(ctx: Context, report: PatchReport) -> Target:
     at_pin = _present(ctx.repo, ctx.pin_commit, present)
     target = Target(report, missing=tuple(s for s in subset if s not in present))
     if present:
-        target.job = _job(ctx, report.patch.id, report.commit, report.tree, present)
+        target.job = job(ctx, report.patch.id, report.commit, report.tree, present)
     if at_pin:
-        target.baseline = _job(ctx, f"pin/{report.patch.id}", ctx.pin_commit, ctx.pin_tree, at_pin)
+        target.baseline = job(ctx, f"pin/{report.patch.id}", ctx.pin_commit, ctx.pin_tree, at_pin)
     return target
 
 
@@ -132,7 +132,7 @@ def _present(repo: Repo, commit: str, selection: tuple[str, ...]) -> tuple[str, 
     return tuple(s for s in selection if s.split("::", 1)[0].rstrip("/") in there)
 
 
-def _job(ctx: Context, label: str, commit: str, tree: str, selection: tuple[str, ...]) -> Job:
+def job(ctx: Context, label: str, commit: str, tree: str, selection: tuple[str, ...]) -> Job:
     return Job(
         run_key(tree, selection, ctx.package, ctx.env_id),
         label,

@@ -230,11 +230,28 @@ def parse_junit(path: Path) -> dict[str, Outcome]:
             kind = _TAGS.get(child.tag)
             if kind is not None and _SEVERITY[kind] >= _SEVERITY[outcome]:
                 outcome = kind
-                message = child.get("message") or (child.text or "").strip()
+                message = _message(child)
         found = tests.get(nodeid)
         if found is None or _SEVERITY[outcome] > _SEVERITY[found.outcome]:
             tests[nodeid] = Outcome(outcome, message[:_MESSAGE_MAX])
     return tests
+
+
+def _message(child: ET.Element) -> str:
+    """The failure's one-line message; a collection error's says what was raised.
+
+    pytest gives a module that fails to import only the message "collection
+    failure"; the exception (``E   ImportError: cannot import name ...``) is
+    in the traceback text, and series prove needs it.
+    """
+    message = child.get("message") or ""
+    text = (child.text or "").strip()
+    if not message:
+        return text
+    if message == "collection failure":
+        raised = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")]
+        return f"{message}: {' '.join(raised)}" if raised else message
+    return message
 
 
 def junit_seconds(path: Path) -> float:

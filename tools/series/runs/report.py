@@ -97,7 +97,7 @@ def classify(
             status = ERROR if result.outcome == "error" else NEW
         message = result.message
         if status == PRE:
-            reason = _known_reason(patch, nodeid)
+            reason = known_reason(patch, nodeid)
             message = f"{reason} | {message}" if reason else message
         out.append(TestStatus(nodeid, status, pin_outcome, message))
     if baseline is not None and baseline.crashed:
@@ -108,7 +108,7 @@ def classify(
     return out
 
 
-def _known_reason(patch: Patch, nodeid: str) -> str:
+def known_reason(patch: Patch, nodeid: str) -> str:
     for known in patch.pin_failures:
         if nodeid == known.tests or nodeid.startswith((f"{known.tests}::", f"{known.tests}[")):
             return known.reason

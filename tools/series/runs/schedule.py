@@ -37,11 +37,17 @@ XDIST_MIN_SECONDS = 30.0
 def execute(
     ctx: Context, ui: Ui, targets: list[Target], jobs: int, use_cache: bool
 ) -> dict[str, RunResult]:
+    planned = [j for t in targets for j in (t.job, t.baseline) if j is not None]
+    return run_jobs(ctx, ui, planned, jobs, use_cache, f"testing {len(targets)} patch(es)")
+
+
+def run_jobs(
+    ctx: Context, ui: Ui, planned: list[Job], jobs: int, use_cache: bool, what: str
+) -> dict[str, RunResult]:
+    """Each distinct job's result (by key): from the cache, else run in slots."""
     wanted: dict[str, Job] = {}
-    for target in targets:
-        for job in (target.job, target.baseline):
-            if job is not None:
-                wanted.setdefault(job.key, job)
+    for job in planned:
+        wanted.setdefault(job.key, job)
     results: dict[str, RunResult] = {}
     pending = []
     for job in wanted.values():
@@ -51,7 +57,7 @@ def execute(
         else:
             pending.append(job)
     ui.status(
-        f"testing {len(targets)} patch(es): {len(wanted)} run(s), "
+        f"{what}: {len(wanted)} run(s), "
         f"{len(results)} cached, {len(pending)} to run, {jobs} at a time"
     )
     if pending:

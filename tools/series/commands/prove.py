@@ -1,0 +1,43 @@
+"""``series prove``: does each patch's test fail without its production change?
+
+The work is in series.runs.prove (trees, selection, classes) and
+series.runs.prove_report; the runs go through series.runs.schedule like
+``series test``. See docs/prove.md.
+"""
+
+from __future__ import annotations
+
+from series.errors import Exit, UsageError
+from series.project import Series
+from series.runs.plan import available_cores, context
+from series.runs.prove import finish, plan_proofs
+from series.runs.prove_report import emit
+from series.runs.schedule import run_jobs
+from series.ui import Ui
+
+
+def run(
+    series: Series,
+    ui: Ui,
+    *,
+    ids: list[str] | None = None,
+    jobs: int | None = None,
+    as_json: bool = False,
+    use_cache: bool = True,
+) -> Exit:
+    if jobs is None:
+        jobs = available_cores()
+    elif jobs < 1:
+        raise UsageError(
+            f"--jobs {jobs}: at least one test run must go at a time",
+            hint=f"pass --jobs 1 or more, or leave it out to use the {available_cores()} "
+            "core(s) available",
+        )
+    patches = series.select(ids)
+    ctx = context(series, ui)
+    targets = plan_proofs(ctx, patches)
+    planned = [job for target in targets for job in target.jobs]
+    what = f"proving {len(targets)} patch(es)"
+    results = run_jobs(ctx, ui, planned, jobs, use_cache, what)
+    reports = [finish(t, results) for t in targets]
+    return emit(ui, reports, (ctx.pin_commit, ctx.pin_tree, ctx.env_id), as_json=as_json)

@@ -1,0 +1,259 @@
+"""Which files are test code, which tests a diff touches, and which names a patch introduces.
+
+``series prove`` (series.runs.prove) splits each patch into its test
+changes and its production change by path alone, with one rule, here:
+**a test file** is a file named ``test_*.py`` or ``*_test.py``, a
+``conftest.py``, or any file under a directory named ``tests`` (fixtures,
+data, helpers). Everything else is production code.
+
+The tests a patch "adds or changes" are found from its diff against the
+AST of each changed test module as the patch leaves it: every changed
+line that is not blank or a comment belongs to the ``test*`` function or
+method around it (decorators included), or to the class around it (a
+class attribute, ``setUp``, a helper method: the whole class), or to the
+module (an import, a fixture, a module-level helper: the whole file). A
+hunk that only deletes lines touches what its neighbouring lines belong
+to. A touched class also touches its subclasses in the same file, which
+is where a mixin's tests run.
+
+Tests whose names absl's ``parameterized`` decorators rewrite
+(``test_x`` runs as ``test_x_case`` or ``test_x0``) cannot be selected by
+name: for those the class runs, and the results are mapped back to the
+method whose name is the longest prefix of the test's name.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+TEST_DIRS = ("tests",)
+_IMPORT_LIKE = (ast.Import, ast.ImportFrom)
+
+
+def is_test_file(path: str) -> bool:
+    """The one rule: is ``path`` test code (kept when prove reverts a patch)?"""
+    parts = PurePosixPath(path).parts
+    name = parts[-1]
+    if name == "conftest.py" or is_test_module(path):
+        return True
+    return any(part in TEST_DIRS for part in parts[:-1])
+
+
+def is_test_module(path: str) -> bool:
+    """A file pytest collects tests from (its default ``python_files``)."""
+    name = PurePosixPath(path).name
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Tests a diff touches: a whole file, a whole class, or one function or method."""
+
+    file: str
+    cls: str | None = None
+    func: str | None = None
+    renamed: bool = False  # parameterized: run the class, map the results back
+
+    @property
+    def selection(self) -> str:
+        parts = [self.file, self.cls or "", "" if self.renamed else (self.func or "")]
+        return "::".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class _Span:
+    first: int
+    last: int
+    scope: Scope
+
+
+@dataclass
+class TestModule:
+    """One test module as the patch leaves it: its classes, tests and spans."""
+
+    path: str
+    spans: list[_Span]
+    names: dict[str | None, set[str]]  # class (None: module) -> its test names
+    bases: dict[str, set[str]]  # class -> the classes of this file it derives from
+    lines: list[str]
+    parsed: bool = True
+
+
+def read_module(path: str, source: str) -> TestModule:
+    lines = source.splitlines()
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return TestModule(path, [], {}, {}, lines, parsed=False)
+    module = TestModule(path, [], {None: set()}, {}, lines)
+    for node in tree.body:
+        first = min([d.lineno for d in _decorators(node)] + [node.lineno])
+        last = node.end_lineno or node.lineno
+        if isinstance(node, ast.ClassDef):
+            _read_class(module, node, first, last)
+        elif _is_test(node):
+            assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            module.names[None].add(node.name)
+            scope = Scope(path, None, node.name, _renamed(node))
+            module.spans.append(_Span(first, last, scope))
+        else:
+            module.spans.append(_Span(first, last, Scope(path)))
+    return module
+
+
+def _read_class(module: TestModule, node: ast.ClassDef, first: int, last: int) -> None:
+    names = module.names.setdefault(node.name, set())
+    module.bases[node.name] = {b.id for b in node.bases if isinstance(b, ast.Name)}
+    inner = []
+    for item in node.body:
+        if _is_test(item):
+            assert isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+            names.add(item.name)
+            start = min([d.lineno for d in item.decorator_list] + [item.lineno])
+            scope = Scope(module.path, node.name, item.name, _renamed(item))
+            inner.append(_Span(start, item.end_lineno or item.lineno, scope))
+    # Methods first: the class span is the fallback for lines outside them.
+    module.spans += [*inner, _Span(first, last, Scope(module.path, node.name))]
+
+
+def _decorators(node: ast.stmt) -> list[ast.expr]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node.decorator_list
+    return []
+
+
+def _is_test(node: ast.stmt) -> bool:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+
+
+def _renamed(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any("parameterized" in ast.unparse(d) for d in node.decorator_list)
+
+
+def touched(module: TestModule, hunks: list[tuple[int, int]]) -> list[Scope]:
+    """The scopes the hunks (new-side ``(first, count)``) touch, widest first, deduplicated."""
+    if not module.parsed:
+        return [Scope(module.path)]
+    found: dict[Scope, None] = {}
+    for first, count in hunks:
+        lines = range(first, first + count) if count else (first, first + 1)
+        for line in lines:
+            scope = _scope_at(module, line)
+            if scope is not None:
+                found.setdefault(scope, None)
+    scopes = _with_subclasses(module, list(found))
+    if any(s.cls is None and s.func is None for s in scopes):
+        return [Scope(module.path)]
+    whole = {s.cls for s in scopes if s.func is None}
+    return sorted(
+        (s for s in scopes if s.func is None or s.cls not in whole),
+        key=lambda s: (s.cls or "", s.func or ""),
+    )
+
+
+def _scope_at(module: TestModule, line: int) -> Scope | None:
+    if not 1 <= line <= len(module.lines):
+        return None
+    text = module.lines[line - 1].strip()
+    if not text or text.startswith("#"):
+        return None
+    for span in module.spans:
+        if span.first <= line <= span.last:
+            return span.scope
+    return Scope(module.path)  # a continuation line between statements: module level
+
+
+def _with_subclasses(module: TestModule, scopes: list[Scope]) -> list[Scope]:
+    out = dict.fromkeys(scopes)
+    changed = True
+    while changed:
+        changed = False
+        for scope in list(out):
+            if scope.cls is None:
+                continue
+            for sub, bases in module.bases.items():
+                extra = Scope(scope.file, sub, scope.func, scope.renamed)
+                if scope.cls in bases and extra not in out:
+                    out[extra] = None
+                    changed = True
+    return list(out)
+
+
+def covers(scopes: list[Scope], modules: dict[str, TestModule], nodeid: str) -> bool:
+    """Whether a test the runs reported (a node id) is one the scopes touch."""
+    parts = nodeid.split("::")
+    file = parts[0]
+    for scope in scopes:
+        if scope.file != file:
+            continue
+        if (scope.cls is None and scope.func is None) or len(parts) == 1:
+            return True  # the whole file, or the file's own collection error
+        module = modules.get(file)
+        cls, name = (parts[1], parts[-1]) if len(parts) > 2 else (None, parts[1])
+        if scope.cls != cls:
+            continue
+        if scope.func is None:
+            return True
+        names = module.names.get(cls, set()) if module is not None else set()
+        if _owner(name.split("[", 1)[0], names) == scope.func:
+            return True
+    return False
+
+
+def _owner(name: str, names: set[str]) -> str:
+    """The defined test whose generated tests include ``name``: the longest prefix."""
+    if name in names:
+        return name
+    prefixes = [n for n in names if name.startswith(n)]
+    return max(prefixes, key=len) if prefixes else name
+
+
+# -- names a patch introduces --------------------------------------------------------
+
+_MISSING_NAME = (
+    re.compile(r"cannot import name '([^']+)'"),
+    re.compile(r"has no attribute '([^']+)'"),
+    re.compile(r"does not have the attribute '([^']+)'"),
+    re.compile(r"name '([^']+)' is not defined"),
+)
+_MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+
+
+def defined_names(source: str) -> set[str]:
+    """Every name a Python file defines: defs, classes, assignments, attributes, imports."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, _IMPORT_LIKE):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def module_names(path: str) -> set[str]:
+    """The names a new file adds: its module and package path components."""
+    parts = PurePosixPath(path).with_suffix("").parts
+    return {p for p in parts if p != "__init__"}
+
+
+def missing_name(message: str) -> tuple[str, ...]:
+    """The names an ImportError / AttributeError / NameError message says are missing."""
+    found: list[str] = []
+    for pattern in _MISSING_NAME:
+        found += pattern.findall(message)
+    for module in _MISSING_MODULE.findall(message):
+        found += module.split(".")
+    return tuple(found)
