@@ -1,0 +1,1 @@
+"""Running things against trees: tests and benchmarks."""
