@@ -72,14 +72,14 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def environment(settings: Settings) -> dict[str, Any]:
+def environment(settings: Settings | None) -> dict[str, Any]:
     return {
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "torch": _version("torch"),
         "numpy": _version("numpy"),
         "threads": 1,
         "backend": "torch",
-        **settings.cache_part(),
+        **(settings.cache_part() if settings else {}),
     }
 
 
@@ -99,7 +99,8 @@ def method_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def key(settings: Settings) -> dict[str, Any]:
+def key(settings: Settings | None) -> dict[str, Any]:
+    """The environment, machine and method half of the cache key (None: no settings)."""
     return {"environment": environment(settings), "machine": machine(), "method": method_digest()}
 
 

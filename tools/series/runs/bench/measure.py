@@ -64,7 +64,7 @@ def data_file(data_dir: Path, workload: str, first: Handle) -> Path:
     return path
 
 
-def _build(
+def build_all(
     handles: list[Handle],
     todo: dict[str, list[str]],
     workloads: list[str],
@@ -134,7 +134,7 @@ def measure(
     with workers(arms, work_dir / "logs", work_dir / "keras-home", settings.device) as handles:
         session.where = {h.arm.name: h.hello["where"] for h in handles}
         progress(f"building {len(workloads)} workloads with shared weights")
-        _build(handles, todo, workloads, work_dir / "data", outputs)
+        build_all(handles, todo, workloads, work_dir / "data", outputs)
         calls: dict[str, int] = {}
         for workload in workloads:
             first = next(h for h in handles if workload in todo[h.arm.name])
