@@ -139,7 +139,8 @@ def run_bench(
     todo = _todo(arms, ids, names, samples)
     if todo:
         lead = [arm for arm in arms if arm.name in todo]
-        say(f"measuring {len(lead)} trees; {len(arms) - len(lead)} taken whole from the cache")
+        whole = sum(1 for arm in arms if all((arm.name, w) in samples for w in names))
+        say(f"measuring {len(lead)} trees; {whole} arms taken whole from the cache")
         session = measure(
             lead,
             todo,
