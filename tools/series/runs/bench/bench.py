@@ -9,8 +9,13 @@ verdicts. Arms whose trees are identical are measured once.
 A run is *disturbed* when a control (raw torch, the same code in every
 arm) does not come out as noise in some comparison: then the machine, not
 the code, moved the numbers, and the other ratios of that comparison are
-suspect. It *failed* when a comparison's outputs differ; ``exit_code`` maps
-that to ``Exit.FAILED``.
+suspect. A full run has dozens of control comparisons, and at 95% one in
+twenty would miss 1.0 by chance alone, so the controls' intervals are
+Bonferroni-widened to keep the chance of a false alarm for the whole run at
+5% (level 1 - 0.05 / number of control comparisons).
+
+A run *failed* when a comparison's outputs differ; ``exit_code`` maps that
+to ``Exit.FAILED``.
 """
 
 from __future__ import annotations
@@ -174,7 +179,8 @@ def run_bench(
         load_before=load_before,
         key=env_key,
     )
-    report.comparisons = [_compare(report, pair, w) for pair in pairs for w in names]
+    controls = len(pairs) * sum(1 for w in names if WORKLOADS[w].control)
+    report.comparisons = [_compare(report, pair, w, controls) for pair in pairs for w in names]
     report.floors = _floors(report)
     report.load_after = os.getloadavg()
     report.seconds = time.monotonic() - started
@@ -238,13 +244,17 @@ def _arm_result(
     return ArmResult(arm, ids[arm.name], where.get(arm.name, ""), measured, cached)
 
 
-def _compare(report: BenchReport, pair: Pair, workload: str) -> Comparison:
+def _compare(report: BenchReport, pair: Pair, workload: str, controls: int) -> Comparison:
     base = report.samples[(pair.baseline, workload)]
     cand = report.samples[(pair.candidate, workload)]
     paired = base.session == cand.session
     settings = report.settings
+    control = WORKLOADS[workload].control
+    level = 1 - 0.05 / max(controls, 1) if control else 0.95
+    # Wide intervals reach far into the tails: give them enough resamples.
+    resamples = max(settings.bootstrap, int(20 / (1 - level))) if control else settings.bootstrap
     ratios = [
-        stats.ratio(b, c, paired=paired, resamples=settings.bootstrap, seed=settings.seed)
+        stats.ratio(b, c, paired=paired, resamples=resamples, seed=settings.seed, level=level)
         for b, c in ((base.cpu, cand.cpu), (base.wall, cand.wall))
     ]
     equivalence = compare(base.outputs, cand.outputs, exact=WORKLOADS[workload].exact_ids)

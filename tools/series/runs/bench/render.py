@@ -52,6 +52,10 @@ def render_table(report: BenchReport) -> Table:
             f"{c.wall.median:.2f}x",
             c.equivalence.summary,
         )
+    table.caption = (
+        "interval: 95% bootstrap of the median; for controls Bonferroni-widened over all "
+        "control comparisons"
+    )
     return table
 
 

@@ -105,7 +105,7 @@ class Settings:
     rounds: int = 15
     warmup_rounds: int = 1
     sample_ms: float = 12.0  # target duration of one timed sample (calls per sample follow)
-    max_calls: int = 20000
+    max_calls: int = 200_000
     bootstrap: int = 2000
     seed: int = 0
     device: str = "cpu"

@@ -11,7 +11,8 @@ A ratio is ``baseline / candidate``: above 1 the candidate is faster.
   bootstrap that resamples each side on its own.
 
 "noise" means the interval contains 1.0. The bootstrap is seeded, so the
-same samples always give the same interval.
+same samples always give the same interval. ``level`` is 0.95 unless the
+caller widens it (the controls do: many at once, see bench.py).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ class Ratio:
     median: float
     q25: float
     q75: float
-    low: float  # 95% bootstrap interval of the median
+    low: float  # bootstrap interval of the median, at ``level``
     high: float
     paired: bool
+    level: float = 0.95
 
     @property
     def noise(self) -> bool:
@@ -45,7 +47,13 @@ class Ratio:
 
 
 def ratio(
-    baseline: list[float], candidate: list[float], *, paired: bool, resamples: int, seed: int
+    baseline: list[float],
+    candidate: list[float],
+    *,
+    paired: bool,
+    resamples: int,
+    seed: int,
+    level: float = 0.95,
 ) -> Ratio:
     base = np.asarray(baseline, dtype=np.float64)
     cand = np.asarray(candidate, dtype=np.float64)
@@ -65,8 +73,9 @@ def ratio(
         boot = np.median(base[ib], axis=1) / np.median(cand[ic], axis=1)
         median = float(np.median(base) / np.median(cand))
         q25, q75 = np.percentile(np.divide.outer(base, cand), [25, 75])
-    low, high = np.percentile(boot, [2.5, 97.5])
-    return Ratio(median, float(q25), float(q75), float(low), float(high), paired)
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(boot, [tail, 100 - tail])
+    return Ratio(median, float(q25), float(q75), float(low), float(high), paired, level)
 
 
 def median(values: list[float]) -> float:
