@@ -12,8 +12,9 @@ A result is reused when all of these match (docs/bench.md, "The cache key"):
   change a number (rounds, sample length);
 * machine: OS, architecture, CPU model and core count;
 * method: a digest of the code that produces the numbers (the worker, the
-  workloads, the inputs and weights, the tree loader), so changing how we
-  measure never reuses old numbers.
+  workloads, how samples are taken, the workers' environment, the inputs
+  and weights, the tree loader), so changing how we measure never reuses
+  old numbers.
 
 Layout: ``<cache_dir>/bench/<environment+machine+method digest>/<tree id>/
 <workload>.json`` with the outputs beside it as ``<workload>.npz``; the
@@ -38,6 +39,8 @@ METHOD_CODE = (
     HERE / "spec.py",
     HERE / "workloads.py",
     HERE / "worker.py",
+    HERE / "measure.py",
+    HERE / "pool.py",
     HERE / "data.py",
     HERE / "explain.py",
     HERE.parent.parent / "harness" / "series_tree_loader.py",

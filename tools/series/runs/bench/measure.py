@@ -85,16 +85,24 @@ def build_all(
 
 
 def calibrate(handle: Handle, workload: str, settings: Settings) -> int:
+    """Calls per sample so that a sample lasts about ``sample_ms`` of CPU time.
+
+    CPU time, not wall time: on a loaded machine the wall clock of one call
+    includes other processes' turns, and a sample of one call measures
+    mostly cold caches. The smallest of three estimates wins (more calls).
+    """
     target = settings.sample_ms * 1e6
-    calls = 1
-    while True:
+    calls, estimates = 1, list[float]()
+    while len(estimates) < 3:
         per_call: float = handle.request(
             "time", f"timing {workload}", workload=workload, calls=calls
-        )["wall"]
+        )["cpu"]
+        per_call = max(per_call, 1.0)
         if per_call * calls >= target / 4 or calls >= settings.max_calls:
-            break
-        calls = min(calls * 4, settings.max_calls)
-    return max(1, min(settings.max_calls, math.ceil(target / max(per_call, 1.0))))
+            estimates.append(per_call)
+        else:
+            calls = min(calls * 4, settings.max_calls)
+    return max(1, min(settings.max_calls, math.ceil(target / min(estimates))))
 
 
 def _round(
