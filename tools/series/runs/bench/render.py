@@ -115,6 +115,17 @@ def summary_lines(report: BenchReport) -> list[str]:
     return lines
 
 
+def _samples_json(report: BenchReport, arm: str, workload: str) -> dict[str, Any]:
+    s = report.samples[(arm, workload)]
+    return {
+        "median_cpu_ns": sorted(s.cpu)[len(s.cpu) // 2],
+        "calls": s.calls,
+        "run": s.session,
+        "cpu_ns": s.cpu,
+        "wall_ns": s.wall,
+    }
+
+
 def report_json(report: BenchReport) -> dict[str, Any]:
     return {
         "format": FORMAT,
@@ -138,12 +149,7 @@ def report_json(report: BenchReport) -> dict[str, Any]:
                 "imported_from": a.where,
                 "measured": a.measured,
                 "cached": a.cached,
-                "median_ns": {
-                    w: sorted(report.samples[(a.arm.name, w)].cpu)[
-                        len(report.samples[(a.arm.name, w)].cpu) // 2
-                    ]
-                    for w in report.workloads
-                },
+                "samples": {w: _samples_json(report, a.arm.name, w) for w in report.workloads},
             }
             for a in report.arms
         ],
