@@ -173,13 +173,23 @@ def report_json(report: BenchReport) -> dict[str, Any]:
     }
 
 
-COLOURS = {"faster": "tab:green", "slower": "tab:red", "noise": "tab:gray"}
+COLOURS = {
+    "faster": "tab:green",
+    "slower": "tab:red",
+    "noise": "tab:gray",
+    "disturbed": "tab:orange",
+}
+
+
+def _colour(c: Comparison) -> str:
+    return COLOURS["disturbed" if c.control and not c.cpu.noise else c.cpu.verdict]
 
 
 def write_chart(report: BenchReport, path: Path) -> Path:
     """One panel per workload; in each, a bar per comparison with its 95% interval.
 
-    Green: faster beyond noise; red: slower; grey: noise.
+    Green: faster beyond noise; red: slower; grey: noise; orange: a control
+    that is not noise (the run was disturbed).
     """
     import matplotlib
 
@@ -208,7 +218,7 @@ def write_chart(report: BenchReport, path: Path) -> Path:
                 [c.cpu.median - c.cpu.low for c in chosen],
                 [c.cpu.high - c.cpu.median for c in chosen],
             ],
-            color=[COLOURS[c.cpu.verdict] for c in chosen],
+            color=[_colour(c) for c in chosen],
             capsize=2,
         )
         ax.axvline(1.0, color="black", linewidth=0.8)
@@ -222,7 +232,7 @@ def write_chart(report: BenchReport, path: Path) -> Path:
     fig.suptitle(
         "speedup = baseline / candidate CPU time per call (95% bootstrap interval)", fontsize=9
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
