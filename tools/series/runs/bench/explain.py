@@ -8,13 +8,16 @@ same inputs, and reads dynamo's compilation metrics: a compile that carries
 a ``recompile_reason`` is a recompile (a guard failed), and any compile
 during the second call means the model recompiles on every call.
 
-Break reasons are summarised as (first line of the reason, innermost user
-frame as ``path:function``). Paths are relative to the tree; line numbers
-are left out so a patch that shifts lines does not look like a new break.
+Recompiles are summarised as (the guard that failed, without object ids
+or source comments, function). Break reasons are summarised as (first line
+of the reason, innermost user frame as ``path:function``). Paths are
+relative to the tree; line numbers are left out so a patch that shifts
+lines does not look like a new break.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,13 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or ["?"])[0].strip()
 
 
+def _guard(text: str) -> str:
+    """A failed guard without what changes from run to run (ids, compile ids, source)."""
+    guard = _first_line(text).split("  #", 1)[0].strip()
+    guard = re.sub(r"^\d+/\d+: ", "", guard)
+    return re.sub(r"\b\d{6,}\b", "<id>", guard)
+
+
 def explain(torch: Any, tree: Path, model: Any, args: tuple[Any, ...]) -> dict[str, Any]:
     from torch._dynamo.backends.debugging import ExplainWithBackend
     from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
@@ -50,7 +60,7 @@ def explain(torch: Any, tree: Path, model: Any, args: tuple[Any, ...]) -> dict[s
     metrics = get_compilation_metrics()
     recompiles = [
         [
-            _first_line(str(m.recompile_reason)),
+            _guard(str(m.recompile_reason)),
             f"{m.co_name} ({_rel(m.co_filename, tree)})",
         ]
         for m in metrics

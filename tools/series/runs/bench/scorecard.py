@@ -204,6 +204,7 @@ def render_scorecard(report: ScorecardReport) -> Table:
             str(r.trace.graphs),
             str(r.trace.breaks),
             f"{r.delta_breaks:+d}" if r.previous else "",
+            str(len(r.gone_reasons)) if r.previous else "",
             str(len(r.trace.recompiles)),
             ", ".join(r.flagged),
             new,
