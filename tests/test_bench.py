@@ -150,6 +150,41 @@ def test_controls_come_out_as_noise(report: BenchReport) -> None:
     assert find(report, "slow", "layer_call").cpu.noise
 
 
+# Loaded with Keras, this slows torch's own nn.Linear: the control moves.
+DISTURB = """
+import time as _time
+
+import torch as _torch
+
+_forward = _torch.nn.Linear.forward
+
+
+def _slow_forward(self, x):
+    end = _time.perf_counter() + 2e-5
+    while _time.perf_counter() < end:
+        pass
+    return _forward(self, x)
+
+
+_torch.nn.Linear.forward = _slow_forward
+"""
+
+
+def test_a_moved_control_flags_the_run_as_disturbed(
+    arms: list[Arm], bench_cache: Path, tmp_path: Path
+) -> None:
+    disturbed = variant(arms[0].tree, tmp_path / "disturbed", (MATMUL, MATMUL))
+    with (disturbed / DENSE).open("a") as handle:
+        handle.write(DISTURB)
+    got = run_bench(
+        [arms[0], Arm("disturbed", disturbed)], ["layer_call"], cache_dir=bench_cache, quick=True
+    )
+    (control,) = got.disturbed
+    assert control.workload == "torch_linear" and control.cpu.verdict == "slower"
+    assert not got.failures and got.exit_code == Exit.OK
+    assert any(line.startswith("DISTURBED: control torch_linear") for line in summary_lines(got))
+
+
 def test_table_json_and_chart_are_written(report: BenchReport, tmp_path: Path) -> None:
     data = json.loads(json.dumps(report_json(report)))
     assert data["format"] == 1 and data["failed"] and not data["disturbed"]
