@@ -242,6 +242,10 @@ def test_bad_input_is_refused_before_anything_runs(arms: list[Arm], tmp_path: Pa
         run_bench(arms, ["dense"], cache_dir=tmp_path, pairs=[Pair("pin", "stack")])
     with pytest.raises(UsageError, match="no tree at"):
         run_bench([Arm("gone", tmp_path / "gone")], ["dense"], cache_dir=tmp_path)
+    with pytest.raises(UsageError, match="two arms are named pin"):
+        run_bench([arms[0], arms[0]], ["dense"], cache_dir=tmp_path)
+    with pytest.raises(UsageError, match="cannot trace mha"):
+        run_scorecard(arms, ["mha"], cache_dir=tmp_path)
     assert not (tmp_path / "bench").exists()
 
 

@@ -32,7 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from series.runs.bench.spec import Settings
+from series.runs.bench.spec import HARNESS, Settings
 
 HERE = Path(__file__).resolve().parent
 METHOD_CODE = (
@@ -43,7 +43,7 @@ METHOD_CODE = (
     HERE / "pool.py",
     HERE / "data.py",
     HERE / "explain.py",
-    HERE.parent.parent / "harness" / "series_tree_loader.py",
+    HARNESS / "series_tree_loader.py",
 )
 
 

@@ -139,10 +139,13 @@ def run_scorecard(
 ) -> ScorecardReport:
     started = time.monotonic()
     models = list(models or MODELS)
-    unknown = [m for m in models if m not in ("dense", "layer_call", *MODELS)]
+    traceable = (*MODELS, "dense", "layer_call")
+    unknown = [m for m in models if m not in traceable]
     if unknown:
         raise UsageError(
-            f"cannot trace {', '.join(unknown)}", why="scorecard traces models: lm_forward, cnn"
+            f"cannot trace {', '.join(unknown)}",
+            why=f"the scorecard traces {', '.join(traceable)}",
+            hint="pick from the list above",
         )
     check_arms(states, [])
     say = progress or (lambda _: None)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from series.errors import UsageError
 
+# The test harness's directory (not a package; holds series_tree_loader.py).
+HARNESS = Path(__file__).resolve().parent.parent.parent / "harness"
 VOCAB = 256  # the small LM's vocabulary
 PROMPT = 8  # tokens given to the greedy generator
 GENERATE = 32  # tokens it adds

@@ -36,9 +36,7 @@ from typing import IO, Any
 import numpy as np
 
 from series.runs.bench import workloads
-from series.runs.bench.spec import WORKLOADS
-
-HARNESS = Path(__file__).resolve().parent.parent.parent / "harness"
+from series.runs.bench.spec import HARNESS, WORKLOADS
 
 
 class Worker:
