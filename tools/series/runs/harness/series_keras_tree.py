@@ -31,14 +31,12 @@ anything imports it; for any other package it puts the tree first on
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from series_tree_loader import NotATreeError, imported_from, load
 
 TREE_ENV = "SERIES_TREE"
 PACKAGE_ENV = "SERIES_PACKAGE"
@@ -56,44 +54,10 @@ def _package() -> str:
 
 
 def _load(tree: Path, package: str) -> None:
-    if package in sys.modules:
-        # Something imported the package before this plugin (a .pth file,
-        # sitecustomize, another plugin): it may be the wrong copy, and the
-        # check below decides.
-        return
-    sys.path.insert(0, str(tree))
-    if package != "keras" or (tree / "keras" / "__init__.py").is_file():
-        # Any other package, or a git checkout of Keras whose own
-        # keras/__init__.py sets up api/: a plain import from the tree.
-        importlib.import_module(package)
-        return
-    api_init = tree / "keras" / "api" / "__init__.py"
-    if not api_init.is_file():
-        raise pytest.UsageError(f"series: {tree} does not look like a Keras tree")
-    # Mirror the sdist's install mapping: keras -> keras/api, keras.src ->
-    # keras/src. api/ first so keras.layers etc. resolve to the public API.
-    spec = importlib.util.spec_from_file_location(
-        "keras",
-        api_init,
-        submodule_search_locations=[str(tree / "keras" / "api"), str(tree / "keras")],
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["keras"] = module
     try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules["keras"]
-        raise
-
-
-def imported_from(package: str = "keras") -> Path:
-    """The directory the package's code was imported from (``keras.src`` for Keras)."""
-    name = "keras.src" if package == "keras" else package
-    module = importlib.import_module(name)
-    if getattr(module, "__file__", None):
-        return Path(module.__file__ or "").resolve().parent
-    return Path(next(iter(module.__path__))).resolve()
+        load(tree, package)
+    except NotATreeError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _check(tree: Path, package: str, where: Path) -> None:

@@ -1,0 +1,276 @@
+"""``series.runs.bench`` on real Keras trees: the pin and copies we break on purpose.
+
+The pin is the keras 3.15.1 sdist tree (materialised by ``series apply``, as
+a user would); the other arms are copies of it with one edit in
+``Dense.call``: a busy loop (slower, same results), ``+ 1`` (wrong results),
+an ``.item()`` (a graph break under torch.compile). Everything runs in quick
+mode, so the whole module takes seconds per test; these tests assert on
+verdicts that hold by a wide margin, never on timings.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import IDENT_ENV, git, replace_line
+from series.cli import main
+from series.errors import Exit, SeriesError, UsageError
+from series.runs.bench import (
+    Arm,
+    BenchReport,
+    Comparison,
+    Pair,
+    render_profile,
+    render_scorecard,
+    render_table,
+    report_json,
+    run_bench,
+    run_profile,
+    run_scorecard,
+    scorecard_json,
+    summary_lines,
+    write_chart,
+)
+
+pytestmark = pytest.mark.keras
+ROOT = Path(__file__).resolve().parent.parent
+DENSE = "keras/src/layers/core/dense.py"
+MATMUL = "        x = ops.matmul(inputs, self.kernel)\n"
+# 40 us of busy work per Dense call (about half a call at the pin): same outputs.
+SLOW = (
+    MATMUL,
+    "        _end = __import__('time').perf_counter() + 4e-5\n"
+    "        while __import__('time').perf_counter() < _end:\n"
+    "            pass\n" + MATMUL,
+)
+WRONG = (
+    "        return x\n\n    def compute_output_shape",
+    "        return x + 1\n\n    def compute_output_shape",
+)
+BREAK = (MATMUL, "        _ = inputs.sum().item()\n" + MATMUL)
+
+
+@pytest.fixture(scope="module")
+def pin(tmp_path_factory: pytest.TempPathFactory, keras_cache: Path) -> Iterator[Path]:
+    """The pinned upstream tree, from `series apply` on a copy of this project."""
+    root = tmp_path_factory.mktemp("bench-project")
+    home = root / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = T\n\temail = t@series.invalid\n")
+    shutil.copy2(ROOT / "series.toml", root / "series.toml")
+    shutil.copytree(ROOT / "patches", root / "patches")
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in {
+            **IDENT_ENV,
+            "HOME": str(home),
+            "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "SERIES_CACHE_DIR": str(keras_cache),
+        }.items():
+            env.setenv(name, value)
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["-C", str(root), "apply", "--source", "sdist", "--to", "P1"], out=out, err=err)
+        assert code == 0, err.getvalue()
+        tree = root / "pin"
+        git(root / "work", "worktree", "add", "-q", "--detach", str(tree), "refs/series/base")
+        yield tree
+
+
+def variant(pin: Path, dest: Path, edit: tuple[str, str]) -> Path:
+    """A copy of the pin's package (tests left out) with one edit in dense.py."""
+    shutil.copytree(
+        pin / "keras", dest / "keras", ignore=shutil.ignore_patterns("__pycache__", "*_test.py")
+    )
+    replace_line(dest / DENSE, *edit)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def arms(pin: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Arm]:
+    base = tmp_path_factory.mktemp("arms")
+    return [
+        Arm("pin", pin),
+        Arm("slow", variant(pin, base / "slow", SLOW)),
+        Arm("wrong", variant(pin, base / "wrong", WRONG)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def bench_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("bench-cache")
+
+
+@pytest.fixture(scope="module")
+def report(arms: list[Arm], bench_cache: Path) -> BenchReport:
+    pairs = [Pair("pin", "slow"), Pair("pin", "wrong")]
+    return run_bench(arms, ["dense", "layer_call"], cache_dir=bench_cache, pairs=pairs, quick=True)
+
+
+def find(report: BenchReport, candidate: str, workload: str) -> Comparison:
+    (match,) = [
+        c for c in report.comparisons if c.pair.candidate == candidate and c.workload == workload
+    ]
+    return match
+
+
+def test_every_arm_imported_its_own_tree(report: BenchReport) -> None:
+    for arm in report.arms:
+        assert Path(arm.where) == arm.arm.tree.resolve() / "keras" / "src"
+    assert len({a.tree_id for a in report.arms}) == 3
+
+
+def test_a_slowed_dense_is_a_slowdown_beyond_noise(report: BenchReport) -> None:
+    slow = find(report, "slow", "dense")
+    assert slow.cpu.verdict == "slower"
+    assert slow.cpu.high < 1.0
+    assert slow.cpu.paired
+    assert slow.equivalence.ok and slow.equivalence.bit_identical
+
+
+def test_a_wrong_dense_fails_equivalence(report: BenchReport) -> None:
+    wrong = find(report, "wrong", "dense")
+    assert not wrong.equivalence.ok
+    assert wrong.equivalence.max_abs_diff == pytest.approx(1.0)
+    assert report.failures == [wrong]
+    assert report.exit_code == Exit.FAILED
+    assert find(report, "wrong", "layer_call").equivalence.bit_identical
+
+
+def test_controls_come_out_as_noise(report: BenchReport) -> None:
+    controls = [c for c in report.comparisons if c.control]
+    assert {c.workload for c in controls} == {"torch_linear"}
+    assert all(c.cpu.noise for c in controls), [c.cpu for c in controls]
+    assert report.disturbed == []
+    assert find(report, "slow", "layer_call").cpu.noise
+
+
+# Loaded with Keras, this slows torch's own nn.Linear: the control moves.
+DISTURB = """
+import time as _time
+
+import torch as _torch
+
+_forward = _torch.nn.Linear.forward
+
+
+def _slow_forward(self, x):
+    end = _time.perf_counter() + 2e-5
+    while _time.perf_counter() < end:
+        pass
+    return _forward(self, x)
+
+
+_torch.nn.Linear.forward = _slow_forward
+"""
+
+
+def test_a_moved_control_flags_the_run_as_disturbed(
+    arms: list[Arm], bench_cache: Path, tmp_path: Path
+) -> None:
+    disturbed = variant(arms[0].tree, tmp_path / "disturbed", (MATMUL, MATMUL))
+    with (disturbed / DENSE).open("a") as handle:
+        handle.write(DISTURB)
+    got = run_bench(
+        [arms[0], Arm("disturbed", disturbed)], ["layer_call"], cache_dir=bench_cache, quick=True
+    )
+    (control,) = got.disturbed
+    assert control.workload == "torch_linear" and control.cpu.verdict == "slower"
+    assert not got.failures and got.exit_code == Exit.OK
+    assert any(line.startswith("DISTURBED: control torch_linear") for line in summary_lines(got))
+
+
+def test_table_json_and_chart_are_written(report: BenchReport, tmp_path: Path) -> None:
+    data = json.loads(json.dumps(report_json(report)))
+    assert data["format"] == 1 and data["failed"] and not data["disturbed"]
+    rows = {(c["candidate"], c["workload"]): c for c in data["comparisons"]}
+    assert rows[("slow", "dense")]["cpu"]["verdict"] == "slower"
+    assert rows[("wrong", "dense")]["equivalence"]["ok"] is False
+    assert len(data["load_average"]["before"]) == 3
+    chart = write_chart(report, tmp_path / "out" / "bench.png")
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert render_table(report).row_count == len(report.comparisons)
+    lines = summary_lines(report)
+    assert lines[0].startswith("load average ")
+    assert [line for line in lines if line.startswith("FAILED")] == [
+        "FAILED: wrong vs pin on dense: max abs diff 1"
+    ]
+
+
+def test_the_cache_remeasures_only_changed_trees(
+    report: BenchReport, arms: list[Arm], bench_cache: Path, tmp_path: Path
+) -> None:
+    changed = variant(arms[0].tree, tmp_path / "changed", SLOW)
+    replace_line(changed / DENSE, "4e-5", "5e-5")
+    moved = tmp_path / "pin-copy"  # same content elsewhere: the same tree
+    shutil.copytree(arms[0].tree / "keras", moved / "keras")
+    again = run_bench(
+        [arms[0], Arm("moved", moved), arms[1], Arm("changed", changed)],
+        ["dense", "layer_call"],
+        cache_dir=bench_cache,
+        quick=True,
+    )
+    measured = {a.arm.name: a.measured for a in again.arms}
+    assert measured == {
+        "pin": [],
+        "moved": [],
+        "slow": [],
+        "changed": ["dense", "layer_call", "torch_linear"],
+    }
+    assert find(again, "slow", "dense").cpu == find(report, "slow", "dense").cpu
+    changed_dense = find(again, "changed", "dense")
+    assert not changed_dense.cpu.paired  # timed in another run than the pin
+    assert changed_dense.cpu.verdict == "slower"
+
+
+def test_a_directory_that_is_not_a_keras_tree_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "empty" / "keras").mkdir(parents=True)
+    with pytest.raises(SeriesError) as info:
+        run_bench([Arm("empty", tmp_path / "empty")], ["dense"], cache_dir=tmp_path, quick=True)
+    assert "does not look like a Keras tree" in info.value.message
+
+
+def test_bad_input_is_refused_before_anything_runs(arms: list[Arm], tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="unknown workload"):
+        run_bench(arms, ["desne"], cache_dir=tmp_path)
+    with pytest.raises(UsageError, match="names arm 'stack'"):
+        run_bench(arms, ["dense"], cache_dir=tmp_path, pairs=[Pair("pin", "stack")])
+    with pytest.raises(UsageError, match="no tree at"):
+        run_bench([Arm("gone", tmp_path / "gone")], ["dense"], cache_dir=tmp_path)
+    with pytest.raises(UsageError, match="two arms are named pin"):
+        run_bench([arms[0], arms[0]], ["dense"], cache_dir=tmp_path)
+    with pytest.raises(UsageError, match="cannot trace mha"):
+        run_scorecard(arms, ["mha"], cache_dir=tmp_path)
+    assert not (tmp_path / "bench").exists()
+
+
+def test_profile_shows_where_a_dense_call_goes(arms: list[Arm], bench_cache: Path) -> None:
+    profile = run_profile(arms[0], "dense", cache_dir=bench_cache, calls=50, top=15)
+    where = [f.where for f in profile.frames]
+    assert any(w.startswith("keras/src/layers/layer.py:") for w in where)
+    assert any(w.startswith(f"{DENSE}:") for w in where)
+    assert profile.frames[0].cumulative_us >= profile.frames[-1].cumulative_us
+    assert render_profile(profile).row_count == len(profile.frames)
+
+
+def test_scorecard_flags_a_state_that_adds_a_graph_break(
+    arms: list[Arm], bench_cache: Path, tmp_path: Path
+) -> None:
+    broken = variant(arms[0].tree, tmp_path / "break", BREAK)
+    states = [arms[0], Arm("print", broken)]
+    card = run_scorecard(states, ["dense"], cache_dir=bench_cache)
+    pin, printed = card.results
+    assert (pin.trace.graphs, pin.trace.breaks, pin.flagged) == (1, 0, [])
+    assert printed.trace.breaks >= 1 and printed.delta_breaks == printed.trace.breaks
+    assert printed.flagged and card.exit_code == Exit.FAILED
+    assert any(where.startswith(f"{DENSE}:call") for _, where in printed.new_reasons)
+    assert scorecard_json(card)["results"][1]["flagged"]
+    assert render_scorecard(card).row_count == 2
+    again = run_scorecard(states, ["dense"], cache_dir=bench_cache)
+    assert [r.cached for r in again.results] == [True, True]
+    assert again.results[1].trace == printed.trace

@@ -1,0 +1,106 @@
+"""The bench's arithmetic, on numbers we know the answer for (no Keras needed).
+
+Ratios and their intervals, the equivalence check on saved outputs, the
+workload catalogue's additions, and the tree id the cache is keyed by.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from series.errors import UsageError
+from series.runs.bench.cache import tree_id
+from series.runs.bench.equivalence import compare
+from series.runs.bench.spec import check_workloads
+from series.runs.bench.stats import ratio
+
+ROUNDS = [100.0, 104.0, 98.0, 101.0, 99.0, 103.0, 97.0, 102.0, 100.0, 101.0]
+
+
+def test_same_timings_are_noise() -> None:
+    r = ratio(ROUNDS, ROUNDS, paired=True, resamples=1000, seed=0)
+    assert (r.median, r.low, r.high) == (1.0, 1.0, 1.0)
+    assert r.noise and r.verdict == "noise"
+
+
+def test_a_candidate_twice_as_fast_is_faster_beyond_noise() -> None:
+    r = ratio(ROUNDS, [v / 2 for v in ROUNDS], paired=True, resamples=1000, seed=0)
+    assert r.median == pytest.approx(2.0)
+    assert r.verdict == "faster" and r.low > 1.0
+    slower = ratio(ROUNDS, [v * 1.5 for v in ROUNDS], paired=True, resamples=1000, seed=0)
+    assert slower.verdict == "slower" and slower.high < 1.0
+
+
+def test_spread_within_noise_is_noise_and_the_interval_is_seeded() -> None:
+    shuffled = ROUNDS[3:] + ROUNDS[:3]
+    r = ratio(ROUNDS, shuffled, paired=True, resamples=2000, seed=1)
+    assert r.noise and r.q25 < 1.0 < r.q75
+    assert ratio(ROUNDS, shuffled, paired=True, resamples=2000, seed=1) == r
+
+
+def test_unpaired_samples_use_the_ratio_of_medians() -> None:
+    r = ratio(ROUNDS, [50.0, 51.0, 49.0], paired=True, resamples=1000, seed=0)
+    assert not r.paired  # different lengths cannot be paired
+    assert r.median == pytest.approx(float(np.median(ROUNDS)) / 50.0)
+    assert r.verdict == "faster"
+
+
+def test_a_wider_level_gives_a_wider_interval() -> None:
+    noisy = [v * f for v, f in zip(ROUNDS, [1.0, 0.9, 1.1, 1.05, 0.95] * 2, strict=True)]
+    narrow = ratio(ROUNDS, noisy, paired=True, resamples=5000, seed=0)
+    wide = ratio(ROUNDS, noisy, paired=True, resamples=5000, seed=0, level=0.999)
+    assert wide.low <= narrow.low and wide.high >= narrow.high
+
+
+def _save(path: Path, **arrays: np.ndarray) -> Path:
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+    return path
+
+
+def test_equivalence_bit_identical_close_and_different(tmp_path: Path) -> None:
+    y = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
+    base = _save(tmp_path / "base.npz", y=y)
+    same = compare(base, _save(tmp_path / "same.npz", y=y.copy()), exact=False)
+    assert same.ok and same.bit_identical and same.max_abs_diff == 0.0
+    close = compare(base, _save(tmp_path / "close.npz", y=y + np.float32(1e-7)), exact=False)
+    assert close.ok and not close.bit_identical and 0 < (close.max_abs_diff or 0) < 1e-6
+    wrong = compare(base, _save(tmp_path / "wrong.npz", y=y + 1), exact=False)
+    assert not wrong.ok and wrong.max_abs_diff == pytest.approx(1.0)
+    shape = compare(base, _save(tmp_path / "shape.npz", y=y[:4]), exact=False)
+    assert not shape.ok and "shape" in shape.detail
+
+
+def test_token_ids_and_strings_must_be_identical(tmp_path: Path) -> None:
+    ids = np.arange(40, dtype=np.int32).reshape(1, 40)
+    base = _save(tmp_path / "ids.npz", y=ids)
+    other = ids.copy()
+    other[0, -1] += 1
+    assert not compare(base, _save(tmp_path / "other.npz", y=other), exact=True).ok
+    assert compare(base, _save(tmp_path / "again.npz", y=ids.copy()), exact=True).bit_identical
+    text = _save(tmp_path / "text.npz", y=np.asarray("float32"))
+    assert compare(text, _save(tmp_path / "t2.npz", y=np.asarray("float32")), exact=False).ok
+    assert not compare(text, _save(tmp_path / "t3.npz", y=np.asarray("float64")), exact=False).ok
+
+
+def test_workloads_bring_their_floor_and_a_control() -> None:
+    assert check_workloads(["dense"]) == ["dense", "torch_linear"]
+    assert check_workloads(["layer_call"]) == ["layer_call", "torch_linear"]
+    assert check_workloads(["cnn", "mha"]) == ["mha", "cnn", "torch_mha", "torch_cnn"]
+    assert len(check_workloads([])) == 11
+    with pytest.raises(UsageError, match="unknown workload desne"):
+        check_workloads(["desne"])
+
+
+def test_tree_id_follows_code_not_tests_or_place(tmp_path: Path) -> None:
+    def tree(root: Path, code: str, test: str) -> Path:
+        (root / "keras" / "src").mkdir(parents=True)
+        (root / "keras" / "src" / "layer.py").write_text(code)
+        (root / "keras" / "src" / "layer_test.py").write_text(test)
+        return root
+
+    first = tree_id(tree(tmp_path / "a", "x = 1\n", "t = 1\n"), "keras")
+    assert tree_id(tree(tmp_path / "b", "x = 1\n", "t = 2\n"), "keras") == first
+    assert tree_id(tree(tmp_path / "c", "x = 2\n", "t = 1\n"), "keras") != first

@@ -1,0 +1,161 @@
+"""Measure arms side by side: warm-up, calibration, interleaved rounds.
+
+Given the arms that need measuring and, for each, the workloads it lacks,
+this starts one worker per arm, gives every worker the same inputs and
+weights, collects the outputs (for the equivalence check) and times the
+workloads in rounds. Within a round every arm runs every workload it needs,
+one workload at a time across all arms, in an arm order drawn per round
+from a seeded generator, so slow drifts of the machine hit every arm alike
+and the rounds of two arms can be paired.
+
+Calls per sample are calibrated once per workload on the first arm, so that
+a sample lasts about ``Settings.sample_ms``; every arm then uses the same
+count (a slower arm just takes longer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from series.runs.bench import data
+from series.runs.bench.cache import method_digest
+from series.runs.bench.pool import Handle, workers
+from series.runs.bench.spec import Arm, Settings
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Measured:
+    cpu: list[float] = field(default_factory=list)  # ns per call, one per round
+    wall: list[float] = field(default_factory=list)
+    calls: int = 0
+
+
+@dataclass
+class Session:
+    id: str
+    where: dict[str, str]  # arm -> directory its package was imported from
+    results: dict[tuple[str, str], Measured]  # (arm, workload) -> samples
+
+
+def data_file(data_dir: Path, workload: str, first: Handle) -> Path:
+    """The workload's inputs and weights, made once (weights need the variable shapes)."""
+    arrays = data.inputs(workload)
+    probe = data.write(data_dir / f"{workload}-inputs-{method_digest()}.npz", arrays)
+    shapes = [
+        tuple(s)
+        for s in first.request(
+            "shapes", f"building {workload}", workload=workload, data=str(probe)
+        )["shapes"]
+    ]
+    blob = json.dumps([workload, shapes, method_digest()]).encode()
+    path = data_dir / f"{workload}-{hashlib.sha256(blob).hexdigest()[:16]}.npz"
+    if not path.exists():
+        data.write(path, {**arrays, **data.weights(workload, shapes)})
+    return path
+
+
+def build_all(
+    handles: list[Handle],
+    todo: dict[str, list[str]],
+    workloads: list[str],
+    data_dir: Path,
+    outputs: Callable[[str, str], Path],
+) -> None:
+    for workload in workloads:
+        needing = [h for h in handles if workload in todo[h.arm.name]]
+        if not needing:
+            continue
+        path = data_file(data_dir, workload, needing[0])
+        for handle in needing:
+            out = outputs(handle.arm.name, workload)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            handle.send("build", workload=workload, data=str(path), out=str(out))
+        for handle in needing:
+            handle.receive(f"building {workload} with the shared weights")
+
+
+def calibrate(handle: Handle, workload: str, settings: Settings) -> int:
+    """Calls per sample so that a sample lasts about ``sample_ms`` of CPU time.
+
+    CPU time, not wall time: on a loaded machine the wall clock of one call
+    includes other processes' turns, and a sample of one call measures
+    mostly cold caches. The smallest of three estimates wins (more calls).
+    """
+    target = settings.sample_ms * 1e6
+    calls, estimates = 1, list[float]()
+    while len(estimates) < 3:
+        per_call: float = handle.request(
+            "time", f"timing {workload}", workload=workload, calls=calls
+        )["cpu"]
+        per_call = max(per_call, 1.0)
+        if per_call * calls >= target / 4 or calls >= settings.max_calls:
+            estimates.append(per_call)
+        else:
+            calls = min(calls * 4, settings.max_calls)
+    return max(1, min(settings.max_calls, math.ceil(target / min(estimates))))
+
+
+def _round(
+    handles: list[Handle],
+    todo: dict[str, list[str]],
+    workloads: list[str],
+    calls: dict[str, int],
+    order: list[int],
+    session: Session | None,
+) -> None:
+    for workload in workloads:
+        for index in order:
+            handle = handles[index]
+            if workload not in todo[handle.arm.name]:
+                continue
+            sample = handle.request(
+                "time", f"timing {workload}", workload=workload, calls=calls[workload]
+            )
+            if session is not None:
+                measured = session.results[(handle.arm.name, workload)]
+                measured.cpu.append(sample["cpu"])
+                measured.wall.append(sample["wall"])
+
+
+def measure(
+    arms: list[Arm],
+    todo: dict[str, list[str]],
+    workloads: list[str],
+    settings: Settings,
+    work_dir: Path,
+    outputs: Callable[[str, str], Path],
+    progress: Progress,
+) -> Session:
+    """Time ``todo[arm]`` for every arm; outputs go where ``outputs(arm, workload)`` says."""
+    session = Session(uuid.uuid4().hex[:12], {}, {})
+    progress(f"starting {len(arms)} workers")
+    with workers(arms, work_dir / "logs", work_dir / "keras-home", settings.device) as handles:
+        session.where = {h.arm.name: h.hello["where"] for h in handles}
+        progress(f"building {len(workloads)} workloads with shared weights")
+        build_all(handles, todo, workloads, work_dir / "data", outputs)
+        calls: dict[str, int] = {}
+        for workload in workloads:
+            first = next(h for h in handles if workload in todo[h.arm.name])
+            calls[workload] = calibrate(first, workload, settings)
+            for handle in handles:
+                if workload in todo[handle.arm.name]:
+                    session.results[(handle.arm.name, workload)] = Measured(calls=calls[workload])
+        rng = np.random.Generator(np.random.PCG64(settings.seed))
+        total = settings.warmup_rounds + settings.rounds
+        for number in range(total):
+            warm = number < settings.warmup_rounds
+            order = [int(i) for i in rng.permutation(len(handles))]
+            _round(handles, todo, workloads, calls, order, None if warm else session)
+            label = "warm-up" if warm else f"round {number - settings.warmup_rounds + 1}"
+            progress(f"{label} of {settings.rounds} done")
+    return session

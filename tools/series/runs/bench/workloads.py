@@ -1,0 +1,232 @@
+"""Build the workloads inside a worker, from the Keras of the worker's tree.
+
+Runs only in a worker process (``worker.py``), after the tree's Keras was
+imported: ``keras`` and ``torch`` are passed in, never imported here, so this
+module cannot pick up an installed Keras by accident. Each builder returns a
+``Built``: the call to time (no arguments, everything bound), a function
+that gives the outputs to compare across arms, and the variables that take
+the parent's weights. Keras objects are untyped, hence ``Any``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from series.runs.bench.spec import GENERATE, VOCAB
+
+D_MODEL = 128
+HEADS = 4
+MAX_LEN = 64
+
+
+@dataclass
+class Built:
+    call: Callable[[], Any]
+    outputs: Callable[[], dict[str, np.ndarray]]
+    variables: list[Any] = field(default_factory=list)  # weights, in a fixed order
+    model: Any = None  # what scorecard traces (called with ``args``)
+    args: tuple[Any, ...] = ()
+
+
+def _np(value: Any) -> np.ndarray:
+    if hasattr(value, "detach"):
+        return np.asarray(value.detach().cpu().numpy())
+    return np.asarray(value)
+
+
+def _keras_out(keras: Any, call: Callable[[], Any]) -> Callable[[], dict[str, np.ndarray]]:
+    return lambda: {"y": np.asarray(keras.ops.convert_to_numpy(call()))}
+
+
+def _dense(keras: Any, torch: Any, x: Any) -> Built:
+    layer = keras.layers.Dense(64)
+    layer(x)
+    call = lambda: layer(x)  # noqa: E731
+    return Built(call, _keras_out(keras, call), list(layer.weights), layer, (x,))
+
+
+def _layer_call(keras: Any, torch: Any, x: Any) -> Built:
+    class Identity(keras.layers.Layer):  # type: ignore[misc]
+        def call(self, inputs: Any) -> Any:
+            return inputs
+
+    layer = Identity()
+    layer(x)
+    call = lambda: layer(x)  # noqa: E731
+    return Built(call, _keras_out(keras, call), [], layer, (x,))
+
+
+def _mha(keras: Any, torch: Any, x: Any) -> Built:
+    layer = keras.layers.MultiHeadAttention(num_heads=HEADS, key_dim=16)
+    layer(x, x, use_causal_mask=True)
+    call = lambda: layer(x, x, use_causal_mask=True)  # noqa: E731
+    return Built(call, _keras_out(keras, call), list(layer.weights))
+
+
+def _standardize_dtype(keras: Any, torch: Any) -> Built:
+    fn = keras.src.backend.standardize_dtype
+
+    def call() -> Any:
+        return fn("float32")
+
+    return Built(call, lambda: {"y": np.asarray(str(call()))})
+
+
+def _convert_to_tensor(keras: Any, torch: Any, x: Any) -> Built:
+    fn = keras.ops.convert_to_tensor
+    call = lambda: fn(x)  # noqa: E731
+    return Built(call, _keras_out(keras, call))
+
+
+def _lm(keras: Any) -> Any:
+    layers, ops = keras.layers, keras.ops
+
+    class Block(layers.Layer):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1 = layers.LayerNormalization()
+            self.att = layers.MultiHeadAttention(num_heads=HEADS, key_dim=D_MODEL // HEADS)
+            self.ln2 = layers.LayerNormalization()
+            self.ff1 = layers.Dense(4 * D_MODEL, activation="gelu")
+            self.ff2 = layers.Dense(D_MODEL)
+
+        def call(self, x: Any) -> Any:
+            h = self.ln1(x)
+            x = x + self.att(h, h, use_causal_mask=True)
+            return x + self.ff2(self.ff1(self.ln2(x)))
+
+    class LM(keras.Model):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok = layers.Embedding(VOCAB, D_MODEL)
+            self.pos = layers.Embedding(MAX_LEN, D_MODEL)
+            self.blocks = [Block(), Block()]
+            self.ln = layers.LayerNormalization()
+            self.head = layers.Dense(VOCAB)
+
+        def call(self, ids: Any) -> Any:
+            positions = ops.expand_dims(ops.arange(ops.shape(ids)[1]), 0)
+            x = self.tok(ids) + self.pos(positions)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.ln(x))
+
+    return LM()
+
+
+def _lm_forward(keras: Any, torch: Any, ids: Any) -> Built:
+    model = _lm(keras)
+    model(ids)
+    call = lambda: model(ids)  # noqa: E731
+    return Built(call, _keras_out(keras, call), list(model.weights), model, (ids,))
+
+
+def _lm_generate(keras: Any, torch: Any, ids: Any) -> Built:
+    model = _lm(keras)
+    model(ids)
+    ops = keras.ops
+
+    def generate() -> Any:
+        out = ids
+        for _ in range(GENERATE):
+            logits = model(out)
+            token = ops.cast(ops.argmax(logits[:, -1, :], axis=-1), "int32")
+            out = ops.concatenate([out, ops.expand_dims(token, 1)], axis=1)
+        return out
+
+    return Built(generate, _keras_out(keras, generate), list(model.weights))
+
+
+def _cnn(keras: Any, torch: Any, x: Any) -> Built:
+    layers = keras.layers
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            layers.Conv2D(16, 3, padding="same", activation="relu"),
+            layers.MaxPooling2D(2),
+            layers.Conv2D(32, 3, padding="same", activation="relu"),
+            layers.MaxPooling2D(2),
+            layers.GlobalAveragePooling2D(),
+            layers.Dense(10),
+        ]
+    )
+    model(x)
+    call = lambda: model(x)  # noqa: E731
+    return Built(call, _keras_out(keras, call), list(model.weights), model, (x,))
+
+
+def _torch_out(call: Callable[[], Any]) -> Callable[[], dict[str, np.ndarray]]:
+    return lambda: {"y": _np(call())}
+
+
+def _torch_linear(keras: Any, torch: Any, x: Any) -> Built:
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(32, 64)
+    call = lambda: layer(x)  # noqa: E731
+    return Built(call, _torch_out(call))
+
+
+def _torch_mha(keras: Any, torch: Any, x: Any) -> Built:
+    torch.manual_seed(0)
+    qkv, proj = torch.nn.Linear(64, 3 * 64), torch.nn.Linear(64, 64)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    batch, seq, _ = x.shape
+
+    def call() -> Any:
+        q, k, v = qkv(x).view(batch, seq, 3, HEADS, 16).permute(2, 0, 3, 1, 4)
+        out = sdpa(q, k, v, is_causal=True)
+        return proj(out.transpose(1, 2).reshape(batch, seq, 64))
+
+    return Built(call, _torch_out(call))
+
+
+def _torch_cnn(keras: Any, torch: Any, x: Any) -> Built:
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, 10),
+    )
+    nchw = x.permute(0, 3, 1, 2).contiguous()
+    call = lambda: model(nchw)  # noqa: E731
+    return Built(call, _torch_out(call))
+
+
+BUILDERS: dict[str, Callable[..., Built]] = {
+    "dense": _dense,
+    "layer_call": _layer_call,
+    "mha": _mha,
+    "standardize_dtype": _standardize_dtype,
+    "convert_to_tensor": _convert_to_tensor,
+    "lm_forward": _lm_forward,
+    "lm_generate": _lm_generate,
+    "cnn": _cnn,
+    "torch_linear": _torch_linear,
+    "torch_mha": _torch_mha,
+    "torch_cnn": _torch_cnn,
+}
+
+
+def build(name: str, keras: Any, torch: Any, inputs: dict[str, Any]) -> Built:
+    return BUILDERS[name](keras, torch, *inputs.values())
+
+
+def set_weights(built: Built, arrays: list[np.ndarray]) -> None:
+    """Give the variables the parent's values; refuse when they do not fit."""
+    shapes = [tuple(v.shape) for v in built.variables]
+    given = [a.shape for a in arrays]
+    if shapes != given:
+        raise ValueError(f"the tree builds variables {shapes}, the weights file holds {given}")
+    for variable, array in zip(built.variables, arrays, strict=True):
+        variable.assign(array)
