@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from series import __version__
-from series.errors import Exit, InternalError, SeriesError
+from series import __version__, envelope
+from series.errors import Exit, InternalError, SeriesError, os_error
 from series.project import Series
 from series.ui import Ui
 
@@ -282,33 +282,67 @@ def main(
     out: IO[str] | None = None,
     err: IO[str] | None = None,
 ) -> int:
-    ui = Ui(out, err)
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help exits 0, bad usage 2
         return int(exc.code or 0)
+    as_json = bool(getattr(args, "json", False))
+    ui = Ui(out, err, keep_json=as_json)
     _logging(args.verbose or bool(os.environ.get("SERIES_DEBUG")))
     command = next(c for c in COMMANDS if c.name == args.command)
+    error: SeriesError | None = None
     try:
-        series = Series.load(args.root)
-        return int(command.run(series, ui, args))
-    except InternalError as exc:
-        ui.err.file.write(exc.render() + "\n")
-        if args.verbose or os.environ.get("SERIES_DEBUG"):
+        try:
+            series = Series.load(args.root, missing_ok=command.name == "export")
+            code = int(command.run(series, ui, args))
+        except SeriesError as exc:
+            error, code = exc, _report(ui, exc, args.verbose)
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise
+            error = os_error(exc)
+            code = _report(ui, error, args.verbose)
+        except KeyboardInterrupt:
+            error = SeriesError("interrupted", exit_code=Exit.INTERRUPTED)
+            ui.err.file.write("series: interrupted\n")
+            code = int(Exit.INTERRUPTED)
+        except Exception:
+            ui.err.file.write(
+                "series: internal error (a bug in series; please report it with this output)\n"
+                + traceback.format_exc()
+            )
+            error = InternalError("internal error (a bug in series)", why=traceback.format_exc())
+            code = int(Exit.INTERNAL)
+        if as_json:
+            envelope.emit(ui, command.name, code, error)
+        ui.out.file.flush()
+    except BrokenPipeError:
+        return _broken_pipe(ui)
+    return code
+
+
+def _report(ui: Ui, exc: SeriesError, verbose: bool) -> int:
+    ui.err.file.write(exc.render() + "\n")
+    if isinstance(exc, InternalError):
+        if verbose or os.environ.get("SERIES_DEBUG"):
             ui.err.file.write(traceback.format_exc())
         return int(Exit.INTERNAL)
-    except SeriesError as exc:
-        ui.err.file.write(exc.render() + "\n")
-        return int(exc.exit_code)
-    except KeyboardInterrupt:
-        ui.err.file.write("series: interrupted\n")
-        return 130
-    except Exception:
-        ui.err.file.write(
-            "series: internal error (a bug in series; please report it with this output)\n"
-            + traceback.format_exc()
-        )
-        return int(Exit.INTERNAL)
+    return int(exc.exit_code)
+
+
+def _broken_pipe(ui: Ui) -> int:
+    """The reader of stdout went away (``| head``): end quietly, as git does.
+
+    git dies of SIGPIPE, which a shell reports as 128 + 13; stdout is
+    pointed at /dev/null so that flushing it at exit cannot complain again.
+    """
+    if ui.out.file is sys.stdout:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+    return int(Exit.BROKEN_PIPE)
 
 
 def _logging(verbose: bool) -> None:
