@@ -66,6 +66,7 @@ def _add_apply(p: argparse.ArgumentParser) -> None:
         help="go on over uncommitted changes or unexported commits, "
         "after stashing them / keeping a backup ref",
     )
+    _json(p)
 
 
 def _run_apply(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
@@ -79,13 +80,25 @@ def _run_apply(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
         source=a.source,
         upstream_url=a.upstream,
         force=a.force,
+        as_json=a.json,
     )
 
 
 def _run_export(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import export
 
-    return export.run(series, ui, directory=a.dir)
+    return export.run(series, ui, directory=a.dir, as_json=a.json)
+
+
+def _add_export(p: argparse.ArgumentParser) -> None:
+    _dir(p)
+    _json(p)
+
+
+def _json(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON envelope for machines (docs/json.md)"
+    )
 
 
 def _add_list(p: argparse.ArgumentParser) -> None:
@@ -222,7 +235,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "export",
         "write the checkout's commits back to patches/ and series.toml",
-        _dir,
+        _add_export,
         _run_export,
     ),
     Command(
