@@ -102,7 +102,7 @@ def _json(p: argparse.ArgumentParser) -> None:
 
 
 def _add_list(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    _json(p)
 
 
 def _run_list(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
@@ -114,13 +114,18 @@ def _run_list(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
 def _add_show(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", help="the patch id, e.g. P1")
     p.add_argument("--diff", action="store_true", help="include the diff")
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    p.add_argument(
+        "--no-pager",
+        action="store_true",
+        help="do not page --diff on a terminal (default: $GIT_PAGER, $PAGER or less)",
+    )
+    _json(p)
 
 
 def _run_show(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import show
 
-    return show.run(series, ui, patch_id=a.id, diff=a.diff, as_json=a.json)
+    return show.run(series, ui, patch_id=a.id, diff=a.diff, as_json=a.json, pager=not a.no_pager)
 
 
 CHECK_CONFLICTS_EPILOG = (
@@ -158,7 +163,7 @@ def _add_check_conflicts(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="how merge bases are given to git merge-tree (default: auto, probed)",
     )
-    p.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    _json(p)
 
 
 def _run_check_conflicts(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
@@ -192,7 +197,7 @@ def _add_test(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="test runs at the same time (default: the cores available)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    _json(p)
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML for CI")
     p.add_argument(
         "--no-cache", action="store_true", help="run everything again, ignoring cached results"
@@ -216,7 +221,7 @@ def _run_test(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
 
 def _add_lint(p: argparse.ArgumentParser) -> None:
     p.add_argument("ids", nargs="*", metavar="ID", help="the patches to lint (default: all)")
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    _json(p)
 
 
 def _run_lint(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:

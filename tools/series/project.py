@@ -80,7 +80,12 @@ class Series:
         key = (source, override)
         if key not in self._pins:
             base = upstream.resolve(
-                self.manifest.upstream, self.cache_dir, source=source, override=override, why=why
+                self.manifest.upstream,
+                self.cache_dir,
+                source=source,
+                override=override,
+                why=why,
+                say=ui.status,
             )
             ui.status(f"upstream: {base.label} [{base.source}: {base.reason}]")
             self._pins[key] = base

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from series.conflicts import alone
 from series.conflicts.analysis import analyse
 from series.conflicts.merger import Merger
 from series.conflicts.pinstack import build_stack
@@ -64,4 +65,6 @@ def check(
         "seconds": round(seconds, 3),
     }
     ui.status(f"{merger.merges} merges in {merger.batches} batches, {seconds:.2f} s")
-    return report(series, base, stacked, analysis, target, onto, stats, matrix=matrix)
+    data = report(series, base, stacked, analysis, target, onto, stats, matrix=matrix)
+    alone.remember(series, base.commit, data["matrix"])
+    return data

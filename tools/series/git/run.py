@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -74,9 +75,14 @@ def execute(
     env: Mapping[str, str] | None = None,
     stdin: Path | None = None,
     raw: bool = False,
+    timeout: float | None = None,
 ) -> tuple[int, str | bytes, str]:
-    """Run ``git argv`` in ``cwd``: (status, stdout, stderr); never raises on status."""
+    """Run ``git argv`` in ``cwd``: (status, stdout, stderr); never raises on status.
+
+    ``timeout``: kill git after that many seconds (network operations).
+    """
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
+    _fault_point()
     cmd = _Cmd(str(cwd))
     stream = stdin.open("rb") if stdin is not None else None
     try:
@@ -88,6 +94,7 @@ def execute(
             env=dict(env or {}),
             stdout_as_string=not raw,
             strip_newline_in_stdout=False,
+            kill_after_timeout=timeout,
         )
     finally:
         if stream is not None:
@@ -97,6 +104,25 @@ def execute(
         out or b"" if raw else out or "",
         err if isinstance(err, str) else err.decode(),
     )
+
+
+_calls = 0
+
+
+def _fault_point() -> None:
+    """Fault injection for tests: SERIES_FAULT_KILL_AT=N SIGKILLs us before the Nth git call.
+
+    Deterministic (the Nth call of this process), so a test can kill a
+    command at every step in turn and check that nothing is lost
+    (tests/test_faults.py, docs/hardening.md).
+    """
+    global _calls
+    at = os.environ.get("SERIES_FAULT_KILL_AT")
+    if not at:
+        return
+    _calls += 1
+    if str(_calls) == at:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def run(
