@@ -319,6 +319,7 @@ def staging(checkout: Checkout) -> Checkout:
             shutil.rmtree(old, ignore_errors=True)
     new = path.parent / f"{prefix}{os.getpid()}"
     shutil.rmtree(new, ignore_errors=True)
+    new.mkdir()  # a read-only or full file system fails here, as a clear OSError
     return Checkout(new, checkout.branch)
 
 

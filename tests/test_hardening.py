@@ -1,0 +1,545 @@
+"""Hostile input and faults: every case ends in a clear error or the right result.
+
+Each test is one row of the matrix in docs/hardening.md. They run the real
+CLI on real repositories; where the case is about processes, pipes or
+signals, as a true subprocess.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import Project, git, make_project
+from series.errors import Exit
+
+TRACEBACK = "Traceback"
+
+
+def applied(project: Project) -> Project:
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    return project
+
+
+def canonical(project: Project) -> Project:
+    """Applied, and exported once: patch files in series' own canonical form."""
+    applied(project)
+    code, _, err = project.run("export")
+    assert code == 0, err
+    return project
+
+
+def edit_manifest(project: Project, old: str, new: str) -> None:
+    path = project.root / "series.toml"
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+
+
+def series_cli(
+    root: Path, *args: str, env: dict[str, str] | None = None, **kw: object
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every project file but the checkout and .series (what export may change)."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in ("work", ".series") or not path.is_file():
+            continue
+        out[str(rel)] = path.read_bytes()
+    return out
+
+
+def commit_change(work: Path, name: str, text: str, message: str) -> None:
+    (work / name).parent.mkdir(parents=True, exist_ok=True)
+    (work / name).write_text(text)
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", message)
+
+
+# -- data loss ------------------------------------------------------------------
+
+
+def test_manifest_file_outside_the_project_is_refused(tmp_path: Path) -> None:
+    project = applied(make_project(tmp_path))
+    victim = tmp_path / "victim.patch"
+    victim.write_text("precious\n")
+    edit_manifest(project, 'file = "patches/perf-P2.patch"', 'file = "../victim.patch"')
+    for command in ("export", "apply", "list"):
+        code, _, err = project.run(command)
+        assert code == Exit.BAD_INPUT, err
+        assert "patch[1].file" in err and "outside the project" in err
+    assert victim.read_text() == "precious\n"
+    assert not (project.root / ".series").exists()
+
+
+def test_manifest_absolute_file_is_refused(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    absolute = project.root / "patches/perf-P1.patch"
+    edit_manifest(project, 'file = "patches/perf-P1.patch"', f'file = "{absolute}"')
+    code, _, err = project.run("apply")
+    assert code == Exit.BAD_INPUT
+    assert "patch[0].file" in err and "absolute path" in err and TRACEBACK not in err
+
+
+def test_manifest_symlink_out_of_the_project_is_refused(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    outside = tmp_path / "elsewhere.patch"
+    patch = project.root / "patches/perf-P3.patch"
+    outside.write_bytes(patch.read_bytes())
+    patch.unlink()
+    patch.symlink_to(outside)
+    code, _, err = project.run("export")
+    assert code == Exit.BAD_INPUT and "patch[2].file" in err and "outside the project" in err
+
+
+def test_manifest_checkout_outside_the_project_is_refused(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    edit_manifest(project, 'checkout = "work"', 'checkout = "../work-elsewhere"')
+    code, _, err = project.run("apply")
+    assert code == Exit.BAD_INPUT and "series.checkout" in err
+    assert not (tmp_path / "work-elsewhere").exists()
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A small tmpfs (256 KiB), or a skip where mounting is not allowed."""
+    mnt = tmp_path / "tmpfs"
+    mnt.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {proc.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _project_on(mnt: Path, tmp_path: Path) -> Project:
+    built = make_project(tmp_path / "src")
+    root = mnt / "project"
+    subprocess.run(["cp", "-a", str(built.root), str(root)], check=True)
+    return Project(root, built.upstream, built.commit)
+
+
+def test_export_on_a_full_disk_writes_nothing_and_names_the_backup(
+    tmpfs: Path, tmp_path: Path
+) -> None:
+    project = _project_on(tmpfs, tmp_path)
+    work = tmp_path / "work"
+    code, _, err = project.run("apply", "--dir", str(work))
+    assert code == 0, err
+    commit_change(work, "pkg/core.py", (work / "pkg/core.py").read_text() + "#\n", "core: more")
+    big = "".join(f"LINE_{i} = {'x' * 60}\n" for i in range(5000))  # ~350 KB of patch
+    commit_change(work, "pkg/big.py", big, "big: a large new module")
+    before = snapshot(project.root)
+    code, _, err = project.run("export", "--dir", str(work))
+    assert code == Exit.FAILED, err
+    assert "export wrote nothing" in err and "No space left" in err
+    assert ".series/backups/export-" in err and TRACEBACK not in err
+    assert snapshot(project.root) == before  # no truncated patch, no stray temp file
+    assert not list((project.root / "patches").glob(".*.tmp"))
+
+
+def _remount_ro(mnt: Path) -> None:
+    subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+
+
+def test_read_only_project_export_and_apply_are_clear_errors(tmpfs: Path, tmp_path: Path) -> None:
+    project = _project_on(tmpfs, tmp_path)
+    work = tmp_path / "work"
+    code, _, err = project.run("apply", "--dir", str(work))
+    assert code == 0, err
+    commit_change(work, "pkg/core.py", (work / "pkg/core.py").read_text() + "#\n", "core: more")
+    _remount_ro(tmpfs)
+    before = snapshot(project.root)
+    code, _, err = project.run("export", "--dir", str(work))
+    assert code == Exit.FAILED and "Read-only file system" in err and TRACEBACK not in err
+    assert "export wrote nothing" in err
+    code, _, err = project.run("apply")  # the checkout would go inside the project
+    assert code == Exit.FAILED, err
+    assert "Read-only file system" in err and TRACEBACK not in err
+    assert snapshot(project.root) == before
+
+
+# -- tracebacks turned into clear errors ---------------------------------------
+
+
+@pytest.mark.parametrize("command", [("show", "P1", "--diff"), ("check-conflicts",)])
+def test_broken_pipe_ends_quietly_like_git(tmp_path: Path, command: tuple[str, ...]) -> None:
+    project = make_project(tmp_path)
+    argv = " ".join([sys.executable, "-m", "series", "-C", str(project.root), *command])
+    proc = subprocess.run(
+        ["bash", "-c", f"{argv} | head -c 1 >/dev/null; echo ${{PIPESTATUS[0]}} >&2"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    status = proc.stderr.strip().splitlines()[-1]
+    assert status in ("0", str(int(Exit.BROKEN_PIPE))), proc.stderr
+    assert "internal error" not in proc.stderr and TRACEBACK not in proc.stderr
+    assert "Broken pipe" not in proc.stderr and "BrokenPipeError" not in proc.stderr
+
+
+def test_sigint_while_importing_prints_no_traceback(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    for delay in (0.15, 0.3, 0.5):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "series", "-C", str(project.root), "list"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert TRACEBACK not in err and "KeyboardInterrupt" not in err, err
+        assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
+
+
+def test_checkout_that_is_a_regular_file_is_refused(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    project.work.write_text("not a directory\n")
+    code, _, err = project.run("apply")
+    assert code == Exit.REFUSED and "it is a file" in err and "--dir" in err
+    code, _, err = project.run("export")
+    assert code == Exit.FAILED and "not a series checkout" in err and TRACEBACK not in err
+    assert project.work.read_text() == "not a directory\n"
+
+
+@pytest.mark.parametrize(
+    "payload", [b"{not json", b"[1, 2]", b'{"format": 2, "applied": "P1", "source": "git"}']
+)
+def test_corrupt_checkout_state_is_a_clear_error(tmp_path: Path, payload: bytes) -> None:
+    project = applied(make_project(tmp_path))
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=project.work,
+        input=payload,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    git(project.work, "update-ref", "refs/series/state", blob.strip())
+    for command in ("apply", "export"):
+        code, _, err = project.run(command)
+        assert code == Exit.FAILED, err
+        assert "is damaged" in err and "hint:" in err and TRACEBACK not in err
+
+
+def test_corrupt_legacy_state_json_is_a_clear_error(tmp_path: Path) -> None:
+    project = applied(make_project(tmp_path))
+    git(project.work, "update-ref", "-d", "refs/series/state")
+    (project.work / ".git/series").mkdir(exist_ok=True)
+    (project.work / ".git/series/state.json").write_bytes(b"\xff\xfe garbage")
+    code, _, err = project.run("export")
+    assert code == Exit.FAILED and "is damaged" in err and TRACEBACK not in err
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ('state = "open"', 'state = "open"\npin_failures = 5', "patch[0].pin_failures"),
+        ("format = 1", "format = true", "format: must be 1"),
+        ('state = "open"', 'state = "open"\nstate_note = [1, 2]', "patch[0].state_note"),
+        ("pr = 1000", "pr = 99999999999999999", "patch[0].pr"),
+        ('state = "open"', 'state = "open"\nno_tests = 3', "patch[0].no_tests"),
+        ('version = "1.0"', 'version = "1.0"\nsha256 = 5', "upstream.sdist.sha256"),
+    ],
+)
+def test_wrong_manifest_types_are_refused(tmp_path: Path, old: str, new: str, key: str) -> None:
+    project = make_project(tmp_path)
+    edit_manifest(project, old, new)
+    code, _, err = project.run("list")
+    assert code == Exit.BAD_INPUT, err
+    assert key in err and TRACEBACK not in err
+
+
+def test_pr_beyond_toml_integers_is_a_manifest_error(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    edit_manifest(project, "pr = 1000", "pr = 99999999999999999999")
+    code, _, err = project.run("list")
+    assert code == Exit.BAD_INPUT and "series.toml" in err and TRACEBACK not in err
+
+
+def test_diff_path_escaping_the_tree_is_bad_input(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    patch = project.root / "patches/perf-P2.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"pkg/util.py", b"../escape.txt"))
+    for command in ("apply", "check-conflicts"):
+        code, _, err = project.run(command)
+        assert code == Exit.BAD_INPUT, err
+        assert "outside the repository" in err and "../escape.txt" in err
+        assert "am -3" not in err
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_deleted_patch_file_hint_works(tmp_path: Path) -> None:
+    project = applied(make_project(tmp_path))
+    patch = project.root / "patches/perf-P2.patch"
+    tip = git(project.work, "rev-parse", "series")
+    patch.unlink()
+    code, _, err = project.run("apply")
+    assert code == Exit.BAD_INPUT and "does not exist" in err and "series export" in err
+    code, _, err = project.run("export")  # the hint: the checkout still has it
+    assert code == 0, err
+    assert "wrote patches/perf-P2.patch" in err
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    assert git(project.work, "rev-parse", "series") == tip
+
+
+# -- poor messages made clear ----------------------------------------------------
+
+
+class _SilentServer:
+    """Accepts TCP connections and never answers: an upstream that hangs."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.held: list[object] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _auto_with_sdist(project: Project, url: str) -> None:
+    from test_upstream import PACKAGE, make_sdist, use_sdist_manifest
+
+    use_sdist_manifest(project.root, source="auto")
+    edit_manifest(project, f'repository = "{project.upstream}"', f'repository = "{url}"')
+    cache = project.root.parent / "home/.cache/keras-series/sdist"
+    make_sdist(cache / f"{PACKAGE}-1.0.tar.gz")  # as if downloaded before
+
+
+def test_upstream_that_never_answers_times_out_and_falls_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = _SilentServer()
+    project = make_project(tmp_path)
+    url = f"http://127.0.0.1:{server.port}/keras.git"
+    _auto_with_sdist(project, url)
+    monkeypatch.setenv("SERIES_NET_TIMEOUT", "1")
+    started = time.monotonic()
+    code, _, err = project.run("apply")
+    server.close()
+    assert code == 0, err
+    assert time.monotonic() - started < 45
+    assert f"from {url}; gives up after 1 s without data" in err  # said before it waits
+    assert "falling back to the sdist" in err and "Remembered for" in err
+
+
+def test_unreachable_upstream_is_remembered_and_retried_on_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path)
+    url = "http://127.0.0.1:9/keras.git"  # the discard port: refused at once
+    _auto_with_sdist(project, url)
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    assert "fetching v1.0" in err and "Remembered for 10 min" in err
+    code, _, err = project.run("check-conflicts", "--no-matrix")
+    assert code == 0, err
+    assert "fetching" not in err and "was unreachable" in err and "SERIES_RETRY_UPSTREAM=1" in err
+    monkeypatch.setenv("SERIES_RETRY_UPSTREAM", "1")
+    code, _, err = project.run("check-conflicts", "--no-matrix")
+    assert code == 0 and "fetching v1.0" in err
+
+
+def test_held_lock_waits_with_a_message_then_gives_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path)
+    lock = tmp_path / "home/.cache/keras-series/upstream.lock"
+    lock.parent.mkdir(parents=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    os.write(fd, b"4242\n")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    monkeypatch.setenv("SERIES_LOCK_TIMEOUT", "0.5")
+    try:
+        code, _, err = project.run("apply")
+    finally:
+        os.close(fd)
+    assert code == Exit.FAILED
+    assert "waiting for another series run (pid 4242)" in err and "giving up after 0.5 s" in err
+    assert "gave up waiting" in err and "SERIES_LOCK_TIMEOUT" in err
+    assert not project.work.exists()
+    code, _, err = project.run("apply")  # once the holder is gone, it goes on
+    assert code == 0, err
+
+
+def test_two_concurrent_applies_on_a_new_directory_both_succeed(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    code, _, err = project.run("check-conflicts", "--no-matrix")  # warm the cache
+    assert code == 0, err
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "series", "-C", str(project.root), "apply"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
+    for status, err in results:
+        assert status == 0, err
+        assert "not ours" not in err and "did not make" not in err
+    assert git(project.work, "status", "--porcelain") == ""
+    assert not list(project.root.glob(".work.series-new-*"))
+
+
+def test_export_rolls_back_when_the_ref_transaction_fails(tmp_path: Path) -> None:
+    project = canonical(make_project(tmp_path))
+    commit_change(project.work, "pkg/new.py", "X = 1\n", "new: a module")
+    before = snapshot(project.root)
+    hook = project.work / ".git/hooks/reference-transaction"
+    hook.write_text(
+        '#!/bin/sh\n[ "$1" = prepared ] && grep -q refs/series/state && exit 1\nexit 0\n'
+    )
+    hook.chmod(0o755)
+    code, _, err = project.run("export")
+    assert code == Exit.FAILED, err
+    assert "export put back the 2 file(s) it had written" in err
+    assert snapshot(project.root) == before  # the new patch file is gone again
+    hook.unlink()
+    code, _, err = project.run("export")
+    assert code == 0, err
+    assert (project.root / "patches/perf-P4-a-module.patch").is_file()
+
+
+def test_export_refuses_in_the_middle_of_a_rebase(tmp_path: Path) -> None:
+    project = applied(make_project(tmp_path))
+    env = {**os.environ, "GIT_SEQUENCE_EDITOR": "sed -i 1s/^pick/edit/"}
+    subprocess.run(
+        ["git", "rebase", "-q", "-i", "refs/series/base"],
+        cwd=project.work,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    before = snapshot(project.root)
+    code, _, err = project.run("export")
+    assert code == Exit.REFUSED
+    assert "a git rebase is in progress" in err and "rebase --continue" in err
+    assert snapshot(project.root) == before
+
+
+def test_export_says_what_it_ignores_on_another_branch(tmp_path: Path) -> None:
+    project = canonical(make_project(tmp_path))
+    git(project.work, "switch", "-q", "-c", "experiment")
+    commit_change(project.work, "pkg/exp.py", "E = 1\n", "exp: try something")
+    code, out, err = project.run("export")
+    assert code == 0, err
+    assert "HEAD in" in err and "refs/heads/experiment" in err
+    assert "1 commit(s) on HEAD are not exported" in err and "switch series" in err
+    assert "0 file(s) changed" in out
+
+
+def test_unsquashed_fixup_is_refused_and_the_offered_squash_works(tmp_path: Path) -> None:
+    project = applied(make_project(tmp_path))
+    p1 = git(project.work, "rev-parse", "series~2")
+    (project.work / "pkg/core.py").write_text(
+        (project.work / "pkg/core.py").read_text() + "# fixed\n"
+    )
+    git(project.work, "commit", "-qa", "--fixup", p1)
+    code, _, err = project.run("export")
+    assert code == Exit.REFUSED
+    assert "fixup commit(s) were never squashed" in err and "fixup! core: f1" in err
+    hint = next(line for line in err.splitlines() if "hint:" in line)
+    command = hint.split("squash them: ", 1)[1].split(", then", 1)[0]
+    subprocess.run(["bash", "-c", command], check=True, capture_output=True)
+    code, out, err = project.run("export")
+    assert code == 0, err
+    assert out.startswith("exported 3 patches")
+    assert "# fixed" in (project.root / "patches/perf-P1.patch").read_text()
+
+
+def test_wrong_checksum_of_a_downloaded_sdist_says_which_file_to_delete(tmp_path: Path) -> None:
+    from test_upstream import PACKAGE, make_sdist, use_sdist_manifest
+
+    project = make_project(tmp_path)
+    use_sdist_manifest(project.root)
+    edit_manifest(project, 'version = "1.0"', 'version = "1.0"\nsha256 = "' + "0" * 64 + '"')
+    archive = make_sdist(tmp_path / f"home/.cache/keras-series/sdist/{PACKAGE}-1.0.tar.gz")
+    code, _, err = project.run("apply")
+    assert code == Exit.FAILED
+    assert f"delete {archive}" in err and "download it afresh" in err
+
+
+# -- silent wrong results ----------------------------------------------------------
+
+
+def test_a_patch_without_subset_fails_series_test_unless_the_manifest_says_why(
+    tmp_path: Path,
+) -> None:
+    from tinytests import make_tiny_project
+
+    project = make_tiny_project(tmp_path)
+    edit_manifest(project, 'subset = ["tests/test_ops.py"]', "subset = []")
+    junit = tmp_path / "junit.xml"
+    code, out, err = project.run("test", "P1", "--junit", str(junit))
+    assert code == Exit.FAILED, err
+    assert "P1: no test subset" in out and "no_tests" in out
+    assert 'failures="1"' in junit.read_text()
+    edit_manifest(project, "subset = []", 'subset = []\nno_tests = "only renames a local"')
+    code, out, err = project.run("test", "P1", "--json")
+    assert code == 0, err
+    report = json.loads(out)["patches"][0]
+    assert report["status"] == "no tests" and report["detail"] == "only renames a local"
+
+
+def test_show_labels_applies_alone_as_recorded_and_shows_what_was_computed(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path)
+    edit_manifest(project, 'state = "open"', 'state = "open"\napplies_alone = false')
+    _, out, _ = project.run("show", "P1")
+    assert "(as recorded in series.toml); not computed yet" in out
+    code, out, _ = project.run("check-conflicts")
+    assert code == 0
+    assert "P1 applies alone now" in out and "set applies_alone = true" in out
+    _, out, _ = project.run("show", "P1")
+    assert "the record is out of date" in out
+    _, out, _ = project.run("show", "P2", "--json")
+    assert json.loads(out)["applies_alone_computed"]["applies"] is True
