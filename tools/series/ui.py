@@ -66,7 +66,8 @@ class Ui:
         self.err.print(text, markup=False)
 
     def result(self, text: str) -> None:
-        self.out.print(text, markup=False)
+        # Under --json, stdout holds the one JSON document: the sentence goes to stderr.
+        (self.err if self.keep_json else self.out).print(text, markup=False)
 
     def table(self, table: Table) -> None:
         if self.fancy and self.out.measure(table).maximum <= self.out.width:
