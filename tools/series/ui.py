@@ -28,6 +28,7 @@ from contextlib import contextmanager, nullcontext
 from typing import IO, Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 
@@ -70,7 +71,7 @@ class Ui:
         (self.err if self.keep_json else self.out).print(text, markup=False)
 
     def table(self, table: Table) -> None:
-        if self.fancy and self.out.measure(table).maximum <= self.out.width:
+        if self.fancy and _natural_width(self.out, table) <= self.out.width:
             self.out.print(table)
         else:
             self.out.file.write(plain_table(table))
@@ -113,6 +114,12 @@ def _pager(command: str) -> Iterator[IO[str]]:
         pass
     finally:
         proc.wait()
+
+
+def _natural_width(console: Console, table: Table) -> int:
+    """The width the table needs to show every cell on one line, unclamped."""
+    wide = console.options.update_width(1_000_000)
+    return Measurement.get(console, wide, table).maximum
 
 
 _COLOURS = (("+++", "1"), ("---", "1"), ("+", "32"), ("-", "31"), ("@@", "36"), ("diff ", "1"))
