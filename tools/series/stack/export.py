@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from series.checkout import BASE_REF
 from series.errors import InternalError, RefusedError, SeriesError
 from series.git import RefMoved, Repo
-from series.manifest import Patch, PatchUpdate, write_patches
+from series.manifest import Patch, PatchUpdate, load, write_patches
 from series.stack import export_files
 from series.stack.build import PatchFile, build
 from series.stack.message import series_id, with_trailer
@@ -55,9 +55,11 @@ def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
     _refuse_in_progress(checkout)
     journal = export_files.interrupted(series.root)
     if journal is not None:
+        export_files.undo_interrupted(series.root, journal)
+        series.manifest = load(series.manifest.path, missing_ok=True)
         ui.status(
-            f"finishing an interrupted export (the files it replaced are in "
-            f"{journal.get('backup', '.series/backups')})"
+            "finishing an interrupted export: put back the files it had written from "
+            f"{journal.get('backup', '.series/backups')}, exporting again"
         )
     tip = checkout.tip()
     if tip is None or not repo.is_ancestor(state.base, tip):

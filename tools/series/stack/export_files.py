@@ -42,6 +42,9 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
     """Back up, journal and write ``changes`` (absolute paths in ``root``)."""
     if not changes:
         return Written([], None, [])
+    for path in changes:  # staged files of an export that was killed before its renames
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)
     backup = _backup_dir(root)
     rel = {path: path.relative_to(root) for path in changes}
     created = [rel[p] for p in changes if not p.exists()]
@@ -108,6 +111,24 @@ def interrupted(root: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         data = {}
     return data if isinstance(data, dict) else {}
+
+
+def undo_interrupted(root: Path, journal: dict[str, Any]) -> None:
+    """Put back what an interrupted export had written, from its backup.
+
+    The export that follows starts from the files as they were, so it
+    gives the same result as the run that was cut short would have.
+    """
+    backup = root / str(journal.get("backup", ""))
+    created = {str(p) for p in journal.get("created", [])}
+    restore: dict[Path, bytes | None] = {}
+    for name in journal.get("files", []):
+        if name in created:
+            restore[root / name] = None
+        elif (backup / name).is_file():
+            restore[root / name] = (backup / name).read_bytes()
+    replace_all(restore)
+    finish(root)
 
 
 def refuse_if_interrupted(root: Path, action: str) -> None:
