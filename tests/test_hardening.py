@@ -190,7 +190,11 @@ def test_read_only_project_export_and_apply_are_clear_errors(tmpfs: Path, tmp_pa
 # -- tracebacks turned into clear errors ---------------------------------------
 
 
-@pytest.mark.parametrize("command", [("show", "P1", "--diff"), ("check-conflicts",)])
+@pytest.mark.parametrize(
+    "command",
+    [("show", "P1", "--diff"), ("check-conflicts",)],
+    ids=["show-diff", "check-conflicts"],
+)
 def test_broken_pipe_ends_quietly_like_git(tmp_path: Path, command: tuple[str, ...]) -> None:
     project = make_project(tmp_path)
     argv = " ".join([sys.executable, "-m", "series", "-C", str(project.root), *command])
@@ -235,7 +239,9 @@ def test_checkout_that_is_a_regular_file_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "payload", [b"{not json", b"[1, 2]", b'{"format": 2, "applied": "P1", "source": "git"}']
+    "payload",
+    [b"{not json", b"[1, 2]", b'{"format": 2, "applied": "P1", "source": "git"}'],
+    ids=["not-json", "array", "applied-string"],
 )
 def test_corrupt_checkout_state_is_a_clear_error(tmp_path: Path, payload: bytes) -> None:
     project = applied(make_project(tmp_path))
@@ -272,6 +278,7 @@ def test_corrupt_legacy_state_json_is_a_clear_error(tmp_path: Path) -> None:
         ('state = "open"', 'state = "open"\nno_tests = 3', "patch[0].no_tests"),
         ('version = "1.0"', 'version = "1.0"\nsha256 = 5', "upstream.sdist.sha256"),
     ],
+    ids=["pin_failures", "format", "state_note", "pr", "no_tests", "sha256"],
 )
 def test_wrong_manifest_types_are_refused(tmp_path: Path, old: str, new: str, key: str) -> None:
     project = make_project(tmp_path)
@@ -285,7 +292,7 @@ def test_pr_beyond_toml_integers_is_a_manifest_error(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     edit_manifest(project, "pr = 1000", "pr = 99999999999999999999")
     code, _, err = project.run("list")
-    assert code == Exit.BAD_INPUT and "series.toml" in err and TRACEBACK not in err
+    assert code == Exit.BAD_INPUT and "patch[0].pr" in err and TRACEBACK not in err
 
 
 def test_diff_path_escaping_the_tree_is_bad_input(tmp_path: Path) -> None:
@@ -564,3 +571,17 @@ def test_junit_carries_time_attributes(tmp_path: Path) -> None:
     assert all(float(s.get("time", "-1")) > 0 for s in suites)
     assert all(float(c.get("time", "-1")) >= 0 for c in cases)
     assert any(float(c.get("time", "0")) > 0 for c in cases)
+
+
+def test_every_case_of_the_matrix_is_a_test() -> None:
+    import re
+
+    here = Path(__file__).parent
+    doc = (here.parent / "docs/hardening.md").read_text()
+    source = "".join(p.read_text() for p in here.glob("test_*.py"))
+    names = re.findall(r"`(?:tests/\w+\.py::)?(test_\w+)", doc)
+    rows = re.findall(r"^\| (\d+) \|", doc, re.MULTILINE)
+    assert names and all(f"def {name}(" in source for name in names)
+    total = re.search(r"\*\*(\d+) cases, (\d+) clean, 0 lost\.\*\*", doc)
+    assert total and int(total.group(1)) == int(total.group(2)) == len(rows)
+    assert [int(r) for r in rows] == list(range(1, len(rows) + 1))
