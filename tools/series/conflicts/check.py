@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from series import unreachable
 from series.conflicts import alone
 from series.conflicts.analysis import analyse
 from series.conflicts.merger import Merger
@@ -46,6 +47,12 @@ def check(
     try:
         target = None
         if onto:
+            if not onto.startswith("sdist:"):
+                where = url or series.manifest.upstream.repository
+                ui.status(
+                    f"onto: {onto} from the cache, else fetched from {where}; a fetch gives "
+                    f"up after {unreachable.stall()} s without data (SERIES_NET_TIMEOUT)"
+                )
             target = resolve_target(
                 series.manifest, series.cache_dir, repo, base, onto, url, scratch
             )
