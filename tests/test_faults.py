@@ -1,4 +1,4 @@
-"""Fault injection: SIGKILL before every git call of apply and export, one run per step.
+"""Fault injection: SIGKILL before every git call of apply, re-apply and export, one run per step.
 
 ``SERIES_FAULT_KILL_AT=N`` (series/git/run.py) kills the process right
 before its Nth git call. For every N until the command completes, the
@@ -121,3 +121,32 @@ def test_export_killed_at_every_git_call(tmp_path: Path) -> None:
     else:
         raise AssertionError("export never completed")
     assert n > 20
+
+
+def test_reapply_over_a_checkout_killed_at_every_git_call(tmp_path: Path) -> None:
+    template = make_project(tmp_path / "t")
+    assert template.run("apply")[0] == 0
+    old_tip = git(template.work, "rev-parse", "series")
+    patch = template.root / "patches/perf-P2.patch"
+    patch.write_text(patch.read_text().replace("VALUE_5 = 55", "VALUE_5 = 56"))
+    done = tmp_path / "done"
+    shutil.copytree(template.root, done, symlinks=True)
+    assert Project(done, template.upstream, template.commit).run("apply")[0] == 0
+    new_tip = git(done / "work", "rev-parse", "series")
+    for n in range(1, MAX_STEPS):
+        root = tmp_path / f"run-{n}"
+        shutil.copytree(template.root, root, symlinks=True)
+        project = Project(root, template.upstream, template.commit)
+        status = killed_run(root, n, "apply")
+        assert git(project.work, "rev-parse", "series") in (old_tip, new_tip), n
+        code, _, err = project.run("apply")  # finishes an interrupted file move
+        assert code == 0, (n, err)
+        assert git(project.work, "rev-parse", "series") == new_tip
+        assert git(project.work, "status", "--porcelain") == "", n
+        assert "VALUE_5 = 56" in (project.work / "pkg/util.py").read_text()
+        shutil.rmtree(root)
+        if status == 0:
+            break
+    else:
+        raise AssertionError("apply never completed")
+    assert n > 10
