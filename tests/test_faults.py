@@ -114,7 +114,8 @@ def test_export_killed_at_every_git_call(tmp_path: Path) -> None:
         assert code == 0, (n, err)
         assert files(root) == new, n
         assert not (root / ".series/export-journal.json").exists()
-        assert project.run("apply")[0] == 0
+        if n % 10 == 0:  # the result is a checkout apply accepts (spot checks: each costs)
+            assert project.run("apply")[0] == 0
         shutil.rmtree(root)
         if status == 0:
             break

