@@ -97,3 +97,13 @@ def test_the_validator_catches_a_broken_envelope() -> None:
     assert errors(SCHEMA, {**good, "patches": []}) == []
     assert errors(SCHEMA, {**good, "format": True, "patches": []})
     assert errors(SCHEMA, {**good, "ok": True, "error": {"message": "x"}, "patches": []})
+
+
+def test_a_usage_error_under_json_prints_the_envelope(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    code, data = envelope(project, "list", "--bogus")
+    assert code == Exit.BAD_INPUT and "--bogus" in data["error"]["message"]
+    code, out, err = project.run("frobnicate", "--json")
+    data = json.loads(out)
+    assert code == Exit.BAD_INPUT and data["command"] is None and not errors(SCHEMA, data)
+    assert "invalid choice" in err

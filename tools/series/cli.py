@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
 from series import __version__, envelope
 from series.errors import Exit, InternalError, SeriesError, os_error
@@ -271,8 +271,23 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
+class _BadUsage(Exception):
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.usage = parser.format_usage()
+        self.text = f"{parser.prog}: error: {message}"
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error comes back to ``main`` (for the --json envelope)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _BadUsage(self, message)
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = _Parser(
         prog="series",
         description="Carry an ordered series of patches on a pinned upstream Keras.",
         epilog="exit codes: 0 ok, 1 failed, 2 bad input, 3 conflict, "
@@ -300,12 +315,16 @@ def main(
     out: IO[str] | None = None,
     err: IO[str] | None = None,
 ) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    ui = Ui(out, err, keep_json="--json" in words)
     try:
-        args = parser().parse_args(argv)
-    except SystemExit as exc:  # argparse: --help exits 0, bad usage 2
+        args = parser().parse_args(words)
+    except SystemExit as exc:  # argparse: --help and --version exit 0
         return int(exc.code or 0)
+    except _BadUsage as exc:
+        return _bad_usage(ui, exc, words)
     as_json = bool(getattr(args, "json", False))
-    ui = Ui(out, err, keep_json=as_json)
+    ui.keep_json = as_json
     _logging(args.verbose or bool(os.environ.get("SERIES_DEBUG")))
     command = next(c for c in COMMANDS if c.name == args.command)
     error: SeriesError | None = None
@@ -337,6 +356,16 @@ def main(
     except BrokenPipeError:
         return _broken_pipe(ui)
     return code
+
+
+def _bad_usage(ui: Ui, exc: _BadUsage, words: list[str]) -> int:
+    ui.err.file.write(exc.usage + exc.text + "\n")
+    if "--json" in words:
+        known = [w for w in words if any(c.name == w for c in COMMANDS)]
+        error = SeriesError(exc.message, hint="series --help, or series COMMAND --help")
+        ui.payload = None
+        envelope.emit(ui, known[0] if known else None, int(Exit.BAD_INPUT), error)
+    return int(Exit.BAD_INPUT)
 
 
 def _report(ui: Ui, exc: SeriesError, verbose: bool) -> int:

@@ -1,5 +1,7 @@
 """The one JSON envelope every ``--json`` command prints (docs/json.md).
 
+``command`` is None only for a usage error that names no known command.
+
 ``{"format": 1, "command": ..., "ok": ..., "exit_code": ..., "error": ...}``
 followed by the command's own payload. ``cli.main`` prints it once, after
 the command returned or failed, so a script always gets one JSON document
@@ -20,7 +22,7 @@ _RESERVED = ("format", "command", "ok", "exit_code", "error")
 
 
 def build(
-    command: str, exit_code: int, error: SeriesError | None, payload: dict[str, Any] | None
+    command: str | None, exit_code: int, error: SeriesError | None, payload: dict[str, Any] | None
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
         "format": FORMAT,
@@ -37,6 +39,6 @@ def build(
     return data
 
 
-def emit(ui: Ui, command: str, exit_code: int, error: SeriesError | None) -> None:
+def emit(ui: Ui, command: str | None, exit_code: int, error: SeriesError | None) -> None:
     data = build(command, exit_code, error, ui.payload)
     ui.out.file.write(json.dumps(data, indent=2) + "\n")

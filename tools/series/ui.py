@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -93,19 +94,21 @@ class Ui:
         if not (pager and self.out.is_terminal and self.out.file is sys.stdout):
             self.out.file.write(text)
             return
+        shown = colour_diff(text) if self.fancy else text
         command = os.environ.get("GIT_PAGER") or os.environ.get("PAGER") or "less"
-        if command in ("", "cat"):
-            self.out.file.write(colour_diff(text) if self.fancy else text)
-            return
-        with _pager(command) as stdin:
-            stdin.write(colour_diff(text) if self.fancy else text)
+        argv = shlex.split(command) if command.strip() not in ("", "cat") else []
+        if argv and shutil.which(argv[0]):
+            with _pager(argv) as stdin:
+                stdin.write(shown)
+        else:  # no pager asked for, or none installed: print, as git does
+            self.out.file.write(shown)
 
 
 @contextmanager
-def _pager(command: str) -> Iterator[IO[str]]:
+def _pager(argv: list[str]) -> Iterator[IO[str]]:
     env = {**os.environ, "LESS": os.environ.get("LESS", "FRX"), "LV": "-c"}
     sys.stdout.flush()
-    proc = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, env=env)
     assert proc.stdin is not None
     try:
         yield proc.stdin
