@@ -339,6 +339,8 @@ def main(
                 raise
             error = os_error(exc)
             code = _report(ui, error, args.verbose)
+            if args.verbose or os.environ.get("SERIES_DEBUG"):
+                ui.err.file.write(traceback.format_exc())
         except KeyboardInterrupt:
             error = SeriesError("interrupted", exit_code=Exit.INTERRUPTED)
             ui.err.file.write("series: interrupted\n")
