@@ -53,7 +53,7 @@ def test_list_and_show(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     code, out, _ = project.run("list", "--json")
     assert code == 0
-    rows = json.loads(out)
+    rows = json.loads(out)["patches"]
     assert [r["id"] for r in rows] == ["P1", "P2", "P3"]
     assert rows[0]["files"] == ["pkg/core.py"] and rows[0]["pr"] == 1000
     code, out, _ = project.run("show", "P2", "--diff")
@@ -69,7 +69,7 @@ def test_list_counts_files_when_the_project_is_a_git_repository(tmp_path: Path) 
     git(project.root, "init", "-q")  # as the real project is: apply ignored paths here
     code, out, _ = project.run("list", "--json")
     assert code == 0
-    assert [len(row["files"]) for row in json.loads(out)] == [1, 1, 1]
+    assert [len(row["files"]) for row in json.loads(out)["patches"]] == [1, 1, 1]
 
 
 def test_console_script_runs_as_a_subprocess(tmp_path: Path) -> None:

@@ -159,7 +159,9 @@ def test_import_check_catches_a_shadowing_installed_package(
     (site / "sitecustomize.py").write_text("import tiny\n")
     monkeypatch.setenv("PYTHONPATH", str(site))
     code, out, err = tiny.run("test", "P1", "--json")
-    assert code == 1 and out == ""
+    assert code == 1
+    envelope = json.loads(out)  # the error, in the one JSON envelope
+    assert envelope["ok"] is False and "imported tiny from" in envelope["error"]["message"]
     assert f"imported tiny from {site / 'tiny'}" in err
     assert "not from the tree under test" in err
     results = default_cache_dir() / "tests" / "results"

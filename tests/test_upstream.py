@@ -63,8 +63,9 @@ def test_sdist_checksum_mismatch_is_refused(tmp_path: Path) -> None:
     )
     archive = make_sdist(tmp_path / f"{PACKAGE}-1.0.tar.gz")
     code, _, err = project.run("apply", "--upstream", str(archive))
-    assert code == Exit.FAILED
-    assert "not the sdist the manifest pins" in err
+    assert code == Exit.BAD_INPUT  # the user named the wrong file
+    assert f"{archive} is not the sdist the manifest pins" in err
+    assert "check that --upstream names" in err and "delete" not in err
 
 
 def test_auto_falls_back_to_the_sdist_and_says_why(tmp_path: Path) -> None:

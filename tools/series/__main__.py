@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from series.cli import main
+from series.entry import main
 
 raise SystemExit(main())

@@ -24,6 +24,8 @@ first: uncommitted changes, unexported commits, another branch.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,6 +233,11 @@ def refuse_dirty(checkout: Checkout, action: str) -> None:
 def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None:
     """Refuse to apply where work would be lost; with ``force``, save it first."""
     path = checkout.path
+    if path.exists() and not path.is_dir():
+        raise RefusedError(
+            f"refusing to apply into {path}: it is a file, not a directory",
+            hint="move the file away, or pass --dir DIR for the checkout",
+        )
     if not checkout.exists():
         if path.exists() and any(path.iterdir()):
             raise RefusedError(
@@ -295,3 +302,56 @@ def _save_unexported(checkout: Checkout, state: CheckoutState, force: bool, ui: 
         )
     backup = checkout.keep_backup(tip, "apply --force")
     ui.status(f"kept the old tip {tip[:12]} as {backup} in {checkout.path}")
+
+
+STAGING = ".series-new-"
+
+
+def staging(checkout: Checkout) -> Checkout:
+    """Where a new checkout is built: a hidden directory beside its final place.
+
+    Leftovers of runs that were killed (their process is gone) are removed
+    first; they never held anything but what apply wrote.
+    """
+    path = checkout.path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{path.name}{STAGING}"
+    for old in path.parent.glob(f"{prefix}*"):
+        pid = old.name.removeprefix(prefix)
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    new = path.parent / f"{prefix}{os.getpid()}"
+    shutil.rmtree(new, ignore_errors=True)
+    new.mkdir()  # a read-only or full file system fails here, as a clear OSError
+    return Checkout(new, checkout.branch)
+
+
+def move_in(built: Checkout, final: Checkout, ui: Ui) -> None:
+    """Rename the complete checkout into place (an empty directory there is replaced)."""
+    try:
+        os.rename(built.path, final.path)
+        return
+    except OSError:
+        if not final.exists():
+            raise
+    # Another apply made the same directory meanwhile; keep its checkout if it
+    # holds the same stack, else leave ours beside it and say where.
+    if final.tip() == built.tip() and final.state() is not None:
+        shutil.rmtree(built.path, ignore_errors=True)
+        ui.status(f"another series apply made {final.path} meanwhile, with the same stack")
+        return
+    raise RefusedError(
+        f"{final.path} was made by another command while this apply ran",
+        why=f"this run's checkout is complete in {built.path}",
+        hint=f"compare the two, then remove one (or pass --dir {built.path} to use it)",
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

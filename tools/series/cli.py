@@ -18,10 +18,10 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
-from series import __version__
-from series.errors import Exit, InternalError, SeriesError
+from series import __version__, envelope
+from series.errors import Exit, InternalError, SeriesError, os_error
 from series.project import Series
 from series.ui import Ui
 
@@ -66,6 +66,7 @@ def _add_apply(p: argparse.ArgumentParser) -> None:
         help="go on over uncommitted changes or unexported commits, "
         "after stashing them / keeping a backup ref",
     )
+    _json(p)
 
 
 def _run_apply(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
@@ -79,17 +80,29 @@ def _run_apply(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
         source=a.source,
         upstream_url=a.upstream,
         force=a.force,
+        as_json=a.json,
     )
 
 
 def _run_export(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import export
 
-    return export.run(series, ui, directory=a.dir)
+    return export.run(series, ui, directory=a.dir, as_json=a.json)
+
+
+def _add_export(p: argparse.ArgumentParser) -> None:
+    _dir(p)
+    _json(p)
+
+
+def _json(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON envelope for machines (docs/json.md)"
+    )
 
 
 def _add_list(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    _json(p)
 
 
 def _run_list(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
@@ -101,13 +114,18 @@ def _run_list(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
 def _add_show(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", help="the patch id, e.g. P1")
     p.add_argument("--diff", action="store_true", help="include the diff")
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    p.add_argument(
+        "--no-pager",
+        action="store_true",
+        help="do not page --diff on a terminal (default: $GIT_PAGER, $PAGER or less)",
+    )
+    _json(p)
 
 
 def _run_show(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     from series.commands import show
 
-    return show.run(series, ui, patch_id=a.id, diff=a.diff, as_json=a.json)
+    return show.run(series, ui, patch_id=a.id, diff=a.diff, as_json=a.json, pager=not a.no_pager)
 
 
 CHECK_CONFLICTS_EPILOG = (
@@ -145,7 +163,7 @@ def _add_check_conflicts(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="how merge bases are given to git merge-tree (default: auto, probed)",
     )
-    p.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    _json(p)
 
 
 def _run_check_conflicts(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
@@ -179,7 +197,7 @@ def _add_test(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="test runs at the same time (default: the cores available)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    _json(p)
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML for CI")
     p.add_argument(
         "--no-cache", action="store_true", help="run everything again, ignoring cached results"
@@ -214,7 +232,7 @@ def _run_test(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
 
 def _add_lint(p: argparse.ArgumentParser) -> None:
     p.add_argument("ids", nargs="*", metavar="ID", help="the patches to lint (default: all)")
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    _json(p)
 
 
 def _run_lint(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
@@ -296,7 +314,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "export",
         "write the checkout's commits back to patches/ and series.toml",
-        _dir,
+        _add_export,
         _run_export,
     ),
     Command(
@@ -339,8 +357,23 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
+class _BadUsage(Exception):
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.usage = parser.format_usage()
+        self.text = f"{parser.prog}: error: {message}"
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error comes back to ``main`` (for the --json envelope)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _BadUsage(self, message)
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = _Parser(
         prog="series",
         description="Carry an ordered series of patches on a pinned upstream Keras.",
         epilog="exit codes: 0 ok, 1 failed, 2 bad input, 3 conflict, "
@@ -368,33 +401,83 @@ def main(
     out: IO[str] | None = None,
     err: IO[str] | None = None,
 ) -> int:
-    ui = Ui(out, err)
+    words = list(sys.argv[1:] if argv is None else argv)
+    ui = Ui(out, err, keep_json="--json" in words)
     try:
-        args = parser().parse_args(argv)
-    except SystemExit as exc:  # argparse: --help exits 0, bad usage 2
+        args = parser().parse_args(words)
+    except SystemExit as exc:  # argparse: --help and --version exit 0
         return int(exc.code or 0)
+    except _BadUsage as exc:
+        return _bad_usage(ui, exc, words)
+    as_json = bool(getattr(args, "json", False))
+    ui.keep_json = as_json
     _logging(args.verbose or bool(os.environ.get("SERIES_DEBUG")))
     command = next(c for c in COMMANDS if c.name == args.command)
+    error: SeriesError | None = None
     try:
-        series = Series.load(args.root)
-        return int(command.run(series, ui, args))
-    except InternalError as exc:
-        ui.err.file.write(exc.render() + "\n")
-        if args.verbose or os.environ.get("SERIES_DEBUG"):
+        try:
+            series = Series.load(args.root, missing_ok=command.name == "export")
+            code = int(command.run(series, ui, args))
+        except SeriesError as exc:
+            error, code = exc, _report(ui, exc, args.verbose)
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise
+            error = os_error(exc)
+            code = _report(ui, error, args.verbose)
+            if args.verbose or os.environ.get("SERIES_DEBUG"):
+                ui.err.file.write(traceback.format_exc())
+        except KeyboardInterrupt:
+            error = SeriesError("interrupted", exit_code=Exit.INTERRUPTED)
+            ui.err.file.write("series: interrupted\n")
+            code = int(Exit.INTERRUPTED)
+        except Exception:
+            ui.err.file.write(
+                "series: internal error (a bug in series; please report it with this output)\n"
+                + traceback.format_exc()
+            )
+            error = InternalError("internal error (a bug in series)", why=traceback.format_exc())
+            code = int(Exit.INTERNAL)
+        if as_json:
+            envelope.emit(ui, command.name, code, error)
+        ui.out.file.flush()
+    except BrokenPipeError:
+        return _broken_pipe(ui)
+    return code
+
+
+def _bad_usage(ui: Ui, exc: _BadUsage, words: list[str]) -> int:
+    ui.err.file.write(exc.usage + exc.text + "\n")
+    if "--json" in words:
+        known = [w for w in words if any(c.name == w for c in COMMANDS)]
+        error = SeriesError(exc.message, hint="series --help, or series COMMAND --help")
+        ui.payload = None
+        envelope.emit(ui, known[0] if known else None, int(Exit.BAD_INPUT), error)
+    return int(Exit.BAD_INPUT)
+
+
+def _report(ui: Ui, exc: SeriesError, verbose: bool) -> int:
+    ui.err.file.write(exc.render() + "\n")
+    if isinstance(exc, InternalError):
+        if verbose or os.environ.get("SERIES_DEBUG"):
             ui.err.file.write(traceback.format_exc())
         return int(Exit.INTERNAL)
-    except SeriesError as exc:
-        ui.err.file.write(exc.render() + "\n")
-        return int(exc.exit_code)
-    except KeyboardInterrupt:
-        ui.err.file.write("series: interrupted\n")
-        return 130
-    except Exception:
-        ui.err.file.write(
-            "series: internal error (a bug in series; please report it with this output)\n"
-            + traceback.format_exc()
-        )
-        return int(Exit.INTERNAL)
+    return int(exc.exit_code)
+
+
+def _broken_pipe(ui: Ui) -> int:
+    """The reader of stdout went away (``| head``): end quietly, as git does.
+
+    git dies of SIGPIPE, which a shell reports as 128 + 13; stdout is
+    pointed at /dev/null so that flushing it at exit cannot complain again.
+    """
+    if ui.out.file is sys.stdout:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+    return int(Exit.BROKEN_PIPE)
 
 
 def _logging(verbose: bool) -> None:

@@ -17,6 +17,8 @@ class Exit(IntEnum):
     CONFLICT = 3  # a patch does not apply / conflicts were found
     REFUSED = 4  # refused to run because it would lose someone's work
     INTERNAL = 70  # a bug in series (EX_SOFTWARE)
+    INTERRUPTED = 130  # SIGINT (128 + 2), as a shell reports it
+    BROKEN_PIPE = 141  # stdout closed by its reader (128 + SIGPIPE), as git ends
 
 
 class SeriesError(Exception):
@@ -87,3 +89,20 @@ class InternalError(SeriesError):
 
     def render(self) -> str:
         return super().render().replace("series: ", "series: internal error: ", 1)
+
+
+def os_error(exc: OSError) -> SeriesError:
+    """A failed file operation (full disk, read-only directory, ...) as a clear error.
+
+    Commands that know what a failure means (export names its backup) catch
+    ``OSError`` themselves; this is what ``cli.main`` says for the rest.
+    """
+    where = exc.filename or "a file"
+    return SeriesError(
+        f"file operation failed on {where}: {exc.strerror or exc}",
+        why="the operating system refused the write (a full disk, a read-only or "
+        "unwritable directory, or a path that is not a directory)",
+        hint="free some space or fix the permissions, then run the command again; "
+        "files series writes are replaced whole (temporary file + rename), so none was "
+        "left half written",
+    )

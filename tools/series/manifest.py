@@ -42,8 +42,10 @@ _PATCH_KEYS = {
     "pin_failures",
     "applies_alone",
     "no_behaviour_test",
+    "no_tests",
 }
 _PATCH_REQUIRED = ("id", "title", "file", "branch", "state")
+MAX_PR = 2**31  # GitHub's PR numbers are 32-bit
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class Patch:
     pin_failures: tuple[PinFailure, ...] = ()
     applies_alone: bool | None = None
     no_behaviour_test: str = ""  # why `series prove` may find no behavioural test
+    no_tests: str = ""  # why the patch has no test subset (else `series test` fails it)
 
     @property
     def pr_url(self) -> str | None:
@@ -146,7 +149,8 @@ class _Checker:
         return value
 
 
-def load(path: Path) -> Manifest:
+def load(path: Path, *, missing_ok: bool = False) -> Manifest:
+    """Read and validate ``path``; ``missing_ok``: a patch file may be missing (export)."""
     if not path.is_file():
         raise ManifestError(
             f"no manifest at {path}",
@@ -156,13 +160,14 @@ def load(path: Path) -> Manifest:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: not valid TOML: {exc}") from None
-    return parse(path, data)
+    return parse(path, data, missing_ok=missing_ok)
 
 
-def parse(path: Path, data: dict[str, Any]) -> Manifest:
+def parse(path: Path, data: dict[str, Any], *, missing_ok: bool = False) -> Manifest:
     c = _Checker(path)
     c.table(data, "", _TOP_KEYS)
-    if data.get("format") != FORMAT:
+    fmt = data.get("format")
+    if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt != FORMAT:
         raise c.fail("format", f"must be {FORMAT} (got {data.get('format')!r})")
     upstream = _upstream(c, data.get("upstream"))
     series = c.table(data.get("series", {}), "series", _SERIES_KEYS)
@@ -170,10 +175,12 @@ def parse(path: Path, data: dict[str, Any]) -> Manifest:
     if not _BRANCH.match(branch):
         raise c.fail("series.branch", f"{branch!r} is not a valid branch name")
     checkout = c.string(series, "checkout", "series", "work")
+    inside(c, path.parent, checkout, "series.checkout")
     raw_patches = data.get("patch")
     if not isinstance(raw_patches, list) or not raw_patches:
         raise c.fail("patch", "the series is empty", "add at least one [[patch]] table")
-    patches = tuple(_patch(c, raw, i, path.parent) for i, raw in enumerate(raw_patches))
+    root = path.parent
+    patches = tuple(_patch(c, raw, i, root, missing_ok) for i, raw in enumerate(raw_patches))
     for attr in ("id", "file", "branch"):
         seen: dict[str, int] = {}
         for i, patch in enumerate(patches):
@@ -197,7 +204,9 @@ def _upstream(c: _Checker, raw: Any) -> Upstream:
         raise c.fail("upstream.source", f"{source!r} is not one of {', '.join(SOURCES)}")
     sd = c.table(data.get("sdist"), "upstream.sdist", _SDIST_KEYS)
     sha256 = sd.get("sha256")
-    if sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", str(sha256)):
+    if sha256 is not None and not (
+        isinstance(sha256, str) and re.fullmatch(r"[0-9a-f]{64}", sha256)
+    ):
         raise c.fail("upstream.sdist.sha256", "must be 64 lowercase hex digits")
     return Upstream(
         name=c.string(data, "name", "upstream"),
@@ -213,7 +222,7 @@ def _upstream(c: _Checker, raw: Any) -> Upstream:
     )
 
 
-def _patch(c: _Checker, raw: Any, i: int, root: Path) -> Patch:
+def _patch(c: _Checker, raw: Any, i: int, root: Path, missing_ok: bool) -> Patch:
     where = f"patch[{i}]"
     data = c.table(raw, where, _PATCH_KEYS)
     for key in _PATCH_REQUIRED:
@@ -222,33 +231,34 @@ def _patch(c: _Checker, raw: Any, i: int, root: Path) -> Patch:
         raise c.fail(f"{where}.id", f"{data['id']!r} is not of the form P<number>")
     if data["state"] not in STATES:
         raise c.fail(f"{where}.state", f"{data['state']!r} is not one of {', '.join(STATES)}")
-    if not (root / data["file"]).is_file():
+    inside(c, root, data["file"], f"{where}.file")
+    if not missing_ok and not (root / data["file"]).is_file():
         raise c.fail(
             f"{where}.file",
             f"{data['file']} does not exist",
-            "restore it from git, or run `series export` from a checkout that has it",
+            f"restore it (git -C {root} checkout -- {data['file']}), or run `series export` "
+            "from a checkout that has the patch (it writes the file again), or delete this "
+            "[[patch]] table to drop the patch",
         )
     if not _BRANCH.match(data["branch"]):
         raise c.fail(f"{where}.branch", f"{data['branch']!r} is not a valid branch name")
     pr = data.get("pr")
-    if pr is not None and (not isinstance(pr, int) or isinstance(pr, bool) or pr <= 0):
-        raise c.fail(f"{where}.pr", "must be a positive integer (the PR number)")
+    if pr is not None and (not isinstance(pr, int) or isinstance(pr, bool) or not 0 < pr < MAX_PR):
+        raise c.fail(f"{where}.pr", f"must be a positive integer below {MAX_PR} (the PR number)")
     subset = data.get("subset", [])
     if not isinstance(subset, list) or not all(isinstance(s, str) and s for s in subset):
         raise c.fail(f"{where}.subset", "must be a list of pytest paths or node ids")
     alone = data.get("applies_alone")
     if alone is not None and not isinstance(alone, bool):
         raise c.fail(f"{where}.applies_alone", "must be true or false")
+    for key in ("state_note", "no_tests"):
+        if key in data and not isinstance(data[key], str):
+            raise c.fail(f"{where}.{key}", "must be a string")
     exempt = data.get("no_behaviour_test", "")
     if not isinstance(exempt, str) or ("no_behaviour_test" in data and not exempt.strip()):
         raise c.fail(
             f"{where}.no_behaviour_test", "must be a non-empty string: why no test can fail"
         )
-    failures = []
-    for j, item in enumerate(data.get("pin_failures", [])):
-        key = f"{where}.pin_failures[{j}]"
-        entry = c.table(item, key, {"tests", "reason"})
-        failures.append(PinFailure(c.string(entry, "tests", key), c.string(entry, "reason", key)))
     return Patch(
         id=data["id"],
         title=data["title"],
@@ -256,12 +266,52 @@ def _patch(c: _Checker, raw: Any, i: int, root: Path) -> Patch:
         branch=data["branch"],
         state=data["state"],
         pr=pr,
-        state_note=str(data.get("state_note", "")),
+        state_note=data.get("state_note", ""),
         subset=tuple(subset),
-        pin_failures=tuple(failures),
+        pin_failures=_pin_failures(c, data.get("pin_failures", []), where),
         applies_alone=alone,
+        no_tests=data.get("no_tests", ""),
         no_behaviour_test=exempt,
     )
+
+
+def _pin_failures(c: _Checker, raw: Any, where: str) -> tuple[PinFailure, ...]:
+    if not isinstance(raw, list):
+        raise c.fail(
+            f"{where}.pin_failures",
+            "must be a list of tables",
+            'write it as pin_failures = [{ tests = "NODE", reason = "WHY" }]',
+        )
+    failures = []
+    for j, item in enumerate(raw):
+        key = f"{where}.pin_failures[{j}]"
+        entry = c.table(item, key, {"tests", "reason"})
+        failures.append(PinFailure(c.string(entry, "tests", key), c.string(entry, "reason", key)))
+    return tuple(failures)
+
+
+def inside(c: _Checker, root: Path, value: str, key: str) -> Path:
+    """``value`` as a path in the project: refused if absolute or outside ``root``.
+
+    Resolved with symlinks followed, so a link in patches/ that points out of
+    the project is refused as well: export writes and deletes these paths.
+    """
+    if Path(value).is_absolute() or value.startswith("~"):
+        raise c.fail(
+            key,
+            f"{value!r} is an absolute path",
+            "paths in series.toml are relative to the project root, e.g. patches/NAME.patch",
+        )
+    real_root = root.resolve()
+    target = (root / value).resolve()
+    if target == real_root or not target.is_relative_to(real_root):
+        raise c.fail(
+            key,
+            f"{value!r} resolves to {target}, outside the project {real_root}",
+            "series only writes inside the project: use a path below it (no '..', "
+            "no symlink out of it)",
+        )
+    return target
 
 
 # -- writing ------------------------------------------------------------------

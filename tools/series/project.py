@@ -57,9 +57,12 @@ class Series:
     )
 
     @classmethod
-    def load(cls, root: Path | None = None, cache_dir: Path | None = None) -> Series:
+    def load(
+        cls, root: Path | None = None, cache_dir: Path | None = None, *, missing_ok: bool = False
+    ) -> Series:
+        """``missing_ok``: a patch file may be missing (export writes it again)."""
         root = find_root(Path.cwd()) if root is None else root.resolve()
-        manifest = load(root / "series.toml")
+        manifest = load(root / "series.toml", missing_ok=missing_ok)
         return cls(root, manifest, cache_dir or default_cache_dir())
 
     # -- the prologue every command shares ------------------------------------
@@ -80,7 +83,12 @@ class Series:
         key = (source, override)
         if key not in self._pins:
             base = upstream.resolve(
-                self.manifest.upstream, self.cache_dir, source=source, override=override, why=why
+                self.manifest.upstream,
+                self.cache_dir,
+                source=source,
+                override=override,
+                why=why,
+                say=ui.status,
             )
             ui.status(f"upstream: {base.label} [{base.source}: {base.reason}]")
             self._pins[key] = base

@@ -2,32 +2,155 @@
 
 One ``Ui`` is made by ``cli.main`` and handed to commands, so tests can run
 commands in-process and capture both streams.
+
+What people see depends on where stdout goes, the way git does it: on a
+terminal, tables have boxes, long diffs go through the pager and long
+work shows progress; in a pipe, under ``NO_COLOR`` or ``TERM=dumb``, or
+when a table is wider than the terminal, tables are plain aligned columns
+that never cut a path, and there is no progress and no colour. A closed
+pipe (``series show P1 --diff | head -1``) surfaces as ``BrokenPipeError``
+for ``cli.main`` to end quietly, as git does.
+
+With ``--json``, ``cli.main`` owns stdout: :meth:`Ui.json` keeps the
+command's payload and ``cli.main`` prints it inside the one envelope
+(docs/json.md), also when the command fails.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import IO, Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich turns a closed pipe into SystemExit(1); cli.main ends it like git.
+        self.quiet = True
+        raise BrokenPipeError
+
+
+def plain_env() -> bool:
+    """Whether the environment asks for no colour and no box drawing."""
+    return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb"
+
+
 class Ui:
-    def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None) -> None:
-        self.out = Console(file=out or sys.stdout, highlight=False, soft_wrap=True)
-        self.err = Console(file=err or sys.stderr, highlight=False, soft_wrap=True)
+    def __init__(
+        self,
+        out: IO[str] | None = None,
+        err: IO[str] | None = None,
+        *,
+        keep_json: bool = False,
+    ) -> None:
+        self.out = _Console(file=out or sys.stdout, highlight=False, soft_wrap=True)
+        self.err = _Console(file=err or sys.stderr, highlight=False, soft_wrap=True)
+        self.keep_json = keep_json  # cli.main prints the payload in the envelope
+        self.payload: dict[str, Any] | None = None
+
+    @property
+    def fancy(self) -> bool:
+        """A terminal on stdout that may get colour and boxes."""
+        return self.out.is_terminal and not plain_env()
 
     def status(self, text: str) -> None:
         """One line per state change, for people, on stderr."""
         self.err.print(text, markup=False)
 
     def result(self, text: str) -> None:
-        self.out.print(text, markup=False)
+        # Under --json, stdout holds the one JSON document: the sentence goes to stderr.
+        (self.err if self.keep_json else self.out).print(text, markup=False)
 
     def table(self, table: Table) -> None:
-        self.out.print(table)
+        if self.fancy and _natural_width(self.out, table) <= self.out.width:
+            self.out.print(table)
+        else:
+            self.out.file.write(plain_table(table))
 
-    def json(self, data: Any) -> None:
-        self.out.file.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    def json(self, data: dict[str, Any]) -> None:
+        if self.keep_json:
+            self.payload = data
+        else:
+            self.out.file.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+    def progress(self, text: str) -> Any:
+        """A spinner on a terminal's stderr while long work runs; nothing in a pipe."""
+        if self.err.is_terminal and not plain_env():
+            return self.err.status(text)
+        return nullcontext()
+
+    def page(self, text: str, *, pager: bool = True) -> None:
+        """Long text (a diff) through the user's pager on a terminal, like git."""
+        if not (pager and self.out.is_terminal and self.out.file is sys.stdout):
+            self.out.file.write(text)
+            return
+        shown = colour_diff(text) if self.fancy else text
+        command = os.environ.get("GIT_PAGER") or os.environ.get("PAGER") or "less"
+        argv = shlex.split(command) if command.strip() not in ("", "cat") else []
+        if argv and shutil.which(argv[0]):
+            with _pager(argv) as stdin:
+                stdin.write(shown)
+        else:  # no pager asked for, or none installed: print, as git does
+            self.out.file.write(shown)
+
+
+@contextmanager
+def _pager(argv: list[str]) -> Iterator[IO[str]]:
+    env = {**os.environ, "LESS": os.environ.get("LESS", "FRX"), "LV": "-c"}
+    sys.stdout.flush()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, env=env)
+    assert proc.stdin is not None
+    try:
+        yield proc.stdin
+        proc.stdin.close()
+    except BrokenPipeError:  # the user quit the pager early: not an error
+        pass
+    finally:
+        proc.wait()
+
+
+def _natural_width(console: Console, table: Table) -> int:
+    """The width the table needs to show every cell on one line, unclamped."""
+    wide = console.options.update_width(1_000_000)
+    return Measurement.get(console, wide, table).maximum
+
+
+_COLOURS = (("+++", "1"), ("---", "1"), ("+", "32"), ("-", "31"), ("@@", "36"), ("diff ", "1"))
+
+
+def colour_diff(text: str) -> str:
+    """ANSI colours for a unified diff, the way ``git diff --color`` marks lines."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        code = next((c for prefix, c in _COLOURS if line.startswith(prefix)), None)
+        body = line.rstrip("\n")
+        out.append(f"\x1b[{code}m{body}\x1b[m" + line[len(body) :] if code else line)
+    return "".join(out)
+
+
+def plain_table(table: Table) -> str:
+    """A table as aligned columns with no box drawing; cells are never cut or wrapped."""
+    columns = [str(c.header) for c in table.columns]
+    cells = [[str(cell).splitlines() or [""] for cell in c._cells] for c in table.columns]
+    rows = max((len(c) for c in cells), default=0)
+    grid: list[list[str]] = [columns]
+    for r in range(rows):
+        height = max(len(col[r]) for col in cells)
+        for k in range(height):
+            grid.append([col[r][k] if k < len(col[r]) else "" for col in cells])
+    widths = [max(len(line[i]) for line in grid) for i in range(len(columns))]
+    lines = [
+        "  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in grid
+    ]
+    title = f"{table.title}\n" if table.title else ""
+    return title + "\n".join(lines) + "\n"

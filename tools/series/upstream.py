@@ -21,13 +21,17 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from series.errors import SeriesError, UsageError
+from series import unreachable
+from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, Ident, Repo
 from series.locks import exclusive
 from series.manifest import Upstream
+
+Say = Callable[[str], None]
 
 IMPORTER = "keras-series import"
 IMPORTER_EMAIL = "import@keras-series.invalid"
@@ -48,6 +52,10 @@ def cache_repo(cache_dir: Path) -> Repo:
     return Repo(path)
 
 
+def _quiet(text: str) -> None:
+    pass
+
+
 def resolve(
     upstream: Upstream,
     cache_dir: Path,
@@ -55,18 +63,26 @@ def resolve(
     source: str | None,
     override: str | None,
     why: str = "--source",
+    say: Say = _quiet,
 ) -> Base:
     """Find or make the upstream base commit in the cache repository.
 
-    ``why`` says where an explicit ``source`` came from, for the report. Runs
-    under a lock: two runs at once on a new cache would both create it.
+    ``why`` says where an explicit ``source`` came from, for the report;
+    ``say`` gets a line before anything that may wait (a lock, the network).
+    Runs under a lock: two runs at once on a new cache would both create it.
     """
-    with exclusive(cache_dir / "upstream.lock"):
-        return _resolve(upstream, cache_dir, source=source, override=override, why=why)
+    with exclusive(cache_dir / "upstream.lock", say=say, what="fetching the upstream base"):
+        return _resolve(upstream, cache_dir, source=source, override=override, why=why, say=say)
 
 
 def _resolve(
-    upstream: Upstream, cache_dir: Path, *, source: str | None, override: str | None, why: str
+    upstream: Upstream,
+    cache_dir: Path,
+    *,
+    source: str | None,
+    override: str | None,
+    why: str,
+    say: Say,
 ) -> Base:
     repo = cache_repo(cache_dir)
     wanted = source or upstream.source
@@ -81,21 +97,29 @@ def _resolve(
         return _sdist(upstream, repo, cache_dir, Path(override), "an sdist archive was named")
     if wanted == "sdist":
         return _sdist(upstream, repo, cache_dir, None, why)
-    try:
-        return _git(upstream, repo, override)
-    except SeriesError as exc:
-        if wanted == "git":
-            raise
-        git_error = exc
-    first = git_error.why.splitlines()[0] if git_error.why else git_error.message
-    try:
-        return _sdist(
-            upstream,
-            repo,
-            cache_dir,
-            None,
-            f"git was not reachable ({first})",
+    url = override or upstream.repository
+    remembered = unreachable.recall(cache_dir, url) if wanted == "auto" else None
+    if remembered is not None:
+        git_error = SeriesError(f"{url} was unreachable", why=remembered)
+        reason = f"git: {remembered}"
+    else:
+        try:
+            base = _git(upstream, repo, override, say)
+            unreachable.forget(cache_dir, url)
+            return base
+        except SeriesError as exc:
+            if wanted == "git":
+                raise
+            git_error = exc
+        first = git_error.why.splitlines()[0] if git_error.why else git_error.message
+        ttl = unreachable.remember(cache_dir, url, first)
+        reason = (
+            f"git was not reachable ({first}); falling back to the sdist as "
+            f'upstream.source = "auto" allows. {unreachable.advice(ttl)}'
         )
+        say(f"upstream: {url} did not answer; using the sdist instead")
+    try:
+        return _sdist(upstream, repo, cache_dir, None, reason)
     except SeriesError as exc:
         raise SeriesError(
             "cannot materialise the upstream base",
@@ -104,7 +128,7 @@ def _resolve(
         ) from None
 
 
-def _git(upstream: Upstream, repo: Repo, override: str | None) -> Base:
+def _git(upstream: Upstream, repo: Repo, override: str | None, say: Say = _quiet) -> Base:
     url = override or upstream.repository
     ref = f"refs/series/git/{upstream.commit}"
     label = f"{url} {upstream.ref} ({upstream.commit[:12]})"
@@ -115,10 +139,17 @@ def _git(upstream: Upstream, repo: Repo, override: str | None) -> Base:
     tag = upstream.ref if upstream.ref.startswith("refs/") else f"refs/tags/{upstream.ref}"
     attempts = [f"+{tag}:{ref}", f"+{upstream.commit}:{ref}"]
     errors = []
+    stall = unreachable.stall()
+    say(
+        f"upstream: fetching {upstream.ref} ({upstream.commit[:12]}) from {url}; "
+        f"gives up after {stall} s without data (SERIES_NET_TIMEOUT)"
+    )
     for refspec in attempts:
-        status, err = repo.fetch(url, [refspec])
+        status, err = repo.fetch(url, [refspec], stall=stall)
         if status != 0:
             errors.append(err.strip())
+            if unreachable.network_failure(err):
+                break  # the second refspec would wait just as long for the same silence
             continue
         got = repo.rev(ref)
         if got == upstream.commit:
@@ -140,6 +171,7 @@ def _sdist(
 ) -> Base:
     sd = upstream.sdist
     name = f"{sd.package}-{sd.version}"
+    named = archive is not None
     if archive is None:
         archive = _download(sd.package, sd.version, cache_dir / "sdist")
     elif not archive.is_file():
@@ -147,9 +179,14 @@ def _sdist(
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
     if sd.sha256 and digest != sd.sha256:
         raise SeriesError(
-            f"{archive.name} is not the sdist the manifest pins",
-            why=f"sha256 {digest}\nexpected {sd.sha256}",
-            hint="delete the file to download it again, or fix upstream.sdist.sha256",
+            f"{archive.resolve()} is not the sdist the manifest pins",
+            why=f"sha256 {digest}\nexpected {sd.sha256} (upstream.sdist.sha256)",
+            hint=f"check that --upstream names the {name} sdist from the package index; "
+            "if the pin itself changed, fix upstream.sdist.sha256"
+            if named
+            else f"the downloaded file is damaged or was replaced: delete {archive.resolve()} "
+            "and run the command again to download it afresh",
+            exit_code=Exit.BAD_INPUT if named else Exit.FAILED,
         )
     ref = f"refs/series/sdist/{name}-{digest[:16]}"
     label = f"{sd.package}=={sd.version} sdist (stands in for {upstream.ref})"

@@ -22,9 +22,10 @@ def run(
     source: str | None = None,
     upstream_url: str | None = None,
     force: bool = False,
+    as_json: bool = False,
 ) -> Exit:
     checkout = series.checkout(directory)
-    apply(
+    done = apply(
         series,
         ui,
         checkout,
@@ -33,4 +34,6 @@ def run(
         upstream_url=upstream_url,
         force=force,
     )
+    if as_json:
+        ui.json(done)
     return Exit.OK

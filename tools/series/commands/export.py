@@ -13,6 +13,8 @@ from series.stack.export import export
 from series.ui import Ui
 
 
-def run(series: Series, ui: Ui, *, directory: Path | None = None) -> Exit:
-    export(series, ui, series.checkout(directory))
+def run(series: Series, ui: Ui, *, directory: Path | None = None, as_json: bool = False) -> Exit:
+    done = export(series, ui, series.checkout(directory))
+    if as_json:
+        ui.json(done)
     return Exit.OK

@@ -30,7 +30,7 @@ def run(series: Series, ui: Ui, *, as_json: bool = False) -> Exit:
             }
         )
     if as_json:
-        ui.json(rows)
+        ui.json({"patches": rows})
         return Exit.OK
     table = Table(title=f"{len(rows)} patches on {series.manifest.upstream.ref}")
     for column in ("#", "id", "PR", "upstream", "title", "files", "subset"):

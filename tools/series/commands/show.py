@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from series.conflicts import alone
 from series.errors import Exit
-from series.manifest import Patch
-from series.project import FileStat, MailInfo, Series
+from series.project import Series
 from series.ui import Ui
 
 
 def run(
-    series: Series, ui: Ui, *, patch_id: str, diff: bool = False, as_json: bool = False
+    series: Series,
+    ui: Ui,
+    *,
+    patch_id: str,
+    diff: bool = False,
+    as_json: bool = False,
+    pager: bool = True,
 ) -> Exit:
     manifest = series.manifest
     patch = manifest.by_id(patch_id)
     position = manifest.index(patch.id) + 1
     info = series.mail(patch)
     stats = series.stat(patch)
+    computed = alone.recall(series, patch)
     if as_json:
         ui.json(
             {
@@ -34,6 +43,7 @@ def run(
                 "files": [{"path": s.path, "added": s.added, "deleted": s.deleted} for s in stats],
                 "subset": list(patch.subset),
                 "applies_alone": patch.applies_alone,
+                "applies_alone_computed": computed,
                 "pin_failures": [
                     {"tests": f.tests, "reason": f.reason} for f in patch.pin_failures
                 ],
@@ -41,23 +51,14 @@ def run(
             }
         )
         return Exit.OK
-    ui.result("\n".join(_lines(patch, position, len(manifest.patches), info, stats)))
-    if diff:
-        ui.out.file.write("\n" + info.diff.decode("utf-8", "replace"))
-    return Exit.OK
-
-
-def _lines(
-    patch: Patch, position: int, count: int, info: MailInfo, stats: list[FileStat]
-) -> list[str]:
     lines = [
-        f"{patch.id}  ({position} of {count})  {info.subject}",
+        f"{patch.id}  ({position} of {len(manifest.patches)})  {info.subject}",
         f"Author:   {info.author.name} <{info.author.email}>",
         f"Date:     {info.author.date}",
         f"Upstream: {patch.pr_url or 'no PR'}  [{patch.state}]"
         + (f" {patch.state_note}" if patch.state_note else ""),
         f"Branch:   {patch.branch}",
-        f"Alone:    {_alone(patch.applies_alone)}",
+        f"Alone:    {_alone(patch.applies_alone, computed)}",
         f"File:     {patch.file}",
         "",
         *(f"    {line}" if line else "" for line in info.body.splitlines()),
@@ -73,10 +74,29 @@ def _lines(
     if patch.pin_failures:
         lines.append("Fail at the pin too (not this patch's fault):")
         lines += [f"  {f.tests}  -- {f.reason}" for f in patch.pin_failures]
-    return lines
+    text = "\n".join(lines) + "\n"
+    if diff:  # long: through the pager on a terminal, like git show
+        ui.page(text + "\n" + info.diff.decode("utf-8", "replace"), pager=pager)
+    else:
+        ui.result(text.rstrip("\n"))
+    return Exit.OK
 
 
-def _alone(value: bool | None) -> str:
-    if value is None:
-        return "not recorded (series check-conflicts computes it)"
-    return "applies on the bare pin" if value else "needs earlier patches of the series"
+def _alone(recorded: bool | None, computed: dict[str, Any] | None) -> str:
+    """The record in series.toml, labelled as one, and what check-conflicts last found."""
+    words = {True: "applies on the bare pin", False: "needs earlier patches of the series"}
+    text = (
+        "not recorded in series.toml"
+        if recorded is None
+        else f"{words[recorded]} (as recorded in series.toml)"
+    )
+    if computed is None:
+        return text + "; not computed yet (series check-conflicts computes it)"
+    found = bool(computed.get("applies"))
+    pin = str(computed.get("pin", ""))[:12]
+    if recorded is not None and found != recorded:
+        return (
+            f"{text}; but check-conflicts found it {'applies' if found else 'does not apply'} "
+            f"alone on {pin} ({computed.get('when')}): the record is out of date"
+        )
+    return f"{text}; check-conflicts: {words[found]} ({pin}, {computed.get('when')})"

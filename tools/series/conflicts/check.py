@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from series import unreachable
+from series.conflicts import alone
 from series.conflicts.analysis import analyse
 from series.conflicts.merger import Merger
 from series.conflicts.pinstack import build_stack
@@ -45,6 +47,12 @@ def check(
     try:
         target = None
         if onto:
+            if not onto.startswith("sdist:"):
+                where = url or series.manifest.upstream.repository
+                ui.status(
+                    f"onto: {onto} from the cache, else fetched from {where}; a fetch gives "
+                    f"up after {unreachable.stall()} s without data (SERIES_NET_TIMEOUT)"
+                )
             target = resolve_target(
                 series.manifest, series.cache_dir, repo, base, onto, url, scratch
             )
@@ -64,4 +72,6 @@ def check(
         "seconds": round(seconds, 3),
     }
     ui.status(f"{merger.merges} merges in {merger.batches} batches, {seconds:.2f} s")
-    return report(series, base, stacked, analysis, target, onto, stats, matrix=matrix)
+    data = report(series, base, stacked, analysis, target, onto, stats, matrix=matrix)
+    alone.remember(series, base.commit, data["matrix"])
+    return data

@@ -105,10 +105,14 @@ def _matrix(analysis: Analysis, problems: list[str], notes: list[str]) -> dict[s
         if expected is True and not a.applies:
             problems.append(
                 f"{a.patch.id} does not apply alone on the pin ({', '.join(a.files)}), "
-                "but series.toml says applies_alone = true"
+                "but series.toml says applies_alone = true (fix the patch, or set "
+                "applies_alone = false)"
             )
         elif expected is False and a.applies:
-            notes.append(f"{a.patch.id} applies alone now; series.toml says applies_alone = false")
+            notes.append(
+                f"{a.patch.id} applies alone now; series.toml says applies_alone = false "
+                "(the record is out of date: set applies_alone = true)"
+            )
     pairs = [
         {"a": p.a, "b": p.b, "result": p.result, "files": list(p.files)} for p in analysis.pairs
     ]

@@ -104,6 +104,7 @@ class MailMixin(Runner):
             "-1",
             commit,
             "--stdout",
+            "--always",  # an empty commit (a patch kept for its message) is a patch too
             "--zero-commit",
             "--full-index",
             "--no-signature",

@@ -216,11 +216,24 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
             os.unlink(fh.name)
 
     # -- fetching -------------------------------------------------------------------
-    def fetch(self, source: str, refspecs: Sequence[str]) -> tuple[int, str]:
-        """``git fetch`` of ``refspecs`` from a URL or path: (status, stderr)."""
-        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", source, *refspecs]
-        status, _, err = execute(self.path, argv)
-        return status, err
+    def fetch(self, source: str, refspecs: Sequence[str], *, stall: int = 30) -> tuple[int, str]:
+        """``git fetch`` of ``refspecs`` from a URL or path: (status, stderr).
+
+        A remote that stops sending for ``stall`` seconds (or never answers)
+        makes it fail instead of hanging: git's low-speed limit for http(s),
+        a connect timeout for ssh, and a hard bound for the rest.
+        """
+        argv = [
+            *network_options(stall),
+            "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", source, *refspecs,
+        ]  # fmt: skip
+        return _bounded(self.path, argv, stall)
+
+    def reachable(self, source: str, *, stall: int = 30) -> tuple[bool, str]:
+        """Whether ``source`` answers as a git repository: (ok, git's stderr)."""
+        argv = [*network_options(stall), "ls-remote", "--heads", source]
+        status, err = _bounded(self.path, argv, stall)
+        return status == 0, err
 
     def fetch_from(self, source: Repo, commit: str) -> None:
         """Copy ``commit`` and its history from ``source`` (which has a ref on it)."""
@@ -233,7 +246,19 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
         if status != 0:
             raise InternalError(f"cannot copy {commit[:12]} from {source.path}", why=err)
 
-    def reachable(self, source: str) -> tuple[bool, str]:
-        """Whether ``source`` answers as a git repository: (ok, git's stderr)."""
-        status, _, err = self.git_status("ls-remote", "--heads", source)
-        return status == 0, err
+
+def network_options(stall: int) -> list[str]:
+    return ["-c", "http.lowSpeedLimit=1000", "-c", f"http.lowSpeedTime={stall}"]
+
+
+def _bounded(cwd: Path, argv: list[str], stall: int) -> tuple[int, str]:
+    env = {
+        "GIT_SSH_COMMAND": f"ssh -o ConnectTimeout={stall} -o ServerAliveInterval={stall} "
+        "-o ServerAliveCountMax=1 -o BatchMode=yes",
+        "GIT_TERMINAL_PROMPT": "0",
+    }
+    bound = max(stall * 20, 60)
+    status, _, err = execute(cwd, argv, env=env, timeout=bound)
+    if status != 0 and not err.strip():
+        err = f"no answer: git was stopped after {bound} s"
+    return status, err

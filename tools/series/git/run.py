@@ -13,7 +13,6 @@ commit ids on every machine.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import signal
@@ -32,9 +31,6 @@ log = logging.getLogger("series.git")
 # Switches off ~/.gitconfig and /etc/gitconfig for content-producing commands.
 HERMETIC = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 ZERO = "0" * 40
-# Fault injection for the tests (docs/architecture.md): SERIES_FAULT_KILL_AT=N
-# kills this process with SIGKILL right before its Nth git call.
-_CALLS = itertools.count(1)
 
 
 class GitFailed(InternalError):
@@ -79,8 +75,12 @@ def execute(
     env: Mapping[str, str] | None = None,
     stdin: Path | None = None,
     raw: bool = False,
+    timeout: float | None = None,
 ) -> tuple[int, str | bytes, str]:
-    """Run ``git argv`` in ``cwd``: (status, stdout, stderr); never raises on status."""
+    """Run ``git argv`` in ``cwd``: (status, stdout, stderr); never raises on status.
+
+    ``timeout``: kill git after that many seconds (network operations).
+    """
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
     _fault_point()
     cmd = _Cmd(str(cwd))
@@ -94,6 +94,7 @@ def execute(
             env=dict(env or {}),
             stdout_as_string=not raw,
             strip_newline_in_stdout=False,
+            kill_after_timeout=timeout,
         )
     finally:
         if stream is not None:
@@ -105,9 +106,22 @@ def execute(
     )
 
 
+_calls = 0
+
+
 def _fault_point() -> None:
-    kill_at = os.environ.get("SERIES_FAULT_KILL_AT")
-    if kill_at and next(_CALLS) == int(kill_at):
+    """Fault injection for tests: SERIES_FAULT_KILL_AT=N SIGKILLs us before the Nth git call.
+
+    Deterministic (the Nth call of this process), so a test can kill a
+    command at every step in turn and check that nothing is lost
+    (tests/test_faults.py, docs/hardening.md).
+    """
+    global _calls
+    at = os.environ.get("SERIES_FAULT_KILL_AT")
+    if not at:
+        return
+    _calls += 1
+    if str(_calls) == at:
         os.kill(os.getpid(), signal.SIGKILL)
 
 

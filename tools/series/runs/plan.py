@@ -19,7 +19,15 @@ from series.manifest import Patch
 from series.runs import pytest_run
 from series.runs.cache import ResultCache, digest, fingerprint, run_key
 from series.runs.pytest_run import RunResult
-from series.runs.report import FAILED, NO_APPLY, NO_APPLY_ALONE, NO_SUBSET, PatchReport, classify
+from series.runs.report import (
+    FAILED,
+    NO_APPLY,
+    NO_APPLY_ALONE,
+    NO_SUBSET,
+    NO_TESTS,
+    PatchReport,
+    classify,
+)
 from series.ui import Ui
 
 if TYPE_CHECKING:
@@ -114,7 +122,14 @@ def plan(ctx: Context, patches: list[Patch], mode: str) -> list[Target]:
 def _target(ctx: Context, report: PatchReport) -> Target:
     subset = report.patch.subset
     if not subset:
-        report.status = NO_SUBSET
+        if report.patch.no_tests:
+            report.status, report.detail = NO_TESTS, report.patch.no_tests
+        else:
+            report.status = NO_SUBSET
+            report.detail = (
+                f"series.toml gives {report.patch.id} neither a subset nor a reason: add "
+                'subset = ["keras/src/..._test.py"], or no_tests = "why it has none"'
+            )
         return Target(report)
     assert report.commit is not None and report.tree is not None
     present = _present(ctx.repo, report.commit, subset)
@@ -145,7 +160,7 @@ def job(ctx: Context, label: str, commit: str, tree: str, selection: tuple[str, 
 
 def finish(target: Target, results: dict[str, RunResult]) -> PatchReport:
     report = target.report
-    if report.status in (NO_APPLY, NO_APPLY_ALONE, NO_SUBSET):
+    if report.status in (NO_APPLY, NO_APPLY_ALONE, NO_SUBSET, NO_TESTS):
         return report
     run = results.get(target.job.key) if target.job else None
     report.baseline = results.get(target.baseline.key) if target.baseline else None

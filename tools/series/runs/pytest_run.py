@@ -53,6 +53,7 @@ class ProofError(SeriesError):
 class Outcome:
     outcome: str  # passed, failed, error, skipped
     message: str = ""
+    seconds: float = 0.0  # pytest's own time for the test (setup + call + teardown)
 
 
 @dataclass
@@ -82,7 +83,9 @@ class RunResult:
             "log": self.log,
             "workers": self.workers,
             "test_seconds": round(self.test_seconds, 3),
-            "tests": {k: [v.outcome, v.message] for k, v in self.tests.items()},
+            "tests": {
+                k: [v.outcome, v.message, round(v.seconds, 4)] for k, v in self.tests.items()
+            },
         }
 
     @classmethod
@@ -94,7 +97,10 @@ class RunResult:
             duration=float(data["duration"]),
             exit_code=int(data["exit_code"]),
             imported_from=data["imported_from"],
-            tests={k: Outcome(v[0], v[1]) for k, v in data["tests"].items()},
+            tests={
+                k: Outcome(v[0], v[1], float(v[2]) if len(v) > 2 else 0.0)
+                for k, v in data["tests"].items()
+            },
             log=data.get("log", ""),
             workers=int(data.get("workers", 1)),
             test_seconds=float(data.get("test_seconds", 0.0)),
@@ -232,8 +238,11 @@ def parse_junit(path: Path) -> dict[str, Outcome]:
                 outcome = kind
                 message = _message(child)
         found = tests.get(nodeid)
+        seconds = _seconds(case) + (found.seconds if found else 0.0)
         if found is None or _SEVERITY[outcome] > _SEVERITY[found.outcome]:
-            tests[nodeid] = Outcome(outcome, message[:_MESSAGE_MAX])
+            tests[nodeid] = Outcome(outcome, message[:_MESSAGE_MAX], seconds)
+        else:
+            tests[nodeid] = Outcome(found.outcome, found.message, seconds)
     return tests
 
 
@@ -252,6 +261,13 @@ def _message(child: ET.Element) -> str:
         raised = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")]
         return f"{message}: {' '.join(raised)}" if raised else message
     return message
+
+
+def _seconds(case: ET.Element) -> float:
+    try:
+        return float(case.get("time") or 0.0)
+    except ValueError:
+        return 0.0
 
 
 def junit_seconds(path: Path) -> float:

@@ -39,7 +39,8 @@ OK = "ok"
 FAILED = "failed"
 NO_APPLY = "does not apply"
 NO_APPLY_ALONE = "cannot apply alone"
-NO_SUBSET = "no subset"
+NO_SUBSET = "no subset"  # and no reason for it: a failure, an untested patch is not green
+NO_TESTS = "no tests"  # the manifest says why (no_tests = "...")
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class PatchReport:
 
     @property
     def failed(self) -> bool:
-        return self.status == NO_APPLY or bool(self.problems)
+        return self.status in (NO_APPLY, NO_SUBSET) or bool(self.problems)
 
 
 def classify(
@@ -152,6 +153,8 @@ def problem_lines(reports: list[PatchReport]) -> list[str]:
     for report in reports:
         if report.status == NO_APPLY:
             lines.append(f"{report.patch.id}: does not apply: {report.detail}")
+        if report.status == NO_SUBSET:
+            lines.append(f"{report.patch.id}: no test subset: {report.detail}")
         for test in report.problems:
             first = test.message.strip().splitlines()[0] if test.message.strip() else ""
             lines.append(
@@ -224,13 +227,20 @@ def write_junit(path: Path, reports: list[PatchReport]) -> None:
     for report in reports:
         suite = ET.SubElement(suites, "testsuite", name=f"{report.patch.id} ({report.mode})")
         cases = 0
-        if report.status in (NO_APPLY, NO_APPLY_ALONE):
-            case = ET.SubElement(suite, "testcase", classname=report.patch.id, name="apply")
-            tag = "failure" if report.status == NO_APPLY else "skipped"
+        if report.status in (NO_APPLY, NO_APPLY_ALONE, NO_SUBSET, NO_TESTS):
+            name = "subset" if report.status in (NO_SUBSET, NO_TESTS) else "apply"
+            case = ET.SubElement(
+                suite, "testcase", classname=report.patch.id, name=name, time="0.000"
+            )
+            tag = "failure" if report.status in (NO_APPLY, NO_SUBSET) else "skipped"
             ET.SubElement(case, tag, message=report.status).text = report.detail
             cases += 1
+        run_tests = report.run.tests if report.run is not None else {}
         for test in report.tests:
-            case = ET.SubElement(suite, "testcase", classname=report.patch.id, name=test.id)
+            seconds = run_tests[test.id].seconds if test.id in run_tests else 0.0
+            case = ET.SubElement(
+                suite, "testcase", classname=report.patch.id, name=test.id, time=f"{seconds:.3f}"
+            )
             cases += 1
             if test.status == NEW:
                 ET.SubElement(case, "failure", message="new failure").text = test.message
@@ -239,9 +249,12 @@ def write_junit(path: Path, reports: list[PatchReport]) -> None:
             elif test.status in (PRE, SKIP):
                 ET.SubElement(case, "skipped", message=test.status).text = test.message
         suite.set("tests", str(cases))
-        suite.set("failures", str(report.count(NEW) + (report.status == NO_APPLY)))
+        suite.set("failures", str(report.count(NEW) + (report.status in (NO_APPLY, NO_SUBSET))))
+        suite.set("time", f"{report.run.duration if report.run is not None else 0.0:.3f}")
         suite.set("errors", str(report.count(ERROR)))
         suite.set("skipped", str(report.count(PRE) + report.count(SKIP)))
+    total = sum(r.run.duration for r in reports if r.run is not None)
+    suites.set("time", f"{total:.3f}")
     ET.indent(suites)
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)

@@ -17,15 +17,17 @@ changes and keeps a backup ref of the old tip.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from series import upstream
-from series.checkout import BASE_REF, Checkout, guard_apply
+from series.checkout import BASE_REF, Checkout, CheckoutState, guard_apply, move_in, staging
 from series.errors import ConflictError
 from series.git import Repo
 from series.manifest import Patch
-from series.stack.build import Failure
+from series.stack.build import Built, Failure
+from series.stack.export_files import refuse_if_interrupted
 from series.ui import Ui
+from series.upstream import Base
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -42,17 +44,59 @@ def apply(
     source: str | None,
     upstream_url: str | None,
     force: bool,
-) -> None:
+) -> dict[str, Any]:
+    """Apply ``patches`` into ``checkout``; what was done (the ``--json`` payload)."""
+    refuse_if_interrupted(series.root, "apply")
     old = checkout.tip() if checkout.exists() else None  # what the checks below see
     state = guard_apply(checkout, force, ui)
     why = "--source"
     if source is None and upstream_url is None and state is not None:
         # Never switch the base silently: every commit id would change.
         source, why = state.source, "the source this checkout was made from"
-    base = series.pin(ui, source=source, override=upstream_url, why=why)
-    # Built (and memoised) in the cache repository, then copied over: a
-    # fresh checkout or an unchanged series costs one local fetch.
-    built = series.stack(base.commit, patches)
+    with ui.progress("materialising the upstream base and building the stack ..."):
+        base = series.pin(ui, source=source, override=upstream_url, why=why)
+        built = series.stack(base.commit, patches)
+    # A new checkout is made beside its place and renamed in when complete,
+    # so a kill leaves no half-made ./work that later runs would refuse.
+    target = staging(checkout) if state is None else checkout
+    with ui.progress(f"writing the checkout {checkout.path} ..."):
+        unchanged = _write(series, target, (state, old), base, built)
+    if target is not checkout:
+        move_in(target, checkout, ui)
+    for step in built.steps:
+        how = " (3-way)" if step.three_way else ""
+        ui.status(f"  {step.patch.id:<4} {step.commit[:12]}{how}  {step.patch.title}")
+    if built.failure is not None:
+        raise _conflict(series, checkout, built.failure)
+    verb = "up to date" if unchanged else "applied"
+    ui.result(
+        f"{verb}: {len(built.steps)} patches on {base.commit[:12]} in {checkout.path} "
+        f"(branch {checkout.branch} at {built.tip[:12]})"
+    )
+    return {
+        "checkout": str(checkout.path),
+        "branch": checkout.branch,
+        "base": base.commit,
+        "source": base.source,
+        "tip": built.tip,
+        "applied": [s.patch.id for s in built.steps],
+        "up_to_date": unchanged,
+    }
+
+
+def _write(
+    series: Series,
+    checkout: Checkout,
+    prior: tuple[CheckoutState | None, str | None],
+    base: Base,
+    built: Built,
+) -> bool:
+    """Bring the stack into ``checkout`` and record it; whether nothing had changed.
+
+    ``prior`` is the state and tip the safety checks saw: the refs are
+    compared against them, not against what is there now.
+    """
+    state, old = prior
     repo = _open(checkout, series.cache)
     repo.fetch_from(series.cache, built.tip)
     upstream.fetch_base(repo, series.cache, base, BASE_REF)
@@ -75,16 +119,7 @@ def apply(
             source=base.source,
             move_files=not unchanged,
         )
-    for step in built.steps:
-        how = " (3-way)" if step.three_way else ""
-        ui.status(f"  {step.patch.id:<4} {step.commit[:12]}{how}  {step.patch.title}")
-    if built.failure is not None:
-        raise _conflict(series, checkout, built.failure)
-    verb = "up to date" if unchanged else "applied"
-    ui.result(
-        f"{verb}: {len(built.steps)} patches on {base.commit[:12]} in {checkout.path} "
-        f"(branch {checkout.branch} at {new[:12]})"
-    )
+    return unchanged
 
 
 def _conflict(series: Series, checkout: Checkout, f: Failure) -> ConflictError:

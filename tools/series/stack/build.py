@@ -94,6 +94,14 @@ def build(repo: Repo, base: str, files: list[PatchFile]) -> Built:
 
 def _apply(repo: Repo, parent: str, item: PatchFile, scratch: Path) -> Step | Failure:
     info = mailinfo(item.path, scratch)
+    escapes = unsafe_paths(info.diff)
+    if escapes:
+        raise UsageError(
+            f"{item.path} ({item.patch.id}) names a path outside the repository",
+            why="\n".join(f"path: {p}" for p in escapes),
+            hint="paths in a patch are relative to the top of the upstream tree: fix the "
+            "diff (no '..', no leading '/'), or export the patch again with `series export`",
+        )
     three_way = False
     with repo.scratch_index(parent) as env:
         if info.diff.strip():
@@ -107,6 +115,34 @@ def _apply(repo: Repo, parent: str, item: PatchFile, scratch: Path) -> Step | Fa
     message = with_trailer(info.message, item.patch.id)
     commit = repo.commit_tree(tree, [parent], message, info.author)
     return Step(item.patch, commit, three_way)
+
+
+_PATH_LINES = (b"--- ", b"+++ ", b"rename from ", b"rename to ", b"copy from ", b"copy to ")
+
+
+def unsafe_paths(diff: bytes) -> list[str]:
+    """Paths in ``diff`` that are absolute or climb out of the tree with ``..``."""
+    found: dict[str, None] = {}
+    header = False  # only file headers name paths; a hunk line may look like one
+    for raw in diff.splitlines():
+        if raw.startswith(b"diff --git "):
+            header = True
+            names = raw[len(b"diff --git ") :].split(b" ")
+        elif raw.startswith(b"@@"):
+            header = False
+            continue
+        elif header and raw.startswith(_PATH_LINES):
+            names = [raw.split(b" ", 1)[1] if raw[:1] in b"-+" else raw.split(b" ", 2)[2]]
+        else:
+            continue
+        for name in names:
+            text = name.decode("utf-8", "replace").split("\t")[0].strip('"')
+            if text == "/dev/null":
+                continue
+            bare = text[2:] if text[:2] in ("a/", "b/") else text
+            if bare.startswith("/") or ".." in bare.split("/"):
+                found[bare] = None
+    return list(found)
 
 
 def _refuse_corrupt(item: PatchFile, stderr: str) -> NoReturn:

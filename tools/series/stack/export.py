@@ -11,27 +11,27 @@ one trailer) and re-applies the files it is about to write: only if that
 gives back exactly the same trees does it write patches/ and series.toml, so
 apply followed by export is byte-identical, and an export can never write a
 patch that does not reproduce the branch. Every file it changes or deletes
-is first copied under ``.series/backups/<time>/``, and every file is written
-to a temporary file beside it and renamed into place, so a file is either
-old or new, never half written. The files are written before the refs
-move (one transaction): if the refs cannot move, the branch still counts
-as unexported and nothing is lost.
+is first copied under ``.series/backups/export-<time>/``, and all files are
+staged beside their targets before any is renamed into place
+(series.stack.export_files): a full disk changes nothing, a kill leaves
+each file old or new and a journal that the next command reports. The
+files are written before the refs move (one transaction); if the refs
+cannot move, the files are put back from the backup.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from series.checkout import BASE_REF
 from series.errors import InternalError, RefusedError, SeriesError
-from series.files import write_atomic
 from series.git import RefMoved, Repo
-from series.manifest import Patch, PatchUpdate, write_patches
+from series.manifest import Patch, PatchUpdate, load, write_patches
+from series.stack import export_files
 from series.stack.build import PatchFile, build
 from series.stack.message import series_id, with_trailer
 from series.ui import Ui
@@ -48,10 +48,19 @@ class Exported:
     data: bytes
 
 
-def export(series: Series, ui: Ui, checkout: Checkout) -> None:
-    """Write the branch of ``checkout`` to patches/ and series.toml."""
+def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
+    """Write the branch of ``checkout`` to patches/ and series.toml; what was done."""
     state = checkout.require()
     repo = checkout.repo
+    _refuse_in_progress(checkout)
+    journal = export_files.interrupted(series.root)
+    if journal is not None:
+        export_files.undo_interrupted(series.root, journal)
+        series.manifest = load(series.manifest.path, missing_ok=True)
+        ui.status(
+            "finishing an interrupted export: put back the files it had written from "
+            f"{journal.get('backup', '.series/backups')}, exporting again"
+        )
     tip = checkout.tip()
     if tip is None or not repo.is_ancestor(state.base, tip):
         raise RefusedError(
@@ -64,15 +73,25 @@ def export(series: Series, ui: Ui, checkout: Checkout) -> None:
             "refusing to export: the branch has merge commits",
             hint="a series is a straight line of commits: rebase to linearise it",
         )
-    dirty = repo.dirty()
-    if dirty:
-        ui.status(f"note: {len(dirty)} uncommitted change(s) in {checkout.path} are not exported")
+    _note_ignored(checkout, tip, ui)
     commits = repo.commits(state.base, tip)
     plan = _plan(series, commits, repo, checkout.path)
+    _refuse_fixups(plan, checkout)
     exported = _normalise(series, repo, state.base, plan)
     _verify(series, repo, state.base, exported, tip)
-    changed, backup = _write(series, exported, set(state.applied), ui)
     new_tip = exported[-1].commit if exported else state.base
+    if checkout.tip() != tip:  # checked again right before writing: nothing to undo yet
+        raise RefMoved(
+            f"refusing to export: {checkout.branch} in {checkout.path} moved while exporting",
+            why="another command changed the branch; nothing was written",
+            hint="run `series export` again",
+        )
+    written = export_files.write(series.root, _changes(series, exported, set(state.applied)))
+    for rel in written.changed:
+        gone = not (series.root / rel).exists()
+        ui.status(f"  {'removed' if gone else 'wrote'} {rel}" + (" (dropped)" if gone else ""))
+    if written.backup:
+        ui.status(f"previous versions kept in {written.backup}")
     try:
         checkout.write(
             "export",
@@ -84,17 +103,75 @@ def export(series: Series, ui: Ui, checkout: Checkout) -> None:
             move_files=False,
         )
     except RefMoved as exc:
-        kept = f"; the files they replaced are in {backup}" if backup else ""
+        export_files.roll_back(series.root, written)
         raise RefMoved(
             exc.message,
-            why=f"{exc.why}\npatches/ and series.toml were already written ({changed} file(s)"
-            f"{kept}); the branch still counts as unexported",
+            why=f"{exc.why}\nexport put back the {len(written.changed)} file(s) it had "
+            "written: patches/ and series.toml are as before",
             hint=exc.hint,
         ) from None
+    export_files.finish(series.root)
     ui.result(
         f"exported {len(exported)} patches from {checkout.path}: "
-        f"{changed} file(s) changed"
+        f"{len(written.changed)} file(s) changed"
         + (f" (branch now at {new_tip[:12]})" if new_tip != tip else "")
+    )
+    return {
+        "checkout": str(checkout.path),
+        "branch": checkout.branch,
+        "tip": new_tip,
+        "exported": [e.patch.id for e in exported],
+        "changed": [str(p) for p in written.changed],
+        "backup": str(written.backup) if written.backup else None,
+    }
+
+
+def _refuse_in_progress(checkout: Checkout) -> None:
+    """A rebase or am half done: the branch is not what the user is working on."""
+    for name, verb in (("rebase-merge", "rebase"), ("rebase-apply", "rebase")):
+        if (checkout.repo.git_dir / name).exists():
+            if name == "rebase-apply" and (checkout.repo.git_dir / name / "applying").exists():
+                verb = "am"
+            raise RefusedError(
+                f"refusing to export: a git {verb} is in progress in {checkout.path}",
+                why=f"branch {checkout.branch} does not hold its work yet; exporting now "
+                "would ignore it",
+                hint=f"finish it (git -C {checkout.path} {verb} --continue) or abandon it "
+                f"(git -C {checkout.path} {verb} --abort), then `series export`",
+            )
+
+
+def _note_ignored(checkout: Checkout, tip: str, ui: Ui) -> None:
+    repo = checkout.repo
+    dirty = repo.dirty()
+    if dirty:
+        ui.status(f"note: {len(dirty)} uncommitted change(s) in {checkout.path} are not exported")
+    if checkout.on_branch():
+        return
+    head = repo.rev("HEAD")
+    where = repo.symbolic_head() or f"detached at {head[:12] if head else '?'}"
+    extra = repo.commits(tip, head) if head and not repo.is_ancestor(head, tip) else []
+    ui.status(
+        f"note: HEAD in {checkout.path} is {where}, not {checkout.branch}: exporting "
+        f"{checkout.branch} only"
+        + (f"; {len(extra)} commit(s) on HEAD are not exported" if extra else "")
+        + f" (git -C {checkout.path} switch {checkout.branch} to work on the series)"
+    )
+
+
+_FIXUP = ("fixup! ", "squash! ", "amend! ")
+
+
+def _refuse_fixups(plan: list[_Entry], checkout: Checkout) -> None:
+    fixups = [e for e in plan if e.patch.title.startswith(_FIXUP)]
+    if not fixups:
+        return
+    raise RefusedError(
+        f"refusing to export: {len(fixups)} fixup commit(s) were never squashed",
+        why="\n".join(f"{e.commit[:12]} {e.patch.title}" for e in fixups)
+        + "\nexported as they are, each would become a patch of its own",
+        hint=f"squash them: GIT_SEQUENCE_EDITOR=: git -C {checkout.path} rebase -i "
+        f"--autosquash {BASE_REF}, then `series export`",
     )
 
 
@@ -173,10 +250,10 @@ def _verify(series: Series, repo: Repo, base: str, exported: list[Exported], tip
         raise InternalError("the normalised stack does not match the branch's tree")
 
 
-def _write(
-    series: Series, exported: list[Exported], applied: set[str], ui: Ui
-) -> tuple[int, Path | None]:
-    """Write what changed; a missing entry that was applied is dropped, one never
+def _changes(
+    series: Series, exported: list[Exported], applied: set[str]
+) -> dict[Path, bytes | None]:
+    """What changes; a missing entry that was applied is dropped, one never
     applied (``apply --to``) is kept, after the exported ones."""
     manifest = series.manifest
     present = {e.patch.id for e in exported}
@@ -193,41 +270,12 @@ def _write(
     ]
     updates += [PatchUpdate(p.id, p.title, p.file, p.branch) for p in kept]
     writes[manifest.path] = write_patches(manifest, updates).encode("utf-8")
-    changes = {
+    return {
         path: data
         for path, data in writes.items()
         if (data is None and path.exists())
         or (data is not None and (not path.exists() or path.read_bytes() != data))
     }
-    if not changes:
-        return 0, None
-    backup = _backup_dir(series.root)
-    for path in changes:
-        if path.exists():
-            target = backup / path.relative_to(series.root)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target)
-    for path, data in changes.items():
-        if data is None:
-            path.unlink()
-            ui.status(f"  removed {path.relative_to(series.root)} (dropped from the branch)")
-        else:
-            write_atomic(path, data)
-            ui.status(f"  wrote {path.relative_to(series.root)}")
-    if backup.exists():
-        ui.status(f"previous versions kept in {backup.relative_to(series.root)}")
-        return len(changes), backup
-    return len(changes), None
-
-
-def _backup_dir(root: Path) -> Path:
-    stamp = time.strftime("export-%Y%m%dT%H%M%SZ", time.gmtime())
-    backups = root / ".series" / "backups"
-    candidate, n = backups / stamp, 1
-    while candidate.exists():
-        n += 1
-        candidate = backups / f"{stamp}-{n}"
-    return candidate
 
 
 def _slug(subject: str) -> str:

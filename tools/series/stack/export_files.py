@@ -1,0 +1,156 @@
+"""Export's writes to patches/ and series.toml: backup, journal, all-or-nothing, roll back.
+
+Order, so that nothing is lost whatever fails:
+
+1. every file about to change or go is copied to ``.series/backups/export-<time>/``
+   (a failure here: nothing was written);
+2. a journal (``.series/export-journal.json``) names the backup and the files;
+3. the new contents are staged beside their targets and renamed in only
+   when all are on disk (:func:`series.files.replace_all`): a full disk or
+   a read-only directory fails before any file changed;
+4. the caller moves the refs; if that fails, :func:`roll_back` puts the old
+   files back from the backup, and the journal goes.
+
+A kill between 2 and the end leaves the journal: ``series apply`` refuses
+to build from half-written patches and names the two ways on (finish with
+``series export``, or restore the backup); ``series export`` finishes it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from series.errors import RefusedError, SeriesError
+from series.files import replace_all, write_atomic
+
+JOURNAL = Path(".series") / "export-journal.json"
+
+
+@dataclass(frozen=True)
+class Written:
+    changed: list[Path]  # relative to the project root
+    backup: Path | None  # relative to the project root
+    created: list[Path]  # files that did not exist before (relative)
+
+
+def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
+    """Back up, journal and write ``changes`` (absolute paths in ``root``)."""
+    if not changes:
+        return Written([], None, [])
+    for path in changes:  # staged files of an export that was killed before its renames
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)
+    backup = _backup_dir(root)
+    rel = {path: path.relative_to(root) for path in changes}
+    created = [rel[p] for p in changes if not p.exists()]
+    try:
+        for path in changes:
+            if path.exists():
+                target = backup / rel[path]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+        journal = {
+            "backup": str(backup.relative_to(root)),
+            "files": [str(rel[p]) for p in changes],
+            "created": [str(p) for p in created],
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        write_atomic(root / JOURNAL, json.dumps(journal, indent=2) + "\n")
+        replace_all(changes)
+    except OSError as exc:
+        (root / JOURNAL).unlink(missing_ok=True)
+        raise _write_failed(root, exc, backup) from None
+    kept = backup.relative_to(root) if backup.exists() else None
+    return Written([rel[p] for p in changes], kept, created)
+
+
+def _write_failed(root: Path, exc: OSError, backup: Path) -> SeriesError:
+    where = Path(exc.filename).name if exc.filename else "a file"
+    kept = (
+        f"copies of the files it was replacing are in {backup.relative_to(root)}"
+        if backup.exists()
+        else "nothing needed a backup"
+    )
+    return SeriesError(
+        f"export wrote nothing: cannot write {where} ({exc.strerror or exc})",
+        why=f"every file is staged before any is replaced, so patches/ and series.toml "
+        f"are unchanged; {kept}\nthe branch still counts as unexported",
+        hint="free some space (or make the project and patches/ writable), then run "
+        "`series export` again",
+    )
+
+
+def finish(root: Path) -> None:
+    (root / JOURNAL).unlink(missing_ok=True)
+
+
+def roll_back(root: Path, written: Written) -> None:
+    """Put back what :func:`write` replaced (from the backup) and remove what it created."""
+    restore: dict[Path, bytes | None] = {}
+    for rel in written.changed:
+        if rel in written.created:
+            restore[root / rel] = None
+        elif written.backup is not None:
+            restore[root / rel] = (root / written.backup / rel).read_bytes()
+    replace_all(restore)
+    finish(root)
+
+
+def interrupted(root: Path) -> dict[str, Any] | None:
+    """The journal of an export that was cut short, if there is one."""
+    path = root / JOURNAL
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    return data if isinstance(data, dict) else {}
+
+
+def undo_interrupted(root: Path, journal: dict[str, Any]) -> None:
+    """Put back what an interrupted export had written, from its backup.
+
+    The export that follows starts from the files as they were, so it
+    gives the same result as the run that was cut short would have.
+    """
+    backup = root / str(journal.get("backup", ""))
+    created = {str(p) for p in journal.get("created", [])}
+    restore: dict[Path, bytes | None] = {}
+    for name in journal.get("files", []):
+        if name in created:
+            restore[root / name] = None
+        elif (backup / name).is_file():
+            restore[root / name] = (backup / name).read_bytes()
+    replace_all(restore)
+    finish(root)
+
+
+def refuse_if_interrupted(root: Path, action: str) -> None:
+    """Refuse to build from patches/ that an interrupted export left half written."""
+    journal = interrupted(root)
+    if journal is None:
+        return
+    backup = journal.get("backup", ".series/backups")
+    raise RefusedError(
+        f"refusing to {action}: an export was interrupted (started {journal.get('started')})",
+        why=f"patches/ and series.toml may be partly new, partly old; the old files are in "
+        f"{backup}",
+        hint=f"run `series export` to finish it (the checkout still has the commits), or "
+        f"restore the old files: cp -a {backup}/. . && rm {JOURNAL}",
+    )
+
+
+def _backup_dir(root: Path) -> Path:
+    stamp = time.strftime("export-%Y%m%dT%H%M%SZ", time.gmtime())
+    backups = root / ".series" / "backups"
+    candidate, n = backups / stamp, 1
+    while candidate.exists():
+        n += 1
+        candidate = backups / f"{stamp}-{n}"
+    return candidate
