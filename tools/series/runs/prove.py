@@ -28,8 +28,10 @@ test the patched run reports, within the touched scopes, is then one of:
 * ``guard``: passes both ways;
 * ``broken``: fails (or errors) with the patch; one that matches a
   ``pin_failures`` entry of the manifest (it fails at the pin too, for the
-  reason given there) is reported with that reason and does not fail the
-  patch;
+  reason given there), or that the patch does not change and that fails
+  without its production change as well (it failed before the patch: a
+  package the test needs is missing, say), is reported with that reason
+  and does not fail the patch;
 * ``skipped``: skipped with the patch, or without it.
 """
 
@@ -53,6 +55,7 @@ from series.runs.testcode import (
     module_names,
     read_module,
     touched,
+    unchanged_tests,
 )
 
 BEHAVIOUR, STRUCTURAL, GUARD, BROKEN, SKIPPED = (
@@ -122,6 +125,7 @@ class ProveTarget:
     report: ProveReport
     scopes: list[Scope] = field(default_factory=list)
     modules: dict[str, TestModule] = field(default_factory=dict)
+    unchanged: set[str] = field(default_factory=set)  # path::name of tests the patch kept as is
     job: Job | None = None
     reverted: Job | None = None
 
@@ -168,6 +172,10 @@ def _target(ctx: Context, report: ProveReport, parent: str, commit: str) -> Prov
         module = read_module(path, repo.blob(commit, path).decode("utf-8", "replace"))
         target.modules[path] = module
         target.scopes += touched(module, repo.changed_lines(parent, commit, path))
+        if repo.existing_paths(parent, [path]):
+            before = repo.blob(parent, path).decode("utf-8", "replace")
+            kept = unchanged_tests(before, repo.blob(commit, path).decode("utf-8", "replace"))
+            target.unchanged |= {f"{path}::{name}" for name in kept}
     exempt = report.patch.no_behaviour_test
     if not report.production:
         report.status, report.detail = TESTS_ONLY, "the patch changes only test files"
@@ -223,7 +231,8 @@ def finish(target: ProveTarget, results: dict[str, RunResult]) -> ProveReport:
         before = without.tests.get(nodeid) or file_errors.get(nodeid.split("::")[0]) or crash
         proof = classify(nodeid, outcome, before, report.introduced)
         if proof.kind == BROKEN:
-            proof = replace(proof, known=known_reason(report.patch, nodeid))
+            known = known_reason(report.patch, nodeid) or _pre_existing(target, nodeid, before)
+            proof = replace(proof, known=known)
         report.tests.append(proof)
     exempt = report.patch.no_behaviour_test
     if report.broken:
@@ -250,6 +259,18 @@ def classify(nodeid: str, with_patch: Outcome, without: Outcome | None, new: set
     names = [n for n in missing_name(without.message) if n in new]
     kind = STRUCTURAL if names else BEHAVIOUR
     return Proof(nodeid, kind, "passed", without.outcome, without.message)
+
+
+def _pre_existing(target: ProveTarget, nodeid: str, without: Outcome | None) -> str:
+    """Why a failing test is not the patch's doing: unchanged by it, and failing without it."""
+    if without is None or without.outcome not in _FAILED:
+        return ""
+    if nodeid.split("[", 1)[0] not in target.unchanged:
+        return ""
+    first = (without.message.strip().splitlines() or [""])[0][:160]
+    return "fails without the patch too, and the patch does not change it" + (
+        f": {first}" if first else ""
+    )
 
 
 def _outcome(result: Outcome | None) -> str | None:

@@ -257,3 +257,31 @@ def missing_name(message: str) -> tuple[str, ...]:
     for module in _MISSING_MODULE.findall(message):
         found += module.split(".")
     return tuple(found)
+
+
+def unchanged_tests(before: str, after: str) -> set[str]:
+    """``name`` / ``Class::name`` of the test functions whose source ``after`` keeps as ``before``.
+
+    A test that fails without a patch's production change and is one of
+    these was failing before the patch too: the patch did not break it.
+    """
+
+    def tests(source: str) -> dict[str, str]:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            return {}
+        found: dict[str, str] = {}
+        for node in tree.body:
+            items = (
+                [(f"{node.name}::", n) for n in node.body]
+                if isinstance(node, ast.ClassDef)
+                else [("", node)]
+            )
+            for prefix, item in items:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and _is_test(item):
+                    found[prefix + item.name] = ast.get_source_segment(source, item) or ""
+        return found
+
+    old, new = tests(before), tests(after)
+    return {name for name, text in new.items() if old.get(name) == text}
