@@ -304,6 +304,80 @@ def _run_prove(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     return prove.run(series, ui, ids=a.ids, jobs=a.jobs, as_json=a.json, use_cache=not a.no_cache)
 
 
+def _add_bench(p: argparse.ArgumentParser) -> None:
+    p.epilog = (
+        "arms: the pin, each patch alone on the pin (where it applies alone), the stack "
+        "after each patch (compared with the one before), and the whole stack against the "
+        "pin. exit status: 0 measured; 1 a patch's outputs differ from its baseline "
+        "(equivalence failed); 2 bad input. Manual: docs/bench.md."
+    )
+    p.add_argument("ids", nargs="*", metavar="ID", help="the patches to measure (default: all)")
+    p.add_argument(
+        "--workload",
+        action="append",
+        metavar="NAME",
+        help="a workload to run (repeatable; default: all; --quick: the tiny set)",
+    )
+    p.add_argument("--rounds", type=int, metavar="N", help="measured rounds (default: 15)")
+    p.add_argument("--quick", action="store_true", help="a tiny workload set, a few rounds")
+    p.add_argument(
+        "--chart",
+        type=Path,
+        metavar="PNG",
+        help="where to write the chart (default: .series/bench/bench.png)",
+    )
+    p.add_argument(
+        "--profile",
+        metavar="WORKLOAD",
+        help="instead: the top frames of one call of WORKLOAD on the pin and the stack",
+    )
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda, where a GPU is present")
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _run_bench(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+    from series.commands import bench
+
+    return bench.run(
+        series,
+        ui,
+        ids=a.ids,
+        workloads=a.workload,
+        rounds=a.rounds,
+        quick=a.quick,
+        as_json=a.json,
+        chart=a.chart,
+        profile=a.profile,
+        device=a.device,
+    )
+
+
+def _add_scorecard(p: argparse.ArgumentParser) -> None:
+    p.epilog = (
+        "For each stack state (the pin, then patches 1..k): graphs, graph breaks, break "
+        "reasons and recompiles of the small LM and CNN under torch.compile. exit status: "
+        "0 no state adds breaks or recompiles; 1 one does (flagged); 2 bad input. "
+        "Manual: docs/bench.md."
+    )
+    p.add_argument("ids", nargs="*", metavar="ID", help="the patches to score (default: all)")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=2,
+        metavar="N",
+        help="states traced at the same time (default: 2)",
+    )
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda, where a GPU is present")
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _run_scorecard(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+    from series.commands import scorecard
+
+    return scorecard.run(series, ui, ids=a.ids, as_json=a.json, jobs=a.jobs, device=a.device)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         "apply",
@@ -347,6 +421,18 @@ COMMANDS: tuple[Command, ...] = (
         "ruff check and ruff format --check on the files each patch touches; its message",
         _add_lint,
         _run_lint,
+    ),
+    Command(
+        "bench",
+        "what each patch buys: timed side by side with the pin, with intervals and controls",
+        _add_bench,
+        _run_bench,
+    ),
+    Command(
+        "scorecard",
+        "graphs, graph breaks and recompiles under torch.compile, per stack state",
+        _add_scorecard,
+        _run_scorecard,
     ),
     Command(
         "prove",

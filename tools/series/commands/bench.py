@@ -1,0 +1,82 @@
+"""``series bench``: what each patch buys, measured side by side against the pin.
+
+The work is in series.runs.bench (method, cache and outputs:
+docs/bench.md); the arms come from series.runs.bench.arms.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from series.errors import Exit, UsageError
+from series.project import Series
+from series.runs.bench import (
+    Arm,
+    profile_json,
+    render_floors,
+    render_profile,
+    render_table,
+    render_times,
+    report_json,
+    run_bench,
+    run_profile,
+    summary_lines,
+    write_chart,
+)
+from series.runs.bench.arms import PIN, plan
+from series.ui import Ui
+
+
+def run(
+    series: Series,
+    ui: Ui,
+    *,
+    ids: list[str] | None = None,
+    workloads: list[str] | None = None,
+    rounds: int | None = None,
+    quick: bool = False,
+    as_json: bool = False,
+    chart: Path | None = None,
+    profile: str | None = None,
+    device: str = "cpu",
+) -> Exit:
+    if rounds is not None and rounds < 3:
+        raise UsageError(
+            f"--rounds {rounds}: at least 3 rounds make an interval",
+            hint="pass --rounds 3 or more, or --quick for a short run",
+        )
+    arms = plan(series, ui, ids, alone=profile is None)
+    for line in arms.skipped:
+        ui.status(f"note: {line}")
+    cache = series.cache_dir / "bench"
+    if profile is not None:
+        return _profile(ui, [arms.states[0], arms.states[-1]], profile, cache, device, as_json)
+    report = run_bench(
+        arms.arms, workloads or None, cache_dir=cache, pairs=arms.pairs, rounds=rounds,
+        quick=quick, progress=ui.status,
+    )  # fmt: skip
+    target = chart or series.root / ".series" / "bench" / "bench.png"
+    write_chart(report, target)
+    if as_json:
+        ui.json({**report_json(report), "chart": str(target), "skipped": arms.skipped})
+    else:
+        for table in (render_table(report), render_floors(report), render_times(report)):
+            ui.table(table)
+        for line in summary_lines(report):
+            ui.result(line)
+        ui.result(f"chart: {target}")
+    return Exit(int(report.exit_code))
+
+
+def _profile(
+    ui: Ui, arms: list[Arm], workload: str, cache: Path, device: str, as_json: bool
+) -> Exit:
+    if arms[0].name != PIN or len(arms) < 2:
+        raise UsageError("nothing to profile: no patch applies on the pin")
+    found = [run_profile(arm, workload, cache_dir=cache, device=device) for arm in arms]
+    if as_json:
+        ui.json({"profiles": [profile_json(p) for p in found]})
+    else:
+        for item in found:
+            ui.table(render_profile(item))
+    return Exit.OK
