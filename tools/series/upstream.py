@@ -112,11 +112,11 @@ def _git(upstream: Upstream, repo: Repo, override: str | None) -> Base:
         return Base(upstream.commit, "git", label, "cached")
     if override and Path(override).exists():
         url = str(Path(override).resolve())
-    tag = upstream.ref if upstream.ref.startswith("refs/") else f"refs/tags/{upstream.ref}"
-    attempts = [f"+{tag}:{ref}", f"+{upstream.commit}:{ref}"]
     errors = []
-    for refspec in attempts:
-        status, err = repo.fetch(url, [refspec])
+    for refspec in pin_refspecs(upstream):
+        # Only the pin's tree is needed here; check-conflicts and rebase
+        # deepen the history to the merge base when they need the range.
+        status, err = repo.fetch(url, [refspec], depth=1)
         if status != 0:
             errors.append(err.strip())
             continue
@@ -133,6 +133,13 @@ def _git(upstream: Upstream, repo: Repo, override: str | None) -> Base:
         why="\n".join(dict.fromkeys(e for e in errors if e)),  # each distinct error once
         hint="check the URL, or use --source sdist",
     )
+
+
+def pin_refspecs(upstream: Upstream) -> list[str]:
+    """Ways to fetch the pinned commit into ``refs/series/git/<commit>``: the ref, the id."""
+    ref = f"refs/series/git/{upstream.commit}"
+    tag = upstream.ref if upstream.ref.startswith("refs/") else f"refs/tags/{upstream.ref}"
+    return [f"+{tag}:{ref}", f"+{upstream.commit}:{ref}"]
 
 
 def _sdist(

@@ -33,7 +33,9 @@ def check(
 ) -> dict[str, Any]:
     """The whole report as the ``--json`` dict (docs/check-conflicts.md)."""
     started = time.perf_counter()
-    base = series.pin(ui, source=source)
+    # A git --upstream has the pin's real commit too, as a rule: take it from there.
+    git_url = url if onto and url and not onto.startswith("sdist:") and source != "sdist" else None
+    base = series.pin(ui, source=source, override=git_url, why="--source")
     repo = series.cache
     stacked = build_stack(series, base.commit)
     built = len(stacked.nodes) - 1

@@ -181,11 +181,51 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin):
             os.unlink(fh.name)
 
     # -- fetching -------------------------------------------------------------------
-    def fetch(self, source: str, refspecs: Sequence[str]) -> tuple[int, str]:
-        """``git fetch`` of ``refspecs`` from a URL or path: (status, stderr)."""
-        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", source, *refspecs]
-        status, _, err = execute(self.path, argv)
+    def fetch(
+        self,
+        source: str,
+        refspecs: Sequence[str],
+        *,
+        depth: int | None = None,
+        deepen: int | None = None,
+    ) -> tuple[int, str]:
+        """``git fetch`` of ``refspecs`` from a URL or path: (status, stderr).
+
+        ``--update-shallow`` always: a shallow source (what CI systems and
+        most maintainers have) is otherwise refused without a word (git
+        only warns and writes no ref). ``depth`` fetches that many commits
+        of history, ``deepen`` that many more below the current boundary.
+        """
+        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--update-shallow"]
+        argv += [f"--depth={depth}"] if depth else []
+        argv += [f"--deepen={deepen}"] if deepen else []
+        status, _, err = execute(self.path, [*argv, source, *refspecs])
         return status, err
+
+    def remote_rev(self, source: str, rev: str) -> str | None:
+        """The commit ``rev`` names in ``source`` (``ls-remote``), or None."""
+        status, out, _ = self.git_status("ls-remote", source, rev)
+        if status != 0:
+            return None
+        found: dict[str, str] = {}
+        for line in out.splitlines():
+            sha, _, name = line.partition("\t")
+            found[name] = sha
+        for name in (f"refs/tags/{rev}^{{}}", f"refs/tags/{rev}", f"refs/heads/{rev}", rev):
+            if name in found:
+                return found[name]
+        return None
+
+    def shallow_roots(self) -> frozenset[str]:
+        """The commits whose parents this (shallow) repository does not have."""
+        path = self.path / self.git("rev-parse", "--git-path", "shallow").strip()
+        if not path.is_file():
+            return frozenset()
+        return frozenset(path.read_text(encoding="ascii").split())
+
+    def merge_base(self, one: str, two: str) -> str | None:
+        status, out, _ = self.git_status("merge-base", one, two)
+        return out.split()[0] if status == 0 and out.strip() else None
 
     def fetch_from(self, source: Repo, commit: str) -> None:
         """Copy ``commit`` and its history from ``source`` (which has a ref on it)."""
