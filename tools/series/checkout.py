@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from series.errors import RefusedError, SeriesError
-from series.git import ZERO, Repo
+from series.git import ZERO, Repo, Transaction
 from series.ui import Ui
 
 BASE_REF = "refs/series/base"
@@ -140,10 +141,13 @@ class Checkout:
         applied: list[str],
         source: str,
         move_files: bool,
+        also: Callable[[Transaction], None] | None = None,
     ) -> None:
         """Move the branch to ``tip[1]`` (from ``tip[0]``) and record the state: one transaction.
 
         With ``move_files`` the index and files then follow the branch.
+        ``also`` adds more ref changes to the same transaction (a rebase
+        ends by deleting its own state in it).
         """
         old, new = tip
         prior = self.state() if self.exists() else None
@@ -155,6 +159,8 @@ class Checkout:
             txn.update(BASE_REF, base, self.repo.rev(BASE_REF) or ZERO)
             txn.update(SYNCED_REF, new, prior.synced if prior and prior.synced else ZERO)
             txn.update(STATE_REF, blob, self.repo.ref_value(STATE_REF) or ZERO)
+            if also is not None:
+                also(txn)
         (self.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)
         if move_files:
             self.repo.checkout_tree(old if old and self.on_branch() else None, new)

@@ -212,6 +212,44 @@ def _run_lint(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     return lint_cmd.run(series, ui, ids=a.ids, as_json=a.json)
 
 
+def _add_rebase(p: argparse.ArgumentParser) -> None:
+    p.epilog = (
+        "exit status: 0 rebased; 3 stopped at a conflict; 2 bad options or REV; "
+        "4 refused (work would be lost, or the checkout or target moved). Manual: docs/rebase.md."
+    )
+    _dir(p)
+    p.add_argument("--onto", metavar="REV", help="the upstream branch, tag or commit to move to")
+    p.add_argument(
+        "--upstream", metavar="URL|PATH", help="where REV lives (a clone, a mirror or a URL)"
+    )
+    p.add_argument(
+        "--drop-merged",
+        action="store_true",
+        help="remove patches already upstream (same patch-id, or their PR in a subject)",
+    )
+    how = p.add_mutually_exclusive_group()
+    for verb, text in (
+        ("continue", "go on after resolving and staging the conflict"),
+        ("skip", "drop the conflicting patch (series.toml records why) and go on"),
+        ("abort", "put refs, checkout, series.toml and patches/ back as they were"),
+    ):
+        how.add_argument(f"--{verb}", dest="action", action="store_const", const=verb, help=text)
+
+
+def _run_rebase(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+    from series.commands import rebase
+
+    return rebase.run(
+        series,
+        ui,
+        onto=a.onto,
+        upstream_url=a.upstream,
+        drop_merged=a.drop_merged,
+        action=a.action,
+        directory=a.dir,
+    )
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         "apply",
@@ -230,6 +268,12 @@ COMMANDS: tuple[Command, ...] = (
         "merge-tree dry runs: the stack on its pin, pairwise, and --onto another upstream",
         _add_check_conflicts,
         _run_check_conflicts,
+    ),
+    Command(
+        "rebase",
+        "move the series onto another upstream revision (--continue, --skip, --abort)",
+        _add_rebase,
+        _run_rebase,
     ),
     Command("list", "the series as a table", _add_list, _run_list),
     Command(

@@ -146,6 +146,14 @@ def _sdist(
     upstream: Upstream, repo: Repo, cache_dir: Path, archive: Path | None, reason: str
 ) -> Base:
     sd = upstream.sdist
+    if sd is None:
+        raise SeriesError(
+            f"no sdist stands in for the pin {upstream.ref} ({upstream.commit[:12]})",
+            why="series.toml has no [upstream.sdist]: `series rebase` removed it when it moved "
+            "the pin to a commit no release sdist matches",
+            hint="fetch the pin with git: pass --upstream PATH of a clone that has it "
+            "(once fetched, the per-user cache keeps it and no network is needed)",
+        )
     name = f"{sd.package}-{sd.version}"
     if archive is None:
         archive = _download(sd.package, sd.version, cache_dir / "sdist")

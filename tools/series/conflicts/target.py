@@ -60,17 +60,18 @@ def _sdist(
     manifest: Manifest, cache_dir: Path, version: str, archive: str | None
 ) -> tuple[str, str]:
     pinned = manifest.upstream
+    package = pinned.sdist.package if pinned.sdist else pinned.name
     other = dataclasses.replace(
         pinned,
         ref=f"v{version}",
         commit=ZERO,  # no git commit is known for it
-        sdist=Sdist(pinned.sdist.package, version, None),
+        sdist=Sdist(package, version, None),
     )
     try:
         found = upstream.resolve(other, cache_dir, source="sdist", override=archive)
     except SeriesError as exc:
         raise UsageError(
-            f"cannot get the {pinned.sdist.package} {version} sdist for --onto",
+            f"cannot get the {package} {version} sdist for --onto",
             why=f"{exc.message}\n{exc.why}",
             hint=exc.hint or "check the version, or pass --upstream FILE.tar.gz",
         ) from None

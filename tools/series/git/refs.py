@@ -44,6 +44,10 @@ class Transaction:
     def delete(self, ref: str, old: str) -> None:
         self.lines.append(f"delete {ref} {old}")
 
+    def detach_head(self, new: str, old: str) -> None:
+        """Point HEAD itself (not its branch) at commit ``new``, if it resolves to ``old``."""
+        self.lines += ["option no-deref", f"update HEAD {new} {old}"]
+
     def commit(self) -> None:
         if not self.lines:
             return

@@ -30,6 +30,15 @@ class LogEntry:
     files: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class CommitInfo:
+    commit: str
+    tree: str
+    parent: str
+    author: Ident
+    message: str
+
+
 class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin):
     """One repository, addressed by its work tree (or its git dir when bare)."""
 
@@ -101,6 +110,16 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin):
             if entry:
                 entries.append((entry.split(" ")[1], entry.split("\t", 1)[1]))
         return entries
+
+    def tree_files(self, rev: str) -> dict[str, str]:
+        """path -> blob id of every file in ``rev`` (recursively)."""
+        out = self.git("ls-tree", "-r", "-z", "--full-tree", rev)
+        files = {}
+        for entry in out.split("\0"):
+            if entry:
+                head, path = entry.split("\t", 1)
+                files[path] = head.split(" ")[2]
+        return files
 
     def existing_paths(self, rev: str, paths: Sequence[str]) -> set[str]:
         """Which of ``paths`` (files or directories) exist in ``rev``'s tree; one process."""
@@ -179,6 +198,36 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin):
             return self.git(*argv, env=env).strip()
         finally:
             os.unlink(fh.name)
+
+    def commit_infos(self, base: str, tip: str) -> list[CommitInfo]:
+        """First-parent commits of base..tip, oldest first, with all a replay needs."""
+        fmt = "%x01%H%x00%T%x00%P%x00%an%x00%ae%x00%aD%x00%B"
+        out = self.git(
+            "log", "--reverse", "--first-parent", f"--format={fmt}", f"{base}..{tip}", env=HERMETIC
+        )
+        infos = []
+        for chunk in out.split("\x01")[1:]:
+            commit, tree, parents, name, email, date, body = chunk.split("\x00", 6)
+            message = body.rstrip("\n") + "\n"
+            infos.append(
+                CommitInfo(commit, tree, parents.split()[0], Ident(name, email, date), message)
+            )
+        return infos
+
+    def diff_trees(self, old: str, new: str) -> bytes:
+        """The patch from tree ``old`` to tree ``new`` (full blob ids, no renames)."""
+        argv = ["diff-tree", "-p", "--full-index", "--binary", "--no-renames", "--no-color"]
+        return self.git_bytes(*argv, old, new, env=HERMETIC)
+
+    def range_diff(self, old: str, new: str) -> str:
+        """``git range-diff OLD NEW`` (two revision ranges), without colour."""
+        return self.git("range-diff", "--no-color", "--creation-factor=100", old, new, env=HERMETIC)
+
+    def apply_exact(self, tree: str, diff: bytes) -> str | None:
+        """``tree`` with ``diff`` applied exactly (no fuzz, no 3-way), or None."""
+        with self.scratch_index(tree) as env, input_file(diff) as path:
+            status, _, _ = self.git_status("apply", "--cached", str(path), env=env)
+            return self.write_tree(env) if status == 0 else None
 
     # -- fetching -------------------------------------------------------------------
     def fetch(

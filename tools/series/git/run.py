@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -76,6 +77,7 @@ def execute(
     raw: bool = False,
 ) -> tuple[int, str | bytes, str]:
     """Run ``git argv`` in ``cwd``: (status, stdout, stderr); never raises on status."""
+    _fault_hook()
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
     cmd = _Cmd(str(cwd))
     stream = stdin.open("rb") if stdin is not None else None
@@ -97,6 +99,22 @@ def execute(
         out or b"" if raw else out or "",
         err if isinstance(err, str) else err.decode(),
     )
+
+
+_calls = [0]
+
+
+def _fault_hook() -> None:
+    """Tests only: ``SERIES_FAULT_KILL_AT=N`` SIGKILLs this process before its Nth git call.
+
+    That is how the tests prove a command survives ``kill -9`` between any
+    two of its steps; unset (always, outside tests) it costs one lookup.
+    """
+    at = os.environ.get("SERIES_FAULT_KILL_AT")
+    if at:
+        _calls[0] += 1
+        if _calls[0] == int(at):
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def run(
