@@ -259,16 +259,23 @@ def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None
     return state
 
 
-def _finish_interrupted(checkout: Checkout, state: CheckoutState, ui: Ui) -> None:
+def _finish_interrupted(checkout: Checkout, state: CheckoutState, ui: Ui) -> bool:
     old = checkout.interrupted_move(state)
     tip = checkout.tip()
     if old is None or tip is None or not checkout.repo.files_match_index():
-        return
+        return False
     checkout.repo.checkout_tree(old, tip)
     ui.status(
         f"finished moving the files of {checkout.path} to {tip[:12]} "
         "(an earlier run was interrupted after moving the branch)"
     )
+    return True
+
+
+def finish_interrupted_move(checkout: Checkout, ui: Ui) -> bool:
+    """Finish moving the files when a run was killed after moving the branch; any done?"""
+    state = checkout.state()
+    return state is not None and _finish_interrupted(checkout, state, ui)
 
 
 def _save_dirty(checkout: Checkout, force: bool, ui: Ui) -> None:

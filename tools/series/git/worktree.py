@@ -42,7 +42,12 @@ class WorktreeMixin(Runner):
         return out.strip() if status == 0 else None
 
     def files_match_index(self) -> bool:
-        """Whether no tracked file differs from the index (``diff-files --quiet``)."""
+        """Whether no tracked file differs from the index (``diff-files --quiet``).
+
+        The index's stat data is refreshed first, so a file that was only
+        touched (copied, restored from a backup) does not count as changed.
+        """
+        self.git_status("update-index", "-q", "--refresh")
         return self.git_status("diff-files", "--quiet")[0] == 0
 
     def worktree_add(self, path: Path, commit: str) -> None:

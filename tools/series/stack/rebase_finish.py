@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from series.checkout import Checkout
+from series.checkout import Checkout, finish_interrupted_move
 from series.errors import ConflictError, InternalError, RefusedError, UsageError
 from series.files import write_atomic
 from series.manifest import Dropped, PatchUpdate, write_patches, write_pin
@@ -146,6 +146,12 @@ def _summary(ctx: Context, dropped: list[Dropped], kept: int) -> None:
 def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
     repo = checkout.repo
     st = rstate.load(repo) if checkout.exists() else None
+    if st is None and checkout.exists() and finish_interrupted_move(checkout, ui):
+        ui.result("the rebase had finished (interrupted while moving the files, now moved)")
+        return
+    if st is None and action == "abort" and checkout.exists() and _leftovers(checkout):
+        ui.result("no rebase was in progress; removed what an interrupted start had fetched")
+        return
     if st is None:
         raise UsageError(
             f"no rebase in progress in {checkout.path}",
@@ -276,3 +282,14 @@ def abort(series: Series, ui: Ui, checkout: Checkout, st: rstate.RebaseState) ->
         f"rebase aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
         f"{changed} project file(s) restored"
     )
+
+
+def _leftovers(checkout: Checkout) -> bool:
+    """Delete the refs a start killed before its first transaction left; any found?"""
+    repo = checkout.repo
+    left = {n: v for n, v in repo.refs(rstate.PREFIX).items() if n != rstate.LAST_REF}
+    if left:
+        with repo.transaction("series rebase: drop the leftovers of an interrupted start") as txn:
+            for name, old in left.items():
+                txn.delete(name, old)
+    return bool(left)
