@@ -250,6 +250,17 @@ def _run_rebase(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     )
 
 
+def _add_status(p: argparse.ArgumentParser) -> None:
+    _dir(p)
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _run_status(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+    from series.commands import status
+
+    return status.run(series, ui, directory=a.dir, as_json=a.json)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         "apply",
@@ -274,6 +285,12 @@ COMMANDS: tuple[Command, ...] = (
         "move the series onto another upstream revision (--continue, --skip, --abort)",
         _add_rebase,
         _run_rebase,
+    ),
+    Command(
+        "status",
+        "where the checkout stands: pin, branch, applied, unexported, drift, a rebase",
+        _add_status,
+        _run_status,
     ),
     Command("list", "the series as a table", _add_list, _run_list),
     Command(

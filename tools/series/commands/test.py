@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from series.checkout import warn_unexported
 from series.errors import Exit, UsageError
 from series.project import Series
 from series.runs.plan import MODES, available_cores, context, finish, plan
@@ -39,6 +40,7 @@ def run(
         )
     if junit is not None:
         check_junit_path(junit)
+    warn_unexported(series, ui)
     ctx = context(series, ui)
     targets = plan(ctx, series.select(ids), mode)
     results = execute(ctx, ui, targets, jobs, use_cache)
