@@ -261,6 +261,22 @@ def _run_status(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     return status.run(series, ui, directory=a.dir, as_json=a.json)
 
 
+def _add_range_diff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", nargs="?", metavar="ID", help="only this patch (default: all)")
+    p.add_argument(
+        "--since",
+        metavar="REV",
+        help="the old version: this commit of the project repository (default: docs/range-diff.md)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _run_range_diff(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+    from series.commands import range_diff
+
+    return range_diff.run(series, ui, patch_id=a.id, since=a.since, as_json=a.json)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         "apply",
@@ -291,6 +307,12 @@ COMMANDS: tuple[Command, ...] = (
         "where the checkout stands: pin, branch, applied, unexported, drift, a rebase",
         _add_status,
         _run_status,
+    ),
+    Command(
+        "range-diff",
+        "how each patch changed between two versions of the series (git range-diff form)",
+        _add_range_diff,
+        _run_range_diff,
     ),
     Command("list", "the series as a table", _add_list, _run_list),
     Command(

@@ -143,6 +143,11 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin):
         """First-parent commits in base..tip, oldest first."""
         return self.git("rev-list", "--reverse", "--first-parent", f"{base}..{tip}").split()
 
+    def last_change(self, path: str) -> str | None:
+        """The newest commit of HEAD that changed ``path``, or None."""
+        status, out, _ = self.git_status("log", "-1", "--format=%H", "HEAD", "--", path)
+        return out.strip() or None if status == 0 else None
+
     def merges(self, base: str, tip: str) -> list[str]:
         return self.git("rev-list", "--merges", f"{base}..{tip}").split()
 

@@ -73,7 +73,14 @@ def finish(ctx: Context) -> None:
             (series.root / d.file).unlink(missing_ok=True)
     _write(series.manifest.path, text.encode("utf-8"))
     # The new pin, in the cache: `series apply` needs no network for it now.
-    series.cache.fetch(str(ctx.checkout.path), [f"+{rstate.ONTO_REF}:refs/series/git/{st.onto}"])
+    status, err = series.cache.fetch(
+        str(ctx.checkout.path), [f"+{rstate.ONTO_REF}:refs/series/git/{st.onto}"]
+    )
+    if status != 0 or series.cache.rev(f"refs/series/git/{st.onto}") != st.onto:
+        ctx.ui.status(
+            f"warning: could not keep the new pin in the cache ({err.strip() or 'no ref'}): "
+            "`series apply` will fetch it (pass --upstream)"
+        )
     tip = commits[-1] if commits else st.onto
     ctx.checkout.write(
         "rebase",
