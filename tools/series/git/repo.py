@@ -8,6 +8,7 @@ creation, revisions, history, commits and fetching.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -206,10 +207,9 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin):
 
     def commit_infos(self, base: str, tip: str) -> list[CommitInfo]:
         """First-parent commits of base..tip, oldest first, with all a replay needs."""
-        fmt = "%x01%H%x00%T%x00%P%x00%an%x00%ae%x00%aD%x00%B"
-        out = self.git(
-            "log", "--reverse", "--first-parent", f"--format={fmt}", f"{base}..{tip}", env=HERMETIC
-        )
+        fmt = "%x01%H%x00%T%x00%P%x00%an%x00%ae%x00%ad%x00%B"
+        argv = ["log", "--reverse", "--first-parent", "--date=raw", f"--format={fmt}"]
+        out = self.git(*argv, f"{base}..{tip}", env=HERMETIC)
         infos = []
         for chunk in out.split("\x01")[1:]:
             commit, tree, parents, name, email, date, body = chunk.split("\x00", 6)
@@ -218,6 +218,55 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin):
                 CommitInfo(commit, tree, parents.split()[0], Ident(name, email, date), message)
             )
         return infos
+
+    def write_commits(self, chain: Sequence[tuple[str, str, Ident]], parent: str) -> list[str]:
+        """Commits of (tree, message, author) each on the one before, the first on ``parent``.
+
+        One ``hash-object`` for all of them: the ids are computed here (a
+        commit's id is the SHA-1 of its bytes, which name its parent), and
+        git's answer must agree. Committer = author, as ``commit_tree``.
+        Author dates must be raw (``<epoch> <tz>``).
+        """
+        payloads, ids = [], []
+        for tree, message, who in chain:
+            person = f"{who.name} <{who.email}> {who.date}".encode()
+            body = b"tree %s\nparent %s\nauthor %s\ncommitter %s\n\n" % (
+                tree.encode(),
+                parent.encode(),
+                person,
+                person,
+            ) + message.encode("utf-8")
+            parent = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+            payloads.append(body)
+            ids.append(parent)
+        written = self.write_objects("commit", payloads)
+        if written != ids:
+            raise InternalError("git computed other commit ids than series", why=f"{written}")
+        return ids
+
+    def commit_diffs(self, commits: Sequence[str]) -> dict[str, bytes]:
+        """commit -> its diff against its parent, all with one ``diff-tree --stdin``."""
+        if not commits:
+            return {}
+        argv = ["diff-tree", "--stdin", "-p", "--full-index", "--no-renames", "--no-color"]
+        out = self.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=HERMETIC)
+        diffs: dict[str, bytes] = {}
+        current = None
+        for line in out.splitlines(keepends=True):
+            head = line.strip().decode("ascii", "replace")
+            if len(head) == 40 and head in commits and not line.startswith((b"+", b"-", b" ")):
+                current = head
+                diffs[current] = b""
+            elif current is not None:
+                diffs[current] += line
+        return diffs
+
+    def apply_all(self, tree: str, patches: Sequence[Path]) -> str | None:
+        """``tree`` with every patch file applied in order (one ``apply --cached``), or None."""
+        with self.scratch_index(tree) as env:
+            argv = ["apply", "--cached", "--whitespace=nowarn", *map(str, patches)]
+            status, _, _ = self.git_status(*argv, env=env)
+            return self.write_tree(env) if status == 0 else None
 
     def diff_trees(self, old: str, new: str) -> bytes:
         """The patch from tree ``old`` to tree ``new`` (full blob ids, no renames)."""

@@ -193,15 +193,25 @@ def resume_target(ctx: Context) -> None:
 
 
 def replay(ctx: Context) -> None:
-    """Replay every pending step; stop at a conflict nothing resolves, else finish."""
+    """Replay every pending step; stop at a conflict nothing resolves, else finish.
+
+    The merges are speculated in two batches (as check-conflicts does):
+    predict the tree after patch k as one merge of the stack up to k into
+    the target, then cherry-pick every patch onto the prediction before it.
+    A step whose prediction matched the real tree before it is exactly the
+    cherry-pick; from the first mismatch on, steps are merged one by one.
+    Commits are written at the end (or before a stop), all at once.
+    """
     from series.stack.rebase_finish import finish
 
     st, repo = ctx.state, ctx.repo
     merger = Merger(repo, HERMETIC)
-    current_tree = repo.tree_of(st.current)
-    for k, step in enumerate(st.steps):
-        if step.status != "pending":
-            continue
+    todo = [k for k, step in enumerate(st.steps) if step.status == "pending"]
+    actual = repo.tree_of(st.current)
+    guesses = _speculate(ctx, merger, todo, actual)
+    made: list[tuple[int, str]] = []
+    for k in todo:
+        step = st.steps[k]
         info = ctx.infos[step.commit]
         evidence = ctx.evidence.get(step.id, ())
         if st.drop_merged and evidence:
@@ -209,24 +219,74 @@ def replay(ctx: Context) -> None:
             step.status, step.upstream_commit = "dropped", e.commit
             step.note = f"already upstream ({e.kind}: {e.commit[:12]} {e.subject})"
             continue
-        parent_tree = ctx.infos[info.parent].tree if info.parent in ctx.infos else None
-        parent = Node(parent_tree or repo.tree_of(info.parent), info.parent)
-        job = Job(parent, Node(current_tree, st.current), Node(info.tree, info.commit, info.parent))
-        merge = merger.run([job])[0]
-        if merge.clean and merge.tree == current_tree:
+        guess = guesses.get(k)
+        if guess is not None and guess[0] == actual:
+            merge = guess[1]
+        else:
+            job = Job(_parent(ctx, info), Node(actual), Node(info.tree, info.commit, info.parent))
+            merge = merger.run([job])[0]
+        if merge.clean and merge.tree == actual:
             step.status = "empty"
             step.note = "it changes nothing on the new base"
             if evidence:
                 step.upstream_commit = evidence[0].commit
                 step.note += f" (upstream has it: {evidence[0].commit[:12]} {evidence[0].subject})"
             continue
-        tree = merge.tree if merge.clean else _recorded(ctx, k, merge)
-        if tree is None:
-            return
+        if not merge.clean:
+            _commit(ctx, made)
+            tree = _recorded(ctx, k, merge)
+            if tree is None:
+                return
+        else:
+            tree = merge.tree
         step.status = "picked" if merge.clean else "resolved"
-        step.new = repo.commit_tree(tree, [st.current], info.message, info.author)
-        st.current, current_tree = step.new, tree
+        made.append((k, tree))
+        actual = tree
+    _commit(ctx, made)
     finish(ctx)
+
+
+def _parent(ctx: Context, info: CommitInfo) -> Node:
+    parent = ctx.infos.get(info.parent)
+    tree = parent.tree if parent is not None else ctx.repo.tree_of(info.parent)
+    return Node(tree, info.parent)
+
+
+def _speculate(
+    ctx: Context, merger: Merger, todo: list[int], actual: str
+) -> dict[int, tuple[str, TreeMerge]]:
+    """step -> (the tree it was merged onto, the merge), for the steps of a fresh start."""
+    st = ctx.state
+    if not todo or st.current != st.onto or len(todo) != len(st.steps):
+        return {}
+    infos = [ctx.infos[st.steps[k].commit] for k in todo]
+    pin = Node(ctx.repo.tree_of(st.base), st.base)
+    onto = Node(actual, st.onto)
+    predicted = merger.run([Job(pin, onto, Node(i.tree, i.commit, i.parent)) for i in infos])
+    ontos = [actual] + [m.tree if m.clean else "" for m in predicted[:-1]]
+    jobs = [
+        (k, x, Job(_parent(ctx, i), Node(x), Node(i.tree, i.commit, i.parent)))
+        for k, x, i in zip(todo, ontos, infos, strict=True)
+        if x
+    ]
+    verified = merger.run([j for _, _, j in jobs])
+    return {k: (x, m) for (k, x, _), m in zip(jobs, verified, strict=True)}
+
+
+def _commit(ctx: Context, made: list[tuple[int, str]]) -> None:
+    """Write the commits of the steps replayed so far (one process), onto st.current."""
+    if not made:
+        return
+    st = ctx.state
+    chain = []
+    for k, tree in made:
+        info = ctx.infos[st.steps[k].commit]
+        chain.append((tree, info.message, info.author))
+    ids = ctx.repo.write_commits(chain, st.current)
+    for (k, _), commit in zip(made, ids, strict=True):
+        st.steps[k].new = commit
+    st.current = ids[-1]
+    made.clear()
 
 
 def _recorded(ctx: Context, k: int, merge: TreeMerge) -> str | None:

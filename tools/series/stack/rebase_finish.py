@@ -24,8 +24,7 @@ from series.files import write_atomic
 from series.manifest import Dropped, PatchUpdate, write_patches, write_pin
 from series.stack import rebase_state as rstate
 from series.stack import resolutions
-from series.stack.build import PatchFile, build
-from series.stack.rangediff import classify
+from series.stack.rangediff import classify_diffs
 from series.stack.rebase import Context, conflict_error, replay, resume_target, write_conflict
 from series.stack.snapshot import restore_project, saved_files
 from series.ui import Ui
@@ -45,7 +44,8 @@ def finish(ctx: Context) -> None:
     old_text = saved_files(repo, st.saved)["series.toml"].decode("utf-8")
     old = {str(t["id"]): t for t in tomllib.loads(old_text)["patch"]}
     kept = [s for s in st.steps if s.status in ("picked", "resolved")]
-    data = {s.id: repo.format_patch(str(s.new)) for s in kept}
+    exported = repo.format_patches(st.onto, st.current) if kept else []
+    data = {s.id: d for s, d in zip(kept, exported, strict=True)}
     commits = _verify(ctx, kept, data, old)
     dropped = [
         Dropped(
@@ -106,24 +106,22 @@ def _subject(ctx: Context, commit: str) -> str:
 def _verify(
     ctx: Context, kept: list[Any], data: dict[str, bytes], old: dict[str, Any]
 ) -> list[str]:
-    """Re-apply the bytes about to be written: they must give the replayed trees."""
-    repo = ctx.repo
+    """Re-apply the bytes about to be written: they must give the replayed tree."""
+    repo, st = ctx.repo, ctx.state
+    del old
     with tempfile.TemporaryDirectory(prefix="series-rebase-") as tmp:
         files = []
         for i, s in enumerate(kept):
             path = Path(tmp) / f"{i:04d}.patch"
             path.write_bytes(data[s.id])
-            patch = next(p for p in ctx.series.manifest.patches if p.id == s.id)
-            files.append(PatchFile(patch, path))
-        built = build(repo, ctx.state.onto, files)
-    trees = [repo.tree_of(c.commit) for c in built.steps]
-    if built.failure is not None or trees != [repo.tree_of(str(s.new)) for s in kept]:
+            files.append(path)
+        tree = repo.apply_all(repo.tree_of(st.onto), files) if files else repo.tree_of(st.onto)
+    if tree != repo.tree_of(st.current):
         raise InternalError(
             "the re-exported patches would not reproduce the rebased commits",
             why="nothing was written; the rebase stays where it is",
         )
-    del old
-    return [c.commit for c in built.steps]
+    return [str(s.new) for s in kept]
 
 
 def _summary(ctx: Context, dropped: list[Dropped], kept: int) -> None:
@@ -131,9 +129,11 @@ def _summary(ctx: Context, dropped: list[Dropped], kept: int) -> None:
     table = Table(title=f"rebased onto {st.onto_label}")
     for column in ("#", "id", "result", "details"):
         table.add_column(column, overflow="fold")
+    picked = [c for s in st.steps if s.status == "picked" for c in (s.commit, str(s.new))]
+    diffs = repo.commit_diffs(picked)
     for n, s in enumerate(st.steps, 1):
         if s.status == "picked":
-            result, detail = classify(repo, s.commit, str(s.new)), ""
+            result, detail = classify_diffs(diffs[s.commit], diffs[str(s.new)]), ""
         elif s.status == "resolved":
             result, detail = "resolved (recorded)", s.resolution
         else:
