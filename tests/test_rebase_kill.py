@@ -57,7 +57,7 @@ def restore(pristine: Path, root: Path) -> None:
     shutil.copytree(pristine, root, symlinks=True)
 
 
-def points(total: int, samples: int = 6) -> list[int]:
+def points(total: int, samples: int = 5) -> list[int]:
     return sorted({1 + (total - 1) * i // (samples - 1) for i in range(samples)})
 
 
@@ -112,7 +112,7 @@ def test_kill_during_continue_then_continue_or_abort(tmp_path: Path) -> None:
     clean = series(project, "rebase", "--continue")
     assert clean.returncode == 0, clean.stderr
     wanted, total = result(project), git_calls(clean)
-    for n in points(total, 5):
+    for n in points(total, 4):
         for then in ("--continue", "--abort"):
             restore(stopped, project.root)
             assert series(project, "rebase", "--continue", kill_at=n).returncode == -9
