@@ -47,7 +47,12 @@ P18_FILE = "keras/src/tree/torchtree_impl.py"
 
 def sh(cwd: Path, *argv: str, env: dict[str, str] | None = None, ok: bool = True) -> str:
     proc = subprocess.run(
-        argv, cwd=cwd, capture_output=True, text=True, check=False, env={**os.environ, **(env or {})}
+        argv,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **(env or {})},
     )
     if ok and proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{proc.stdout}\n{proc.stderr}")
@@ -93,7 +98,9 @@ def _train_rerere(tmp: Path, project: Path, clone: Path, pin: str, shared: Path)
     sh(clone, "git", "checkout", "-q", "-B", "series", "origin/series")
 
 
-def time_rebase(tmp: Path, project: Path, clone: Path, pin: str, shared: Path) -> tuple[float, float]:
+def time_rebase(
+    tmp: Path, project: Path, clone: Path, pin: str, shared: Path
+) -> tuple[float, float]:
     run_dir, git_dir = tmp / "run-project", tmp / "run-clone"
     for d in (run_dir, git_dir):
         shutil.rmtree(d, ignore_errors=True)
@@ -153,7 +160,8 @@ def main_bench() -> None:
             tar.extractall(tmp / "up", filter="data")
         shared = tmp / "up" / "keras.git"
         project, clone, pin = prepare(tmp, shared)
-        fast, slow = zip(*(time_rebase(tmp, project, clone, pin, shared) for _ in range(args.repeat)))
+        runs = [time_rebase(tmp, project, clone, pin, shared) for _ in range(args.repeat)]
+        fast, slow = [r[0] for r in runs], [r[1] for r in runs]
         time_check(project, shared)  # warm up: the stack memo, the fetch
         checks = [time_check(project, shared) for _ in range(args.repeat)]
     f, s = statistics.median(fast), statistics.median(slow)

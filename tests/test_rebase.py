@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from helpers import Project, git
 from rebase_helpers import commit_upstream, git_rebase_trees, manifest, moving_project, snapshot
 
@@ -42,6 +44,8 @@ def test_clean_rebase_equals_git_rebase(tmp_path: Path) -> None:
     assert "unchanged" in out
     code, out, err = project.run("apply")  # patches/ and the checkout agree
     assert code == 0 and "up to date" in out, err
+    code, out, err = project.run("export")  # the files are export's, byte for byte
+    assert code == 0 and "0 file(s) changed" in out, err
 
 
 def test_empty_patch_is_dropped_with_a_record_never_exported(tmp_path: Path) -> None:
@@ -169,3 +173,18 @@ def test_bad_options(tmp_path: Path) -> None:
     code, _, err = project.run("rebase", "--onto", "no-such", "--upstream", str(project.upstream))
     assert code == 2, err
     assert git(project.work, "for-each-ref", "refs/series/rebase/") == ""
+
+
+def test_offline_apply_after_a_rebase_says_the_pin_needs_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = moving_project(tmp_path)
+    assert rebase(project)[0] == 0
+    code, _, err = project.run("apply", "--dir", str(tmp_path / "again"))
+    assert code == 0, err  # the new pin is in the cache: no network needed
+    # Another machine: an empty cache, and upstream out of reach.
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(tmp_path / "other-cache"))
+    project.upstream.rename(tmp_path / "unreachable")
+    code, _out, err = project.run("apply", "--dir", str(tmp_path / "elsewhere"))
+    assert code == 1 and "no sdist stands in for this pin" in err and "--upstream" in err
+    assert not (tmp_path / "elsewhere").exists()

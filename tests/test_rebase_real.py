@@ -61,3 +61,5 @@ def test_real_series_rebases_with_the_recorded_resolution(
     assert len(list((project.root / "patches").glob("*.patch"))) == 13
     code, out, err = project.run("apply")
     assert code == 0 and "up to date" in out, err
+    code, out, err = project.run("export")
+    assert code == 0 and "0 file(s) changed" in out, err

@@ -84,6 +84,14 @@ def _resolve(
     try:
         return _git(upstream, repo, override)
     except SeriesError as exc:
+        if wanted == "git" and upstream.sdist is None:
+            raise SeriesError(
+                exc.message,
+                why=f"{exc.why}\nno sdist stands in for this pin: series.toml has no "
+                "[upstream.sdist] (series rebase removes it; docs/rebase.md)",
+                hint="pass --upstream PATH of a clone that has the pinned commit; once "
+                "fetched, the per-user cache keeps it",
+            ) from None
         if wanted == "git":
             raise
         git_error = exc

@@ -107,8 +107,9 @@ class MailMixin(Runner):
     def format_patches(self, base: str, tip: str) -> list[bytes]:
         """Every commit of base..tip as :meth:`format_patch` writes it, with one process."""
         out = self.git_bytes("format-patch", f"{base}..{tip}", *_FORMAT, env=HERMETIC)
-        parts = out.split(_ZERO_FROM)
-        return [_ZERO_FROM + part for part in parts[1:]]
+        parts = [_ZERO_FROM + part for part in out.split(_ZERO_FROM)[1:]]
+        # Every patch but the last is followed by a blank line that separates it.
+        return [p[:-1] if i < len(parts) - 1 else p for i, p in enumerate(parts)]
 
 
 _FORMAT = (
