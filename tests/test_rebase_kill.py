@@ -58,7 +58,7 @@ def restore(pristine: Path, root: Path) -> None:
 
 
 def points(total: int, samples: int = 5) -> list[int]:
-    return sorted({1 + (total - 1) * i // (samples - 1) for i in range(samples)})
+    return sorted({1 + (total - 2) * i // (samples - 1) for i in range(samples)})
 
 
 @pytest.mark.parametrize("then", ["continue", "abort"])

@@ -1,6 +1,6 @@
 """``series status``: where the checkout stands, at a glance or as ``--json`` (docs/status.md).
 
-What it reads is in series.checkout.describe; this module prints it.
+What it reads is in series.status.describe; this module prints it.
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from series.checkout import describe
 from series.errors import Exit
 from series.project import Series
+from series.status import describe
 from series.ui import Ui
 
 

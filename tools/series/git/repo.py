@@ -78,7 +78,12 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin):
 
     @property
     def git_dir(self) -> Path:
-        return (self.path / self.git("rev-parse", "--git-dir").strip()).resolve()
+        """The repository's git directory (asked of git once per ``Repo``)."""
+        known = self.__dict__.get("_git_dir")
+        if known is None:
+            known = (self.path / self.git("rev-parse", "--git-dir").strip()).resolve()
+            self.__dict__["_git_dir"] = known
+        return Path(known)
 
     def repack(self) -> None:
         """Everything in one pack: clones made with ``clone_local`` hard-link it."""

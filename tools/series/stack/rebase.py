@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from series import upstream
-from series.checkout import Checkout, refuse_dirty
+from series.checkout import BASE_REF, Checkout, refuse_dirty
 from series.conflicts.analysis import Evidence, Target, find_evidence
 from series.conflicts.merger import Job, Merger, Node
 from series.conflicts.pinstack import PinStep, Stacked
@@ -77,16 +77,8 @@ def start(
     _guard(series, checkout, cstate.applied)
     tip = checkout.tip()
     assert tip is not None
-    base = upstream.Base(cstate.base, cstate.source, "", "")
-    try:
-        target = resolve_target(
-            series.manifest, series.cache_dir, repo, base, onto, url, rstate.PREFIX
-        )
-    except BaseException:
-        _drop_refs(repo)
-        raise
-    if target.node.commit == cstate.base:
-        _drop_refs(repo)
+    target = _target(series, repo, upstream.Base(cstate.base, cstate.source, "", ""), onto, url)
+    if target is None:
         ui.result(f"nothing to do: the series already sits on {onto}")
         return
     infos = repo.commit_infos(cstate.base, tip)
@@ -137,6 +129,8 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
             why=f"applied: {', '.join(applied) or 'none'}\nseries.toml: {', '.join(ids)}",
             hint="run `series apply` (the whole series) first",
         )
+    if not series.cache.has_object(state.base):  # a new cache: bring the base back
+        series.cache.fetch(str(checkout.path), [f"+{BASE_REF}:refs/series/checkout/{state.base}"])
     built = series.stack(state.base)
     if built.tip != state.synced:
         raise RefusedError(
@@ -145,6 +139,23 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
             hint="`series apply` to take patches/ into the checkout, or `series export` "
             "to write the checkout over them",
         )
+
+
+def _target(
+    series: Series, repo: Repo, base: upstream.Base, onto: str, url: str | None
+) -> Target | None:
+    """REV fetched into the checkout (None: the series sits on it already)."""
+    try:
+        target = resolve_target(
+            series.manifest, series.cache_dir, repo, base, onto, url, rstate.PREFIX
+        )
+    except BaseException:
+        _drop_refs(repo)
+        raise
+    if target.node.commit == base.commit:
+        _drop_refs(repo)
+        return None
+    return target
 
 
 def _drop_refs(repo: Repo) -> None:
@@ -215,9 +226,7 @@ def replay(ctx: Context) -> None:
         info = ctx.infos[step.commit]
         evidence = ctx.evidence.get(step.id, ())
         if st.drop_merged and evidence:
-            e = evidence[0]
-            step.status, step.upstream_commit = "dropped", e.commit
-            step.note = f"already upstream ({e.kind}: {e.commit[:12]} {e.subject})"
+            _drop(step, "dropped", "already upstream", evidence)
             continue
         guess = guesses.get(k)
         if guess is not None and guess[0] == actual:
@@ -226,11 +235,7 @@ def replay(ctx: Context) -> None:
             job = Job(_parent(ctx, info), Node(actual), Node(info.tree, info.commit, info.parent))
             merge = merger.run([job])[0]
         if merge.clean and merge.tree == actual:
-            step.status = "empty"
-            step.note = "it changes nothing on the new base"
-            if evidence:
-                step.upstream_commit = evidence[0].commit
-                step.note += f" (upstream has it: {evidence[0].commit[:12]} {evidence[0].subject})"
+            _drop(step, "empty", "it changes nothing on the new base", evidence)
             continue
         if not merge.clean:
             _commit(ctx, made)
@@ -244,6 +249,14 @@ def replay(ctx: Context) -> None:
         actual = tree
     _commit(ctx, made)
     finish(ctx)
+
+
+def _drop(step: StepState, status: str, why: str, evidence: tuple[Evidence, ...]) -> None:
+    step.status, step.note = status, why
+    if evidence:
+        e = evidence[0]
+        step.upstream_commit = e.commit
+        step.note += f" (upstream has it, {e.kind}: {e.commit[:12]} {e.subject})"
 
 
 def _parent(ctx: Context, info: CommitInfo) -> Node:

@@ -47,19 +47,7 @@ def finish(ctx: Context) -> None:
     exported = repo.format_patches(st.onto, st.current) if kept else []
     data = {s.id: d for s, d in zip(kept, exported, strict=True)}
     commits = _verify(ctx, kept, data, old)
-    dropped = [
-        Dropped(
-            id=s.id,
-            title=str(old.get(s.id, {}).get("title", s.id)),
-            reason=f"{REASONS[s.status]}: {s.note}" if s.note else REASONS[s.status],
-            pr=old.get(s.id, {}).get("pr"),
-            upstream_commit=s.upstream_commit,
-            onto=st.onto,
-            file=str(old.get(s.id, {}).get("file", "")),
-        )
-        for s in st.steps
-        if s.status in REASONS
-    ]
+    dropped = _dropped(st, old)
     text = write_pin(old_text, ref=st.onto_rev, commit=st.onto, dropped=dropped)
     updates = [
         PatchUpdate(s.id, _subject(ctx, s.commit), old[s.id]["file"], old[s.id]["branch"])
@@ -92,6 +80,23 @@ def finish(ctx: Context) -> None:
         also=lambda txn: rstate.forget(repo, txn, keep_last=True),
     )
     _summary(ctx, dropped, len(kept))
+
+
+def _dropped(st: rstate.RebaseState, old: dict[str, Any]) -> list[Dropped]:
+    """The ``[[dropped]]`` records of the steps the rebase removed."""
+    return [
+        Dropped(
+            id=s.id,
+            title=str(old.get(s.id, {}).get("title", s.id)),
+            reason=f"{REASONS[s.status]}: {s.note}" if s.note else REASONS[s.status],
+            pr=old.get(s.id, {}).get("pr"),
+            upstream_commit=s.upstream_commit,
+            onto=st.onto,
+            file=str(old.get(s.id, {}).get("file", "")),
+        )
+        for s in st.steps
+        if s.status in REASONS
+    ]
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -153,7 +158,7 @@ def _summary(ctx: Context, dropped: list[Dropped], kept: int) -> None:
 def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
     repo = checkout.repo
     st = rstate.load(repo) if checkout.exists() else None
-    if st is None and checkout.exists() and finish_interrupted_move(checkout, ui):
+    if st is None and checkout.exists() and _finish_interrupted_end(checkout, ui):
         ui.result("the rebase had finished (interrupted while moving the files, now moved)")
         return
     if st is None and action == "abort" and checkout.exists() and _leftovers(checkout):
@@ -212,34 +217,7 @@ def _continue(ctx: Context) -> None:
         replay(ctx)  # interrupted before its first stop, or while finishing
         return
     step = st.steps[s.index]
-    unmerged = repo.unmerged()
-    if not unmerged and repo.index_tree() == s.written_from and repo.files_match_index():
-        ctx.ui.status(
-            "the conflict had not been written into the checkout (interrupted); it is now"
-        )
-        write_conflict(repo, s)
-        raise conflict_error(ctx)
-    if unmerged:
-        raise ConflictError(
-            f"{step.id} still has unresolved conflicts",
-            why="\n".join(unmerged),
-            hint=f"edit them, `git -C {ctx.checkout.path} add` them, "
-            "then `series rebase --continue`",
-        )
-    if not repo.files_match_index():
-        raise RefusedError(
-            "refusing to go on: the checkout has changes that are not staged",
-            why="\n".join(repo.dirty()[:10]),
-            hint=f"`git -C {ctx.checkout.path} add` what belongs to the resolution "
-            "(or `git checkout --` what does not), then `series rebase --continue`",
-        )
-    resolved = repo.index_tree()
-    assert resolved is not None
-    if resolved == repo.tree_of(st.current):
-        raise UsageError(
-            f"nothing of {step.id} is left after the resolution",
-            hint="`series rebase --skip` drops it with a record; or stage its changes",
-        )
+    resolved = _resolved_tree(ctx, s, step.id)
     info = ctx.infos[step.commit]
     path = resolutions.record(
         repo,
@@ -257,6 +235,39 @@ def _continue(ctx: Context) -> None:
     step.new = repo.commit_tree(resolved, [st.current], info.message, info.author)
     st.current, st.stop = step.new, None
     replay(ctx)
+
+
+def _resolved_tree(ctx: Context, s: rstate.Stop, sid: str) -> str:
+    """The tree staged as the resolution; refuse what is not one (yet)."""
+    repo, where = ctx.repo, ctx.checkout.path
+    unmerged = repo.unmerged()
+    if not unmerged and repo.index_tree() == s.written_from and repo.files_match_index():
+        ctx.ui.status(
+            "the conflict had not been written into the checkout (interrupted); it is now"
+        )
+        write_conflict(repo, s)
+        raise conflict_error(ctx)
+    if unmerged:
+        raise ConflictError(
+            f"{sid} still has unresolved conflicts",
+            why="\n".join(unmerged),
+            hint=f"edit them, `git -C {where} add` them, then `series rebase --continue`",
+        )
+    if not repo.files_match_index():
+        raise RefusedError(
+            "refusing to go on: the checkout has changes that are not staged",
+            why="\n".join(repo.dirty()[:10]),
+            hint=f"`git -C {where} add` what belongs to the resolution "
+            "(or `git checkout --` what does not), then `series rebase --continue`",
+        )
+    resolved = repo.index_tree()
+    assert resolved is not None
+    if resolved == repo.tree_of(ctx.state.current):
+        raise UsageError(
+            f"nothing of {sid} is left after the resolution",
+            hint="`series rebase --skip` drops it with a record; or stage its changes",
+        )
+    return resolved
 
 
 def _skip(ctx: Context) -> None:
@@ -289,6 +300,28 @@ def abort(series: Series, ui: Ui, checkout: Checkout, st: rstate.RebaseState) ->
         f"rebase aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
         f"{changed} project file(s) restored"
     )
+
+
+def _finish_interrupted_end(checkout: Checkout, ui: Ui) -> bool:
+    """A rebase killed after its last transaction: put HEAD and the files on the branch.
+
+    The transaction moved the branch and deleted the rebase state; HEAD
+    may still be detached where the last stop left it, and the files where
+    the resolution left them. Only when nothing is unstaged or unmerged,
+    and the branch is what the rebase wrote (synced, after a rebase).
+    """
+    repo = checkout.repo
+    state = checkout.state()
+    tip = checkout.tip()
+    if state is None or tip is None or repo.rev(rstate.LAST_REF) is None:
+        return finish_interrupted_move(checkout, ui)
+    if checkout.on_branch() or state.synced != tip or repo.symbolic_head() is not None:
+        return finish_interrupted_move(checkout, ui)
+    if repo.unmerged() or not repo.files_match_index():
+        return False
+    repo.checkout_tree(None, tip)
+    repo.set_head(checkout.branch_ref)
+    return True
 
 
 def _leftovers(checkout: Checkout) -> bool:
