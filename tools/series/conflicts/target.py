@@ -92,6 +92,14 @@ def _fetch(
         source = str(Path(source).resolve())
     wanted = f"{scratch}onto"
     pin_specs = [] if real is None or repo.has_object(real) else upstream.pin_refspecs(pinned)
+    known = rev if _HEX.fullmatch(rev) and len(rev) == 40 else repo.remote_rev(source, rev)
+    if known is not None and not pin_specs and repo.rev(known) == known:
+        # Here already (a warm run): name it, fetch nothing.
+        old = repo.ref_value(wanted)
+        with repo.transaction(f"series onto: keep {rev} ({known[:12]})") as txn:
+            txn.update(wanted, known, old)
+        deepen_to_pin(repo, source, [f"+{rev}:{wanted}"], known, real)
+        return known
     status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}", *pin_specs[:1]], rev)
     if status != 0 and pin_specs:  # the pin is not there: REV alone, the range falls back
         status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}"], rev)
