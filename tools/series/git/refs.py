@@ -86,8 +86,8 @@ class RefsMixin(Runner):
 
     def ref_value(self, ref: str) -> str | None:
         """What ``ref`` points at (any object), or None when it does not exist."""
-        status, out, _ = self.git_status("rev-parse", "-q", "--verify", ref)
-        return out.strip() if status == 0 else None
+        found = self.lookup(ref)
+        return found[0] if found else None
 
     def refs(self, prefix: str) -> dict[str, str]:
         out = self.git("for-each-ref", "--format=%(refname) %(objectname)", prefix)

@@ -92,14 +92,17 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin):
     # -- revisions and objects ------------------------------------------------
     def rev(self, rev: str) -> str | None:
         """The commit ``rev`` names, or None."""
-        status, out, _ = self.git_status("rev-parse", "-q", "--verify", f"{rev}^{{commit}}")
-        return out.strip() if status == 0 else None
+        found = self.lookup(f"{rev}^{{commit}}")
+        return found[0] if found else None
 
     def has_object(self, sha: str) -> bool:
-        return self.git_status("cat-file", "-e", sha)[0] == 0
+        return self.lookup(sha) is not None
 
     def tree_of(self, commit: str) -> str:
-        return self.git("rev-parse", f"{commit}^{{tree}}").strip()
+        found = self.lookup(f"{commit}^{{tree}}")
+        if found is None:
+            raise InternalError(f"{commit} has no tree here", why=f"in {self.path}")
+        return found[0]
 
     def blob(self, rev: str, path: str) -> bytes:
         """The content of ``path`` in ``rev``."""
