@@ -100,6 +100,12 @@ def _drift(series: Series, checkout: Checkout, state: CheckoutState) -> dict[str
 def _next(report: dict[str, Any]) -> str:
     if report["rebase"] is not None:
         return str(report["rebase"]["next"])
+    head = report["checkout"]["head"] if report["checkout"] else ""
+    if head.startswith("detached"):
+        return (
+            "HEAD is detached: `series rebase --continue` finishes a rebase killed at its "
+            f"very end; else `git switch {report['checkout']['branch']}`"
+        )
     if report["interrupted_move"]:
         return "`series apply` finishes moving the files (an earlier run was interrupted)"
     if report["unexported"]:
