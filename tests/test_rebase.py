@@ -152,6 +152,9 @@ def test_moved_checkout_or_target_is_refused(tmp_path: Path) -> None:
     git(project.work, "update-ref", "refs/series/rebase/onto", "HEAD~1")
     code, _, err = project.run("rebase", "--continue")
     assert code == 4 and "target of the rebase moved" in err
+    for command in (["apply", "--force"], ["export"]):  # the rebase owns the checkout
+        code, _, err = project.run(*command)
+        assert code == 4 and "rebase` is in progress" in err
     assert project.run("rebase", "--abort")[0] == 0
 
 

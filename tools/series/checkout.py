@@ -234,9 +234,24 @@ def refuse_dirty(checkout: Checkout, action: str) -> None:
         )
 
 
+REBASE_STATE_REF = "refs/series/rebase/state"  # series.stack.rebase_state.STATE_REF
+
+
+def refuse_during_rebase(checkout: Checkout, action: str) -> None:
+    """A rebase in progress owns the checkout until it is continued or aborted."""
+    if checkout.exists() and checkout.repo.ref_value(REBASE_STATE_REF) is not None:
+        raise RefusedError(
+            f"refusing to {action}: a `series rebase` is in progress in {checkout.path}",
+            why="it owns the checkout, series.toml and patches/ until it ends",
+            hint="`series status` says where it stands; `series rebase --continue`, "
+            "`--skip` or `--abort` (--force does not override this)",
+        )
+
+
 def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None:
     """Refuse to apply where work would be lost; with ``force``, save it first."""
     path = checkout.path
+    refuse_during_rebase(checkout, "apply")
     if not checkout.exists():
         if path.exists() and any(path.iterdir()):
             raise RefusedError(

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from series.checkout import refuse_during_rebase
 from series.errors import InternalError, RefusedError, SeriesError
 from series.files import write_atomic
 from series.git import RefMoved, Repo
@@ -50,6 +51,7 @@ class Exported:
 
 def export(series: Series, ui: Ui, checkout: Checkout) -> None:
     """Write the branch of ``checkout`` to patches/ and series.toml."""
+    refuse_during_rebase(checkout, "export")
     state = checkout.require()
     repo = checkout.repo
     tip = checkout.tip()

@@ -27,7 +27,7 @@ from series.errors import SeriesError
 from series.git import ZERO, Repo, Transaction
 
 PREFIX = "refs/series/rebase/"
-STATE_REF = PREFIX + "state"
+STATE_REF = PREFIX + "state"  # also series.checkout.REBASE_STATE_REF
 ONTO_REF = PREFIX + "onto"
 SAVED_REF = PREFIX + "saved"
 CURRENT_REF = PREFIX + "current"
