@@ -356,20 +356,20 @@ def write_pin(text: str, *, ref: str, commit: str, dropped: list[Dropped]) -> st
     apply`` then says that the pin needs git, instead of silently using an
     sdist of another version. Comments and key order elsewhere survive.
     """
+    old_sdist = tomllib.loads(text).get("upstream", {}).get("sdist")
+    if old_sdist is not None:
+        was = f"{old_sdist.get('package')}=={old_sdist.get('version')}"
+        note = (
+            f"# [upstream.sdist] ({was}) was removed by series rebase: no sdist stands\n"
+            f'# in for {ref} ({commit[:12]}); see docs/rebase.md, "At the end".\n'
+        )
+        text = _drop_table(text, "[upstream.sdist]", note)
     doc = tomlkit.parse(text)
     up = doc["upstream"]
     assert isinstance(up, tomlkit.items.Table)
-    old_sdist = up.get("sdist")
     up["ref"] = ref
     up["commit"] = commit
-    if old_sdist is not None:
-        del up["sdist"]
-        up["source"] = "git"
-        was = f"{old_sdist.get('package')}=={old_sdist.get('version')}"
-        up.add(tomlkit.comment(f"[upstream.sdist] ({was}) removed by series rebase:"))
-        up.add(tomlkit.comment("no sdist stands in for this commit; see docs/rebase.md."))
-        up.add(tomlkit.nl())
-    elif up.get("source") == "sdist":
+    if old_sdist is not None or up.get("source") == "sdist":
         up["source"] = "git"
     if dropped:
         aot = doc.get("dropped")
@@ -390,3 +390,24 @@ def write_pin(text: str, *, ref: str, commit: str, dropped: list[Dropped]) -> st
                 table["file"] = d.file
             aot.append(table)
     return tomlkit.dumps(doc)
+
+
+def _drop_table(text: str, header: str, note: str) -> str:
+    """``text`` without the table ``header`` and the comment block right above it.
+
+    The comment there describes the table (series.toml's explains the
+    stand-in), so it goes with it; ``note`` takes their place.
+    """
+    lines = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines) if line.strip() == header), None)
+    if at is None:
+        return text
+    start = at
+    while start > 0 and lines[start - 1].lstrip().startswith("#"):
+        start -= 1
+    end = at + 1
+    while end < len(lines) and not lines[end].lstrip().startswith(("[", "#")):
+        end += 1
+    while end > at + 1 and not lines[end - 1].strip():
+        end -= 1  # keep the blank lines before the next table
+    return "".join([*lines[:start], note, *lines[end:]])
