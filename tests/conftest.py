@@ -75,3 +75,28 @@ def keras_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
         path.mkdir(parents=True, exist_ok=True)
         return path
     return tmp_path_factory.mktemp("keras-cache")
+
+
+SHARED_UPSTREAM = (
+    Path(__file__).resolve().parent.parent.parent
+    / "shared"
+    / "upstream"
+    / "keras-2026-07-21.git.tar.gz"
+)
+
+
+@pytest.fixture(scope="session")
+def shared_upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared shallow clone of real keras (v3.15.1 + master 2026-07-21), unpacked.
+
+    It lives beside the checkout in ../shared/upstream (CI has it); tests that
+    need it skip, saying so, where it is not.
+    """
+    if not SHARED_UPSTREAM.is_file():
+        pytest.skip(f"../shared/upstream/{SHARED_UPSTREAM.name} is not beside the checkout")
+    import tarfile
+
+    target = tmp_path_factory.mktemp("shared-upstream")
+    with tarfile.open(SHARED_UPSTREAM) as tar:
+        tar.extractall(target, filter="data")
+    return target / "keras.git"

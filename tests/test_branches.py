@@ -19,6 +19,8 @@ def setup(tmp_path: Path, specs: list[PatchSpec] | None = None) -> tuple[Project
     assert code == 0, err
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
+    # a fork: it has upstream's history (series fetches the pin shallow)
+    git(project.upstream, "push", "-q", str(remote), "HEAD:refs/heads/main")
     return project, str(remote)
 
 
@@ -29,7 +31,9 @@ def branches(project: Project, *args: str) -> tuple[int, dict[str, Any], str]:
 
 def heads(repo: str | Path) -> dict[str, str]:
     out = git(Path(repo), "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/")
-    return dict(line.split(" ") for line in out.splitlines() if line)
+    found = dict(line.split(" ") for line in out.splitlines() if line)
+    found.pop("main", None)  # the fork's upstream branch (setup), not series'
+    return found
 
 
 def actions(data: dict[str, Any], key: str = "action") -> dict[str, str]:
@@ -261,3 +265,15 @@ def test_a_patch_that_does_not_apply_gets_no_branch_nor_do_later_ones(tmp_path: 
     data = json.loads(out)
     assert actions(data) == {"perf-P1": "create", "perf-P2": "skip", "perf-P3": "skip"}
     assert set(heads(project.work)) == {"series", "perf-P1"}
+
+
+def test_a_remote_without_the_upstream_history_is_refused_with_the_way_out(
+    tmp_path: Path,
+) -> None:
+    project, _ = setup(tmp_path)
+    empty = tmp_path / "empty.git"
+    git(tmp_path, "init", "-q", "--bare", str(empty))
+    code, _, err = project.run("branches", "--push", str(empty))
+    assert code == 4, err
+    assert "does not have the history below the pin" in err and "--unshallow" in err
+    assert heads(empty) == {}

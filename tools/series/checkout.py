@@ -27,13 +27,17 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from series.errors import RefusedError, SeriesError
-from series.git import ZERO, Repo
+from series.git import ZERO, Repo, Transaction
 from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
 
 BASE_REF = "refs/series/base"
 SYNCED_REF = "refs/series/synced"
@@ -144,12 +148,15 @@ class Checkout:
         applied: list[str],
         source: str,
         move_files: bool,
+        also: Callable[[Transaction], None] | None = None,
     ) -> None:
         """Move the branch to ``tip[1]`` and record the state: one transaction.
 
         Compare-and-swap against what the command read when it started: the
         branch at ``tip[0]`` and the refs of ``prior`` (None: a new
         checkout). With ``move_files`` the index and files then follow.
+        ``also`` adds more ref changes to the same transaction (a rebase
+        ends by deleting its own state in it).
         """
         old, new = tip
         state = CheckoutState(base, new, tuple(applied), source, old if move_files else None)
@@ -160,6 +167,8 @@ class Checkout:
             txn.update(BASE_REF, base, prior.base if prior else ZERO)
             txn.update(SYNCED_REF, new, prior.synced if prior and prior.synced else ZERO)
             txn.update(STATE_REF, blob, prior.blob if prior and prior.blob else ZERO)
+            if also is not None:
+                also(txn)
         (self.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)
         if move_files:
             self.repo.checkout_tree(old if old and self.on_branch() else None, new)
@@ -230,6 +239,20 @@ def refuse_dirty(checkout: Checkout, action: str) -> None:
         )
 
 
+REBASE_STATE_REF = "refs/series/rebase/state"  # series.stack.rebase_state.STATE_REF
+
+
+def refuse_during_rebase(checkout: Checkout, action: str) -> None:
+    """A rebase in progress owns the checkout until it is continued or aborted."""
+    if checkout.exists() and checkout.repo.ref_value(REBASE_STATE_REF) is not None:
+        raise RefusedError(
+            f"refusing to {action}: a `series rebase` is in progress in {checkout.path}",
+            why="it owns the checkout, series.toml and patches/ until it ends",
+            hint="`series status` says where it stands; `series rebase --continue`, "
+            "`--skip` or `--abort` (--force does not override this)",
+        )
+
+
 def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None:
     """Refuse to apply where work would be lost; with ``force``, save it first."""
     path = checkout.path
@@ -238,6 +261,7 @@ def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None
             f"refusing to apply into {path}: it is a file, not a directory",
             hint="move the file away, or pass --dir DIR for the checkout",
         )
+    refuse_during_rebase(checkout, "apply")
     if not checkout.exists():
         if path.exists() and any(path.iterdir()):
             raise RefusedError(
@@ -263,16 +287,23 @@ def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None
     return state
 
 
-def _finish_interrupted(checkout: Checkout, state: CheckoutState, ui: Ui) -> None:
+def _finish_interrupted(checkout: Checkout, state: CheckoutState, ui: Ui) -> bool:
     old = checkout.interrupted_move(state)
     tip = checkout.tip()
     if old is None or tip is None or not checkout.repo.files_match_index():
-        return
+        return False
     checkout.repo.checkout_tree(old, tip)
     ui.status(
         f"finished moving the files of {checkout.path} to {tip[:12]} "
         "(an earlier run was interrupted after moving the branch)"
     )
+    return True
+
+
+def finish_interrupted_move(checkout: Checkout, ui: Ui) -> bool:
+    """Finish moving the files when a run was killed after moving the branch; any done?"""
+    state = checkout.state()
+    return state is not None and _finish_interrupted(checkout, state, ui)
 
 
 def _save_dirty(checkout: Checkout, force: bool, ui: Ui) -> None:
@@ -355,3 +386,25 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def warn_unexported(series: Series, ui: Ui) -> None:
+    """For commands that read patches/: say which checkout commits they do not see.
+
+    ``test``, ``lint`` and ``check-conflicts`` check patches/ (what CI and
+    every other maintainer get), not the checkout; a commit that was never
+    exported is not in it, and silently testing the old file would pass
+    the old result off as the new one.
+    """
+    checkout = series.checkout()
+    try:
+        state = checkout.state() if checkout.exists() else None
+    except SeriesError:
+        return  # a damaged checkout is for the commands that use it to report
+    lost = checkout.unexported(state) if state is not None else []
+    if lost:
+        shown = "\n  ".join(checkout.repo.oneline(c) for c in lost[:10])
+        ui.status(
+            f"warning: {len(lost)} commit(s) in {checkout.path} are not in patches/, so they "
+            f"are not checked here:\n  {shown}\nrun `series export` to include them"
+        )

@@ -378,6 +378,71 @@ def _run_scorecard(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
     return scorecard.run(series, ui, ids=a.ids, as_json=a.json, jobs=a.jobs, device=a.device)
 
 
+def _add_rebase(p: argparse.ArgumentParser) -> None:
+    p.epilog = (
+        "exit status: 0 rebased; 3 stopped at a conflict; 2 bad options or REV; "
+        "4 refused (work would be lost, or the checkout or target moved). Manual: docs/rebase.md."
+    )
+    _dir(p)
+    p.add_argument("--onto", metavar="REV", help="the upstream branch, tag or commit to move to")
+    p.add_argument(
+        "--upstream", metavar="URL|PATH", help="where REV lives (a clone, a mirror or a URL)"
+    )
+    p.add_argument(
+        "--drop-merged",
+        action="store_true",
+        help="remove patches already upstream (same patch-id, or their PR in a subject)",
+    )
+    how = p.add_mutually_exclusive_group()
+    for verb, text in (
+        ("continue", "go on after resolving and staging the conflict"),
+        ("skip", "drop the conflicting patch (series.toml records why) and go on"),
+        ("abort", "put refs, checkout, series.toml and patches/ back as they were"),
+    ):
+        how.add_argument(f"--{verb}", dest="action", action="store_const", const=verb, help=text)
+
+
+def _run_rebase(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+    from series.commands import rebase
+
+    return rebase.run(
+        series,
+        ui,
+        onto=a.onto,
+        upstream_url=a.upstream,
+        drop_merged=a.drop_merged,
+        action=a.action,
+        directory=a.dir,
+    )
+
+
+def _add_status(p: argparse.ArgumentParser) -> None:
+    _dir(p)
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _run_status(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+    from series.commands import status
+
+    return status.run(series, ui, directory=a.dir, as_json=a.json)
+
+
+def _add_range_diff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", nargs="?", metavar="ID", help="only this patch (default: all)")
+    p.add_argument(
+        "--since",
+        metavar="REV",
+        help="the old version: this commit of the project repository (default: docs/range-diff.md)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _run_range_diff(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+    from series.commands import range_diff
+
+    return range_diff.run(series, ui, patch_id=a.id, since=a.since, as_json=a.json)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         "apply",
@@ -402,6 +467,24 @@ COMMANDS: tuple[Command, ...] = (
         "one branch per patch (pin + patches 1..k) for stacked pull requests, pushed with leases",
         _add_branches,
         _run_branches,
+    ),
+    Command(
+        "rebase",
+        "move the series onto another upstream revision (--continue, --skip, --abort)",
+        _add_rebase,
+        _run_rebase,
+    ),
+    Command(
+        "status",
+        "where the checkout stands: pin, branch, applied, unexported, drift, a rebase",
+        _add_status,
+        _run_status,
+    ),
+    Command(
+        "range-diff",
+        "how each patch changed between two versions of the series (git range-diff form)",
+        _add_range_diff,
+        _run_range_diff,
     ),
     Command("list", "the series as a table", _add_list, _run_list),
     Command(

@@ -26,7 +26,8 @@ _ID = re.compile(r"^P[0-9]+$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
 
-_TOP_KEYS = {"format", "upstream", "series", "patch"}
+_TOP_KEYS = {"format", "upstream", "series", "patch", "dropped"}
+_DROPPED_KEYS = {"id", "title", "pr", "reason", "upstream_commit", "onto", "file"}
 _UPSTREAM_KEYS = {"name", "repository", "ref", "commit", "source", "sdist"}
 _SDIST_KEYS = {"package", "version", "sha256"}
 _SERIES_KEYS = {"branch", "checkout"}
@@ -62,7 +63,7 @@ class Upstream:
     ref: str
     commit: str
     source: str
-    sdist: Sdist
+    sdist: Sdist | None  # None once a rebase moved the pin where no sdist stands in
 
 
 @dataclass(frozen=True)
@@ -94,12 +95,26 @@ class Patch:
 
 
 @dataclass(frozen=True)
+class Dropped:
+    """A patch removed from the series by ``series rebase``, and why (``[[dropped]]``)."""
+
+    id: str
+    title: str
+    reason: str
+    pr: int | None = None
+    upstream_commit: str = ""  # the upstream commit that has it, or that it conflicted with
+    onto: str = ""  # the upstream commit the series was moved to
+    file: str = ""  # where its patch file was
+
+
+@dataclass(frozen=True)
 class Manifest:
     path: Path
     upstream: Upstream
     branch: str
     checkout: str
     patches: tuple[Patch, ...] = field(default_factory=tuple)
+    dropped: tuple[Dropped, ...] = field(default_factory=tuple)
 
     def by_id(self, patch_id: str) -> Patch:
         for patch in self.patches:
@@ -191,7 +206,28 @@ def parse(path: Path, data: dict[str, Any], *, missing_ok: bool = False) -> Mani
                     f"duplicate {value!r} (also patch[{seen[value]}])",
                 )
             seen[value] = i
-    return Manifest(path, upstream, branch, checkout, patches)
+    dropped = tuple(_dropped(c, raw, i) for i, raw in enumerate(data.get("dropped", [])))
+    return Manifest(path, upstream, branch, checkout, patches, dropped)
+
+
+def _dropped(c: _Checker, raw: Any, i: int) -> Dropped:
+    where = f"dropped[{i}]"
+    data = c.table(raw, where, _DROPPED_KEYS)
+    pr = data.get("pr")
+    if pr is not None and (not isinstance(pr, int) or isinstance(pr, bool) or pr <= 0):
+        raise c.fail(f"{where}.pr", "must be a positive integer (the PR number)")
+    for key in ("upstream_commit", "onto", "file"):
+        if not isinstance(data.get(key, ""), str):
+            raise c.fail(f"{where}.{key}", "must be a string")
+    return Dropped(
+        id=c.string(data, "id", where),
+        title=c.string(data, "title", where),
+        reason=c.string(data, "reason", where),
+        pr=pr,
+        upstream_commit=data.get("upstream_commit", ""),
+        onto=data.get("onto", ""),
+        file=data.get("file", ""),
+    )
 
 
 def _upstream(c: _Checker, raw: Any) -> Upstream:
@@ -202,23 +238,28 @@ def _upstream(c: _Checker, raw: Any) -> Upstream:
     source = c.string(data, "source", "upstream", "auto")
     if source not in SOURCES:
         raise c.fail("upstream.source", f"{source!r} is not one of {', '.join(SOURCES)}")
-    sd = c.table(data.get("sdist"), "upstream.sdist", _SDIST_KEYS)
-    sha256 = sd.get("sha256")
-    if sha256 is not None and not (
-        isinstance(sha256, str) and re.fullmatch(r"[0-9a-f]{64}", sha256)
-    ):
-        raise c.fail("upstream.sdist.sha256", "must be 64 lowercase hex digits")
+    sdist = None
+    if "sdist" in data:
+        sd = c.table(data["sdist"], "upstream.sdist", _SDIST_KEYS)
+        sha256 = sd.get("sha256")
+        if sha256 is not None and not (
+            isinstance(sha256, str) and re.fullmatch(r"[0-9a-f]{64}", sha256)
+        ):
+            raise c.fail("upstream.sdist.sha256", "must be 64 lowercase hex digits")
+        sdist = Sdist(
+            c.string(sd, "package", "upstream.sdist"),
+            c.string(sd, "version", "upstream.sdist"),
+            sha256,
+        )
+    elif source == "sdist":
+        raise c.fail("upstream.source", "is 'sdist', but there is no [upstream.sdist] table")
     return Upstream(
         name=c.string(data, "name", "upstream"),
         repository=c.string(data, "repository", "upstream"),
         ref=c.string(data, "ref", "upstream"),
         commit=commit,
         source=source,
-        sdist=Sdist(
-            c.string(sd, "package", "upstream.sdist"),
-            c.string(sd, "version", "upstream.sdist"),
-            sha256,
-        ),
+        sdist=sdist,
     )
 
 
@@ -327,13 +368,16 @@ class PatchUpdate:
     branch: str
 
 
-def write_patches(manifest: Manifest, updates: list[PatchUpdate]) -> str:
+def write_patches(
+    manifest: Manifest, updates: list[PatchUpdate], *, text: str | None = None
+) -> str:
     """The manifest text with [[patch]] tables reordered/added/removed per ``updates``.
 
     Existing tables are reused (comments and extra keys survive); new patches
-    get a minimal table marked ``unsubmitted``.
+    get a minimal table marked ``unsubmitted``. ``text`` is the manifest to
+    start from (default: the file as it is now).
     """
-    doc = tomlkit.parse(manifest.path.read_text(encoding="utf-8"))
+    doc = tomlkit.parse(text if text is not None else manifest.path.read_text(encoding="utf-8"))
     aot = doc["patch"]
     assert isinstance(aot, tomlkit.items.AoT)
     old = {str(t["id"]): t for t in aot}
@@ -360,3 +404,68 @@ def write_patches(manifest: Manifest, updates: list[PatchUpdate]) -> str:
     for table in tables:
         aot.append(table)
     return tomlkit.dumps(doc)
+
+
+def write_pin(text: str, *, ref: str, commit: str, dropped: list[Dropped]) -> str:
+    """``text`` with the pin moved to ``commit`` (a git commit) and ``dropped`` recorded.
+
+    The sdist stand-in describes the old pin only, so it is removed (a
+    comment says so) and ``source`` becomes ``git``: an offline ``series
+    apply`` then says that the pin needs git, instead of silently using an
+    sdist of another version. Comments and key order elsewhere survive.
+    """
+    old_sdist = tomllib.loads(text).get("upstream", {}).get("sdist")
+    if old_sdist is not None:
+        was = f"{old_sdist.get('package')}=={old_sdist.get('version')}"
+        note = (
+            f"# [upstream.sdist] ({was}) was removed by series rebase: no sdist stands\n"
+            f'# in for {ref} ({commit[:12]}); see docs/rebase.md, "At the end".\n'
+        )
+        text = _drop_table(text, "[upstream.sdist]", note)
+    doc = tomlkit.parse(text)
+    up = doc["upstream"]
+    assert isinstance(up, tomlkit.items.Table)
+    up["ref"] = ref
+    up["commit"] = commit
+    if old_sdist is not None or up.get("source") == "sdist":
+        up["source"] = "git"
+    if dropped:
+        aot = doc.get("dropped")
+        if aot is None:
+            aot = tomlkit.aot()
+            doc.append("dropped", aot)
+        for d in dropped:
+            table = tomlkit.table()
+            table["id"] = d.id
+            table["title"] = d.title
+            if d.pr is not None:
+                table["pr"] = d.pr
+            table["reason"] = d.reason
+            if d.upstream_commit:
+                table["upstream_commit"] = d.upstream_commit
+            table["onto"] = d.onto
+            if d.file:
+                table["file"] = d.file
+            aot.append(table)
+    return tomlkit.dumps(doc)
+
+
+def _drop_table(text: str, header: str, note: str) -> str:
+    """``text`` without the table ``header`` and the comment block right above it.
+
+    The comment there describes the table (series.toml's explains the
+    stand-in), so it goes with it; ``note`` takes their place.
+    """
+    lines = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines) if line.strip() == header), None)
+    if at is None:
+        return text
+    start = at
+    while start > 0 and lines[start - 1].lstrip().startswith("#"):
+        start -= 1
+    end = at + 1
+    while end < len(lines) and not lines[end].lstrip().startswith(("[", "#")):
+        end += 1
+    while end > at + 1 and not lines[end - 1].strip():
+        end -= 1  # keep the blank lines before the next table
+    return "".join([*lines[:start], note, *lines[end:]])

@@ -110,6 +110,11 @@ class Series:
     def patch_files(self, patches: list[Patch]) -> list[PatchFile]:
         return [PatchFile(p, self.patch_path(p)) for p in patches]
 
+    def project_repo(self) -> Repo | None:
+        """The git repository the project itself lives in, when it is one."""
+        repo = Repo(self.root)
+        return repo if repo.is_repo() else None
+
     def checkout(self, directory: Path | None = None) -> Checkout:
         path = directory if directory is not None else self.root / self.manifest.checkout
         return Checkout(path.resolve(), self.manifest.branch)

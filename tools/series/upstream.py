@@ -108,6 +108,14 @@ def _resolve(
             unreachable.forget(cache_dir, url)
             return base
         except SeriesError as exc:
+            if wanted == "git" and upstream.sdist is None:
+                raise SeriesError(
+                    exc.message,
+                    why=f"{exc.why}\nno sdist stands in for this pin: series.toml has no "
+                    "[upstream.sdist] (series rebase removes it; docs/rebase.md)",
+                    hint="pass --upstream PATH of a clone that has the pinned commit; once "
+                    "fetched, the per-user cache keeps it",
+                ) from None
             if wanted == "git":
                 raise
             git_error = exc
@@ -136,16 +144,16 @@ def _git(upstream: Upstream, repo: Repo, override: str | None, say: Say = _quiet
         return Base(upstream.commit, "git", label, "cached")
     if override and Path(override).exists():
         url = str(Path(override).resolve())
-    tag = upstream.ref if upstream.ref.startswith("refs/") else f"refs/tags/{upstream.ref}"
-    attempts = [f"+{tag}:{ref}", f"+{upstream.commit}:{ref}"]
     errors = []
     stall = unreachable.stall()
     say(
         f"upstream: fetching {upstream.ref} ({upstream.commit[:12]}) from {url}; "
         f"gives up after {stall} s without data (SERIES_NET_TIMEOUT)"
     )
-    for refspec in attempts:
-        status, err = repo.fetch(url, [refspec], stall=stall)
+    for refspec in pin_refspecs(upstream):
+        # Only the pin's tree is needed here; check-conflicts and rebase
+        # deepen the history to the merge base when they need the range.
+        status, err = repo.fetch(url, [refspec], depth=1, stall=stall)
         if status != 0:
             errors.append(err.strip())
             if unreachable.network_failure(err):
@@ -166,10 +174,25 @@ def _git(upstream: Upstream, repo: Repo, override: str | None, say: Say = _quiet
     )
 
 
+def pin_refspecs(upstream: Upstream) -> list[str]:
+    """Ways to fetch the pinned commit into ``refs/series/git/<commit>``: the ref, the id."""
+    ref = f"refs/series/git/{upstream.commit}"
+    tag = upstream.ref if upstream.ref.startswith("refs/") else f"refs/tags/{upstream.ref}"
+    return [f"+{tag}:{ref}", f"+{upstream.commit}:{ref}"]
+
+
 def _sdist(
     upstream: Upstream, repo: Repo, cache_dir: Path, archive: Path | None, reason: str
 ) -> Base:
     sd = upstream.sdist
+    if sd is None:
+        raise SeriesError(
+            f"no sdist stands in for the pin {upstream.ref} ({upstream.commit[:12]})",
+            why="series.toml has no [upstream.sdist]: `series rebase` removed it when it moved "
+            "the pin to a commit no release sdist matches",
+            hint="fetch the pin with git: pass --upstream PATH of a clone that has it "
+            "(once fetched, the per-user cache keeps it and no network is needed)",
+        )
     name = f"{sd.package}-{sd.version}"
     named = archive is not None
     if archive is None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from series.checkout import warn_unexported
 from series.conflicts import check, render
 from series.errors import Exit, UsageError
 from series.project import Series
@@ -43,6 +44,7 @@ def run(
     merge_mode: str = "auto",
 ) -> Exit:
     _check_options(onto, upstream_url)
+    warn_unexported(series, ui)
     data = check(
         series, ui, onto=onto, url=upstream_url, source=source, matrix=matrix, merge_mode=merge_mode
     )

@@ -5,6 +5,7 @@ The work is in series.runs.lint; the manual is docs/testing.md ("series lint").
 
 from __future__ import annotations
 
+from series.checkout import warn_unexported
 from series.errors import Exit
 from series.project import Series
 from series.runs.lint import emit, lint
@@ -12,5 +13,6 @@ from series.ui import Ui
 
 
 def run(series: Series, ui: Ui, *, ids: list[str] | None = None, as_json: bool = False) -> Exit:
+    warn_unexported(series, ui)
     reports = lint(series, ui, series.select(ids))
     return emit(ui, reports, as_json=as_json)

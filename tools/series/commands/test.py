@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from series.checkout import warn_unexported
 from series.errors import Exit, UsageError
 from series.project import Series
 from series.runs.plan import MODES, available_cores, context, finish, plan
@@ -55,6 +56,7 @@ def run(
             return Exit.OK
         selected = [p for p in selected if part is None or shards[p.id] == part.index]
         ui.status(f"shard {shard}: {len(selected)} patch(es), balanced by {by}")
+    warn_unexported(series, ui)
     ctx = context(series, ui)
     targets = plan(ctx, selected, mode)
     results = execute(ctx, ui, targets, jobs, use_cache)

@@ -17,7 +17,9 @@ from series.conflicts.merger import Merger
 from series.conflicts.pinstack import build_stack
 from series.conflicts.report import report
 from series.conflicts.target import drop_scratch, resolve_target, scratch_prefix
+from series.errors import SeriesError
 from series.ui import Ui
+from series.upstream import Base
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -35,7 +37,9 @@ def check(
 ) -> dict[str, Any]:
     """The whole report as the ``--json`` dict (docs/check-conflicts.md)."""
     started = time.perf_counter()
-    base = series.pin(ui, source=source)
+    # A git --upstream has the pin's real commit too, as a rule: take it from there.
+    git_url = url if onto and url and not onto.startswith("sdist:") and source != "sdist" else None
+    base = _pin(series, ui, source, git_url)
     repo = series.cache
     stacked = build_stack(series, base.commit)
     built = len(stacked.nodes) - 1
@@ -75,3 +79,13 @@ def check(
     data = report(series, base, stacked, analysis, target, onto, stats, matrix=matrix)
     alone.remember(series, base.commit, data["matrix"])
     return data
+
+
+def _pin(series: Series, ui: Ui, source: str | None, git_url: str | None) -> Base:
+    """The pin, from the --onto source when it has it; else as series.toml says."""
+    if git_url is not None:
+        try:
+            return series.pin(ui, source=source, override=git_url)
+        except SeriesError:
+            pass  # not there: the usual source, and --onto reports the URL's problem
+    return series.pin(ui, source=source)

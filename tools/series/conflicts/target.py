@@ -22,7 +22,7 @@ from series.conflicts.analysis import SCAN_LIMIT, Target
 from series.conflicts.merger import Node
 from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, RefMoved, Repo
-from series.manifest import Manifest, Sdist
+from series.manifest import Manifest, Sdist, Upstream
 from series.ui import Ui
 
 SCRATCH = "refs/series/scratch/"
@@ -44,11 +44,15 @@ def resolve_target(
 ) -> Target:
     if onto.startswith("sdist:"):
         commit, label = _sdist(manifest, cache_dir, onto.removeprefix("sdist:"), url)
+        real = None
     else:
-        commit = _fetch(repo, onto, url, manifest.upstream.repository, scratch)
+        real = base.commit if base.source == "git" else manifest.upstream.commit
+        commit = _fetch(repo, onto, url, manifest.upstream, scratch, real)
         label = f"{onto} ({commit[:12]})" + (f" from {url}" if url else "")
-    revs, described, unrelated = _range(repo, base.commit, commit, manifest.upstream.commit)
+    revs, described, unrelated = _range(repo, base.commit, commit, real)
     commits = repo.log_files(revs, max_count=SCAN_LIMIT if unrelated else None) if revs else []
+    if not unrelated and revs:
+        described += f", {len(commits)} commits"
     return Target(label, Node(repo.tree_of(commit), commit), revs, described, commits)
 
 
@@ -56,33 +60,50 @@ def _sdist(
     manifest: Manifest, cache_dir: Path, version: str, archive: str | None
 ) -> tuple[str, str]:
     pinned = manifest.upstream
+    package = pinned.sdist.package if pinned.sdist else pinned.name
     other = dataclasses.replace(
         pinned,
         ref=f"v{version}",
         commit=ZERO,  # no git commit is known for it
-        sdist=Sdist(pinned.sdist.package, version, None),
+        sdist=Sdist(package, version, None),
     )
     try:
         found = upstream.resolve(other, cache_dir, source="sdist", override=archive)
     except SeriesError as exc:
         raise UsageError(
-            f"cannot get the {pinned.sdist.package} {version} sdist for --onto",
+            f"cannot get the {package} {version} sdist for --onto",
             why=f"{exc.message}\n{exc.why}",
             hint=exc.hint or "check the version, or pass --upstream FILE.tar.gz",
         ) from None
     return found.commit, found.label
 
 
-def _fetch(repo: Repo, rev: str, url: str | None, default: str, scratch: str) -> str:
+def _fetch(
+    repo: Repo, rev: str, url: str | None, pinned: Upstream, scratch: str, real: str | None
+) -> str:
+    """REV in ``repo``, fetched with no more history than the range since the pin needs."""
     if url is None:
         local = repo.rev(rev)
         if local is not None:
+            deepen_to_pin(repo, pinned.repository, [], local, real)
             return local
-    source = url or default
+    source = url or pinned.repository
     if Path(source).exists():
         source = str(Path(source).resolve())
-    status, failure = repo.fetch(source, [f"+{rev}:{scratch}onto"])
-    commit = repo.rev(f"{scratch}onto") if status == 0 else None
+    wanted = f"{scratch}onto"
+    pin_specs = [] if real is None or repo.has_object(real) else upstream.pin_refspecs(pinned)
+    known = rev if _HEX.fullmatch(rev) and len(rev) == 40 else repo.remote_rev(source, rev)
+    if known is not None and not pin_specs and repo.rev(known) == known:
+        # Here already (a warm run): name it, fetch nothing.
+        old = repo.ref_value(wanted)
+        with repo.transaction(f"series onto: keep {rev} ({known[:12]})") as txn:
+            txn.update(wanted, known, old)
+        deepen_to_pin(repo, source, [f"+{rev}:{wanted}"], known, real)
+        return known
+    status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}", *pin_specs[:1]], rev)
+    if status != 0 and pin_specs:  # the pin is not there: REV alone, the range falls back
+        status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}"], rev)
+    commit = repo.rev(wanted) if status == 0 else None
     if status != 0:
         if _HEX.match(rev):
             # A commit id that no ref names at its tip: servers refuse to send
@@ -96,7 +117,38 @@ def _fetch(repo: Repo, rev: str, url: str | None, default: str, scratch: str) ->
             f"{rev} in {source} is not a commit",
             hint="name a branch, a tag or a commit id for --onto",
         )
+    deepen_to_pin(repo, source, [f"+{rev}:{wanted}", *pin_specs[:1]], commit, real)
     return commit
+
+
+DEPTH = 256  # commits fetched at first; upstream moves a few dozen to a few hundred per release
+MAX_DEPTH = 1 << 15
+
+
+def fetch_history(repo: Repo, source: str, refspecs: list[str], rev: str) -> tuple[int, str]:
+    """Fetch ``refspecs`` shallow (``DEPTH`` commits), unless REV is here already.
+
+    A commit already in ``repo`` is fetched without a depth: a depth would
+    cut the history the repository has of it.
+    """
+    known = rev if _HEX.fullmatch(rev) and len(rev) == 40 else repo.remote_rev(source, rev)
+    depth = None if known and repo.has_object(known) else DEPTH
+    return repo.fetch(source, refspecs, depth=depth)
+
+
+def deepen_to_pin(repo: Repo, source: str, refspecs: list[str], rev: str, real: str | None) -> None:
+    """Deepen a shallow history until REV and the pin's real commit meet (or it ends)."""
+    if real is None or not repo.has_object(real) or not refspecs:
+        return
+    depth = DEPTH
+    while repo.merge_base(real, rev) is None and depth <= MAX_DEPTH:
+        roots = repo.shallow_roots()
+        if not roots:
+            return  # complete history: they share none
+        status, _ = repo.fetch(source, refspecs, deepen=depth)
+        if status != 0 or repo.shallow_roots() == roots:
+            return
+        depth *= 2
 
 
 def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError:
@@ -122,19 +174,32 @@ def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError
     )
 
 
-def _range(repo: Repo, pin: str, rev: str, pinned: str) -> tuple[list[str], str, bool]:
-    """The upstream commits since the pin, as rev-list arguments, and what they are."""
-    if rev == pin:
+def _range(repo: Repo, pin: str, rev: str, real: str | None) -> tuple[list[str], str, bool]:
+    """The upstream commits since the pin, as rev-list arguments, and what they are.
+
+    ``real`` is the pin's real upstream commit (the pin itself, or the
+    commit an sdist pin stands for): the range is ``REV ^real``, the
+    commits REV has that the pin has not, as ``git rebase`` counts them.
+    Only when that commit cannot be had are the last SCAN_LIMIT commits
+    of REV read instead, and the range says so.
+    """
+    if rev in (pin, real):
         return [], "none (the revision is the pin)", False
-    if repo.is_ancestor(pin, rev):
-        return [rev, f"^{pin}"], f"{pin[:12]}..{rev[:12]}", False
-    if pinned != pin and repo.has_object(pinned) and repo.is_ancestor(pinned, rev):
-        return (
-            [rev, f"^{pinned}"],
-            f"{pinned[:12]}..{rev[:12]} (the commit the pin stands for)",
-            False,
-        )
-    return [rev, f"^{pin}"], f"{rev[:12]} and its history (none shared with the pin)", True
+    if real is not None and repo.has_object(real):
+        merge_base = repo.merge_base(real, rev)
+        if merge_base is not None:
+            what = "" if real == pin else " (the commit the sdist pin stands for)"
+            return (
+                [rev, f"^{real}"],
+                f"{real[:12]}{what}..{rev[:12]}, merge base {merge_base[:12]}",
+                False,
+            )
+    why = "the pin's upstream commit could not be fetched" if real else "an sdist has no history"
+    return (
+        [rev, f"^{pin}"],
+        f"the last {SCAN_LIMIT} commits of {rev[:12]} ({why}; none shared with the pin)",
+        True,
+    )
 
 
 def drop_scratch(repo: Repo, prefix: str, ui: Ui) -> None:

@@ -15,13 +15,14 @@ from series.git.mail import FileStat, MailInfo, mailinfo, patch_stat, read_mail
 from series.git.mergetree import MergeMessage, StageEntry, TreeMerge, parse_merge_tree
 from series.git.refs import RefMoved, Transaction
 from series.git.remote import PushResult, PushUpdate, RemoteUnreachable
-from series.git.repo import LogEntry, Repo
+from series.git.repo import CommitInfo, LogEntry, Repo
 from series.git.run import HERMETIC, ZERO, GitFailed, Ident
 
 __all__ = [
     "HERMETIC",
     "ZERO",
     "ApplyResult",
+    "CommitInfo",
     "FileStat",
     "GitFailed",
     "Ident",

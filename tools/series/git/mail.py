@@ -96,23 +96,32 @@ def patch_stat(patch: Path) -> list[FileStat]:
     return stats
 
 
+_ZERO_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+
+
 class MailMixin(Runner):
     def format_patch(self, commit: str) -> bytes:
         """One commit as a patch file with no volatile content."""
-        return self.git_bytes(
-            "format-patch",
-            "-1",
-            commit,
-            "--stdout",
-            "--always",  # an empty commit (a patch kept for its message) is a patch too
-            "--zero-commit",
-            "--full-index",
-            "--no-signature",
-            "--no-numbered",
-            "--encode-email-headers",
-            "--stat=80",
-            "--find-renames",
-            "--diff-algorithm=myers",
-            "--no-color",
-            env=HERMETIC,
-        )
+        return self.git_bytes("format-patch", "-1", commit, *_FORMAT, env=HERMETIC)
+
+    def format_patches(self, base: str, tip: str) -> list[bytes]:
+        """Every commit of base..tip as :meth:`format_patch` writes it, with one process."""
+        out = self.git_bytes("format-patch", f"{base}..{tip}", *_FORMAT, env=HERMETIC)
+        parts = [_ZERO_FROM + part for part in out.split(_ZERO_FROM)[1:]]
+        # Every patch but the last is followed by a blank line that separates it.
+        return [p[:-1] if i < len(parts) - 1 else p for i, p in enumerate(parts)]
+
+
+_FORMAT = (
+    "--stdout",
+    "--always",  # an empty commit (a patch kept for its message) is a patch too
+    "--zero-commit",
+    "--full-index",
+    "--no-signature",
+    "--no-numbered",
+    "--encode-email-headers",
+    "--stat=80",
+    "--find-renames",
+    "--diff-algorithm=myers",
+    "--no-color",
+)

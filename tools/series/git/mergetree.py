@@ -141,14 +141,28 @@ class MergeTreeMixin(Runner):
             pos = end + 1 + int(size) + 1
         return blobs
 
-    def merge_file(self, base: bytes, ours: bytes, theirs: bytes, *, favour: str) -> bytes:
-        """``git merge-file -p --ours|--theirs``: a content merge with no markers left."""
+    def merge_file(
+        self,
+        base: bytes,
+        ours: bytes,
+        theirs: bytes,
+        *,
+        favour: str | None,
+        labels: tuple[str, str, str] = ("ours", "base", "theirs"),
+    ) -> bytes:
+        """``git merge-file -p``: ``--ours``/``--theirs`` leave no markers; None keeps them.
+
+        With markers, ``labels`` name the sides, so the same three blobs
+        always give the same bytes (recorded resolutions rely on it).
+        """
         with tempfile.TemporaryDirectory(prefix="series-merge-file-") as tmp:
             names = []
             for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
                 (Path(tmp) / name).write_bytes(data)
                 names.append(str(Path(tmp) / name))
-            argv = ["merge-file", "-p", f"--{favour}", *names]
+            how = [f"--{favour}"] if favour else []
+            marks = [a for label in labels for a in ("-L", label)]
+            argv = ["merge-file", "-p", *how, *marks, *names]
             status, out, err = execute(self.path, argv, env=HERMETIC, raw=True)
         if not 0 <= status < 128:
             raise GitFailed(argv, status, err)

@@ -44,6 +44,10 @@ class Transaction:
     def delete(self, ref: str, old: str) -> None:
         self.lines.append(f"delete {ref} {old}")
 
+    def detach_head(self, new: str, old: str) -> None:
+        """Point HEAD itself (not its branch) at commit ``new``, if it resolves to ``old``."""
+        self.lines += ["option no-deref", f"update HEAD {new} {old}"]
+
     def commit(self) -> None:
         if not self.lines:
             return
@@ -82,8 +86,8 @@ class RefsMixin(Runner):
 
     def ref_value(self, ref: str) -> str | None:
         """What ``ref`` points at (any object), or None when it does not exist."""
-        status, out, _ = self.git_status("rev-parse", "-q", "--verify", ref)
-        return out.strip() if status == 0 else None
+        found = self.lookup(ref)
+        return found[0] if found else None
 
     def refs(self, prefix: str) -> dict[str, str]:
         out = self.git("for-each-ref", "--format=%(refname) %(objectname)", prefix)

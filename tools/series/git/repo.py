@@ -8,6 +8,7 @@ creation, revisions, history, commits and fetching.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -29,6 +30,15 @@ class LogEntry:
     commit: str
     subject: str
     files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    commit: str
+    tree: str
+    parent: str
+    author: Ident
+    message: str
 
 
 class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, RemoteMixin):
@@ -69,7 +79,12 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
 
     @property
     def git_dir(self) -> Path:
-        return (self.path / self.git("rev-parse", "--git-dir").strip()).resolve()
+        """The repository's git directory (asked of git once per ``Repo``)."""
+        known = self.__dict__.get("_git_dir")
+        if known is None:
+            known = (self.path / self.git("rev-parse", "--git-dir").strip()).resolve()
+            self.__dict__["_git_dir"] = known
+        return Path(known)
 
     def repack(self) -> None:
         """Everything in one pack: clones made with ``clone_local`` hard-link it."""
@@ -78,14 +93,17 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
     # -- revisions and objects ------------------------------------------------
     def rev(self, rev: str) -> str | None:
         """The commit ``rev`` names, or None."""
-        status, out, _ = self.git_status("rev-parse", "-q", "--verify", f"{rev}^{{commit}}")
-        return out.strip() if status == 0 else None
+        found = self.lookup(f"{rev}^{{commit}}")
+        return found[0] if found else None
 
     def has_object(self, sha: str) -> bool:
-        return self.git_status("cat-file", "-e", sha)[0] == 0
+        return self.lookup(sha) is not None
 
     def tree_of(self, commit: str) -> str:
-        return self.git("rev-parse", f"{commit}^{{tree}}").strip()
+        found = self.lookup(f"{commit}^{{tree}}")
+        if found is None:
+            raise InternalError(f"{commit} has no tree here", why=f"in {self.path}")
+        return found[0]
 
     def blob(self, rev: str, path: str) -> bytes:
         """The content of ``path`` in ``rev``."""
@@ -102,6 +120,16 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
             if entry:
                 entries.append((entry.split(" ")[1], entry.split("\t", 1)[1]))
         return entries
+
+    def tree_files(self, rev: str) -> dict[str, str]:
+        """path -> blob id of every file in ``rev`` (recursively)."""
+        out = self.git("ls-tree", "-r", "-z", "--full-tree", rev)
+        files = {}
+        for entry in out.split("\0"):
+            if entry:
+                head, path = entry.split("\t", 1)
+                files[path] = head.split(" ")[2]
+        return files
 
     def existing_paths(self, rev: str, paths: Sequence[str]) -> set[str]:
         """Which of ``paths`` (files or directories) exist in ``rev``'s tree; one process."""
@@ -159,6 +187,11 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
         """First-parent commits in base..tip, oldest first."""
         return self.git("rev-list", "--reverse", "--first-parent", f"{base}..{tip}").split()
 
+    def last_change(self, path: str) -> str | None:
+        """The newest commit of HEAD that changed ``path``, or None."""
+        status, out, _ = self.git_status("log", "-1", "--format=%H", "HEAD", "--", path)
+        return out.strip() or None if status == 0 else None
+
     def merges(self, base: str, tip: str) -> list[str]:
         return self.git("rev-list", "--merges", f"{base}..{tip}").split()
 
@@ -215,25 +248,140 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
         finally:
             os.unlink(fh.name)
 
+    def commit_infos(self, base: str, tip: str) -> list[CommitInfo]:
+        """First-parent commits of base..tip, oldest first, with all a replay needs."""
+        fmt = "%x01%H%x00%T%x00%P%x00%an%x00%ae%x00%ad%x00%B"
+        argv = ["log", "--reverse", "--first-parent", "--date=raw", f"--format={fmt}"]
+        out = self.git(*argv, f"{base}..{tip}", env=HERMETIC)
+        infos = []
+        for chunk in out.split("\x01")[1:]:
+            commit, tree, parents, name, email, date, body = chunk.split("\x00", 6)
+            message = body.rstrip("\n") + "\n"
+            infos.append(
+                CommitInfo(commit, tree, parents.split()[0], Ident(name, email, date), message)
+            )
+        return infos
+
+    def write_commits(self, chain: Sequence[tuple[str, str, Ident]], parent: str) -> list[str]:
+        """Commits of (tree, message, author) each on the one before, the first on ``parent``.
+
+        One ``hash-object`` for all of them: the ids are computed here (a
+        commit's id is the SHA-1 of its bytes, which name its parent), and
+        git's answer must agree. Committer = author, as ``commit_tree``.
+        Author dates must be raw (``<epoch> <tz>``).
+        """
+        payloads, ids = [], []
+        for tree, message, who in chain:
+            person = f"{who.name} <{who.email}> {who.date}".encode()
+            body = b"tree %s\nparent %s\nauthor %s\ncommitter %s\n\n" % (
+                tree.encode(),
+                parent.encode(),
+                person,
+                person,
+            ) + message.encode("utf-8")
+            parent = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+            payloads.append(body)
+            ids.append(parent)
+        written = self.write_objects("commit", payloads)
+        if written != ids:
+            raise InternalError("git computed other commit ids than series", why=f"{written}")
+        return ids
+
+    def commit_diffs(self, commits: Sequence[str]) -> dict[str, bytes]:
+        """commit -> its diff against its parent, all with one ``diff-tree --stdin``."""
+        if not commits:
+            return {}
+        argv = ["diff-tree", "--stdin", "-p", "--full-index", "--no-renames", "--no-color"]
+        out = self.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=HERMETIC)
+        diffs: dict[str, bytes] = {}
+        current = None
+        for line in out.splitlines(keepends=True):
+            head = line.strip().decode("ascii", "replace")
+            if len(head) == 40 and head in commits and not line.startswith((b"+", b"-", b" ")):
+                current = head
+                diffs[current] = b""
+            elif current is not None:
+                diffs[current] += line
+        return diffs
+
+    def apply_all(self, tree: str, patches: Sequence[Path]) -> str | None:
+        """``tree`` with every patch file applied in order (one ``apply --cached``), or None."""
+        with self.scratch_index(tree) as env:
+            argv = ["apply", "--cached", "--whitespace=nowarn", *map(str, patches)]
+            status, _, _ = self.git_status(*argv, env=env)
+            return self.write_tree(env) if status == 0 else None
+
+    def diff_trees(self, old: str, new: str) -> bytes:
+        """The patch from tree ``old`` to tree ``new`` (full blob ids, no renames)."""
+        argv = ["diff-tree", "-p", "--full-index", "--binary", "--no-renames", "--no-color"]
+        return self.git_bytes(*argv, old, new, env=HERMETIC)
+
+    def range_diff(self, old: str, new: str) -> str:
+        """``git range-diff OLD NEW`` (two revision ranges), without colour."""
+        return self.git("range-diff", "--no-color", "--creation-factor=100", old, new, env=HERMETIC)
+
+    def apply_exact(self, tree: str, diff: bytes) -> str | None:
+        """``tree`` with ``diff`` applied exactly (no fuzz, no 3-way), or None."""
+        with self.scratch_index(tree) as env, input_file(diff) as path:
+            status, _, _ = self.git_status("apply", "--cached", str(path), env=env)
+            return self.write_tree(env) if status == 0 else None
+
     # -- fetching -------------------------------------------------------------------
-    def fetch(self, source: str, refspecs: Sequence[str], *, stall: int = 30) -> tuple[int, str]:
+    def fetch(
+        self,
+        source: str,
+        refspecs: Sequence[str],
+        *,
+        depth: int | None = None,
+        deepen: int | None = None,
+        stall: int = 30,
+    ) -> tuple[int, str]:
         """``git fetch`` of ``refspecs`` from a URL or path: (status, stderr).
 
+        ``--update-shallow`` always: a shallow source (what CI systems and
+        most maintainers have) is otherwise refused without a word (git
+        only warns and writes no ref). ``depth`` fetches that many commits
+        of history, ``deepen`` that many more below the current boundary.
         A remote that stops sending for ``stall`` seconds (or never answers)
         makes it fail instead of hanging: git's low-speed limit for http(s),
         a connect timeout for ssh, and a hard bound for the rest.
         """
-        argv = [
-            *network_options(stall),
-            "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", source, *refspecs,
-        ]  # fmt: skip
-        return _bounded(self.path, argv, stall)
+        argv = [*network_options(stall), "fetch", "--quiet", "--no-tags"]
+        argv += ["--no-write-fetch-head", "--update-shallow"]
+        argv += [f"--depth={depth}"] if depth else []
+        argv += [f"--deepen={deepen}"] if deepen else []
+        return _bounded(self.path, [*argv, source, *refspecs], stall)
 
     def reachable(self, source: str, *, stall: int = 30) -> tuple[bool, str]:
         """Whether ``source`` answers as a git repository: (ok, git's stderr)."""
         argv = [*network_options(stall), "ls-remote", "--heads", source]
         status, err = _bounded(self.path, argv, stall)
         return status == 0, err
+
+    def remote_rev(self, source: str, rev: str) -> str | None:
+        """The commit ``rev`` names in ``source`` (``ls-remote``), or None."""
+        status, out, _ = self.git_status("ls-remote", source, rev)
+        if status != 0:
+            return None
+        found: dict[str, str] = {}
+        for line in out.splitlines():
+            sha, _, name = line.partition("\t")
+            found[name] = sha
+        for name in (f"refs/tags/{rev}^{{}}", f"refs/tags/{rev}", f"refs/heads/{rev}", rev):
+            if name in found:
+                return found[name]
+        return None
+
+    def shallow_roots(self) -> frozenset[str]:
+        """The commits whose parents this (shallow) repository does not have."""
+        path = self.path / self.git("rev-parse", "--git-path", "shallow").strip()
+        if not path.is_file():
+            return frozenset()
+        return frozenset(path.read_text(encoding="ascii").split())
+
+    def merge_base(self, one: str, two: str) -> str | None:
+        status, out, _ = self.git_status("merge-base", one, two)
+        return out.split()[0] if status == 0 and out.strip() else None
 
     def fetch_from(self, source: Repo, commit: str) -> None:
         """Copy ``commit`` and its history from ``source`` (which has a ref on it)."""

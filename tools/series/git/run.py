@@ -158,6 +158,10 @@ def input_file(data: bytes) -> Iterator[Path]:
         os.unlink(fh.name)
 
 
+def _text(value: str | bytes) -> str:
+    return value.decode("ascii") if isinstance(value, bytes) else value
+
+
 class Runner:
     """The base of :class:`series.git.Repo`: runs git in one repository.
 
@@ -175,6 +179,31 @@ class Runner:
         stdin: Path | None = None,
     ) -> str:
         return run(self.path, argv, env=env, stdin=stdin)
+
+    def lookup(self, name: str) -> tuple[str, str] | None:
+        """(id, type) of the object ``name`` names, or None; asks one long-lived process.
+
+        ``rev-parse`` costs a process per question, and a command asks
+        dozens; ``cat-file --batch-check`` answers them all, reading refs
+        and objects afresh each time (a ref another process moved meanwhile
+        is seen moved). Where that process cannot run, ``rev-parse`` does.
+        """
+        log.debug("lookup %s (git cat-file --batch-check, one process)  (in %s)", name, self.path)
+        cmd = self.__dict__.get("_batch")
+        if cmd is None:
+            cmd = self.__dict__["_batch"] = _Cmd(str(self.path))
+        try:
+            sha, kind, _ = cmd.get_object_header(name)
+        except ValueError:
+            return None  # missing or ambiguous
+        except Exception:  # the process could not start, or died: ask git directly
+            self.__dict__.pop("_batch", None)
+            status, out, _ = execute(self.path, ["rev-parse", "-q", "--verify", name])
+            if status != 0 or not isinstance(out, str):
+                return None
+            status, kind_out, _ = execute(self.path, ["cat-file", "-t", out.strip()])
+            return (out.strip(), str(kind_out).strip()) if status == 0 else None
+        return _text(sha), _text(kind)
 
     def git_bytes(self, *argv: str, env: Mapping[str, str] | None = None) -> bytes:
         status, out, err = execute(self.path, argv, env=env, raw=True)

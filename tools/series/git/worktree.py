@@ -42,7 +42,12 @@ class WorktreeMixin(Runner):
         return out.strip() if status == 0 else None
 
     def files_match_index(self) -> bool:
-        """Whether no tracked file differs from the index (``diff-files --quiet``)."""
+        """Whether no tracked file differs from the index (``diff-files --quiet``).
+
+        The index's stat data is refreshed first, so a file that was only
+        touched (copied, restored from a backup) does not count as changed.
+        """
+        self.git_status("update-index", "-q", "--refresh")
         return self.git_status("diff-files", "--quiet")[0] == 0
 
     def worktree_add(self, path: Path, commit: str) -> None:
@@ -82,3 +87,20 @@ class WorktreeMixin(Runner):
         for name in ("index.lock", "HEAD.lock"):
             lock = self.path / self.git("rev-parse", "--git-path", name).strip()
             lock.unlink(missing_ok=True)
+
+    def unmerged(self) -> list[str]:
+        """Paths with conflict stages in the index."""
+        out = self.git("ls-files", "-u", "-z")
+        return sorted({entry.split("\t", 1)[1] for entry in out.split("\0") if "\t" in entry})
+
+    def stage_conflicts(self, entries: Sequence[tuple[str, str, int, str]]) -> None:
+        """Put (mode, oid, stage, path) conflict stages in the index, as a stopped merge has."""
+        paths = sorted({path for _, _, _, path in entries})
+        lines = [f"0 {'0' * 40}\t{path}" for path in paths]
+        lines += [f"{mode} {oid} {stage}\t{path}" for mode, oid, stage, path in entries]
+        self.git_input("update-index", "--index-info", data=("\n".join(lines) + "\n").encode())
+
+    def head(self) -> str | None:
+        """The commit HEAD is at (detached or not), or None."""
+        status, out, _ = self.git_status("rev-parse", "-q", "--verify", "HEAD^{commit}")
+        return out.strip() if status == 0 else None

@@ -301,6 +301,16 @@ def _push(repo: Repo, record: Record, bset: BranchSet, items: list[Item], remote
     result = repo.push_leased(remote, updates)
     if not result.ok:
         rejected = [f"{ref}: {reason}" for ref, reason in result.rejected]
+        if any("shallow update not allowed" in reason for _, reason in result.rejected):
+            raise RefusedError(
+                f"{remote} refused the push: it does not have the history below the pin",
+                why="\n".join(rejected) + f"\nthe checkout {repo.path} is shallow: series "
+                "fetches the pinned commit without its history, and REMOTE does not have it "
+                "either; nothing was pushed (the local branches were updated)",
+                hint=f"push the upstream history to {remote} first (a fork has it), or make "
+                f"the checkout whole: git -C {repo.path} fetch --unshallow "
+                "<upstream URL>; then run `series branches --push` again",
+            )
         raise RefusedError(
             f"{remote} refused the push: nothing was pushed",
             why="\n".join(rejected or [result.stderr.strip()])

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from series.checkout import BASE_REF
+from series.checkout import BASE_REF, refuse_during_rebase
 from series.errors import InternalError, RefusedError, SeriesError
 from series.git import RefMoved, Repo
 from series.manifest import Patch, PatchUpdate, load, write_patches
@@ -50,6 +50,7 @@ class Exported:
 
 def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
     """Write the branch of ``checkout`` to patches/ and series.toml; what was done."""
+    refuse_during_rebase(checkout, "export")
     state = checkout.require()
     repo = checkout.repo
     _refuse_in_progress(checkout)

@@ -1,0 +1,72 @@
+"""Builders for the rebase tests: a tiny project whose upstream moves on.
+
+The project is helpers.make_project's (P1 f1 -> 101, P2 VALUE_5 -> 55, P3
+f9 -> 909 on upstream v1.0); the upstream's ``main`` then gets commits that
+leave the series alone, conflict with P1, or carry P3 (same change, or only
+its PR number in the subject).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from helpers import Project, git, make_project, replace_line
+
+
+def commit_upstream(up: Path, path: str, old: str, new: str, subject: str) -> str:
+    replace_line(up / path, old, new)
+    git(up, "commit", "-qam", subject, date="2026-03-01T10:00:00+00:00")
+    return git(up, "rev-parse", "HEAD")
+
+
+def moving_project(
+    tmp: Path, *, conflict: bool = False, carries_p3: bool = False, names_p3: bool = False
+) -> Project:
+    """An applied project whose upstream ``main`` moved past the pin."""
+    project = make_project(tmp)
+    up = project.upstream
+    commit_upstream(up, "pkg/util.py", "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: VALUE_20")
+    if conflict:
+        commit_upstream(up, "pkg/core.py", "return 1\n", "return -1\n", "core: f1 returns -1")
+    if carries_p3:
+        commit_upstream(up, "pkg/core.py", "return 9\n", "return 909\n", "core: f9 is 909")
+    if names_p3:
+        commit_upstream(up, "pkg/core.py", "return 8\n", "return 88\n", "core: f8 (#1002)")
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    return project
+
+
+def manifest(project: Project) -> dict[str, Any]:
+    return tomllib.loads((project.root / "series.toml").read_text())
+
+
+def snapshot(project: Project) -> dict[str, Any]:
+    """Everything a rebase may touch: project files, checkout refs, HEAD, index, files."""
+    work = project.work
+    files = {
+        str(p.relative_to(project.root)): p.read_bytes()
+        for p in sorted(project.root.rglob("*"))
+        if p.is_file() and ".git" not in p.parts and "resolutions" not in p.parts
+    }
+    return {
+        "files": files,
+        "refs": git(work, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "head": git(work, "symbolic-ref", "-q", "HEAD"),
+        "index": git(work, "ls-files", "-s"),
+        "status": git(work, "status", "--porcelain", "--untracked-files=all"),
+    }
+
+
+def git_rebase_trees(project: Project, onto: str) -> list[str]:
+    """The trees plain ``git rebase --onto ONTO PIN`` gives, patch by patch (oracle)."""
+    clone = project.root.parent / "oracle"
+    git(project.root.parent, "clone", "-q", str(project.work), str(clone))
+    git(clone, "fetch", "-q", str(project.upstream), f"+{onto}:refs/oracle/onto")
+    base = git(project.work, "rev-parse", "refs/series/base")
+    git(clone, "checkout", "-q", "series")
+    git(clone, "rebase", "-q", "--onto", "refs/oracle/onto", base)
+    out = git(clone, "log", "--reverse", "--format=%T", "refs/oracle/onto..HEAD")
+    return out.split()

@@ -1,0 +1,67 @@
+"""series range-diff: per patch, between two versions of the series."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from helpers import Project, git, make_project, replace_line
+from rebase_helpers import moving_project
+from test_rebase import rebase, resolve_p1
+
+
+def range_diff(project: Project, *args: str) -> dict[str, Any]:
+    code, out, err = project.run("range-diff", "--json", *args)
+    assert code == 0, err
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def kinds(data: dict[str, Any]) -> dict[str, str]:
+    return {p["id"]: p["kind"] for p in data["patches"]}
+
+
+def test_after_a_rebase_it_compares_with_the_series_before(tmp_path: Path) -> None:
+    project = moving_project(tmp_path, conflict=True)
+    assert rebase(project)[0] == 3
+    resolve_p1(project)
+    assert project.run("rebase", "--continue")[0] == 0
+    data = range_diff(project)
+    assert "before the last `series rebase`" in data["old"]
+    assert kinds(data) == {"P1": "content changed", "P2": "unchanged", "P3": "unchanged"}
+    p1 = data["patches"][0]
+    assert " ! " in p1["range_diff"].splitlines()[0] and "return 1001" in p1["range_diff"]
+    assert " = " in data["patches"][1]["range_diff"]
+    code, out, _ = project.run("range-diff", "P2")
+    assert code == 0 and "P2   unchanged" in out and "P1" not in out
+
+
+def test_since_a_commit_of_the_project_and_the_default(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    root = project.root
+    git(root, "init", "-q")
+    (root / ".gitignore").write_text("work/\n.series/\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the series")
+    first = git(root, "rev-parse", "HEAD")
+    assert project.run("apply")[0] == 0
+    # Change P2's content in the checkout, as a maintainer would, and export it.
+    git(project.work, "checkout", "-q", "HEAD~1")
+    replace_line(project.work / "pkg" / "util.py", "VALUE_5 = 55\n", "VALUE_5 = 56\n")
+    git(project.work, "commit", "-q", "--amend", "-a", "--no-edit")
+    git(project.work, "cherry-pick", "series")
+    git(project.work, "branch", "-f", "series", "HEAD")
+    git(project.work, "checkout", "-q", "series")
+    code, _, err = project.run("export")
+    assert code == 0, err
+    data = range_diff(project)  # patches/ differ from the last commit: compared with it
+    assert first[:12] in data["old"]
+    assert kinds(data) == {"P1": "unchanged", "P2": "content changed", "P3": "unchanged"}
+    git(root, "commit", "-qam", "P2: 56")
+    data = range_diff(project)  # committed: compared with the commit before
+    assert kinds(data)["P2"] == "content changed"
+    data = range_diff(project, "--since", "HEAD")
+    assert set(kinds(data).values()) == {"unchanged"}
+    code, _, err = project.run("range-diff", "--since", "no-such-commit")
+    assert code == 2 and "not a commit" in err

@@ -1,0 +1,193 @@
+"""series rebase on real tiny repositories, checked against plain git."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import Project, git
+from rebase_helpers import commit_upstream, git_rebase_trees, manifest, moving_project, snapshot
+
+RESOLVED_F1 = "return 1001\n"
+
+
+def rebase(project: Project, *args: str) -> tuple[int, str, str]:
+    return project.run("rebase", "--onto", "main", "--upstream", str(project.upstream), *args)
+
+
+def resolve_p1(project: Project) -> None:
+    core = project.work / "pkg" / "core.py"
+    text = core.read_text()
+    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
+    core.write_text(text[:start] + "    " + RESOLVED_F1 + text[end + len(">>>>>>> P1\n") :])
+    git(project.work, "add", "pkg/core.py")
+
+
+def test_clean_rebase_equals_git_rebase(tmp_path: Path) -> None:
+    project = moving_project(tmp_path)
+    oracle = git_rebase_trees(project, "main")
+    code, out, err = rebase(project)
+    assert code == 0, err
+    work = project.work
+    main = git(project.upstream, "rev-parse", "main")
+    ours = git(work, "log", "--reverse", "--format=%T", f"{main}..series").split()
+    assert ours == oracle
+    pin = manifest(project)["upstream"]
+    assert (pin["commit"], pin["ref"], pin["source"]) == (main, "main", "git")
+    assert "sdist" not in pin
+    assert git(work, "rev-parse", "refs/series/base") == main
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(work, "status", "--porcelain") == ""
+    assert git(work, "for-each-ref", "refs/series/rebase/").count("\n") == 0  # only last
+    assert "unchanged" in out
+    code, out, err = project.run("apply")  # patches/ and the checkout agree
+    assert code == 0 and "up to date" in out, err
+    code, out, err = project.run("export")  # the files are export's, byte for byte
+    assert code == 0 and "0 file(s) changed" in out, err
+
+
+def test_empty_patch_is_dropped_with_a_record_never_exported(tmp_path: Path) -> None:
+    project = moving_project(tmp_path, carries_p3=True)
+    oracle = git_rebase_trees(project, "main")  # git drops the now-empty P3 too
+    code, _out, err = rebase(project)
+    assert code == 0, err
+    ours = git(project.work, "log", "--reverse", "--format=%T", "refs/series/base..series")
+    assert ours.split() == oracle
+    data = manifest(project)
+    assert [p["id"] for p in data["patch"]] == ["P1", "P2"]
+    (dropped,) = data["dropped"]
+    assert dropped["id"] == "P3" and dropped["reason"].startswith("empty on the new base")
+    assert not (project.root / "patches" / "perf-P3.patch").exists()
+
+
+def test_conflict_resolved_continued_recorded_and_replayed_elsewhere(tmp_path: Path) -> None:
+    pristine = tmp_path / "pristine"
+    project = moving_project(tmp_path / "a", conflict=True)
+    shutil.copytree(project.root, pristine, ignore=shutil.ignore_patterns("work"))
+    code, _, err = rebase(project)
+    assert code == 3, err
+    assert "P1" in err and "pkg/core.py" in err and "core: f1 returns -1" in err
+    assert "<<<<<<< new base" in (project.work / "pkg" / "core.py").read_text()
+    assert git(project.work, "ls-files", "-u") != ""
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 3 and "still has unresolved conflicts" in err
+    resolve_p1(project)
+    code, out, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    (recorded,) = (project.root / "resolutions" / "P1").glob("*.patch")
+    assert "resolved (recorded)" in out
+    assert "return 1001" in (project.work / "pkg" / "core.py").read_text()
+    # Another machine: the old series plus the recorded resolution, a new cache.
+    other = Project(pristine, project.upstream, project.commit)
+    shutil.copytree(project.root / "resolutions", pristine / "resolutions")
+    assert other.run("apply")[0] == 0
+    code, out, err = rebase(other)
+    assert code == 0, err
+    assert other.patch_bytes() == project.patch_bytes()
+    assert recorded.name in out
+
+
+def test_changed_conflict_refuses_the_old_resolution(tmp_path: Path) -> None:
+    project = moving_project(tmp_path, conflict=True)
+    rebase(project)
+    resolve_p1(project)
+    assert project.run("rebase", "--continue")[0] == 0
+    # Move on to an upstream where P1 meets another conflict in the same place.
+    up = project.upstream
+    git(up, "checkout", "-q", "-b", "other", "v1.0")
+    commit_upstream(up, "pkg/core.py", "return 1\n", "return -2\n", "core: f1 returns -2")
+    code, _out, err = project.run("rebase", "--onto", "other", "--upstream", str(up))
+    assert code == 3, err
+    assert "made for another conflict" in err
+
+
+def test_skip_drops_the_patch_with_a_record(tmp_path: Path) -> None:
+    project = moving_project(tmp_path, conflict=True)
+    assert rebase(project)[0] == 3
+    conflicting = git(project.upstream, "rev-parse", "main")
+    code, _out, err = project.run("rebase", "--skip")
+    assert code == 0, err
+    data = manifest(project)
+    assert [p["id"] for p in data["patch"]] == ["P2", "P3"]
+    (dropped,) = data["dropped"]
+    assert dropped["id"] == "P1" and "--skip" in dropped["reason"]
+    assert dropped["upstream_commit"] == conflicting
+    assert not (project.root / "patches" / "perf-P1.patch").exists()
+    assert git(project.work, "status", "--porcelain") == ""
+
+
+def test_abort_restores_everything_byte_for_byte(tmp_path: Path) -> None:
+    project = moving_project(tmp_path, conflict=True)
+    before = snapshot(project)
+    assert rebase(project)[0] == 3
+    (project.work / "pkg" / "core.py").write_text("half resolved\n")
+    code, _out, err = project.run("rebase", "--abort")
+    assert code == 0, err
+    assert snapshot(project) == before
+    assert project.run("rebase", "--abort")[0] == 2  # nothing left to abort
+
+
+def test_drop_merged_removes_a_patch_upstream_names(tmp_path: Path) -> None:
+    project = moving_project(tmp_path, names_p3=True)
+    named = git(project.upstream, "rev-parse", "main")
+    code, _out, err = rebase(project, "--drop-merged")
+    assert code == 0, err
+    data = manifest(project)
+    assert [p["id"] for p in data["patch"]] == ["P1", "P2"]
+    (dropped,) = data["dropped"]
+    assert dropped["id"] == "P3" and dropped["upstream_commit"] == named
+    assert "already upstream" in dropped["reason"]
+
+
+def test_moved_checkout_or_target_is_refused(tmp_path: Path) -> None:
+    project = moving_project(tmp_path, conflict=True)
+    assert rebase(project)[0] == 3
+    resolve_p1(project)
+    git(project.work, "commit", "-qm", "by hand")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 4 and "the checkout moved" in err
+    git(project.work, "checkout", "-q", "--detach", "HEAD~1")
+    git(project.work, "update-ref", "refs/series/rebase/onto", "HEAD~1")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 4 and "target of the rebase moved" in err
+    for command in (["apply", "--force"], ["export"]):  # the rebase owns the checkout
+        code, _, err = project.run(*command)
+        assert code == 4 and "rebase` is in progress" in err
+    assert project.run("rebase", "--abort")[0] == 0
+
+
+def test_refuses_to_start_over_unexported_work(tmp_path: Path) -> None:
+    project = moving_project(tmp_path)
+    (project.work / "pkg" / "core.py").write_text("local edit\n")
+    code, _, err = rebase(project)
+    assert code == 4 and "uncommitted changes" in err
+    git(project.work, "commit", "-qam", "not exported")
+    code, _, err = rebase(project)
+    assert code == 4 and "never exported" in err
+
+
+def test_bad_options(tmp_path: Path) -> None:
+    project = moving_project(tmp_path)
+    assert project.run("rebase")[0] == 2
+    assert project.run("rebase", "--continue", "--drop-merged")[0] == 2
+    assert project.run("rebase", "--continue")[0] == 2  # none in progress
+    code, _, err = project.run("rebase", "--onto", "no-such", "--upstream", str(project.upstream))
+    assert code == 2, err
+    assert git(project.work, "for-each-ref", "refs/series/rebase/") == ""
+
+
+def test_offline_apply_after_a_rebase_says_the_pin_needs_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = moving_project(tmp_path)
+    assert rebase(project)[0] == 0
+    code, _, err = project.run("apply", "--dir", str(tmp_path / "again"))
+    assert code == 0, err  # the new pin is in the cache: no network needed
+    # Another machine: an empty cache, and upstream out of reach.
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(tmp_path / "other-cache"))
+    project.upstream.rename(tmp_path / "unreachable")
+    code, _out, err = project.run("apply", "--dir", str(tmp_path / "elsewhere"))
+    assert code == 1 and "no sdist stands in for this pin" in err and "--upstream" in err
+    assert not (tmp_path / "elsewhere").exists()

@@ -1,0 +1,65 @@
+"""The real series moved to the real upstream master of the shared shallow clone.
+
+Only P18 conflicts (upstream cd5bfc1 rewrote the same lines of
+keras/src/tree/torchtree_impl.py); this repository records its resolution
+in resolutions/P18/, so the rebase runs through without asking.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from helpers import Project, git
+from test_shallow import ROOT, real_project
+
+
+def applied(tmp: Path, shared: Path, *, recorded: bool) -> Project:
+    project = real_project(tmp)
+    if recorded:
+        shutil.copytree(ROOT / "resolutions", project.root / "resolutions")
+    code, _, err = project.run("apply", "--source", "git", "--upstream", str(shared))
+    assert code == 0, err
+    return project
+
+
+def test_real_series_stops_at_p18_without_the_recorded_resolution(
+    tmp_path: Path, shared_upstream: Path
+) -> None:
+    project = applied(tmp_path, shared_upstream, recorded=False)
+    code, _, err = project.run("rebase", "--onto", "master", "--upstream", str(shared_upstream))
+    assert code == 3, err
+    assert "rebase stopped: P18" in err and "cd5bfc1938a9" in err
+    # The 12 patches before it: the same trees as plain git rebase.
+    clone = tmp_path / "oracle"
+    git(tmp_path, "clone", "-q", str(project.work), str(clone))
+    git(
+        clone, "fetch", "-q", "--update-shallow", str(shared_upstream), "+master:refs/oracle/master"
+    )
+    base = git(project.work, "rev-parse", "refs/series/base")
+    git(clone, "checkout", "-q", "series")
+    proc = subprocess.run(
+        ["git", "rebase", "-q", "--onto", "refs/oracle/master", base],
+        cwd=clone, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0  # git stops at P18 too
+    oracle = git(clone, "log", "--reverse", "--format=%T", "refs/oracle/master..HEAD").split()
+    master = git(clone, "rev-parse", "refs/oracle/master")
+    ours = git(project.work, "log", "--reverse", "--format=%T", f"{master}..HEAD").split()
+    assert len(oracle) == 12 and ours == oracle
+    assert project.run("rebase", "--abort")[0] == 0
+
+
+def test_real_series_rebases_with_the_recorded_resolution(
+    tmp_path: Path, shared_upstream: Path
+) -> None:
+    project = applied(tmp_path, shared_upstream, recorded=True)
+    code, out, err = project.run("rebase", "--onto", "master", "--upstream", str(shared_upstream))
+    assert code == 0, err
+    assert "resolved (recorded)" in out
+    assert len(list((project.root / "patches").glob("*.patch"))) == 13
+    code, out, err = project.run("apply")
+    assert code == 0 and "up to date" in out, err
+    code, out, err = project.run("export")
+    assert code == 0 and "0 file(s) changed" in out, err

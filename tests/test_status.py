@@ -1,0 +1,68 @@
+"""series status in each state of a checkout; the warning of commands that read patches/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from helpers import Project, git, make_project
+from rebase_helpers import moving_project
+from test_rebase import rebase, resolve_p1
+
+
+def status(project: Project) -> dict[str, Any]:
+    code, out, err = project.run("status", "--json")
+    assert code == 0, err
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def test_status_without_a_checkout(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    data = status(project)
+    assert data["checkout"] is None and "series apply" in data["next"]
+    code, out, _ = project.run("status")
+    assert code == 0 and "checkout:   none" in out
+
+
+def test_status_of_a_fresh_checkout_then_of_local_work(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    assert project.run("apply", "--to", "P2")[0] == 0
+    data = status(project)
+    assert [p["applied"] for p in data["patches"]] == [True, True, False]
+    assert data["drift"] == {"known": True, "patches": [], "pin": False}
+    assert data["checkout"]["head"] == "refs/heads/series"
+    assert "apply" in data["next"]
+    (project.work / "pkg" / "core.py").write_text("edited\n")
+    assert status(project)["uncommitted"] == ["pkg/core.py"]
+    git(project.work, "commit", "-qam", "fix P2 in the checkout")
+    data = status(project)
+    assert len(data["unexported"]) == 1 and "series export" in data["next"]
+    _code, _out, err = project.run("check-conflicts", "--no-matrix")
+    assert "are not in patches/" in err and "fix P2 in the checkout" in err
+
+
+def test_status_shows_patches_changed_under_the_checkout(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    patch = project.root / "patches" / "perf-P2.patch"
+    patch.write_text(patch.read_text().replace("Why: test.", "Why: a better reason."))
+    data = status(project)
+    assert data["drift"]["patches"] == ["P2"] and "apply" in data["next"]
+
+
+def test_status_during_and_after_a_rebase(tmp_path: Path) -> None:
+    project = moving_project(tmp_path, conflict=True)
+    assert rebase(project)[0] == 3
+    data = status(project)
+    rb = data["rebase"]
+    assert rb["stopped_at"] == "P1" and rb["files"] == ["pkg/core.py"]
+    assert "--continue" in data["next"] and data["checkout"]["head"].startswith("detached")
+    _code, out, _ = project.run("status")
+    assert "stopped at P1 (pkg/core.py)" in out
+    resolve_p1(project)
+    assert project.run("rebase", "--continue")[0] == 0
+    data = status(project)
+    assert data["rebase"] is None and data["next"].startswith("nothing to do")
+    assert data["pin"]["sdist"] is None and data["pin"]["source"] == "git"

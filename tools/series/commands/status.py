@@ -1,0 +1,69 @@
+"""``series status``: where the checkout stands, at a glance or as ``--json`` (docs/status.md).
+
+What it reads is in series.status.describe; this module prints it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from series.errors import Exit
+from series.project import Series
+from series.status import describe
+from series.ui import Ui
+
+
+def run(series: Series, ui: Ui, *, directory: Path | None = None, as_json: bool = False) -> Exit:
+    report = describe(series, series.checkout(directory))
+    if as_json:
+        ui.json(report)
+    else:
+        ui.result("\n".join(_lines(report)))
+    return Exit.OK
+
+
+def _lines(r: dict[str, Any]) -> list[str]:
+    pin = r["pin"]
+    stand_in = f", sdist stand-in {pin['sdist']}" if pin["sdist"] else ", no sdist stand-in"
+    lines = [f"pin:        {pin['ref']} ({pin['commit'][:12]}), source {pin['source']}{stand_in}"]
+    c = r["checkout"]
+    if c is None:
+        return [*lines, "checkout:   none", f"next:       {r['next']}"]
+    head = c["head"].removeprefix("refs/heads/")
+    lines += [
+        f"checkout:   {c['path']} on {c['base'][:12]} (from {c['source']})",
+        f"branch:     {c['branch']} at {(c['tip'] or '-')[:12]}; HEAD {head}",
+    ]
+    applied = [p["id"] for p in r["patches"] if p["applied"]]
+    missing = [p["id"] for p in r["patches"] if not p["applied"]]
+    lines.append(f"applied:    {len(applied)} of {len(r['patches'])}" + _ids(missing, "not: "))
+    lines.append(
+        f"unexported: {len(r['unexported'])}" + "".join(f"\n  {u}" for u in r["unexported"])
+    )
+    dirty = r["uncommitted"]
+    lines.append(f"uncommitted: {len(dirty)}" + "".join(f"\n  {d}" for d in dirty[:10]))
+    drift = r["drift"]
+    if drift is None or not drift["known"]:
+        lines.append("drift:      unknown (the checkout's base is not in the cache)")
+    else:
+        what = ", ".join(drift["patches"]) or "none"
+        pin_note = "; the checkout is not on the pin of series.toml" if drift["pin"] else ""
+        lines.append(f"drift:      patches/ vs checkout: {what}{pin_note}")
+    if r["interrupted_move"]:
+        lines.append("interrupted: the files did not follow the branch's last move")
+    rb = r["rebase"]
+    if rb is not None:
+        done = sum(1 for s in rb["steps"] if s["status"] != "pending")
+        where = (
+            f"stopped at {rb['stopped_at']} ({', '.join(rb['files'])})"
+            if rb["stopped_at"]
+            else "interrupted"
+        )
+        lines.append(f"rebase:     onto {rb['label']}: {done} of {len(rb['steps'])} done, {where}")
+    lines.append(f"next:       {r['next']}")
+    return lines
+
+
+def _ids(ids: list[str], label: str) -> str:
+    return f" ({label}{', '.join(ids)})" if ids else ""

@@ -1,0 +1,56 @@
+"""A snapshot of the project's series files (series.toml, patches/) as a commit.
+
+``series rebase`` takes one before it changes anything, in the checkout's
+repository (``refs/series/rebase/saved``): ``--abort`` puts the files back
+byte for byte from it, the end of the rebase builds the new series.toml
+from the old one in it (so a rebase finished twice after a kill writes the
+same bytes), and ``series range-diff`` reads the old series from it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from series.files import write_atomic
+from series.git import Ident, Repo
+
+_WHO = Ident("keras-series", "rebase@keras-series.invalid", "@0 +0000")
+
+
+def save_project(repo: Repo, root: Path, patch_files: list[Path]) -> str:
+    """A commit whose tree holds series.toml and the given patch files."""
+    paths = [root / "series.toml", *patch_files]
+    blobs = repo.write_objects("blob", [p.read_bytes() for p in paths])
+    index = [
+        f"100644 {oid}\t{path.relative_to(root).as_posix()}"
+        for path, oid in zip(paths, blobs, strict=True)
+    ]
+    tree = repo.rewrite_tree(repo.empty_tree(), index)
+    return repo.commit_tree(tree, [], "series rebase: the series before the rebase\n", _WHO)
+
+
+def saved_files(repo: Repo, saved: str) -> dict[str, bytes]:
+    """relative path -> bytes of every file in the snapshot."""
+    files = repo.tree_files(saved)
+    blobs = repo.read_blobs(sorted(set(files.values())))
+    return {path: blobs[oid] for path, oid in files.items()}
+
+
+def restore_project(repo: Repo, root: Path, saved: str, written: list[Path]) -> int:
+    """Put the snapshot's files back; delete those of ``written`` it does not have.
+
+    Returns how many files it changed. Files that already match are not
+    touched, so it can run again after an interruption.
+    """
+    files = saved_files(repo, saved)
+    changed = 0
+    for rel, data in files.items():
+        path = root / rel
+        if not path.is_file() or path.read_bytes() != data:
+            write_atomic(path, data)
+            changed += 1
+    for path in written:
+        if path.relative_to(root).as_posix() not in files and path.is_file():
+            path.unlink()
+            changed += 1
+    return changed

@@ -1,0 +1,118 @@
+"""What ``series status`` says: the checkout, its state, a rebase in progress, drift.
+
+It only reads (building the stack to compare it uses the memo in the
+per-user cache). The keys are documented in docs/status.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from series.checkout import Checkout, CheckoutState
+from series.errors import SeriesError
+
+if TYPE_CHECKING:
+    from series.project import Series
+
+
+def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
+    """Where the checkout stands, for ``series status`` (docs/status.md has the keys)."""
+    from series.stack import rebase_state
+
+    up = series.manifest.upstream
+    sdist = f"{up.sdist.package}=={up.sdist.version}" if up.sdist else None
+    report: dict[str, Any] = {
+        "format": 1,
+        "pin": {"ref": up.ref, "commit": up.commit, "source": up.source, "sdist": sdist},
+        "checkout": None,
+        "patches": [{"id": p.id, "applied": False} for p in series.manifest.patches],
+        "unexported": [],
+        "uncommitted": [],
+        "drift": None,
+        "interrupted_move": False,
+        "rebase": None,
+    }
+    state = checkout.state() if checkout.exists() else None
+    if state is None:
+        report["next"] = "`series apply` makes the checkout"
+        return report
+    repo = checkout.repo
+    head = repo.symbolic_head()
+    report["checkout"] = {
+        "path": str(checkout.path),
+        "branch": checkout.branch,
+        "head": head or f"detached at {repo.head()}",
+        "tip": checkout.tip(),
+        "base": state.base,
+        "source": state.source,
+    }
+    applied = set(state.applied)
+    for row in report["patches"]:
+        row["applied"] = row["id"] in applied
+    report["unexported"] = [repo.oneline(c) for c in checkout.unexported(state)]
+    report["uncommitted"] = repo.dirty()
+    report["drift"] = _drift(series, checkout, state)
+    report["interrupted_move"] = checkout.interrupted_move(state) is not None
+    rebase = rebase_state.load(repo)
+    if rebase is not None:
+        report["rebase"] = {
+            "onto": rebase.onto,
+            "label": rebase.onto_label,
+            "steps": [{"id": s.id, "status": s.status, "note": s.note} for s in rebase.steps],
+            "stopped_at": rebase.steps[rebase.stop.index].id if rebase.stop else None,
+            "files": rebase.stop.files if rebase.stop else [],
+            "next": rebase.next_step,
+        }
+    report["next"] = _next(report)
+    return report
+
+
+def _drift(series: Series, checkout: Checkout, state: CheckoutState) -> dict[str, Any]:
+    """Which patches differ between patches/ and the commits apply or export last wrote."""
+    pin_moved = state.source == "git" and state.base != series.manifest.upstream.commit
+    if not series.cache.has_object(state.base):
+        return {"known": False, "patches": [], "pin": pin_moved}
+    applied = [p for p in series.manifest.patches if p.id in set(state.applied)]
+    try:
+        built = series.stack(state.base, applied)
+    except SeriesError:
+        return {"known": False, "patches": [], "pin": pin_moved}
+    synced = checkout.repo.commits(state.base, state.synced) if state.synced else []
+    ours = dict(zip(state.applied, synced, strict=False))
+    differ, before_same = [], True
+    for step in built.steps:
+        mine = ours.get(step.patch.id)
+        same = mine == step.commit
+        # A patch whose parent differs has another commit id, though only what
+        # came before it changed: it drifted when its own tree differs too.
+        if not same and (
+            before_same
+            or mine is None
+            or checkout.repo.tree_of(mine) != series.cache.tree_of(step.commit)
+        ):
+            differ.append(step.patch.id)
+        before_same = same
+    if built.failure is not None:
+        differ.append(built.failure.patch.id)
+    return {"known": True, "patches": differ, "pin": pin_moved}
+
+
+def _next(report: dict[str, Any]) -> str:
+    if report["rebase"] is not None:
+        return str(report["rebase"]["next"])
+    head = report["checkout"]["head"] if report["checkout"] else ""
+    if head.startswith("detached"):
+        return (
+            "HEAD is detached: `series rebase --continue` finishes a rebase killed at its "
+            f"very end; else `git switch {report['checkout']['branch']}`"
+        )
+    if report["interrupted_move"]:
+        return "`series apply` finishes moving the files (an earlier run was interrupted)"
+    if report["unexported"]:
+        return "`series export` writes the unexported commits to patches/"
+    drift = report["drift"]
+    if drift and (drift["patches"] or drift["pin"]):
+        return "`series apply` takes patches/ into the checkout (or `series export` the reverse)"
+    if any(not p["applied"] for p in report["patches"]):
+        return "`series apply` applies the rest of the series"
+    return "nothing to do: the checkout and patches/ agree"
