@@ -88,6 +88,6 @@ def test_building_the_stack_needs_no_series_object(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_only_the_cli_imports_commands(name: str) -> None:
-    if name.startswith("series.commands") or name == "series.cli":
+    if name.startswith(("series.commands", "series.cli")):
         return
     assert not _uses(imports(MODULES[name]), "series.commands"), name
