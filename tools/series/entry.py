@@ -4,13 +4,18 @@ Importing the CLI pulls in rich and GitPython, which takes a noticeable
 moment; a Ctrl-C in that window would print a ``KeyboardInterrupt``
 traceback from the middle of an import. Until ``cli`` is imported, SIGINT
 ends the process quietly with 130; from then on ``cli.main`` turns it into
-"series: interrupted" after the ``finally`` blocks ran.
+"series: interrupted" after the ``finally`` blocks ran. (A Ctrl-C during
+Python's own start-up, before this module runs, is Python's to report.)
+``SERIES_TEST_IMPORT_WINDOW=SECONDS`` is for the tests: it announces on
+stderr that the handler is installed, then waits, so a test can interrupt
+the import deterministically.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from types import FrameType
 
 
@@ -21,6 +26,10 @@ def _early_interrupt(signum: int, frame: FrameType | None) -> None:
 
 def main() -> int:
     signal.signal(signal.SIGINT, _early_interrupt)
+    window = os.environ.get("SERIES_TEST_IMPORT_WINDOW")
+    if window:  # tests only: say the handler is in place, and hold the window open
+        os.write(2, b"series: test: importing\n")
+        time.sleep(float(window))
     from series.cli import main as cli_main
 
     signal.signal(signal.SIGINT, signal.default_int_handler)

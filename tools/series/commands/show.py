@@ -6,7 +6,8 @@ from typing import Any
 
 from series.conflicts import alone
 from series.errors import Exit
-from series.project import Series
+from series.manifest import Patch
+from series.project import FileStat, MailInfo, Series
 from series.ui import Ui
 
 
@@ -26,33 +27,55 @@ def run(
     stats = series.stat(patch)
     computed = alone.recall(series, patch)
     if as_json:
-        ui.json(
-            {
-                "id": patch.id,
-                "position": position,
-                "title": info.subject,
-                "author": f"{info.author.name} <{info.author.email}>",
-                "date": info.author.date,
-                "message": info.body,
-                "pr": patch.pr,
-                "pr_url": patch.pr_url,
-                "state": patch.state,
-                "state_note": patch.state_note,
-                "branch": patch.branch,
-                "file": patch.file,
-                "files": [{"path": s.path, "added": s.added, "deleted": s.deleted} for s in stats],
-                "subset": list(patch.subset),
-                "applies_alone": patch.applies_alone,
-                "applies_alone_computed": computed,
-                "pin_failures": [
-                    {"tests": f.tests, "reason": f.reason} for f in patch.pin_failures
-                ],
-                "diff": info.diff.decode("utf-8", "replace") if diff else None,
-            }
-        )
+        ui.json(_json(patch, position, info, stats, computed, diff))
         return Exit.OK
+    text = "\n".join(_lines(patch, (position, len(manifest.patches)), info, stats, computed))
+    if diff:  # long: through the pager on a terminal, like git show
+        ui.page(text + "\n\n" + info.diff.decode("utf-8", "replace"), pager=pager)
+    else:
+        ui.result(text)
+    return Exit.OK
+
+
+def _json(
+    patch: Patch,
+    position: int,
+    info: MailInfo,
+    stats: list[FileStat],
+    computed: dict[str, Any] | None,
+    diff: bool,
+) -> dict[str, Any]:
+    return {
+        "id": patch.id,
+        "position": position,
+        "title": info.subject,
+        "author": f"{info.author.name} <{info.author.email}>",
+        "date": info.author.date,
+        "message": info.body,
+        "pr": patch.pr,
+        "pr_url": patch.pr_url,
+        "state": patch.state,
+        "state_note": patch.state_note,
+        "branch": patch.branch,
+        "file": patch.file,
+        "files": [{"path": s.path, "added": s.added, "deleted": s.deleted} for s in stats],
+        "subset": list(patch.subset),
+        "applies_alone": patch.applies_alone,
+        "applies_alone_computed": computed,
+        "pin_failures": [{"tests": f.tests, "reason": f.reason} for f in patch.pin_failures],
+        "diff": info.diff.decode("utf-8", "replace") if diff else None,
+    }
+
+
+def _lines(
+    patch: Patch,
+    where: tuple[int, int],
+    info: MailInfo,
+    stats: list[FileStat],
+    computed: dict[str, Any] | None,
+) -> list[str]:
     lines = [
-        f"{patch.id}  ({position} of {len(manifest.patches)})  {info.subject}",
+        f"{patch.id}  ({where[0]} of {where[1]})  {info.subject}",
         f"Author:   {info.author.name} <{info.author.email}>",
         f"Date:     {info.author.date}",
         f"Upstream: {patch.pr_url or 'no PR'}  [{patch.state}]"
@@ -74,12 +97,7 @@ def run(
     if patch.pin_failures:
         lines.append("Fail at the pin too (not this patch's fault):")
         lines += [f"  {f.tests}  -- {f.reason}" for f in patch.pin_failures]
-    text = "\n".join(lines) + "\n"
-    if diff:  # long: through the pager on a terminal, like git show
-        ui.page(text + "\n" + info.diff.decode("utf-8", "replace"), pager=pager)
-    else:
-        ui.result(text.rstrip("\n"))
-    return Exit.OK
+    return lines
 
 
 def _alone(recorded: bool | None, computed: dict[str, Any] | None) -> str:

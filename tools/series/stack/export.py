@@ -37,7 +37,7 @@ from series.stack.message import series_id, with_trailer
 from series.ui import Ui
 
 if TYPE_CHECKING:
-    from series.checkout import Checkout
+    from series.checkout import Checkout, CheckoutState
     from series.project import Series
 
 
@@ -50,6 +50,37 @@ class Exported:
 
 def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
     """Write the branch of ``checkout`` to patches/ and series.toml; what was done."""
+    state, tip = _prepare(series, ui, checkout)
+    repo = checkout.repo
+    plan = _plan(series, repo.commits(state.base, tip), repo, checkout.path)
+    _refuse_fixups(plan, checkout)
+    exported = _normalise(series, repo, state.base, plan)
+    _verify(series, repo, state.base, exported, tip)
+    new_tip = exported[-1].commit if exported else state.base
+    if checkout.tip() != tip:  # checked again right before writing: nothing to undo yet
+        raise RefMoved(
+            f"refusing to export: {checkout.branch} in {checkout.path} moved while exporting",
+            why="another command changed the branch; nothing was written",
+            hint="run `series export` again",
+        )
+    written = _write(series, ui, checkout, state, (tip, new_tip), exported)
+    ui.result(
+        f"exported {len(exported)} patches from {checkout.path}: "
+        f"{len(written.changed)} file(s) changed"
+        + (f" (branch now at {new_tip[:12]})" if new_tip != tip else "")
+    )
+    return {
+        "checkout": str(checkout.path),
+        "branch": checkout.branch,
+        "tip": new_tip,
+        "exported": [e.patch.id for e in exported],
+        "changed": [str(p) for p in written.changed],
+        "backup": str(written.backup) if written.backup else None,
+    }
+
+
+def _prepare(series: Series, ui: Ui, checkout: Checkout) -> tuple[CheckoutState, str]:
+    """The refusals before anything is read; an interrupted export undone first."""
     refuse_during_rebase(checkout, "export")
     state = checkout.require()
     repo = checkout.repo
@@ -75,18 +106,18 @@ def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
             hint="a series is a straight line of commits: rebase to linearise it",
         )
     _note_ignored(checkout, tip, ui)
-    commits = repo.commits(state.base, tip)
-    plan = _plan(series, commits, repo, checkout.path)
-    _refuse_fixups(plan, checkout)
-    exported = _normalise(series, repo, state.base, plan)
-    _verify(series, repo, state.base, exported, tip)
-    new_tip = exported[-1].commit if exported else state.base
-    if checkout.tip() != tip:  # checked again right before writing: nothing to undo yet
-        raise RefMoved(
-            f"refusing to export: {checkout.branch} in {checkout.path} moved while exporting",
-            why="another command changed the branch; nothing was written",
-            hint="run `series export` again",
-        )
+    return state, tip
+
+
+def _write(
+    series: Series,
+    ui: Ui,
+    checkout: Checkout,
+    state: CheckoutState,
+    tips: tuple[str, str],
+    exported: list[Exported],
+) -> export_files.Written:
+    """The files (all or nothing), then the refs; the files are put back if the refs fail."""
     written = export_files.write(series.root, _changes(series, exported, set(state.applied)))
     for rel in written.changed:
         gone = not (series.root / rel).exists()
@@ -97,7 +128,7 @@ def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
         checkout.write(
             "export",
             prior=state,
-            tip=(tip, new_tip),
+            tip=tips,
             base=state.base,
             applied=[e.patch.id for e in exported],
             source=state.source,
@@ -112,19 +143,7 @@ def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
             hint=exc.hint,
         ) from None
     export_files.finish(series.root)
-    ui.result(
-        f"exported {len(exported)} patches from {checkout.path}: "
-        f"{len(written.changed)} file(s) changed"
-        + (f" (branch now at {new_tip[:12]})" if new_tip != tip else "")
-    )
-    return {
-        "checkout": str(checkout.path),
-        "branch": checkout.branch,
-        "tip": new_tip,
-        "exported": [e.patch.id for e in exported],
-        "changed": [str(p) for p in written.changed],
-        "backup": str(written.backup) if written.backup else None,
-    }
+    return written
 
 
 def _refuse_in_progress(checkout: Checkout) -> None:
