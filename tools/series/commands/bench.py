@@ -11,6 +11,7 @@ from pathlib import Path
 from series.errors import Exit, UsageError
 from series.project import Series
 from series.runs.bench import (
+    WORKLOADS,
     Arm,
     profile_json,
     render_floors,
@@ -44,6 +45,14 @@ def run(
         raise UsageError(
             f"--rounds {rounds}: at least 3 rounds make an interval",
             hint="pass --rounds 3 or more, or --quick for a short run",
+        )
+    unknown = [
+        w for w in [*(workloads or []), *([profile] if profile else [])] if w not in WORKLOADS
+    ]
+    if unknown:
+        raise UsageError(
+            f"unknown workload {unknown[0]!r}",
+            hint=f"the workloads are: {', '.join(WORKLOADS)}",
         )
     arms = plan(series, ui, ids, alone=profile is None)
     for line in arms.skipped:

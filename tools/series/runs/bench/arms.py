@@ -42,9 +42,9 @@ def state_name(patch: Patch) -> str:
 
 def plan(series: Series, ui: Ui, ids: list[str] | None, *, alone: bool = True) -> Plan:
     """Every arm and pair for the patches ``ids`` (all when empty), trees on disk."""
+    wanted = {p.id for p in series.select(ids)}  # an unknown id fails before any work
     base = series.pin(ui)
     patches = list(series.manifest.patches)
-    wanted = {p.id for p in series.select(ids)}
     built = series.stack(base.commit, patches)
     trees = _Trees(series.cache, series.cache_dir / "bench" / "trees")
     result = Plan()
