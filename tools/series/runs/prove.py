@@ -51,6 +51,7 @@ from series.runs.testcode import (
     defined_names,
     is_test_file,
     is_test_module,
+    is_unchanged,
     missing_name,
     module_names,
     read_module,
@@ -125,7 +126,7 @@ class ProveTarget:
     report: ProveReport
     scopes: list[Scope] = field(default_factory=list)
     modules: dict[str, TestModule] = field(default_factory=dict)
-    unchanged: set[str] = field(default_factory=set)  # path::name of tests the patch kept as is
+    defined: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)  # path -> tests
     job: Job | None = None
     reverted: Job | None = None
 
@@ -174,8 +175,8 @@ def _target(ctx: Context, report: ProveReport, parent: str, commit: str) -> Prov
         target.scopes += touched(module, repo.changed_lines(parent, commit, path))
         if repo.existing_paths(parent, [path]):
             before = repo.blob(parent, path).decode("utf-8", "replace")
-            kept = unchanged_tests(before, repo.blob(commit, path).decode("utf-8", "replace"))
-            target.unchanged |= {f"{path}::{name}" for name in kept}
+            after = repo.blob(commit, path).decode("utf-8", "replace")
+            target.defined[path] = unchanged_tests(before, after)
     exempt = report.patch.no_behaviour_test
     if not report.production:
         report.status, report.detail = TESTS_ONLY, "the patch changes only test files"
@@ -265,7 +266,9 @@ def _pre_existing(target: ProveTarget, nodeid: str, without: Outcome | None) -> 
     """Why a failing test is not the patch's doing: unchanged by it, and failing without it."""
     if without is None or without.outcome not in _FAILED:
         return ""
-    if nodeid.split("[", 1)[0] not in target.unchanged:
+    path, _, test = nodeid.split("[", 1)[0].partition("::")
+    defined, unchanged = target.defined.get(path, (set(), set()))
+    if not is_unchanged(test, defined, unchanged):
         return ""
     first = (without.message.strip().splitlines() or [""])[0][:160]
     return "fails without the patch too, and the patch does not change it" + (

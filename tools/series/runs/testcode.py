@@ -259,11 +259,13 @@ def missing_name(message: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def unchanged_tests(before: str, after: str) -> set[str]:
-    """``name`` / ``Class::name`` of the test functions whose source ``after`` keeps as ``before``.
+def unchanged_tests(before: str, after: str) -> tuple[set[str], set[str]]:
+    """(every test function of ``after``, those whose source is as in ``before``).
 
-    A test that fails without a patch's production change and is one of
-    these was failing before the patch too: the patch did not break it.
+    Names are ``name`` or ``Class::name``. A test that fails without a
+    patch's production change and is unchanged was failing before the
+    patch too: the patch did not break it. See :func:`is_unchanged` for the
+    tests a decorator generates.
     """
 
     def tests(source: str) -> dict[str, str]:
@@ -284,4 +286,12 @@ def unchanged_tests(before: str, after: str) -> set[str]:
         return found
 
     old, new = tests(before), tests(after)
-    return {name for name, text in new.items() if old.get(name) == text}
+    return set(new), {name for name, text in new.items() if old.get(name) == text}
+
+
+def is_unchanged(test: str, defined: set[str], unchanged: set[str]) -> bool:
+    """Whether ``Class::name`` (maybe generated, e.g. by absl's parameterized) is unchanged."""
+    cls, _, name = test.rpartition("::")
+    prefix = f"{cls}::" if cls else ""
+    names = {d.removeprefix(prefix) for d in defined if d.rpartition("::")[0] == cls}
+    return f"{prefix}{_owner(name, names)}" in unchanged
