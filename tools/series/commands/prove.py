@@ -7,9 +7,9 @@ series.runs.prove_report; the runs go through series.runs.schedule like
 
 from __future__ import annotations
 
-from series.errors import Exit, UsageError
+from series.errors import Exit
 from series.project import Series
-from series.runs.plan import available_cores, context
+from series.runs.plan import context, jobs_or_cores
 from series.runs.prove import finish, plan_proofs
 from series.runs.prove_report import emit
 from series.runs.schedule import run_jobs
@@ -25,14 +25,7 @@ def run(
     as_json: bool = False,
     use_cache: bool = True,
 ) -> Exit:
-    if jobs is None:
-        jobs = available_cores()
-    elif jobs < 1:
-        raise UsageError(
-            f"--jobs {jobs}: at least one test run must go at a time",
-            hint=f"pass --jobs 1 or more, or leave it out to use the {available_cores()} "
-            "core(s) available",
-        )
+    jobs = jobs_or_cores(jobs)
     patches = series.select(ids)
     ctx = context(series, ui)
     targets = plan_proofs(ctx, patches)

@@ -11,7 +11,7 @@ from pathlib import Path
 from series.checkout import warn_unexported
 from series.errors import Exit, UsageError
 from series.project import Series
-from series.runs.plan import MODES, available_cores, context, finish, plan
+from series.runs.plan import MODES, context, finish, jobs_or_cores, plan
 from series.runs.report import check_junit_path, emit
 from series.runs.schedule import execute
 from series.runs.shard import costs, plan_json, show_plan, split
@@ -34,14 +34,7 @@ def run(
 ) -> Exit:
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}", hint=f"use one of: {', '.join(MODES)}")
-    if jobs is None:
-        jobs = available_cores()
-    elif jobs < 1:
-        raise UsageError(
-            f"--jobs {jobs}: at least one test run must go at a time",
-            hint=f"pass --jobs 1 or more, or leave it out to use the {available_cores()} "
-            "core(s) available",
-        )
+    jobs = jobs_or_cores(jobs)
     if junit is not None:
         check_junit_path(junit)
     part = parse_shard(shard) if shard is not None else None

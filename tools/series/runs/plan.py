@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from series.errors import UsageError
 from series.git import Repo
 from series.manifest import Patch
 from series.runs import pytest_run
@@ -70,6 +71,19 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def jobs_or_cores(jobs: int | None) -> int:
+    """``--jobs`` checked, or the cores available when it was not given."""
+    if jobs is None:
+        return available_cores()
+    if jobs < 1:
+        raise UsageError(
+            f"--jobs {jobs}: at least one test run must go at a time",
+            hint=f"pass --jobs 1 or more, or leave it out to use the {available_cores()} "
+            "core(s) available",
+        )
+    return jobs
 
 
 def context(series: Series, ui: Ui) -> Context:

@@ -16,6 +16,7 @@ from series.runs.prove import (
     STRUCTURAL,
     ProveReport,
 )
+from series.runs.report import show_problems
 from series.runs.testcode import TEST_DIRS
 from series.ui import Ui
 
@@ -122,11 +123,7 @@ def emit(ui: Ui, reports: list[ProveReport], pin: tuple[str, str, str], *, as_js
             }
         )
         return Exit.FAILED if failed else Exit.OK
-    problems = problem_lines(reports)
-    if problems:
-        ui.result(f"{len(problems)} problem(s):")
-        for line in problems:
-            ui.result(f"  {line}")
+    show_problems(ui, problem_lines(reports))
     ui.table(table(reports, f"series prove (pin {pin_commit[:12]})"))
     flagged = sum(r.failed for r in reports)
     ui.result(f"{'FAILED' if failed else 'ok'}: {flagged} of {len(reports)} patch(es) flagged")

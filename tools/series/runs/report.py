@@ -286,11 +286,7 @@ def emit(
             }
         )
         return Exit.FAILED if failed else Exit.OK
-    problems = problem_lines(reports)
-    if problems:
-        ui.result(f"{len(problems)} problem(s):")
-        for line in problems:
-            ui.result(f"  {line}")
+    show_problems(ui, problem_lines(reports))
     ui.table(table(reports, f"series test --mode {mode} (pin {pin_commit[:12]})"))
     alone = [r.patch.id for r in reports if r.status == NO_APPLY_ALONE]
     if alone:
@@ -298,3 +294,11 @@ def emit(
     cached, runs = cached_runs(reports)
     ui.result(f"{'FAILED' if failed else 'ok'}: {cached} of {runs} test runs cached")
     return Exit.FAILED if failed else Exit.OK
+
+
+def show_problems(ui: Ui, problems: list[str]) -> None:
+    """The problems first, before any table: what failed, by name."""
+    if problems:
+        ui.result(f"{len(problems)} problem(s):")
+        for line in problems:
+            ui.result(f"  {line}")
