@@ -44,6 +44,13 @@ def test_every_command_prints_the_envelope_on_success(tmp_path: Path) -> None:
     assert all(p["message"] for p in data["patches"]), data["patches"]
     _, data = envelope(project, "apply")
     assert data["up_to_date"] is True and data["applied"] == ["P1", "P2", "P3"]
+    for args in (("status",), ("branches", "--dry-run")):
+        code, data = envelope(project, *args)
+        assert code == 0 and data["error"] is None, data
+    # refusals are envelopes too: no rebase in progress; no earlier version to compare with
+    for args in (("rebase", "--abort"), ("range-diff",)):
+        code, data = envelope(project, *args)
+        assert code != 0 and data["error"]["message"] and data["error"]["hint"], data
 
 
 def test_series_test_json_matches_the_schema(tmp_path: Path) -> None:
