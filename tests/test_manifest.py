@@ -6,7 +6,8 @@ import pytest
 
 from helpers import make_project
 from series.errors import Exit, ManifestError
-from series.manifest import PatchUpdate, load, write_patches
+from series.manifest import load
+from series.manifest_write import PatchUpdate, write_patches
 
 
 def _edit(path: Path, old: str, new: str) -> None:

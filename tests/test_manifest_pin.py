@@ -5,7 +5,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from series.manifest import Dropped, parse, write_pin
+from series.manifest import Dropped, parse
+from series.manifest_write import write_pin
 
 ROOT = Path(__file__).resolve().parent.parent
 MASTER = "cec15de6c8c630d976f4c10f6ca78c0ea9c97d39"

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from series.checkout import BASE_REF, refuse_during_rebase
 from series.errors import InternalError, RefusedError, SeriesError
 from series.git import RefMoved, Repo
-from series.manifest import Patch, PatchUpdate, load, write_patches
+from series.manifest import Patch, load
+from series.manifest_write import PatchUpdate, write_patches
 from series.stack import export_files
 from series.stack.build import PatchFile, build
 from series.stack.message import series_id, with_trailer

@@ -21,7 +21,8 @@ from rich.table import Table
 from series.checkout import Checkout, finish_interrupted_move
 from series.errors import ConflictError, InternalError, RefusedError, UsageError
 from series.files import write_atomic
-from series.manifest import Dropped, PatchUpdate, write_patches, write_pin
+from series.manifest import Dropped
+from series.manifest_write import PatchUpdate, write_patches, write_pin
 from series.stack import rebase_state as rstate
 from series.stack import resolutions
 from series.stack.rangediff import classify_diffs

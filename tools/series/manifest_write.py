@@ -1,0 +1,127 @@
+"""Writing series.toml back: what export and rebase change, nothing else.
+
+``tomlkit`` edits the document in place, so the maintainer's comments, key
+order and formatting survive; series.manifest reads and validates it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+
+import tomlkit
+
+from series.manifest import Dropped, Manifest
+
+
+@dataclass(frozen=True)
+class PatchUpdate:
+    """What export learned about one patch, in new series order."""
+
+    id: str
+    title: str
+    file: str
+    branch: str
+
+
+def write_patches(
+    manifest: Manifest, updates: list[PatchUpdate], *, text: str | None = None
+) -> str:
+    """The manifest text with [[patch]] tables reordered/added/removed per ``updates``.
+
+    Existing tables are reused (comments and extra keys survive); new patches
+    get a minimal table marked ``unsubmitted``. ``text`` is the manifest to
+    start from (default: the file as it is now).
+    """
+    doc = tomlkit.parse(text if text is not None else manifest.path.read_text(encoding="utf-8"))
+    aot = doc["patch"]
+    assert isinstance(aot, tomlkit.items.AoT)
+    old = {str(t["id"]): t for t in aot}
+    tables = []
+    for update in updates:
+        table = old.get(update.id)
+        if table is None:
+            table = tomlkit.table()
+            table["id"] = update.id
+            table["title"] = update.title
+            table["file"] = update.file
+            table["branch"] = update.branch
+            table["state"] = "unsubmitted"
+            table["subset"] = tomlkit.array()
+        else:
+            if table["title"] != update.title:
+                table["title"] = update.title
+            if table["file"] != update.file:
+                table["file"] = update.file
+        tables.append(table)
+    # Reorder in place: rebuilding the array of tables would reflow blank lines.
+    while len(aot):
+        del aot[0]
+    for table in tables:
+        aot.append(table)
+    return tomlkit.dumps(doc)
+
+
+def write_pin(text: str, *, ref: str, commit: str, dropped: list[Dropped]) -> str:
+    """``text`` with the pin moved to ``commit`` (a git commit) and ``dropped`` recorded.
+
+    The sdist stand-in describes the old pin only, so it is removed (a
+    comment says so) and ``source`` becomes ``git``: an offline ``series
+    apply`` then says that the pin needs git, instead of silently using an
+    sdist of another version. Comments and key order elsewhere survive.
+    """
+    old_sdist = tomllib.loads(text).get("upstream", {}).get("sdist")
+    if old_sdist is not None:
+        was = f"{old_sdist.get('package')}=={old_sdist.get('version')}"
+        note = (
+            f"# [upstream.sdist] ({was}) was removed by series rebase: no sdist stands\n"
+            f'# in for {ref} ({commit[:12]}); see docs/rebase.md, "At the end".\n'
+        )
+        text = _drop_table(text, "[upstream.sdist]", note)
+    doc = tomlkit.parse(text)
+    up = doc["upstream"]
+    assert isinstance(up, tomlkit.items.Table)
+    up["ref"] = ref
+    up["commit"] = commit
+    if old_sdist is not None or up.get("source") == "sdist":
+        up["source"] = "git"
+    if dropped:
+        aot = doc.get("dropped")
+        if aot is None:
+            aot = tomlkit.aot()
+            doc.append("dropped", aot)
+        for d in dropped:
+            table = tomlkit.table()
+            table["id"] = d.id
+            table["title"] = d.title
+            if d.pr is not None:
+                table["pr"] = d.pr
+            table["reason"] = d.reason
+            if d.upstream_commit:
+                table["upstream_commit"] = d.upstream_commit
+            table["onto"] = d.onto
+            if d.file:
+                table["file"] = d.file
+            aot.append(table)
+    return tomlkit.dumps(doc)
+
+
+def _drop_table(text: str, header: str, note: str) -> str:
+    """``text`` without the table ``header`` and the comment block right above it.
+
+    The comment there describes the table (series.toml's explains the
+    stand-in), so it goes with it; ``note`` takes their place.
+    """
+    lines = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines) if line.strip() == header), None)
+    if at is None:
+        return text
+    start = at
+    while start > 0 and lines[start - 1].lstrip().startswith("#"):
+        start -= 1
+    end = at + 1
+    while end < len(lines) and not lines[end].lstrip().startswith(("[", "#")):
+        end += 1
+    while end > at + 1 and not lines[end - 1].strip():
+        end -= 1  # keep the blank lines before the next table
+    return "".join([*lines[:start], note, *lines[end:]])
