@@ -13,6 +13,23 @@ from series.errors import Exit
 from series.project import Series
 from series.ui import Ui
 
+
+def jobs_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="test runs at the same time (default: the cores available)",
+    )
+
+
+def no_cache_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-cache", action="store_true", help="run everything again, ignoring cached results"
+    )
+
+
 CHECK_CONFLICTS_EPILOG = (
     "exit status: 0 the series fits; 3 a patch does not apply on the pin, conflicts on "
     "the --onto replay, or does not apply alone although series.toml says "
@@ -75,18 +92,10 @@ def add_test(p: argparse.ArgumentParser) -> None:
         help="stacked: patch k on the pin plus patches 1..k (default); "
         "alone: on the pin plus patch k only",
     )
-    p.add_argument(
-        "-j",
-        "--jobs",
-        type=int,
-        metavar="N",
-        help="test runs at the same time (default: the cores available)",
-    )
+    jobs_option(p)
     json_option(p)
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML for CI")
-    p.add_argument(
-        "--no-cache", action="store_true", help="run everything again, ignoring cached results"
-    )
+    no_cache_option(p)
     p.add_argument(
         "--shard",
         metavar="I/N",
@@ -133,17 +142,9 @@ def add_prove(p: argparse.ArgumentParser) -> None:
         "apply; 2 bad input. Manual: docs/prove.md."
     )
     p.add_argument("ids", nargs="*", metavar="ID", help="the patches to prove (default: all)")
-    p.add_argument(
-        "-j",
-        "--jobs",
-        type=int,
-        metavar="N",
-        help="test runs at the same time (default: the cores available)",
-    )
+    jobs_option(p)
     p.add_argument("--json", action="store_true", help="print JSON for machines, per test")
-    p.add_argument(
-        "--no-cache", action="store_true", help="run everything again, ignoring cached results"
-    )
+    no_cache_option(p)
 
 
 def run_prove(series: Series, ui: Ui, a: argparse.Namespace) -> Exit:

@@ -33,7 +33,6 @@ from series.errors import Exit, SeriesError
 from series.git import Repo
 from series.manifest import Patch
 from series.runs.messages import MessageIssue, check_message
-from series.stack.build import Built
 from series.ui import Ui
 
 if TYPE_CHECKING:
@@ -63,14 +62,13 @@ def lint(series: Series, ui: Ui, patches: list[Patch]) -> list[LintReport]:
     base = series.pin(ui)
     repo = series.cache
     built = series.stack(base.commit, series.upto(patches[-1].id))
-    commits = built.commits
-    parents = dict(zip(commits, [base.commit, *commits.values()], strict=False))
+    commits, parents = built.commits, built.parents
     reports = []
     for patch in patches:
         report = LintReport(patch, series.manifest.index(patch.id) + 1)
         commit = commits.get(patch.id)
         if commit is None:
-            report.status, report.detail = NO_APPLY, _why_not(built, patch)
+            report.status, report.detail = NO_APPLY, built.why_not(patch.id)
         else:
             _lint(ruff, repo, base.commit, parents[patch.id], commit, report)
         mail = series.mail(patch)
@@ -91,13 +89,6 @@ def emit(ui: Ui, reports: list[LintReport], *, as_json: bool) -> Exit:
     else:
         _show(ui, reports, version)
     return Exit.FAILED if failed else Exit.OK
-
-
-def _why_not(built: Built, patch: Patch) -> str:
-    failure = built.failure
-    if failure is None or failure.patch.id != patch.id:
-        return "an earlier patch does not apply"
-    return failure.describe()
 
 
 def ruff_command() -> list[str]:

@@ -141,20 +141,13 @@ def plan_proofs(ctx: Context, patches: list[Patch]) -> list[ProveTarget]:
     if not patches:
         return []
     built = series.stack(ctx.pin_commit, series.upto(patches[-1].id))
-    commits = built.commits
-    parents = dict(zip(commits, [ctx.pin_commit, *commits.values()], strict=False))
+    commits, parents = built.commits, built.parents
     targets = []
     for patch in patches:
         report = ProveReport(patch, series.manifest.index(patch.id) + 1)
         commit = commits.get(patch.id)
         if commit is None:
-            failure = built.failure
-            report.status = NO_APPLY
-            report.detail = (
-                failure.describe()
-                if failure is not None and failure.patch.id == patch.id
-                else "an earlier patch does not apply"
-            )
+            report.status, report.detail = NO_APPLY, built.why_not(patch.id)
             targets.append(ProveTarget(report))
         else:
             targets.append(_target(ctx, report, parents[patch.id], commit))

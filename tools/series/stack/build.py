@@ -77,6 +77,18 @@ class Built:
         """patch id -> commit, for the patches that applied."""
         return {s.patch.id: s.commit for s in self.steps}
 
+    @property
+    def parents(self) -> dict[str, str]:
+        """patch id -> the commit it was applied on (the base for the first)."""
+        tips = [self.base, *(s.commit for s in self.steps)]
+        return {s.patch.id: parent for s, parent in zip(self.steps, tips, strict=False)}
+
+    def why_not(self, patch_id: str) -> str:
+        """Why ``patch_id`` is not on the stack: its own failure, or an earlier one."""
+        if self.failure is not None and self.failure.patch.id == patch_id:
+            return self.failure.describe()
+        return "an earlier patch does not apply"
+
 
 def build(repo: Repo, base: str, files: list[PatchFile]) -> Built:
     """Apply ``files`` in order on ``base`` in ``repo``; stop at the first that fails."""
