@@ -75,7 +75,10 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
         if status != 0:
             return False
         git_dir = (self.path / out.strip()).resolve()
-        return git_dir in (self.path.resolve() / ".git", self.path.resolve())
+        if git_dir not in (self.path.resolve() / ".git", self.path.resolve()):
+            return False
+        self.__dict__["_git_dir"] = git_dir  # what ``git_dir`` would ask next
+        return True
 
     @property
     def git_dir(self) -> Path:
@@ -110,8 +113,9 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
         return self.git_bytes("cat-file", "blob", f"{rev}:{path}")
 
     def read_blob(self, oid: str) -> bytes:
-        """The content of the blob ``oid``."""
-        return self.git_bytes("cat-file", "blob", oid)
+        """The content of the blob ``oid`` (asked of the long-lived ``cat-file``)."""
+        data = self.object_data(oid, "blob")
+        return data if data is not None else self.git_bytes("cat-file", "blob", oid)
 
     def top_level(self, rev: str) -> list[tuple[str, str]]:
         """(kind, name) of the entries at the root of ``rev``'s tree."""

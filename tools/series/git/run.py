@@ -205,6 +205,23 @@ class Runner:
             return (out.strip(), str(kind_out).strip()) if status == 0 else None
         return _text(sha), _text(kind)
 
+    def object_data(self, oid: str, kind: str) -> bytes | None:
+        """Object ``oid`` if it is a ``kind``, from one long-lived ``cat-file --batch``.
+
+        None when it is missing, of another type, or the process cannot
+        run (callers then ask git directly, and get its error).
+        """
+        log.debug("read %s (git cat-file --batch, one process)  (in %s)", oid, self.path)
+        cmd = self.__dict__.get("_batch")
+        if cmd is None:
+            cmd = self.__dict__["_batch"] = _Cmd(str(self.path))
+        try:
+            _, got, _, data = cmd.get_object_data(oid)
+        except Exception:  # missing, or the process died: let the caller ask git itself
+            self.__dict__.pop("_batch", None)
+            return None
+        return bytes(data) if _text(got) == kind else None
+
     def git_bytes(self, *argv: str, env: Mapping[str, str] | None = None) -> bytes:
         status, out, err = execute(self.path, argv, env=env, raw=True)
         if status != 0:
