@@ -34,8 +34,11 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from git.cmd import Git as GitCmd
 
 from series.cli import main
 from series.conflicts import merger as merger_module
@@ -98,27 +101,120 @@ def _train_rerere(tmp: Path, project: Path, clone: Path, pin: str, shared: Path)
     sh(clone, "git", "checkout", "-q", "-B", "series", "origin/series")
 
 
-def time_rebase(
-    tmp: Path, project: Path, clone: Path, pin: str, shared: Path
-) -> tuple[float, float]:
-    run_dir, git_dir = tmp / "run-project", tmp / "run-clone"
-    for d in (run_dir, git_dir):
+FLOOR = {  # the git work a rebase of this job cannot skip, by git command
+    "merge-tree": "the merges (one batch per replay step)",
+    "status": "the dirty check",
+    "read-tree": "moving the work tree",
+    "format-patch": "the export",
+}
+
+
+@dataclass
+class RebaseRun:
+    process: float  # a `series rebase` process, wall
+    in_process: float  # the same command in this process (no start-up)
+    git: dict[str, float]  # git time of the in-process run, by git command
+    calls: int
+    git_rebase: float  # git rebase + rerere + --continue in a work tree
+    format_patch: float  # then git format-patch of the result (the rest of the job)
+
+    @property
+    def floor(self) -> float:
+        return sum(self.git.get(name, 0.0) for name in FLOOR)
+
+
+def _git_command(argv: list[str]) -> str:
+    args = argv[1:]
+    while len(args) > 1 and args[0] == "-c":
+        args = args[2:]
+    if args[:1] == ["read-tree"] and "-u" not in args:
+        return "read-tree (index only)"
+    return args[0] if args else "?"
+
+
+def in_process(project: Path, args: list[str]) -> tuple[float, dict[str, float], int]:
+    """``series ARGS`` in this process: (wall, git time by command, git processes)."""
+    spent: dict[str, float] = {}
+    calls = [0]
+    original = GitCmd.execute
+
+    def timed(self: GitCmd, command: Any, *rest: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(self, command, *rest, **kwargs)
+        finally:
+            name = _git_command(list(command))
+            spent[name] = spent.get(name, 0.0) + time.perf_counter() - start
+            calls[0] += 1
+
+    GitCmd.execute = timed  # type: ignore[method-assign]
+    try:
+        start = time.perf_counter()
+        status = main(["-C", str(project), *args], out=io.StringIO(), err=io.StringIO())
+        wall = time.perf_counter() - start
+    finally:
+        GitCmd.execute = original  # type: ignore[method-assign]
+    if status != 0:
+        raise SystemExit(f"series {' '.join(args)} failed in process ({status})")
+    return wall, spent, calls[0]
+
+
+def time_rebase(tmp: Path, project: Path, clone: Path, pin: str, shared: Path) -> RebaseRun:
+    run_dir, inner_dir, git_dir = tmp / "run-project", tmp / "run-inner", tmp / "run-clone"
+    for d in (run_dir, inner_dir, git_dir):
         shutil.rmtree(d, ignore_errors=True)
     shutil.copytree(project, run_dir, symlinks=True)
+    shutil.copytree(project, inner_dir, symlinks=True)
     shutil.copytree(clone, git_dir, symlinks=True)
+    args = ["rebase", "--onto", "master", "--upstream", str(shared)]
     start = time.perf_counter()
-    series(run_dir, "rebase", "--onto", "master", "--upstream", str(shared))
+    series(run_dir, *args)
     fast = time.perf_counter() - start
+    inner, spent, calls = in_process(inner_dir, args)
     rerere = ["-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true"]
     start = time.perf_counter()
     sh(git_dir, "git", *rerere, "rebase", "-q", "--onto", "refs/bench/master", pin, ok=False)
     sh(git_dir, "git", *rerere, "rebase", "--continue", env={"GIT_EDITOR": "true"})
     slow = time.perf_counter() - start
+    start = time.perf_counter()
+    sh(git_dir, "git", "format-patch", "-q", "-o", str(tmp / "by-hand"), "refs/bench/master..")
+    export = time.perf_counter() - start
+    shutil.rmtree(tmp / "by-hand")
     got = sh(run_dir / "work", "git", "rev-parse", "series^{tree}")
     want = sh(git_dir, "git", "rev-parse", "HEAD^{tree}")
     if got != want:
         raise SystemExit(f"series rebase and git rebase disagree: {got} vs {want}")
-    return fast, slow
+    return RebaseRun(fast, inner, spent, calls, slow, export)
+
+
+def start_up(tmp: Path) -> float:
+    """A `series --version` process: the interpreter and the imports."""
+    start = time.perf_counter()
+    series(tmp, "--version")
+    return time.perf_counter() - start
+
+
+def report_rebase(runs: list[RebaseRun], startup: float) -> None:
+    med = statistics.median
+    fast, slow = med(r.process for r in runs), med(r.git_rebase for r in runs)
+    by_hand = med(r.git_rebase + r.format_patch for r in runs)
+    git_time = med(sum(r.git.values()) for r in runs)
+    floor = med(r.floor for r in runs)
+    print(f"rebase of 13 onto master (P18 from its recorded resolution), median of {len(runs)}:")
+    print(f"  series rebase, a process               {fast:.2f} s")
+    print(f"    start-up (interpreter, imports)      {startup:.2f} s")
+    print(f"    in process                           {med(r.in_process for r in runs):.2f} s, "
+          f"of which git {git_time:.2f} s in {runs[0].calls} processes")  # fmt: skip
+    parts = ", ".join(
+        f"{what} {med(r.git.get(name, 0.0) for r in runs):.3f}" for name, what in FLOOR.items()
+    )
+    print(f"    the floor: git work it cannot skip   {floor:.2f} s ({parts})")
+    print(f"  git rebase + rerere + --continue       {slow:.2f} s   "
+          f"ratio {slow / fast:.2f}x faster (target >= 3x)")  # fmt: skip
+    print(f"  ... + git format-patch (the job by hand) {by_hand:.2f} s   "
+          f"ratio {by_hand / fast:.2f}x faster")  # fmt: skip
+    print(f"  3x faster than git rebase is {slow / 3:.3f} s; the floor alone is {floor:.3f} s "
+          f"({floor / (slow / 3):.1f}x that); series is {fast / floor:.1f}x its floor")  # fmt: skip
 
 
 def time_check(project: Path, shared: Path) -> tuple[float, float, int]:
@@ -161,13 +257,10 @@ def main_bench() -> None:
         shared = tmp / "up" / "keras.git"
         project, clone, pin = prepare(tmp, shared)
         runs = [time_rebase(tmp, project, clone, pin, shared) for _ in range(args.repeat)]
-        fast, slow = [r[0] for r in runs], [r[1] for r in runs]
+        startup = statistics.median(start_up(tmp) for _ in range(args.repeat))
         time_check(project, shared)  # warm up: the stack memo, the fetch
         checks = [time_check(project, shared) for _ in range(args.repeat)]
-    f, s = statistics.median(fast), statistics.median(slow)
-    print(f"rebase of 13 onto master (P18 from its recorded resolution), median of {args.repeat}:")
-    print(f"  series rebase {f:.2f} s   git rebase + rerere + --continue {s:.2f} s   "
-          f"ratio {s / f:.1f}x faster (target >= 3x)")  # fmt: skip
+    report_rebase(runs, startup)
     wall = statistics.median(c[0] for c in checks)
     floor = statistics.median(c[1] for c in checks)
     print(f"check-conflicts --onto master, warm, median of {args.repeat} ({checks[0][2]} merges):")

@@ -63,3 +63,17 @@ def test_real_series_rebases_with_the_recorded_resolution(
     assert code == 0 and "up to date" in out, err
     code, out, err = project.run("export")
     assert code == 0 and "0 file(s) changed" in out, err
+
+
+def test_the_rebase_benchmark_agrees_with_git_and_prints_its_floor(shared_upstream: Path) -> None:
+    """ci/bench_rebase.py runs (once each): its trees equal git rebase's, the floor is printed."""
+    import sys
+
+    script = ROOT / "ci" / "bench_rebase.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--repeat", "1"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "git rebase + rerere + --continue" in proc.stdout
+    assert "the floor: git work it cannot skip" in proc.stdout
+    assert "ratio" in proc.stdout and "x the floor (target <= 2x)" in proc.stdout
