@@ -1,4 +1,4 @@
-"""Remotes: what a remote has (``ls-remote``), pushing with leases, copying commits.
+"""Remotes: what a remote has (``ls-remote``), fetching, pushing with leases, copying commits.
 
 ``series branches --push`` never overwrites what it has not seen: every
 pushed ref carries ``--force-with-lease=<ref>:<the value ls-remote saw>``
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from series.errors import InternalError, SeriesError
@@ -108,8 +109,70 @@ class RemoteMixin(Runner):
         if status != 0:
             raise InternalError(f"cannot copy {len(missing)} commit(s) from {source.path}", why=err)
 
+    def fetch(
+        self,
+        source: str,
+        refspecs: Sequence[str],
+        *,
+        depth: int | None = None,
+        deepen: int | None = None,
+        stall: int = 30,
+    ) -> tuple[int, str]:
+        """``git fetch`` of ``refspecs`` from a URL or path: (status, stderr).
+
+        ``--update-shallow`` always: a shallow source (what CI systems and
+        most maintainers have) is otherwise refused without a word (git
+        only warns and writes no ref). ``depth`` fetches that many commits
+        of history, ``deepen`` that many more below the current boundary.
+        A remote that stops sending for ``stall`` seconds (or never answers)
+        makes it fail instead of hanging: git's low-speed limit for http(s),
+        a connect timeout for ssh, and a hard bound for the rest.
+        """
+        argv = [*network_options(stall), "fetch", "--quiet", "--no-tags"]
+        argv += ["--no-write-fetch-head", "--update-shallow"]
+        argv += [f"--depth={depth}"] if depth else []
+        argv += [f"--deepen={deepen}"] if deepen else []
+        return _bounded(self.path, [*argv, source, *refspecs], stall)
+
+    def reachable(self, source: str, *, stall: int = 30) -> tuple[bool, str]:
+        """Whether ``source`` answers as a git repository: (ok, git's stderr)."""
+        argv = [*network_options(stall), "ls-remote", "--heads", source]
+        status, err = _bounded(self.path, argv, stall)
+        return status == 0, err
+
+    def remote_rev(self, source: str, rev: str) -> str | None:
+        """The commit ``rev`` names in ``source`` (``ls-remote``), or None."""
+        status, out, _ = self.git_status("ls-remote", source, rev)
+        if status != 0:
+            return None
+        found: dict[str, str] = {}
+        for line in out.splitlines():
+            sha, _, name = line.partition("\t")
+            found[name] = sha
+        for name in (f"refs/tags/{rev}^{{}}", f"refs/tags/{rev}", f"refs/heads/{rev}", rev):
+            if name in found:
+                return found[name]
+        return None
+
     def remote_names(self) -> list[str]:
         return self.git("remote").split()
 
     def valid_branch_name(self, name: str) -> bool:
         return self.git_status("check-ref-format", f"refs/heads/{name}")[0] == 0
+
+
+def network_options(stall: int) -> list[str]:
+    return ["-c", "http.lowSpeedLimit=1000", "-c", f"http.lowSpeedTime={stall}"]
+
+
+def _bounded(cwd: Path, argv: list[str], stall: int) -> tuple[int, str]:
+    env = {
+        "GIT_SSH_COMMAND": f"ssh -o ConnectTimeout={stall} -o ServerAliveInterval={stall} "
+        "-o ServerAliveCountMax=1 -o BatchMode=yes",
+        "GIT_TERMINAL_PROMPT": "0",
+    }
+    bound = max(stall * 20, 60)
+    status, _, err = execute(cwd, argv, env=env, timeout=bound)
+    if status != 0 and not err.strip():
+        err = f"no answer: git was stopped after {bound} s"
+    return status, err

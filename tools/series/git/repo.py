@@ -2,8 +2,8 @@
 
 :class:`Repo` is the one object through which series reaches git. It is
 assembled from one mixin per area (refs, index, merge-tree, work trees,
-patch files), each in its own module; this module holds what is left:
-creation, revisions, history, commits and fetching.
+patch files, remotes and fetching), each in its own module; this module
+holds what is left: creation, revisions, history and commits.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from series.git.mail import MailMixin
 from series.git.mergetree import MergeTreeMixin
 from series.git.refs import RefsMixin
 from series.git.remote import RemoteMixin
-from series.git.run import HERMETIC, Ident, execute, input_file, run
+from series.git.run import HERMETIC, Ident, input_file, run
 from series.git.worktree import WorktreeMixin
 
 
@@ -330,52 +330,7 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
             status, _, _ = self.git_status("apply", "--cached", str(path), env=env)
             return self.write_tree(env) if status == 0 else None
 
-    # -- fetching -------------------------------------------------------------------
-    def fetch(
-        self,
-        source: str,
-        refspecs: Sequence[str],
-        *,
-        depth: int | None = None,
-        deepen: int | None = None,
-        stall: int = 30,
-    ) -> tuple[int, str]:
-        """``git fetch`` of ``refspecs`` from a URL or path: (status, stderr).
-
-        ``--update-shallow`` always: a shallow source (what CI systems and
-        most maintainers have) is otherwise refused without a word (git
-        only warns and writes no ref). ``depth`` fetches that many commits
-        of history, ``deepen`` that many more below the current boundary.
-        A remote that stops sending for ``stall`` seconds (or never answers)
-        makes it fail instead of hanging: git's low-speed limit for http(s),
-        a connect timeout for ssh, and a hard bound for the rest.
-        """
-        argv = [*network_options(stall), "fetch", "--quiet", "--no-tags"]
-        argv += ["--no-write-fetch-head", "--update-shallow"]
-        argv += [f"--depth={depth}"] if depth else []
-        argv += [f"--deepen={deepen}"] if deepen else []
-        return _bounded(self.path, [*argv, source, *refspecs], stall)
-
-    def reachable(self, source: str, *, stall: int = 30) -> tuple[bool, str]:
-        """Whether ``source`` answers as a git repository: (ok, git's stderr)."""
-        argv = [*network_options(stall), "ls-remote", "--heads", source]
-        status, err = _bounded(self.path, argv, stall)
-        return status == 0, err
-
-    def remote_rev(self, source: str, rev: str) -> str | None:
-        """The commit ``rev`` names in ``source`` (``ls-remote``), or None."""
-        status, out, _ = self.git_status("ls-remote", source, rev)
-        if status != 0:
-            return None
-        found: dict[str, str] = {}
-        for line in out.splitlines():
-            sha, _, name = line.partition("\t")
-            found[name] = sha
-        for name in (f"refs/tags/{rev}^{{}}", f"refs/tags/{rev}", f"refs/heads/{rev}", rev):
-            if name in found:
-                return found[name]
-        return None
-
+    # -- history boundaries and copies --------------------------------------------
     def shallow_roots(self) -> frozenset[str]:
         """The commits whose parents this (shallow) repository does not have."""
         path = self.path / self.git("rev-parse", "--git-path", "shallow").strip()
@@ -397,20 +352,3 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
         status, err = self.fetch(str(source.path), [names[0]])
         if status != 0:
             raise InternalError(f"cannot copy {commit[:12]} from {source.path}", why=err)
-
-
-def network_options(stall: int) -> list[str]:
-    return ["-c", "http.lowSpeedLimit=1000", "-c", f"http.lowSpeedTime={stall}"]
-
-
-def _bounded(cwd: Path, argv: list[str], stall: int) -> tuple[int, str]:
-    env = {
-        "GIT_SSH_COMMAND": f"ssh -o ConnectTimeout={stall} -o ServerAliveInterval={stall} "
-        "-o ServerAliveCountMax=1 -o BatchMode=yes",
-        "GIT_TERMINAL_PROMPT": "0",
-    }
-    bound = max(stall * 20, 60)
-    status, _, err = execute(cwd, argv, env=env, timeout=bound)
-    if status != 0 and not err.strip():
-        err = f"no answer: git was stopped after {bound} s"
-    return status, err
