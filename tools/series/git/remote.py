@@ -126,9 +126,9 @@ class RemoteMixin(Runner):
         of history, ``deepen`` that many more below the current boundary.
         A remote that stops sending for ``stall`` seconds (or never answers)
         makes it fail instead of hanging: git's low-speed limit for http(s),
-        a connect timeout for ssh, and a hard bound for the rest.
+        a connect timeout for ssh, and a hard bound for the rest (``_bounded``).
         """
-        argv = [*network_options(stall), "fetch", "--quiet", "--no-tags"]
+        argv = ["fetch", "--quiet", "--no-tags"]
         argv += ["--no-write-fetch-head", "--update-shallow"]
         argv += [f"--depth={depth}"] if depth else []
         argv += [f"--deepen={deepen}"] if deepen else []
@@ -136,7 +136,7 @@ class RemoteMixin(Runner):
 
     def reachable(self, source: str, *, stall: int = 30) -> tuple[bool, str]:
         """Whether ``source`` answers as a git repository: (ok, git's stderr)."""
-        argv = [*network_options(stall), "ls-remote", "--heads", source]
+        argv = ["ls-remote", "--heads", source]
         status, err = _bounded(self.path, argv, stall)
         return status == 0, err
 
@@ -161,12 +161,19 @@ class RemoteMixin(Runner):
         return self.git_status("check-ref-format", f"refs/heads/{name}")[0] == 0
 
 
-def network_options(stall: int) -> list[str]:
-    return ["-c", "http.lowSpeedLimit=1000", "-c", f"http.lowSpeedTime={stall}"]
-
-
 def _bounded(cwd: Path, argv: list[str], stall: int) -> tuple[int, str]:
+    """Run a network git command that gives up after ``stall`` seconds without data.
+
+    The limits are environment variables, not ``-c`` options: a local
+    source's upload-pack is started without the ``-c`` options
+    (``GIT_CONFIG_PARAMETERS`` is among the variables git drops for a
+    local repository) but with the rest of the environment, so a lazy
+    fetch that a partial clone makes from its promisor remote is bounded
+    by them too.
+    """
     env = {
+        "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
+        "GIT_HTTP_LOW_SPEED_TIME": str(stall),
         "GIT_SSH_COMMAND": f"ssh -o ConnectTimeout={stall} -o ServerAliveInterval={stall} "
         "-o ServerAliveCountMax=1 -o BatchMode=yes",
         "GIT_TERMINAL_PROMPT": "0",
