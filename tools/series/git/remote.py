@@ -6,11 +6,19 @@ pushed ref carries ``--force-with-lease=<ref>:<the value ls-remote saw>``
 so the remote takes every update or none. The push runs with the user's
 git configuration (credentials, URL rewrites), unlike the hermetic
 commands that make content.
+
+A fetch from a local *partial* clone (``--filter=blob:none``) lets git
+fetch the objects the clone lacks from its promisor remote
+(``GIT_NO_LAZY_FETCH=0``: since 2.39.4 upload-pack refuses to unless
+told, as a repository it serves may not be trusted; here the clone is the
+user's, named by them). When that fails, :class:`PartialCloneUnreachable`
+says so instead of git's "repository corruption on the remote side".
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,6 +51,70 @@ class PushResult:
 
 class RemoteUnreachable(SeriesError):
     """The remote did not answer as a git repository."""
+
+
+@dataclass(frozen=True)
+class Promisor:
+    """The remote a partial clone fetches the objects it was cloned without from."""
+
+    remote: str  # its name in the clone
+    url: str
+
+
+def promisor_of(source: str) -> Promisor | None:
+    """The promisor remote of ``source`` if it is a local partial clone, else None."""
+    path = Path(source.removeprefix("file://"))
+    if not path.is_dir():
+        return None  # a URL: the server decides what it fetches, not series
+    pattern = r"^(remote\..+\.(promisor|url)|extensions\.partialclone)$"
+    status, out, _ = execute(path, ["config", "--get-regexp", pattern])
+    assert isinstance(out, str)
+    if status != 0:
+        return None  # none set, or not a repository
+    values = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        values[key] = value
+    names = [
+        key.removeprefix("remote.").removesuffix(".promisor")
+        for key, value in values.items()
+        if key.endswith(".promisor") and value.lower() in ("", "true", "yes", "on", "1")
+    ]
+    names += [values["extensions.partialclone"]] if "extensions.partialclone" in values else []
+    if not names:
+        return None
+    return Promisor(names[0], values.get(f"remote.{names[0]}.url", "(no URL configured)"))
+
+
+# What upload-pack says when the clone lacks an object and cannot get it.
+_LAZY_FAILED = re.compile(r"from promisor remote|lazy fetching disabled")
+_ECHOES = re.compile(r"from promisor remote|aborting due to|protocol error|bad pack header")
+
+
+class PartialCloneUnreachable(SeriesError):
+    """A fetch from a local partial clone needed objects it lacks, and its promisor failed."""
+
+    def __init__(self, source: str, promisor: Promisor, refspecs: Sequence[str], err: str):
+        wanted = ", ".join(spec.lstrip("+").split(":")[0] for spec in refspecs)
+        name = promisor.remote
+        super().__init__(
+            f"cannot fetch {wanted} from {source}: it is a partial clone that lacks "
+            "objects the fetch needs",
+            why=f"{source} was cloned with a filter (remote.{name}.promisor is set): git "
+            f"fetches the blobs it lacks from its promisor remote {promisor.url} when "
+            f"they are needed, and that failed:\n{_reason(err)}",
+            hint=f"from a machine that reaches {promisor.url}, make it a full clone:\n"
+            f"  git -C {source} config --unset remote.{name}.partialclonefilter\n"
+            f"  git -C {source} fetch --refetch {name}\n"
+            "or use a full clone, or a shallow one (git clone --depth=500 URL), instead",
+        )
+
+
+def _reason(err: str) -> str:
+    """git's own reason why the lazy fetch failed, without upload-pack's echoes of it."""
+    lines = [line.replace("\0", "").removeprefix("remote:").strip() for line in err.splitlines()]
+    fatal = [line for line in lines if line.startswith("fatal:") and not _ECHOES.search(line)]
+    return (fatal or [line for line in lines if _LAZY_FAILED.search(line)] or [err.strip()])[0]
 
 
 class RemoteMixin(Runner):
@@ -127,12 +199,20 @@ class RemoteMixin(Runner):
         A remote that stops sending for ``stall`` seconds (or never answers)
         makes it fail instead of hanging: git's low-speed limit for http(s),
         a connect timeout for ssh, and a hard bound for the rest (``_bounded``).
+        From a local partial clone git may fetch what the clone lacks from
+        its promisor remote, under the same bounds; if that fails,
+        :class:`PartialCloneUnreachable` is raised.
         """
         argv = ["fetch", "--quiet", "--no-tags"]
         argv += ["--no-write-fetch-head", "--update-shallow"]
         argv += [f"--depth={depth}"] if depth else []
         argv += [f"--deepen={deepen}"] if deepen else []
-        return _bounded(self.path, [*argv, source, *refspecs], stall)
+        promisor = promisor_of(source)
+        lazy = {"GIT_NO_LAZY_FETCH": "0"} if promisor else {}
+        status, err = _bounded(self.path, [*argv, source, *refspecs], stall, lazy)
+        if status != 0 and promisor is not None and _LAZY_FAILED.search(err):
+            raise PartialCloneUnreachable(source, promisor, refspecs, err)
+        return status, err
 
     def reachable(self, source: str, *, stall: int = 30) -> tuple[bool, str]:
         """Whether ``source`` answers as a git repository: (ok, git's stderr)."""
@@ -161,7 +241,9 @@ class RemoteMixin(Runner):
         return self.git_status("check-ref-format", f"refs/heads/{name}")[0] == 0
 
 
-def _bounded(cwd: Path, argv: list[str], stall: int) -> tuple[int, str]:
+def _bounded(
+    cwd: Path, argv: list[str], stall: int, extra: Mapping[str, str] | None = None
+) -> tuple[int, str]:
     """Run a network git command that gives up after ``stall`` seconds without data.
 
     The limits are environment variables, not ``-c`` options: a local
@@ -177,6 +259,7 @@ def _bounded(cwd: Path, argv: list[str], stall: int) -> tuple[int, str]:
         "GIT_SSH_COMMAND": f"ssh -o ConnectTimeout={stall} -o ServerAliveInterval={stall} "
         "-o ServerAliveCountMax=1 -o BatchMode=yes",
         "GIT_TERMINAL_PROMPT": "0",
+        **(extra or {}),
     }
     bound = max(stall * 20, 60)
     status, _, err = execute(cwd, argv, env=env, timeout=bound)
