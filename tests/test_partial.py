@@ -5,14 +5,22 @@ out; git fetches the others from its promisor remote when something needs
 them. The clones here are made with ``--no-checkout``, so they hold no blob
 at all and every fetch from them needs that lazy fetch. With the promisor
 there, series gets what a full clone gives; with it gone, a clear error
-(exit 1) and nothing changed.
+(exit 1) and nothing changed; with it silent, the same error after
+SERIES_NET_TIMEOUT seconds.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from helpers import Project, git, make_project
 from rebase_helpers import git_rebase_trees, moving_project, snapshot
@@ -119,3 +127,46 @@ def test_apply_refuses_a_partial_clone_without_its_promisor(tmp_path: Path) -> N
     code, _, err = project.run("apply", "--source", "git", "--upstream", str(partial))
     assert_refused(code, err, partial)
     assert not project.work.exists()
+
+
+@contextmanager
+def silent_server() -> Iterator[str]:
+    """The URL of an http server that takes connections and never answers."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/keras.git"
+    finally:
+        stop.set()
+        thread.join()
+        for conn in [*held, server]:
+            conn.close()
+
+
+def test_a_promisor_that_never_answers_fails_after_the_net_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = moving_project(tmp_path)
+    partial = partial_clone(project.upstream, tmp_path / "partial")
+    monkeypatch.setenv("SERIES_NET_TIMEOUT", "1")
+    with silent_server() as url:
+        git(partial, "remote", "set-url", "origin", url)
+        started = time.monotonic()
+        code, _, err = onto_report(project, partial)
+        seconds = time.monotonic() - started
+    assert code == 1, err
+    assert f"from {partial}: it is a partial clone" in err
+    assert "Operation too slow" in err  # curl's low-speed limit reached the lazy fetch
+    assert seconds < 15  # not the hard bound (60 s), nor curl's none

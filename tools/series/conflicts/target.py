@@ -17,7 +17,7 @@ import re
 import secrets
 from pathlib import Path
 
-from series import upstream
+from series import unreachable, upstream
 from series.conflicts.analysis import SCAN_LIMIT, Target
 from series.conflicts.merger import Node
 from series.errors import Exit, SeriesError, UsageError
@@ -92,7 +92,7 @@ def _fetch(
         source = str(Path(source).resolve())
     wanted = f"{scratch}onto"
     pin_specs = [] if real is None or repo.has_object(real) else upstream.pin_refspecs(pinned)
-    known = rev if _HEX.fullmatch(rev) and len(rev) == 40 else repo.remote_rev(source, rev)
+    known = _remote_commit(repo, source, rev)
     if known is not None and not pin_specs and repo.rev(known) == known:
         # Here already (a warm run): name it, fetch nothing.
         old = repo.ref_value(wanted)
@@ -109,7 +109,8 @@ def _fetch(
             # A commit id that no ref names at its tip: servers refuse to send
             # it alone, so fetch every branch and tag and look for it.
             every = [f"+refs/heads/*:{scratch}heads/*", f"+refs/tags/*:{scratch}tags/*"]
-            commit = repo.rev(rev) if repo.fetch(source, every)[0] == 0 else None
+            found = repo.fetch(source, every, stall=unreachable.stall())[0] == 0
+            commit = repo.rev(rev) if found else None
         if commit is None:
             raise _not_fetched(repo, rev, source, failure.strip())
     if commit is None:
@@ -131,9 +132,16 @@ def fetch_history(repo: Repo, source: str, refspecs: list[str], rev: str) -> tup
     A commit already in ``repo`` is fetched without a depth: a depth would
     cut the history the repository has of it.
     """
-    known = rev if _HEX.fullmatch(rev) and len(rev) == 40 else repo.remote_rev(source, rev)
+    known = _remote_commit(repo, source, rev)
     depth = None if known and repo.has_object(known) else DEPTH
-    return repo.fetch(source, refspecs, depth=depth)
+    return repo.fetch(source, refspecs, depth=depth, stall=unreachable.stall())
+
+
+def _remote_commit(repo: Repo, source: str, rev: str) -> str | None:
+    """The commit REV names in ``source``: REV itself if it is a full commit id."""
+    if _HEX.fullmatch(rev) and len(rev) == 40:
+        return rev
+    return repo.remote_rev(source, rev, stall=unreachable.stall())
 
 
 def deepen_to_pin(repo: Repo, source: str, refspecs: list[str], rev: str, real: str | None) -> None:
@@ -145,7 +153,7 @@ def deepen_to_pin(repo: Repo, source: str, refspecs: list[str], rev: str, real: 
         roots = repo.shallow_roots()
         if not roots:
             return  # complete history: they share none
-        status, _ = repo.fetch(source, refspecs, deepen=depth)
+        status, _ = repo.fetch(source, refspecs, deepen=depth, stall=unreachable.stall())
         if status != 0 or repo.shallow_roots() == roots:
             return
         depth *= 2
@@ -153,7 +161,7 @@ def deepen_to_pin(repo: Repo, source: str, refspecs: list[str], rev: str, real: 
 
 def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError:
     """Why ``rev`` could not be fetched: no such revision (2), or no such source (2 or 1)."""
-    reachable, unreachable = repo.reachable(source)
+    reachable, answer = repo.reachable(source, stall=unreachable.stall())
     if reachable:
         return UsageError(
             f"cannot find {rev} in {source}",
@@ -163,12 +171,12 @@ def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError
     if Path(source).exists():
         return UsageError(
             f"{source} is not a git repository, so --onto {rev} cannot be fetched from it",
-            why=unreachable.strip(),
+            why=answer.strip(),
             hint="pass --upstream with the path of a clone that has the revision",
         )
     return SeriesError(
         f"cannot reach {source} to fetch {rev}",
-        why=unreachable.strip() or failure,
+        why=answer.strip() or failure,
         hint="check the network, or pass --upstream PATH of a local clone that has the revision",
         exit_code=Exit.FAILED,
     )

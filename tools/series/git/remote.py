@@ -209,7 +209,7 @@ class RemoteMixin(Runner):
         argv += [f"--deepen={deepen}"] if deepen else []
         promisor = promisor_of(source)
         lazy = {"GIT_NO_LAZY_FETCH": "0"} if promisor else {}
-        status, err = _bounded(self.path, [*argv, source, *refspecs], stall, lazy)
+        status, _, err = _bounded(self.path, [*argv, source, *refspecs], stall, lazy)
         if status != 0 and promisor is not None and _LAZY_FAILED.search(err):
             raise PartialCloneUnreachable(source, promisor, refspecs, err)
         return status, err
@@ -217,12 +217,12 @@ class RemoteMixin(Runner):
     def reachable(self, source: str, *, stall: int = 30) -> tuple[bool, str]:
         """Whether ``source`` answers as a git repository: (ok, git's stderr)."""
         argv = ["ls-remote", "--heads", source]
-        status, err = _bounded(self.path, argv, stall)
+        status, _, err = _bounded(self.path, argv, stall)
         return status == 0, err
 
-    def remote_rev(self, source: str, rev: str) -> str | None:
-        """The commit ``rev`` names in ``source`` (``ls-remote``), or None."""
-        status, out, _ = self.git_status("ls-remote", source, rev)
+    def remote_rev(self, source: str, rev: str, *, stall: int = 30) -> str | None:
+        """The commit ``rev`` names in ``source`` (``ls-remote``, bounded), or None."""
+        status, out, _ = _bounded(self.path, ["ls-remote", source, rev], stall)
         if status != 0:
             return None
         found: dict[str, str] = {}
@@ -243,7 +243,7 @@ class RemoteMixin(Runner):
 
 def _bounded(
     cwd: Path, argv: list[str], stall: int, extra: Mapping[str, str] | None = None
-) -> tuple[int, str]:
+) -> tuple[int, str, str]:
     """Run a network git command that gives up after ``stall`` seconds without data.
 
     The limits are environment variables, not ``-c`` options: a local
@@ -262,7 +262,8 @@ def _bounded(
         **(extra or {}),
     }
     bound = max(stall * 20, 60)
-    status, _, err = execute(cwd, argv, env=env, timeout=bound)
+    status, out, err = execute(cwd, argv, env=env, timeout=bound)
+    assert isinstance(out, str)
     if status != 0 and not err.strip():
         err = f"no answer: git was stopped after {bound} s"
-    return status, err
+    return status, out, err
