@@ -89,6 +89,20 @@ def test_conflict_resolved_continued_recorded_and_replayed_elsewhere(tmp_path: P
     assert recorded.name in out
 
 
+def test_conflicted_files_added_with_their_markers_are_not_a_resolution(tmp_path: Path) -> None:
+    project = moving_project(tmp_path, conflict=True)
+    assert rebase(project)[0] == 3
+    conflict = git(project.work, "ls-files", "-u")
+    git(project.work, "add", "pkg/core.py")  # the markers as they were written
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 3 and "conflict stages are back in the index" in err, err
+    assert git(project.work, "ls-files", "-u") == conflict
+    assert not (project.root / "resolutions").exists()
+    resolve_p1(project)
+    assert project.run("rebase", "--continue")[0] == 0
+    assert all(b"<<<<<<<" not in data for data in project.patch_bytes().values())
+
+
 def test_changed_conflict_refuses_the_old_resolution(tmp_path: Path) -> None:
     project = moving_project(tmp_path, conflict=True)
     rebase(project)

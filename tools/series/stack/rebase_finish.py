@@ -243,12 +243,8 @@ def _resolved_tree(ctx: Context, s: rstate.Stop, sid: str) -> str:
     """The tree staged as the resolution; refuse what is not one (yet)."""
     repo, where = ctx.repo, ctx.checkout.path
     unmerged = repo.unmerged()
-    if not unmerged and repo.index_tree() == s.written_from and repo.files_match_index():
-        ctx.ui.status(
-            "the conflict had not been written into the checkout (interrupted); it is now"
-        )
-        write_conflict(repo, s)
-        raise conflict_error(ctx)
+    if not unmerged:
+        _finish_stop(ctx, s)  # raises when the stop itself was cut short
     if unmerged:
         raise ConflictError(
             f"{sid} still has unresolved conflicts",
@@ -270,6 +266,31 @@ def _resolved_tree(ctx: Context, s: rstate.Stop, sid: str) -> str:
             hint="`series rebase --skip` drops it with a record; or stage its changes",
         )
     return resolved
+
+
+def _finish_stop(ctx: Context, s: rstate.Stop) -> None:
+    """A stop killed before its conflict was all written (files, then stages): write it, raise.
+
+    The index still holds the tree the conflict was written over (nothing
+    written yet), or the conflicted files with their markers but no stages
+    (killed between the two). Committing the latter as a resolution would
+    put the markers into the series; a conflict added back unedited is the
+    same tree, and is refused the same way.
+    """
+    repo, index = ctx.repo, ctx.repo.index_tree()
+    if index == s.written_from and repo.files_match_index():
+        ctx.ui.status(
+            "the conflict had not been written into the checkout (interrupted); it is now"
+        )
+        write_conflict(repo, s)
+        raise conflict_error(ctx)
+    if index == s.conflict_tree:
+        ctx.ui.status(
+            "the conflicted files are staged with their markers (an interrupted stop, or "
+            "`git add` of unedited files): their conflict stages are back in the index"
+        )
+        repo.stage_conflicts(s.stages)
+        raise conflict_error(ctx)
 
 
 def _skip(ctx: Context) -> None:
