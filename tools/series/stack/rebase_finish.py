@@ -249,7 +249,8 @@ def _resolved_tree(ctx: Context, s: rstate.Stop, sid: str) -> str:
         raise ConflictError(
             f"{sid} still has unresolved conflicts",
             why="\n".join(unmerged),
-            hint=f"edit them, `git -C {where} add` them, then `series rebase --continue`",
+            hint=f"edit them, `git -C {where} add` them, then `series rebase --continue`; "
+            f"or `series rebase --skip` drops {sid}, `series rebase --abort` undoes the rebase",
         )
     if not repo.files_match_index():
         raise RefusedError(
