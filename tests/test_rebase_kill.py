@@ -1,10 +1,47 @@
-"""kill -9 at any step of a rebase, then --continue or --abort: nothing is lost.
+"""kill -9 at every step of a rebase, then --continue and --abort: nothing is lost.
 
 ``SERIES_FAULT_KILL_AT=N`` (series.git.run) SIGKILLs series before its Nth
-git call. Each run below is a real ``series`` process killed at one such
-point (sampled across the whole run), followed by an uninterrupted
-``--continue`` (which must reach the same result as a run never killed) or
-``--abort`` (which must restore the state before the rebase exactly).
+git call. Each command below is first run uninterrupted (its result, and
+how many git calls it makes: ``total``), then, from the same starting
+state each time, killed before each of its git calls in turn, N = 1 ..
+total:
+
+* ``series rebase --onto`` that replays a recorded resolution (``start``);
+* ``series rebase --onto`` that stops at a conflict (``stop``);
+* ``series rebase --continue`` after that conflict was resolved by hand;
+* ``series rebase --skip`` at that conflict;
+* ``series rebase --abort`` at that conflict.
+
+After each kill, ``series status`` exits 0 without a traceback and names
+the rebase in progress exactly when its state exists. Then, each from a
+copy of the killed state:
+
+* ``--continue`` reaches exactly the result of the run never killed
+  (patches/, series.toml, resolutions/, every ref of the checkout, HEAD,
+  index, work tree): finished, or stopped at the same conflict written the
+  same way. Where the killed command had not reached its first
+  transaction, the old state is what is left and the way on is the one
+  for it: a start killed before it began is started again; a ``--skip``
+  killed before its end leaves the rebase stopped at the conflict (its
+  markers perhaps already thrown away), which ``--continue`` refuses,
+  naming ``--skip``, so ``--skip`` is run again.
+* ``--abort`` restores the state before the rebase byte for byte (project
+  files, checkout refs, HEAD, index, work tree: rebase_helpers.snapshot),
+  or, killed after the rebase's last transaction, says that it had
+  finished and leaves its result; ``--abort`` killed is aborted again.
+
+What a kill before a git call cannot reach: a git process cut in the
+middle (the work tree and index are only written by git itself), and the
+steps between two git calls. The steps between git calls that write are
+the end's writes of patches/ and then series.toml (no git call between
+them; the next is the fetch into the cache), ``--abort``'s restore of
+them (between its ``read-tree`` and its transaction), and the resolution
+file ``--continue`` records (before its ``commit-tree``). Each file is
+written atomically, and each of those steps rewrites every file from the
+state's snapshot, leaving alone those already right, so a kill between
+two of those writes goes on as the points tested on either side of it
+do. After the last git call of a finished rebase (the summary's diffs),
+only the summary is printed.
 """
 
 from __future__ import annotations
@@ -13,7 +50,9 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,13 +81,20 @@ def start_args(project: Project) -> list[str]:
 
 
 def result(project: Project) -> tuple[object, ...]:
-    work = project.work
+    """What a rebase leaves: project files, resolutions/, checkout refs, HEAD, index, files."""
+    work, resolved = project.work, project.root / "resolutions"
+    head = subprocess.run(
+        ["git", "symbolic-ref", "-q", "HEAD"], cwd=work, capture_output=True, text=True, check=False
+    ).stdout.strip()
     return (
         project.patch_bytes(),
         (project.root / "series.toml").read_bytes(),
-        git(work, "rev-parse", "series"),
-        git(work, "symbolic-ref", "HEAD"),
-        git(work, "status", "--porcelain"),
+        {str(p.relative_to(resolved)): p.read_bytes() for p in sorted(resolved.rglob("*.patch"))},
+        git(work, "for-each-ref", "--format=%(refname) %(objectname)"),
+        head or git(work, "rev-parse", "HEAD"),
+        git(work, "ls-files", "-s"),
+        git(work, "status", "--porcelain", "--untracked-files=all"),
+        {str(p.relative_to(work)): p.read_bytes() for p in sorted(work.glob("pkg/*.py"))},
     )
 
 
@@ -57,72 +103,112 @@ def restore(pristine: Path, root: Path) -> None:
     shutil.copytree(pristine, root, symlinks=True)
 
 
-def points(total: int, samples: int = 5) -> list[int]:
-    return sorted({1 + (total - 2) * i // (samples - 1) for i in range(samples)})
+@dataclass
+class Case:
+    """A command to kill: where it starts from, what it gives, how many git calls it makes."""
+
+    command: str
+    project: Project
+    template: Path  # the state every killed run starts from
+    argv: list[str]
+    before: dict[str, Any]  # snapshot() before the rebase began
+    code: int  # the exit status of the run never killed
+    wanted: tuple[object, ...]  # and its result()
+    total: int
 
 
-@pytest.mark.parametrize("then", ["continue", "abort"])
-def test_kill_during_a_rebase_that_replays_a_recorded_resolution(tmp_path: Path, then: str) -> None:
+def _case(command: str, project: Project, before: dict[str, Any], argv: list[str]) -> Case:
+    template = project.root.parent / "template"
+    shutil.copytree(project.root, template, symlinks=True)
+    clean = series(project, *argv)
+    code = 3 if command == "stop" else 0
+    assert clean.returncode == code, clean.stderr
+    return Case(command, project, template, argv, before, code, result(project), git_calls(clean))
+
+
+def make_case(tmp_path: Path, command: str) -> Case:
     project = moving_project(tmp_path / "p", conflict=True)
+    before = snapshot(project)
+    if command == "stop":
+        return _case(command, project, before, start_args(project))
     pristine = tmp_path / "pristine"
     shutil.copytree(project.root, pristine, symlinks=True)
-    assert series(project, *start_args(project)).returncode == 3
-    resolve_p1(project)
-    assert series(project, "rebase", "--continue").returncode == 0
-    recorded = project.root / "resolutions"
-    shutil.copytree(recorded, pristine / "resolutions")
-    restore(pristine, project.root)
-    before = snapshot(project)
-    clean = series(project, *start_args(project))
-    assert clean.returncode == 0, clean.stderr
-    wanted, total = result(project), git_calls(clean)
-    for n in points(total):
+    assert series(project, *start_args(project)).returncode == 3  # stopped at P1
+    if command == "start":  # record P1's resolution, then start again from before
+        resolve_p1(project)
+        assert series(project, "rebase", "--continue").returncode == 0
+        shutil.copytree(project.root / "resolutions", pristine / "resolutions")
         restore(pristine, project.root)
-        killed = series(project, *start_args(project), kill_at=n)
-        assert killed.returncode == -9, (n, killed.stderr[-2000:])
-        if then == "abort":
-            done = series(project, "rebase", "--abort")
-            if "had finished" in done.stdout:  # killed after its last transaction
-                assert result(project) == wanted, n
-                continue
-            if "no rebase in progress" in done.stderr:  # killed before it began, or done
-                assert snapshot(project) == before or result(project) == wanted, n
-                continue
-            assert done.returncode == 0, (n, done.stderr)
-            assert snapshot(project) == before, n
-        else:
-            done = series(project, "rebase", "--continue")
-            if "no rebase in progress" in done.stderr:  # killed before it began, or done
-                if result(project) == wanted:
-                    continue
-                done = series(project, *start_args(project))
-            if done.returncode == 4 and "not on branch" in done.stderr:
-                pytest.fail(f"kill at git call {n} left the checkout detached: {done.stderr}")
-            assert done.returncode == 0, (n, done.stderr)
-            assert result(project) == wanted, n
+        return _case(command, project, before, start_args(project))
+    if command == "continue":
+        resolve_p1(project)
+    return _case(command, project, before, ["rebase", f"--{command}"])
 
 
-def test_kill_during_continue_then_continue_or_abort(tmp_path: Path) -> None:
-    project = moving_project(tmp_path / "p", conflict=True)
-    before = snapshot(project)
-    assert series(project, *start_args(project)).returncode == 3
-    resolve_p1(project)
-    stopped = tmp_path / "stopped"
-    shutil.copytree(project.root, stopped, symlinks=True)
-    clean = series(project, "rebase", "--continue")
-    assert clean.returncode == 0, clean.stderr
-    wanted, total = result(project), git_calls(clean)
-    for n in points(total, 4):
-        for then in ("--continue", "--abort"):
-            restore(stopped, project.root)
-            assert series(project, "rebase", "--continue", kill_at=n).returncode == -9
-            done = series(project, "rebase", then)
-            if "had finished" in done.stdout or "no rebase in progress" in done.stderr:
-                assert result(project) == wanted, n  # killed after its last transaction
-                continue
-            assert done.returncode == 0, (n, then, done.stderr)
-            if then == "--continue":
-                assert result(project) == wanted, n
-            else:
-                snap = snapshot(project)
-                assert snap == before, n
+def in_progress(project: Project) -> bool:
+    return git(project.work, "for-each-ref", "refs/series/rebase/state") != ""
+
+
+def check_status(project: Project, n: int) -> None:
+    code, out, err = project.run("status")
+    assert code == 0, (n, err)
+    assert "Traceback" not in out + err and "internal error" not in err, (n, err)
+    rebase = [line for line in out.splitlines() if line.startswith("rebase:")]
+    if in_progress(project):
+        assert len(rebase) == 1 and " onto main" in rebase[0], (n, out)
+    else:
+        assert rebase == [], (n, out)
+    assert "\nnext:       " in out, (n, out)
+
+
+def go_on(case: Case, n: int) -> None:
+    """``--continue`` from the killed state (then what it says): the result of a clean run."""
+    project = case.project
+    code, _, err = project.run("rebase", "--continue")
+    if "no rebase in progress" in err:
+        if result(project) == case.wanted:
+            return  # killed after the last transaction and after moving the files
+        assert case.command in ("start", "stop"), (n, err)  # killed before it began
+        code, _, err = project.run(*case.argv)
+    elif case.command == "skip" and code in (2, 3):  # killed before the skip's end
+        assert "P1" in err and "--skip" in err and in_progress(project), (n, err)
+        code, _, err = project.run(*case.argv)
+    assert code == case.code, (n, err)
+    assert result(project) == case.wanted, n
+
+
+def abort(case: Case, n: int) -> None:
+    """``--abort`` from the killed state: the state before the rebase, or its finished result."""
+    project = case.project
+    code, out, err = project.run("rebase", "--abort")
+    if "had finished" in out:  # killed after its last transaction, before the files moved
+        assert case.command in ("start", "continue", "skip") and code == 0, (n, out)
+        assert result(project) == case.wanted, n
+    elif "no rebase in progress" in err:  # killed before it began, or after it ended
+        if case.command in ("start", "stop") and snapshot(project) == case.before:
+            return
+        assert case.command in ("start", "continue", "skip"), (n, err)
+        assert result(project) == case.wanted, n
+    else:
+        assert code == 0, (n, err)
+        assert snapshot(project) == case.before, n
+
+
+@pytest.mark.parametrize("command", ["start", "stop", "continue", "skip", "abort"])
+def test_killed_at_every_git_call_then_continue_and_abort(tmp_path: Path, command: str) -> None:
+    case = make_case(tmp_path, command)
+    project, killed = case.project, tmp_path / "killed"
+    for n in range(1, case.total + 1):
+        restore(case.template, project.root)
+        run = series(project, *case.argv, kill_at=n)
+        assert run.returncode == -9, (n, run.stderr[-2000:])
+        check_status(project, n)
+        if command != "abort":  # --abort killed is only aborted again
+            shutil.copytree(project.root, killed, symlinks=True)
+            go_on(case, n)
+            restore(killed, project.root)
+            shutil.rmtree(killed)
+        abort(case, n)
+    restore(case.template, project.root)
+    assert series(project, *case.argv, kill_at=case.total + 1).returncode == case.code
+    assert case.total > (5 if command == "abort" else 25)  # every call of a real run
