@@ -66,3 +66,15 @@ def test_status_during_and_after_a_rebase(tmp_path: Path) -> None:
     data = status(project)
     assert data["rebase"] is None and data["next"].startswith("nothing to do")
     assert data["pin"]["sdist"] is None and data["pin"]["source"] == "git"
+
+
+def test_status_at_a_stop_whose_conflicts_were_reset(tmp_path: Path) -> None:
+    """A --skip cut short (or a reset) leaves the stop with nothing in the checkout."""
+    project = moving_project(tmp_path, conflict=True)
+    assert rebase(project)[0] == 3
+    git(project.work, "reset", "-q", "--hard")
+    data = status(project)
+    assert data["rebase"]["stopped_at"] == "P1"
+    assert "holds nothing of P1" in data["next"] and "--skip` drops P1" in data["next"]
+    assert project.run("rebase", "--skip")[0] == 0
+    assert status(project)["rebase"] is None

@@ -63,6 +63,14 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
             "files": rebase.stop.files if rebase.stop else [],
             "next": rebase.next_step,
         }
+        if rebase.stop is not None and not report["uncommitted"]:
+            sid = report["rebase"]["stopped_at"]
+            report["rebase"]["next"] = (
+                f"the checkout holds nothing of {sid} (no conflicts, no changes: a "
+                "`series rebase --skip` was cut short, or the files were reset): "
+                f"`series rebase --skip` drops {sid} (series.toml records it), "
+                "`series rebase --abort` undoes the whole rebase"
+            )
     report["next"] = _next(report)
     return report
 
