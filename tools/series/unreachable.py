@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from series.files import write_atomic
+from series.git.remote import net_timeout
 
 _NETWORK = re.compile(
     r"unable to access|Could not resolve|Connection (refused|timed out|reset)|"
@@ -29,10 +30,7 @@ _NETWORK = re.compile(
 
 def stall() -> int:
     """Seconds without data before a network operation gives up (SERIES_NET_TIMEOUT)."""
-    try:
-        return max(1, int(os.environ.get("SERIES_NET_TIMEOUT", "30")))
-    except ValueError:
-        return 30
+    return net_timeout()
 
 
 def ttl() -> int:

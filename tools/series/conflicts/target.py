@@ -17,7 +17,7 @@ import re
 import secrets
 from pathlib import Path
 
-from series import unreachable, upstream
+from series import upstream
 from series.conflicts.analysis import SCAN_LIMIT, Target
 from series.conflicts.merger import Node
 from series.errors import Exit, SeriesError, UsageError
@@ -100,16 +100,16 @@ def _fetch(
             txn.update(wanted, known, old)
         deepen_to_pin(repo, source, [f"+{rev}:{wanted}"], known, real)
         return known
-    status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}", *pin_specs[:1]], rev)
+    status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}", *pin_specs[:1]], known)
     if status != 0 and pin_specs:  # the pin is not there: REV alone, the range falls back
-        status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}"], rev)
+        status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}"], known)
     commit = repo.rev(wanted) if status == 0 else None
     if status != 0:
         if _HEX.match(rev):
             # A commit id that no ref names at its tip: servers refuse to send
             # it alone, so fetch every branch and tag and look for it.
             every = [f"+refs/heads/*:{scratch}heads/*", f"+refs/tags/*:{scratch}tags/*"]
-            found = repo.fetch(source, every, stall=unreachable.stall())[0] == 0
+            found = repo.fetch(source, every)[0] == 0
             commit = repo.rev(rev) if found else None
         if commit is None:
             raise _not_fetched(repo, rev, source, failure.strip())
@@ -126,22 +126,24 @@ DEPTH = 256  # commits fetched at first; upstream moves a few dozen to a few hun
 MAX_DEPTH = 1 << 15
 
 
-def fetch_history(repo: Repo, source: str, refspecs: list[str], rev: str) -> tuple[int, str]:
-    """Fetch ``refspecs`` shallow (``DEPTH`` commits), unless REV is here already.
+def fetch_history(
+    repo: Repo, source: str, refspecs: list[str], known: str | None
+) -> tuple[int, str]:
+    """Fetch ``refspecs`` shallow (``DEPTH`` commits), unless REV (``known``) is here already.
 
-    A commit already in ``repo`` is fetched without a depth: a depth would
+    ``known`` is the commit REV names in ``source`` (None if unknown). A
+    commit already in ``repo`` is fetched without a depth: a depth would
     cut the history the repository has of it.
     """
-    known = _remote_commit(repo, source, rev)
     depth = None if known and repo.has_object(known) else DEPTH
-    return repo.fetch(source, refspecs, depth=depth, stall=unreachable.stall())
+    return repo.fetch(source, refspecs, depth=depth)
 
 
 def _remote_commit(repo: Repo, source: str, rev: str) -> str | None:
     """The commit REV names in ``source``: REV itself if it is a full commit id."""
     if _HEX.fullmatch(rev) and len(rev) == 40:
         return rev
-    return repo.remote_rev(source, rev, stall=unreachable.stall())
+    return repo.remote_rev(source, rev)
 
 
 def deepen_to_pin(repo: Repo, source: str, refspecs: list[str], rev: str, real: str | None) -> None:
@@ -153,7 +155,7 @@ def deepen_to_pin(repo: Repo, source: str, refspecs: list[str], rev: str, real: 
         roots = repo.shallow_roots()
         if not roots:
             return  # complete history: they share none
-        status, _ = repo.fetch(source, refspecs, deepen=depth, stall=unreachable.stall())
+        status, _ = repo.fetch(source, refspecs, deepen=depth)
         if status != 0 or repo.shallow_roots() == roots:
             return
         depth *= 2
@@ -161,7 +163,7 @@ def deepen_to_pin(repo: Repo, source: str, refspecs: list[str], rev: str, real: 
 
 def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError:
     """Why ``rev`` could not be fetched: no such revision (2), or no such source (2 or 1)."""
-    reachable, answer = repo.reachable(source, stall=unreachable.stall())
+    reachable, answer = repo.reachable(source)
     if reachable:
         return UsageError(
             f"cannot find {rev} in {source}",

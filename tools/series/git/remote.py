@@ -17,6 +17,7 @@ says so instead of git's "repository corruption on the remote side".
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -181,6 +182,13 @@ class RemoteMixin(Runner):
         if status != 0:
             raise InternalError(f"cannot copy {len(missing)} commit(s) from {source.path}", why=err)
 
+    def _promisor(self, source: str) -> Promisor | None:
+        """:func:`promisor_of`, asked once per source for this ``Repo`` (a command)."""
+        known: dict[str, Promisor | None] = self.__dict__.setdefault("_promisors", {})
+        if source not in known:
+            known[source] = promisor_of(source)
+        return known[source]
+
     def fetch(
         self,
         source: str,
@@ -188,7 +196,7 @@ class RemoteMixin(Runner):
         *,
         depth: int | None = None,
         deepen: int | None = None,
-        stall: int = 30,
+        stall: int | None = None,
     ) -> tuple[int, str]:
         """``git fetch`` of ``refspecs`` from a URL or path: (status, stderr).
 
@@ -196,7 +204,8 @@ class RemoteMixin(Runner):
         most maintainers have) is otherwise refused without a word (git
         only warns and writes no ref). ``depth`` fetches that many commits
         of history, ``deepen`` that many more below the current boundary.
-        A remote that stops sending for ``stall`` seconds (or never answers)
+        A remote that stops sending for ``stall`` seconds (default
+        ``SERIES_NET_TIMEOUT``, see :func:`net_timeout`; or never answers)
         makes it fail instead of hanging: git's low-speed limit for http(s),
         a connect timeout for ssh, and a hard bound for the rest (``_bounded``).
         From a local partial clone git may fetch what the clone lacks from
@@ -207,20 +216,20 @@ class RemoteMixin(Runner):
         argv += ["--no-write-fetch-head", "--update-shallow"]
         argv += [f"--depth={depth}"] if depth else []
         argv += [f"--deepen={deepen}"] if deepen else []
-        promisor = promisor_of(source)
+        promisor = self._promisor(source)
         lazy = {"GIT_NO_LAZY_FETCH": "0"} if promisor else {}
         status, _, err = _bounded(self.path, [*argv, source, *refspecs], stall, lazy)
         if status != 0 and promisor is not None and _LAZY_FAILED.search(err):
             raise PartialCloneUnreachable(source, promisor, refspecs, err)
         return status, err
 
-    def reachable(self, source: str, *, stall: int = 30) -> tuple[bool, str]:
+    def reachable(self, source: str, *, stall: int | None = None) -> tuple[bool, str]:
         """Whether ``source`` answers as a git repository: (ok, git's stderr)."""
         argv = ["ls-remote", "--heads", source]
         status, _, err = _bounded(self.path, argv, stall)
         return status == 0, err
 
-    def remote_rev(self, source: str, rev: str, *, stall: int = 30) -> str | None:
+    def remote_rev(self, source: str, rev: str, *, stall: int | None = None) -> str | None:
         """The commit ``rev`` names in ``source`` (``ls-remote``, bounded), or None."""
         status, out, _ = _bounded(self.path, ["ls-remote", source, rev], stall)
         if status != 0:
@@ -241,8 +250,16 @@ class RemoteMixin(Runner):
         return self.git_status("check-ref-format", f"refs/heads/{name}")[0] == 0
 
 
+def net_timeout() -> int:
+    """Seconds without data before a network git command gives up (``SERIES_NET_TIMEOUT``)."""
+    try:
+        return max(1, int(os.environ.get("SERIES_NET_TIMEOUT", "30")))
+    except ValueError:
+        return 30
+
+
 def _bounded(
-    cwd: Path, argv: list[str], stall: int, extra: Mapping[str, str] | None = None
+    cwd: Path, argv: list[str], stall: int | None, extra: Mapping[str, str] | None = None
 ) -> tuple[int, str, str]:
     """Run a network git command that gives up after ``stall`` seconds without data.
 
@@ -253,6 +270,7 @@ def _bounded(
     fetch that a partial clone makes from its promisor remote is bounded
     by them too.
     """
+    stall = net_timeout() if stall is None else stall
     env = {
         "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
         "GIT_HTTP_LOW_SPEED_TIME": str(stall),
