@@ -26,7 +26,7 @@ from pathlib import Path
 
 from helpers import Project, git, make_project, replace_line
 from jsonschema_mini import errors
-from rebase_helpers import moving_project
+from rebase_helpers import moving_project, snapshot
 from test_faults import files
 from test_json import SCHEMA
 
@@ -49,9 +49,9 @@ def run(project: Project, *args: str, **extra: str) -> subprocess.CompletedProce
     )
 
 
-def git_calls(project: Project, *args: str) -> int:
+def git_calls(project: Project, *args: str, code: int = 0) -> int:
     proc = run(project, *args, SERIES_DEBUG="1")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == code, proc.stderr
     return sum(1 for line in proc.stderr.splitlines() if line.startswith("series.git: git "))
 
 
@@ -112,14 +112,17 @@ def consistent(project: Project) -> None:
 # -- rebase --onto, then rebase --abort while it runs (the audit's case) --------------
 
 
-def _rebase_case(tmp_path: Path) -> tuple[Project, list[str], Project, int]:
-    project = moving_project(tmp_path / "p")
+def _rebase_case(
+    tmp_path: Path, *, conflict: bool = False
+) -> tuple[Project, list[str], Project, int]:
+    project = moving_project(tmp_path / "p", conflict=conflict)
     onto = ["rebase", "--onto", "main", "--upstream", str(project.upstream)]
     # Two rehearsals on copies: the first warms the cache, the second counts
     # the git calls of a warm run, as the held run below will be.
-    git_calls(copy(project, tmp_path / "warm"), *onto)
+    code = 3 if conflict else 0
+    git_calls(copy(project, tmp_path / "warm"), *onto, code=code)
     reference = copy(project, tmp_path / "reference")
-    total = git_calls(reference, *onto)
+    total = git_calls(reference, *onto, code=code)
     return project, onto, reference, total
 
 
@@ -162,6 +165,21 @@ def test_rebase_abort_with_no_wait_refuses_naming_the_rebase_and_changes_nothing
     ).read_bytes()
     assert git(project.work, "rev-parse", "series") == git(reference.work, "rev-parse", "series")
     consistent(project)
+
+
+def test_rebase_abort_waits_for_a_rebase_that_stops_at_a_conflict_then_aborts_it(
+    tmp_path: Path,
+) -> None:
+    project, onto, _, total = _rebase_case(tmp_path, conflict=True)
+    before = snapshot(project)
+    first = Held(project, tmp_path / "go", total // 2, *onto)
+    second, said = waiting(project, "rebase", "--abort")
+    assert f"pid {first.pid}: `series -C {project.root} rebase --onto main" in said, said
+    code, err = first.release()
+    assert code == 3, err  # stopped at the conflict
+    _, rest = second.communicate(timeout=BOUND)
+    assert second.returncode == 0, rest  # what the user asked for: the rebase undone
+    assert snapshot(project) == before
 
 
 # -- apply, then export while it runs --------------------------------------------------
@@ -218,6 +236,26 @@ def test_second_export_waits_for_the_first_and_the_result_is_the_new_series(
     assert second.returncode == 0, rest
     assert files(project.root) == new
     consistent(project)
+
+
+# -- branches writes refs in the checkout; --dry-run only reads ---------------------------
+
+
+def test_branches_waits_for_a_writer_but_its_dry_run_does_not(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    assert run(project, "apply").returncode == 0
+    refs = git(project.work, "for-each-ref", "--format=%(refname)")
+    first = Held(project, tmp_path / "go", 1, "export")
+    proc = run(project, "branches", "--dry-run", SERIES_LOCK_TIMEOUT="0")
+    assert proc.returncode == 0, proc.stderr
+    proc = run(project, "branches", SERIES_LOCK_TIMEOUT="0")
+    assert proc.returncode == 1 and "gave up waiting" in proc.stderr, proc.stderr
+    assert f"pid {first.pid}: `series -C {project.root} export`" in proc.stderr
+    assert git(project.work, "for-each-ref", "--format=%(refname)") == refs  # no branch made
+    code, err = first.release()
+    assert code == 0, err
+    proc = run(project, "branches", SERIES_LOCK_TIMEOUT="0")
+    assert proc.returncode == 0, proc.stderr
 
 
 # -- readers, and a lock left by a killed run ---------------------------------------------
