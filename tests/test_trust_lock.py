@@ -22,7 +22,10 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from helpers import Project, git, make_project, replace_line
 from jsonschema_mini import errors
@@ -31,6 +34,19 @@ from test_faults import files
 from test_json import SCHEMA
 
 BOUND = 120  # seconds: only so that a broken run fails instead of hanging
+_started: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left(tmp_path: Path) -> Iterator[None]:
+    """A test that fails half way leaves no held or waiting series behind."""
+    yield
+    (tmp_path / "go").touch()
+    while _started:
+        proc = _started.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -67,6 +83,7 @@ class Held:
             text=True,
             env=env(SERIES_FAULT_PAUSE_AT=str(at), SERIES_FAULT_PAUSE_FILE=str(go)),
         )
+        _started.append(self.proc)
         paused, deadline = Path(f"{go}.paused"), time.monotonic() + BOUND
         while not paused.exists():  # it reached the step (or died: say why)
             assert time.monotonic() < deadline, "never reached the pause"
@@ -91,6 +108,7 @@ def waiting(project: Project, *args: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         argv(project, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env()
     )
+    _started.append(proc)
     assert proc.stderr is not None
     return proc, proc.stderr.readline()
 
