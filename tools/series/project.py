@@ -38,7 +38,7 @@ from series.stack.build import build as build_stack
 from series.ui import Ui
 
 # What commands may use of the git layer's values, without importing it.
-__all__ = ["LOCK", "FileStat", "MailInfo", "Series", "default_cache_dir", "find_root"]
+__all__ = ["FileStat", "MailInfo", "Series", "default_cache_dir", "find_root"]
 
 log = logging.getLogger("series.project")
 
