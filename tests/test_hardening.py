@@ -87,7 +87,8 @@ def test_manifest_file_outside_the_project_is_refused(tmp_path: Path) -> None:
         assert code == Exit.BAD_INPUT, err
         assert "patch[1].file" in err and "outside the project" in err
     assert victim.read_text() == "precious\n"
-    assert not (project.root / ".series").exists()
+    # Nothing written: only the project lock, taken before the manifest is read.
+    assert [p.name for p in (project.root / ".series").iterdir()] == ["lock"]
 
 
 def test_manifest_absolute_file_is_refused(tmp_path: Path) -> None:

@@ -1,71 +1,168 @@
-"""Advisory file locks, so two series runs can share one cache safely.
+"""Advisory file locks: the project lock and the cache's, with who holds them.
+
+A lock is an ``flock`` on a file. It dies with the process that holds it
+(a ``kill -9`` included), so a lock file left behind is never a lock held:
+only the ``flock`` says so, and the file's content is read only when the
+lock is held. That content is one JSON line naming the holder (its pid,
+its command line, since when), written when the lock is taken and cleared
+when it is let go, so that whoever waits can name who it waits for.
 
 A lock that another run holds is waited for, with one line saying who holds
 it, and given up after a bound (``SERIES_LOCK_TIMEOUT`` seconds, default
-300): a stuck run must not make every later command hang in silence.
+300; 0 refuses at once): a stuck run must not make every later command hang
+in silence.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import shlex
+import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import SeriesError
 
+# A shared-lock probe (``holder``) makes a taker's first try fail for an
+# instant: it tries again quietly this long before saying it waits.
+_QUIET = 0.3
+
 
 def lock_timeout() -> float:
     try:
-        return float(os.environ.get("SERIES_LOCK_TIMEOUT", "300"))
+        return max(0.0, float(os.environ.get("SERIES_LOCK_TIMEOUT", "300")))
     except ValueError:
         return 300.0
 
 
+def this_command() -> str:
+    """This process's command line, as the user would type it."""
+    return shlex.join(["series", *sys.argv[1:]])
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lock, as it recorded itself (empty fields: not recorded)."""
+
+    pid: str
+    command: str = ""
+    since: str = ""
+
+    def describe(self) -> str:
+        text = f"pid {self.pid}"
+        if self.command:
+            text += f": `{self.command}`"
+        if self.since:
+            text += f", running since {self.since}"
+        return text
+
+
 @contextmanager
 def exclusive(
-    lock: Path, *, say: Callable[[str], None] | None = None, what: str = ""
+    lock: Path,
+    *,
+    say: Callable[[str], None] | None = None,
+    what: str = "",
+    command: str | None = None,
 ) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``lock`` (created if missing), waiting a bounded time."""
+    """Hold an exclusive ``flock`` on ``lock`` (created if missing), waiting a bounded time.
+
+    ``command``: the command line recorded as the holder (default: this process's).
+    """
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         _acquire(fd, lock, say, what)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
+        try:
+            _record(fd, command or this_command())
+            yield
+        finally:
+            with suppress(OSError):  # the record is a courtesy; the flock goes below
+                os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 
-def _acquire(fd: int, lock: Path, say: Callable[[str], None] | None, what: str) -> None:
+def holder(lock: Path) -> Holder | None:
+    """Who holds ``lock`` now, or None when nobody does; never waits, never creates it."""
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read(fd)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _record(fd: int, command: str) -> None:
+    """Say who holds the lock: best effort (on a full disk the lock holds all the same).
+
+    Written first, then cut to length, so a reader sees one whole first line.
+    """
+    since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    line = json.dumps({"pid": os.getpid(), "command": command, "since": since}) + "\n"
+    data = line.encode()
+    with suppress(OSError):
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+
+
+def _read(fd: int) -> Holder:
+    first = os.pread(fd, 4096, 0).decode(errors="replace").split("\n", 1)[0].strip()
+    try:
+        data = json.loads(first)
+        return Holder(str(data["pid"]), str(data.get("command", "")), str(data.get("since", "")))
+    except (ValueError, KeyError, TypeError):
+        return Holder(first if first.isdigit() else "?")
+
+
+def _try(fd: int) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return
+        return True
     except BlockingIOError:
-        pass
+        return False
+
+
+def _wait(fd: int, until: float) -> bool:
+    while time.monotonic() < until:
+        time.sleep(0.05)
+        if _try(fd):
+            return True
+    return False
+
+
+def _acquire(fd: int, lock: Path, say: Callable[[str], None] | None, what: str) -> None:
+    if _try(fd):
+        return
     bound = lock_timeout()
-    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-    if say is not None:
+    start = time.monotonic()
+    if _wait(fd, start + min(_QUIET, bound)):
+        return
+    who = _read(fd).describe()
+    about = f" ({what})" if what else ""
+    if say is not None and bound > _QUIET:
         say(
-            f"waiting for another series run (pid {holder}) that holds {lock}"
-            + (f" ({what})" if what else "")
-            + f"; giving up after {bound:g} s"
+            f"waiting for another series run ({who}) that holds {lock}{about}; "
+            f"giving up after {bound:g} s"
         )
-    deadline = time.monotonic() + bound
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            continue
+    if _wait(fd, start + bound):
+        return
     raise SeriesError(
         f"gave up waiting for {lock} after {bound:g} s",
-        why=f"another series run (pid {holder}) still holds it" + (f" ({what})" if what else ""),
+        why=f"another series run ({who}) still holds it{about}",
         hint="wait for that run to finish (or stop it), then run the command again; "
         "SERIES_LOCK_TIMEOUT=SECONDS waits longer",
     )

@@ -1,6 +1,12 @@
 """The ``Series`` object: the project (root, manifest, cache), built once per command.
 
-``cli.main`` loads one ``Series`` and hands it to the command. Commands get
+``cli.main`` opens one ``Series`` (:meth:`Series.session`) and hands it to
+the command. The session is the prologue every command shares: a command
+that writes (the checkout, series.toml, patches/ or resolutions/) first
+takes the project lock (``.series/lock``) for its whole run, then reads
+the manifest, so two writers never interleave and the second sees what
+the first left; a command that only reads never waits for it, and says
+when a writer is running (what it reads may change under it). Commands get
 everything from it: the pinned upstream base (:meth:`Series.pin`, which
 also prints the one status line saying where it came from), the stack
 built on it (:meth:`Series.stack`, memoised), the checkout
@@ -11,7 +17,11 @@ manifest itself.
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +30,7 @@ from series import upstream
 from series.checkout import Checkout
 from series.errors import SeriesError
 from series.git import FileStat, MailInfo, Repo, patch_stat, read_mail
+from series.locks import exclusive, holder
 from series.manifest import Manifest, Patch, load
 from series.stack import memo
 from series.stack.build import Built, PatchFile
@@ -28,6 +39,16 @@ from series.ui import Ui
 
 # What commands may use of the git layer's values, without importing it.
 __all__ = ["FileStat", "MailInfo", "Series", "default_cache_dir", "find_root"]
+
+log = logging.getLogger("series.project")
+
+# The project lock, relative to the project root: inside the project (so it
+# exists before the checkout does, and covers the project's files and the
+# checkout alike), in the directory .gitignore keeps out of the project's git.
+LOCK = Path(".series") / "lock"
+_LOCKED = "the project lock: one command at a time writes the checkout or the series"
+# A project that cannot take its lock file can have nothing written in it.
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 def default_cache_dir() -> Path:
@@ -64,6 +85,31 @@ class Series:
         root = find_root(Path.cwd()) if root is None else root.resolve()
         manifest = load(root / "series.toml", missing_ok=missing_ok)
         return cls(root, manifest, cache_dir or default_cache_dir())
+
+    @classmethod
+    @contextmanager
+    def session(
+        cls,
+        root: Path | None,
+        *,
+        writes: bool,
+        command: str,
+        say: Callable[[str], None],
+        missing_ok: bool = False,
+    ) -> Iterator[Series]:
+        """The project, loaded under the project lock when the command ``writes``.
+
+        ``command`` (its command line) is recorded in the lock file, for the
+        command that waits for it to name. A project whose lock file cannot
+        be created (a read-only file system or directory) is not locked:
+        nothing can be written in it, and a command that tries fails there,
+        saying what it could not write.
+        """
+        root = find_root(Path.cwd()) if root is None else root.resolve()
+        with ExitStack() as stack:
+            if (root / "series.toml").is_file():  # else load() says so, creating nothing
+                _lock(stack, root / LOCK, writes=writes, command=command, say=say)
+            yield cls.load(root, missing_ok=missing_ok)
 
     # -- the prologue every command shares ------------------------------------
     @cached_property
@@ -137,3 +183,22 @@ class Series:
     def stat(self, patch: Patch) -> list[FileStat]:
         """Per-file line counts of the patch file."""
         return patch_stat(self.patch_path(patch))
+
+
+def _lock(
+    stack: ExitStack, path: Path, *, writes: bool, command: str, say: Callable[[str], None]
+) -> None:
+    if not writes:
+        held = holder(path)
+        if held is not None:
+            say(
+                f"note: another series command is running ({held.describe()}); "
+                "what this one reads may change under it"
+            )
+        return
+    try:
+        stack.enter_context(exclusive(path, say=say, what=_LOCKED, command=command))
+    except OSError as exc:
+        if exc.errno not in _READ_ONLY:
+            raise
+        log.debug("not locked: %s cannot be created (%s)", path, exc.strerror)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Sequence
@@ -88,8 +89,14 @@ def main(
     error: SeriesError | None = None
     try:
         try:
-            series = Series.load(args.root, missing_ok=command.name == "export")
-            code = int(command.run(series, ui, args))
+            with Series.session(
+                args.root,
+                writes=command.writes(args),
+                command=shlex.join(["series", *words]),
+                say=ui.status,
+                missing_ok=command.name == "export",
+            ) as series:
+                code = int(command.run(series, ui, args))
         except SeriesError as exc:
             error, code = exc, _report(ui, exc, args.verbose)
         except OSError as exc:

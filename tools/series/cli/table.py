@@ -48,14 +48,31 @@ from series.ui import Ui
 
 Adder = Callable[[argparse.ArgumentParser], None]
 Runner = Callable[[Series, Ui, argparse.Namespace], Exit]
+Writes = Callable[[argparse.Namespace], bool]
+
+
+def reads(a: argparse.Namespace) -> bool:
+    return False
+
+
+def writes(a: argparse.Namespace) -> bool:
+    return True
 
 
 @dataclass(frozen=True)
 class Command:
+    """``writes``: whether this run writes the checkout, series.toml, patches/ or
+    resolutions/; such a run holds the project lock from start to end (series.project).
+    The checks (test, lint, prove, bench, scorecard, check-conflicts) read the
+    project and write only in the cache, their own work trees there, and
+    files named on their command line (--junit, --chart), so they take no lock.
+    """
+
     name: str
     help: str
     add: Adder
     run: Runner
+    writes: Writes = reads
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -64,12 +81,14 @@ COMMANDS: tuple[Command, ...] = (
         "materialise the pinned upstream and apply the stack as commits",
         add_apply,
         run_apply,
+        writes,
     ),
     Command(
         "export",
         "write the checkout's commits back to patches/ and series.toml",
         add_export,
         run_export,
+        writes,
     ),
     Command(
         "check-conflicts",
@@ -82,12 +101,14 @@ COMMANDS: tuple[Command, ...] = (
         "one branch per patch (pin + patches 1..k) for stacked pull requests, pushed with leases",
         add_branches,
         run_branches,
+        lambda a: not a.dry_run,
     ),
     Command(
         "rebase",
         "move the series onto another upstream revision (--continue, --skip, --abort)",
         add_rebase,
         run_rebase,
+        writes,
     ),
     Command(
         "status",

@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -115,14 +116,25 @@ def _fault_point() -> None:
     Deterministic (the Nth call of this process), so a test can kill a
     command at every step in turn and check that nothing is lost
     (tests/test_faults.py, docs/hardening.md).
+
+    SERIES_FAULT_PAUSE_AT=N with SERIES_FAULT_PAUSE_FILE=F pauses before the
+    Nth git call instead: it creates ``F.paused``, then waits until ``F``
+    exists, so a test can run a second command while this one is held
+    mid-run at a known step (tests/test_trust_lock.py).
     """
     global _calls
-    at = os.environ.get("SERIES_FAULT_KILL_AT")
-    if not at:
+    kill_at = os.environ.get("SERIES_FAULT_KILL_AT")
+    pause_at = os.environ.get("SERIES_FAULT_PAUSE_AT")
+    if not kill_at and not pause_at:
         return
     _calls += 1
-    if str(_calls) == at:
+    if str(_calls) == kill_at:
         os.kill(os.getpid(), signal.SIGKILL)
+    go = os.environ.get("SERIES_FAULT_PAUSE_FILE")
+    if str(_calls) == pause_at and go:
+        Path(go + ".paused").touch()
+        while not os.path.exists(go):
+            time.sleep(0.02)
 
 
 def run(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,10 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
         write_atomic(root / JOURNAL, json.dumps(journal, indent=2) + "\n")
         replace_all(changes)
     except OSError as exc:
-        (root / JOURNAL).unlink(missing_ok=True)
+        # On a read-only file system even removing a journal never written
+        # fails; one that was written and stays is finished by the next export.
+        with suppress(OSError):
+            (root / JOURNAL).unlink(missing_ok=True)
         raise _write_failed(root, exc, backup) from None
     kept = backup.relative_to(root) if backup.exists() else None
     return Written([rel[p] for p in changes], kept, created)

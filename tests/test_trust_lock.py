@@ -1,0 +1,309 @@
+"""Two series commands at once: one project lock, so no result is ever mixed.
+
+Every command that writes the checkout, series.toml, patches/ or
+resolutions/ holds ``.series/lock`` for its whole run (series.project). The
+first command is held at a known step with ``SERIES_FAULT_PAUSE_AT=N``
+(series.git.run: it creates ``GO.paused`` before its Nth git call, then
+waits until ``GO`` exists), a second one is run meanwhile, then the first
+is let go. The second waits, saying for whom (pid, command line, since
+when), and runs on what the first left; with ``SERIES_LOCK_TIMEOUT=0`` it
+refuses at once, exit 1, naming the first, and writes nothing. Commands
+that only read never wait; they say that a writer is running. Files stand
+for synchronisation throughout: no sleep decides an order, and no timing
+is asserted (the bounds below only keep a broken run from hanging).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import Project, git, make_project, replace_line
+from jsonschema_mini import errors
+from rebase_helpers import moving_project, snapshot
+from test_faults import files
+from test_json import SCHEMA
+
+BOUND = 120  # seconds: only so that a broken run fails instead of hanging
+_started: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left(tmp_path: Path) -> Iterator[None]:
+    """A test that fails half way leaves no held or waiting series behind."""
+    yield
+    (tmp_path / "go").touch()
+    while _started:
+        proc = _started.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def env(**extra: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SERIES_FAULT_")}
+    base.pop("SERIES_LOCK_TIMEOUT", None)
+    return {**base, **extra}
+
+
+def argv(project: Project, *args: str) -> list[str]:
+    return [sys.executable, "-m", "series", "-C", str(project.root), *args]
+
+
+def run(project: Project, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv(project, *args), capture_output=True, text=True, env=env(**extra), timeout=BOUND
+    )
+
+
+def git_calls(project: Project, *args: str, code: int = 0) -> int:
+    proc = run(project, *args, SERIES_DEBUG="1")
+    assert proc.returncode == code, proc.stderr
+    return sum(1 for line in proc.stderr.splitlines() if line.startswith("series.git: git "))
+
+
+class Held:
+    """A series command held before its Nth git call until ``release``."""
+
+    def __init__(self, project: Project, go: Path, at: int, *args: str) -> None:
+        self.go = go
+        self.proc = subprocess.Popen(
+            argv(project, *args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env(SERIES_FAULT_PAUSE_AT=str(at), SERIES_FAULT_PAUSE_FILE=str(go)),
+        )
+        _started.append(self.proc)
+        paused, deadline = Path(f"{go}.paused"), time.monotonic() + BOUND
+        while not paused.exists():  # it reached the step (or died: say why)
+            assert time.monotonic() < deadline, "never reached the pause"
+            try:
+                self.proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                continue
+            raise AssertionError(f"exited before the pause: {self.proc.communicate()}")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def release(self) -> tuple[int, str]:
+        self.go.touch()
+        _, err = self.proc.communicate(timeout=BOUND)
+        return self.proc.returncode, err
+
+
+def waiting(project: Project, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """Start a second command; return it and the first line it says (it waits, saying so)."""
+    proc = subprocess.Popen(
+        argv(project, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env()
+    )
+    _started.append(proc)
+    assert proc.stderr is not None
+    return proc, proc.stderr.readline()
+
+
+def copy(project: Project, root: Path) -> Project:
+    shutil.copytree(project.root, root, symlinks=True)
+    return Project(root, project.upstream, project.commit)
+
+
+def consistent(project: Project) -> None:
+    """series.toml and patches/ belong together: the stack applies on the pin as it says."""
+    data = tomllib.loads((project.root / "series.toml").read_text())
+    listed = {Path(p["file"]).name for p in data["patch"]}
+    assert listed == set(project.patch_bytes()), listed
+    proc = run(project, "check-conflicts", "--no-matrix")
+    assert proc.returncode == 0, proc.stderr
+
+
+# -- rebase --onto, then rebase --abort while it runs (the audit's case) --------------
+
+
+def _rebase_case(
+    tmp_path: Path, *, conflict: bool = False
+) -> tuple[Project, list[str], Project, int]:
+    project = moving_project(tmp_path / "p", conflict=conflict)
+    onto = ["rebase", "--onto", "main", "--upstream", str(project.upstream)]
+    # Two rehearsals on copies: the first warms the cache, the second counts
+    # the git calls of a warm run, as the held run below will be.
+    code = 3 if conflict else 0
+    git_calls(copy(project, tmp_path / "warm"), *onto, code=code)
+    reference = copy(project, tmp_path / "reference")
+    total = git_calls(reference, *onto, code=code)
+    return project, onto, reference, total
+
+
+def test_rebase_abort_waits_for_the_running_rebase_then_sees_it_finished(
+    tmp_path: Path,
+) -> None:
+    project, onto, reference, total = _rebase_case(tmp_path)
+    first = Held(project, tmp_path / "go", total // 2, *onto)  # in the middle of the replay
+    second, said = waiting(project, "rebase", "--abort")
+    assert "waiting for another series run" in said, said
+    assert f"pid {first.pid}: `series -C {project.root} rebase --onto main" in said, said
+    assert "running since " in said and ".series/lock" in said
+    assert second.poll() is None  # still waiting: the rebase holds the lock
+    code, err = first.release()
+    assert code == 0, err
+    _, rest = second.communicate(timeout=BOUND)
+    # It ran after the rebase, on what the rebase left: a finished rebase.
+    assert second.returncode == 2 and "no rebase in progress" in rest, rest
+    assert project.patch_bytes() == reference.patch_bytes()
+    assert (project.root / "series.toml").read_bytes() == (
+        reference.root / "series.toml"
+    ).read_bytes()
+    consistent(project)
+
+
+def test_rebase_abort_with_no_wait_refuses_naming_the_rebase_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    project, onto, reference, total = _rebase_case(tmp_path)
+    first = Held(project, tmp_path / "go", total // 2, *onto)
+    proc = run(project, "rebase", "--abort", SERIES_LOCK_TIMEOUT="0")
+    assert proc.returncode == 1, proc.stderr
+    assert "gave up waiting" in proc.stderr and "Traceback" not in proc.stderr
+    assert f"pid {first.pid}: `series -C {project.root} rebase --onto main" in proc.stderr
+    code, err = first.release()
+    assert code == 0, err  # the rebase went on undisturbed, to the end
+    assert project.patch_bytes() == reference.patch_bytes()
+    assert (project.root / "series.toml").read_bytes() == (
+        reference.root / "series.toml"
+    ).read_bytes()
+    assert git(project.work, "rev-parse", "series") == git(reference.work, "rev-parse", "series")
+    consistent(project)
+
+
+def test_rebase_abort_waits_for_a_rebase_that_stops_at_a_conflict_then_aborts_it(
+    tmp_path: Path,
+) -> None:
+    project, onto, _, total = _rebase_case(tmp_path, conflict=True)
+    before = snapshot(project)
+    first = Held(project, tmp_path / "go", total // 2, *onto)
+    second, said = waiting(project, "rebase", "--abort")
+    assert f"pid {first.pid}: `series -C {project.root} rebase --onto main" in said, said
+    code, err = first.release()
+    assert code == 3, err  # stopped at the conflict
+    _, rest = second.communicate(timeout=BOUND)
+    assert second.returncode == 0, rest  # what the user asked for: the rebase undone
+    assert snapshot(project) == before
+
+
+# -- apply, then export while it runs --------------------------------------------------
+
+
+def test_export_refuses_while_apply_runs_and_the_json_envelope_says_so(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    assert run(project, "apply").returncode == 0
+    # The user edits a patch file and applies it: export must not write the
+    # checkout's old commits over that edit while apply is half way.
+    replace_line(project.root / "patches/perf-P2.patch", "VALUE_5 = 55", "VALUE_5 = 56")
+    edited = files(project.root)
+    total = git_calls(copy(project, tmp_path / "reference"), "apply")
+    first = Held(project, tmp_path / "go", total // 2, "apply")
+    proc = run(project, "export", "--json", SERIES_LOCK_TIMEOUT="0")
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)  # one valid envelope on stdout, as for any error
+    assert not errors(SCHEMA, data), errors(SCHEMA, data)
+    assert data["ok"] is False and data["exit_code"] == 1 and data["command"] == "export"
+    assert "gave up waiting" in data["error"]["message"]
+    assert f"pid {first.pid}: `series -C {project.root} apply`" in data["error"]["why"]
+    assert files(project.root) == edited  # export wrote nothing
+    code, err = first.release()
+    assert code == 0, err
+    assert "VALUE_5 = 56" in (project.work / "pkg/util.py").read_text()  # the edit is applied
+    proc = run(project, "export")
+    assert proc.returncode == 0, proc.stderr
+    assert "VALUE_5 = 56" in (project.root / "patches/perf-P2.patch").read_text()
+    consistent(project)
+
+
+# -- export, then export --------------------------------------------------------------
+
+
+def test_second_export_waits_for_the_first_and_the_result_is_the_new_series(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path / "p")
+    assert run(project, "apply").returncode == 0
+    assert run(project, "export").returncode == 0  # patch files in their canonical form
+    (project.work / "pkg/extra.py").write_text("EXTRA = 1\n")
+    git(project.work, "add", "-A")
+    git(project.work, "commit", "-qm", "extra: a new module")
+    reference = copy(project, tmp_path / "reference")
+    total = git_calls(reference, "export")
+    new = files(reference.root)
+    first = Held(project, tmp_path / "go", total - 1, "export")
+    second, said = waiting(project, "export")
+    assert f"waiting for another series run (pid {first.pid}: `series -C" in said, said
+    assert "export`" in said
+    code, err = first.release()
+    assert code == 0, err
+    _, rest = second.communicate(timeout=BOUND)
+    assert second.returncode == 0, rest
+    assert files(project.root) == new
+    consistent(project)
+
+
+# -- branches writes refs in the checkout; --dry-run only reads ---------------------------
+
+
+def test_branches_waits_for_a_writer_but_its_dry_run_does_not(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    assert run(project, "apply").returncode == 0
+    refs = git(project.work, "for-each-ref", "--format=%(refname)")
+    first = Held(project, tmp_path / "go", 1, "export")
+    proc = run(project, "branches", "--dry-run", SERIES_LOCK_TIMEOUT="0")
+    assert proc.returncode == 0, proc.stderr
+    proc = run(project, "branches", SERIES_LOCK_TIMEOUT="0")
+    assert proc.returncode == 1 and "gave up waiting" in proc.stderr, proc.stderr
+    assert f"pid {first.pid}: `series -C {project.root} export`" in proc.stderr
+    assert git(project.work, "for-each-ref", "--format=%(refname)") == refs  # no branch made
+    code, err = first.release()
+    assert code == 0, err
+    proc = run(project, "branches", SERIES_LOCK_TIMEOUT="0")
+    assert proc.returncode == 0, proc.stderr
+
+
+# -- readers, and a lock left by a killed run ---------------------------------------------
+
+
+def test_status_does_not_wait_for_a_writer_and_names_it(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    assert run(project, "apply").returncode == 0
+    first = Held(project, tmp_path / "go", 1, "export")
+    for args in (["status"], ["list"], ["status", "--json"]):
+        proc = run(project, *args, SERIES_LOCK_TIMEOUT="0")  # would refuse if it waited
+        assert proc.returncode == 0, proc.stderr
+        assert "another series command is running" in proc.stderr
+        assert f"pid {first.pid}: `series -C {project.root} export`" in proc.stderr
+    json.loads(run(project, "status", "--json").stdout)
+    code, err = first.release()
+    assert code == 0, err
+    proc = run(project, "status")
+    assert proc.returncode == 0 and "another series command" not in proc.stderr
+
+
+def test_a_lock_file_left_by_a_killed_run_is_not_a_held_lock(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    assert run(project, "apply").returncode == 0
+    killed = run(project, "export", SERIES_FAULT_KILL_AT="1")
+    assert killed.returncode == -9
+    lock = project.root / ".series/lock"
+    record = json.loads(lock.read_text())  # what the killed run wrote is still there
+    assert record["command"] == f"series -C {project.root} export"
+    proc = run(project, "export", SERIES_LOCK_TIMEOUT="0")  # but nobody holds it
+    assert proc.returncode == 0, proc.stderr
+    assert "waiting" not in proc.stderr
+    assert lock.read_text() == ""  # a run that ends clears its record
