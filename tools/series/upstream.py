@@ -231,7 +231,7 @@ def _download(package: str, version: str, dest: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="series-sdist-") as tmp:
         argv = [
             sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-            "--no-binary", ":all:", "--dest", tmp, f"{package}=={version}",
+            "--no-binary", ":all:", "--dest", tmp, "--", f"{package}=={version}",
         ]  # fmt: skip
         proc = subprocess.run(argv, capture_output=True, text=True, check=False)
         files = sorted(Path(tmp).glob(f"{package}-{version}.tar.gz"))
