@@ -84,6 +84,25 @@ def test_an_option_like_manifest_ref_is_refused(tmp_path: Path) -> None:
     assert "upstream.ref" in err
 
 
+@pytest.mark.parametrize(
+    ("key", "old", "new"),
+    [
+        ("package", 'package = "tiny"', 'package = "--index-url=http://index.invalid/x"'),
+        ("version", 'version = "1.0"', 'version = "1.0 --pre"'),
+    ],
+)
+def test_sdist_package_and_version_must_be_a_name_and_a_version(
+    tmp_path: Path, key: str, old: str, new: str
+) -> None:
+    """pip gets "<package>==<version>" on its command line."""
+    project = make_project(tmp_path)
+    path = project.root / "series.toml"
+    path.write_text(path.read_text().replace(old, new))
+    code, _, err = project.run("list")
+    assert code == Exit.BAD_INPUT
+    assert f"upstream.sdist.{key}" in err
+
+
 @pytest.mark.parametrize("kind", ["option", "ext"])
 def test_apply_upstream_option_is_refused(tmp_path: Path, kind: str) -> None:
     project = make_project(tmp_path)
