@@ -94,7 +94,7 @@ def test_an_option_like_manifest_ref_is_refused(tmp_path: Path) -> None:
 def test_sdist_package_and_version_must_be_a_name_and_a_version(
     tmp_path: Path, key: str, old: str, new: str
 ) -> None:
-    """pip gets "<package>==<version>" on its command line."""
+    """They name a file of the package index (pip got "<package>==<version>" as an argument)."""
     project = make_project(tmp_path)
     path = project.root / "series.toml"
     path.write_text(path.read_text().replace(old, new))
@@ -207,3 +207,83 @@ def test_a_local_path_that_starts_with_a_dash_can_be_named(tmp_path: Path) -> No
     assert code == Exit.BAD_INPUT and "./-upstream" in err
     code, _, err = project.run("apply", "--source", "git", f"--upstream={dashed}")
     assert code == 0, err
+
+
+def hostile_sdist(path: Path, package: str, marker: Path) -> bytes:
+    """An sdist of the tiny upstream whose setup.py touches ``marker`` when run."""
+    import io
+    import tarfile
+
+    from helpers import UPSTREAM_FILES
+
+    files = {**UPSTREAM_FILES, "setup.py": f"open({str(marker)!r}, 'w').close()\n"}
+    files["PKG-INFO"] = f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, text in sorted(files.items()):
+            data = text.encode()
+            info = tarfile.TarInfo(f"{package}-1.0/{name}")
+            info.size, info.mtime, info.mode = len(data), 1_700_000_000, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    path.write_bytes(buffer.getvalue())
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("listing", ["html", "json"])
+def test_the_sdist_download_runs_none_of_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listing: str
+) -> None:
+    """pip download ran the sdist's setup.py: a manifest naming any package ran its code."""
+    import hashlib
+    import http.server
+    import json
+    import threading
+
+    from test_upstream import PACKAGE, use_sdist_manifest
+
+    archive = hostile_sdist(tmp_path / "sdist.tar.gz", PACKAGE, pwned(tmp_path))
+    digest = hashlib.sha256(archive).hexdigest()
+    filename = f"{PACKAGE}-1.0.tar.gz"
+
+    class Index(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.startswith(f"/simple/{PACKAGE}"):
+                if listing == "json":
+                    kind = "application/vnd.pypi.simple.v1+json"
+                    file = {"filename": filename, "url": f"/files/{filename}"}
+                    body = json.dumps({"files": [{**file, "hashes": {"sha256": digest}}]})
+                else:
+                    kind = "text/html"
+                    body = f'<a href="/files/{filename}#sha256={digest}">{filename}</a>'
+                data = body.encode()
+            elif self.path == f"/files/{filename}":
+                kind, data = "application/octet-stream", archive
+            else:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{server.server_port}/simple/")
+        monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+        project = make_project(tmp_path)
+        use_sdist_manifest(project.root)
+        code, _, err = project.run("apply")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not pwned(tmp_path).exists()
+    assert code == 0, err
+    cached = tmp_path / f"home/.cache/keras-series/sdist/{filename}"
+    assert cached.read_bytes() == archive
+    base = git(project.work, "rev-parse", "refs/series/base^{tree}")
+    assert git(project.work, "ls-tree", "--name-only", base, "setup.py") == "setup.py"

@@ -24,7 +24,7 @@ SOURCES = ("auto", "git", "sdist")
 _ID = re.compile(r"^P[0-9]+$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
-# PEP 508 names and PEP 440-ish versions: pip gets "<package>==<version>" as one argument.
+# PEP 508 names and PEP 440-ish versions: they name a file of the package index.
 _PACKAGE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
 
@@ -280,7 +280,7 @@ def _upstream(c: _Checker, raw: Any) -> Upstream:
 def _matching(
     c: _Checker, data: dict[str, Any], key: str, pattern: re.Pattern[str], what: str
 ) -> str:
-    """``upstream.sdist.<key>``, which pip gets on its command line: refused unless ``what``."""
+    """``upstream.sdist.<key>``, part of a file name on the index: refused unless ``what``."""
     value = c.string(data, key, "upstream.sdist")
     if not pattern.match(value):
         raise c.fail(f"upstream.sdist.{key}", f"{value!r} is not {what}")

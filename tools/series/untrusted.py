@@ -1,4 +1,4 @@
-"""Strings from series.toml and the command line that become arguments of git or pip.
+"""Strings from series.toml and the command line that become arguments of git.
 
 series.toml arrives through pull requests, and the command line through
 scripts and CI jobs, so a URL, path, remote or revision from either may be
