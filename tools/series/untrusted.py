@@ -29,6 +29,7 @@ _ALIASES = {"git+ssh": "ssh", "ssh+git": "ssh"}
 _HELPER = re.compile(r"^[A-Za-z0-9._~+-]*::")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_RUNS = "--upload-pack=CMD runs CMD"
 
 URL_RULE = (
     "a URL (https://, http://, ssh://, git://, file://, or host:path) or a local path, "
@@ -38,10 +39,7 @@ URL_RULE = (
 
 def _common(value: str, what: str) -> str | None:
     if value.startswith("-"):
-        return (
-            f"{value!r} starts with '-', so git would take the {what} for an option "
-            "(--upload-pack=CMD runs CMD)"
-        )
+        return f"{value!r} starts with '-': git would take the {what} for an option ({_RUNS})"
     if _CONTROL.search(value):
         return f"{value!r} holds a control character"
     return None
@@ -55,18 +53,16 @@ def url_problem(value: str, what: str = "URL") -> str | None:
     if _HELPER.match(value):
         helper = value.partition("::")[0] or "(empty)"
         return (
-            f"{value!r} asks git for the remote helper {helper!r} ({helper}::...), which "
-            "can run any command (ext:: does): series fetches and pushes only over "
-            f"{', '.join(TRANSPORTS)} or from a local path"
+            f"{value!r} names the remote helper {helper}:: (ext:: runs any command): series "
+            f"fetches and pushes only over {', '.join(TRANSPORTS)}, or from a local path"
         )
     scheme = _SCHEME.match(value)
     if scheme:
         name = scheme.group(1).lower()
         if _ALIASES.get(name, name) not in TRANSPORTS:
             return (
-                f"{value!r} uses the transport {name}://, which git serves with a remote "
-                f"helper program: series fetches and pushes only over {', '.join(TRANSPORTS)} "
-                "or from a local path"
+                f"{value!r} uses {name}://, which git serves with a remote helper program: "
+                f"series fetches and pushes only over {', '.join(TRANSPORTS)}, or from a local path"
             )
     return None
 

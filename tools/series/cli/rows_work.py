@@ -30,8 +30,8 @@ def _checked(problem: Callable[[str], str | None], hint: bool) -> Callable[[str]
     def check(value: str) -> str:
         found = problem(value)
         if found:
-            more = f" ({path_hint(value)})" if hint else " (name a branch, tag or commit)"
-            raise argparse.ArgumentTypeError(found + more)
+            more = path_hint(value) if hint else "name a branch, tag or commit"
+            raise argparse.ArgumentTypeError(f"{found}; {more}")
         return value
 
     return check
