@@ -5,8 +5,10 @@ Each vector gets a hostile value that makes git run ``touch PWNED``
 a user configuration that allows every protocol): series must refuse it
 with exit 2, naming the key or the option, and PWNED must not exist. The
 git layer must hold on its own too (``--`` before URLs, GIT_ALLOW_PROTOCOL),
-and a GIT_DIR inherited from a git hook must not send series' git calls
-to another repository. docs/hardening.md, "Command execution and hostile URLs".
+a GIT_DIR inherited from a git hook must not send series' git calls
+to another repository, and the sdist of a package the manifest names is
+fetched as a file, never run (pip download ran its setup.py).
+docs/hardening.md, "Command execution and hostile URLs".
 """
 
 from __future__ import annotations
@@ -133,12 +135,12 @@ def test_rebase_upstream_and_onto_options_are_refused(tmp_path: Path) -> None:
 
 def test_check_conflicts_upstream_and_onto_options_are_refused(tmp_path: Path) -> None:
     project = make_project(tmp_path)
+    allow_every_protocol(tmp_path)  # on main, ext:: ran its command
     for argv in (
         ["--onto", "v1.0", f"--upstream={upload_pack(tmp_path)}"],
         [f"--onto={upload_pack(tmp_path)}", "--upstream", str(project.upstream)],
         ["--onto", "v1.0", f"--upstream={ext_url(tmp_path)}"],
     ):
-        allow_every_protocol(tmp_path)
         code, _, err = project.run("check-conflicts", "--no-matrix", *argv)
         assert not pwned(tmp_path).exists()
         assert code == Exit.BAD_INPUT, err
