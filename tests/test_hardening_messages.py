@@ -279,6 +279,6 @@ def test_every_case_of_the_matrix_is_a_test() -> None:
     names = re.findall(r"`(?:tests/\w+\.py::)?(test_\w+)", doc)
     rows = re.findall(r"^\| (\d+) \|", doc, re.MULTILINE)
     assert names and all(f"def {name}(" in source for name in names)
-    total = re.search(r"\*\*(\d+) cases, (\d+) clean, 0 lost\.\*\*", doc)
-    assert total and int(total.group(1)) == int(total.group(2)) == len(rows)
-    assert [int(r) for r in rows] == list(range(1, len(rows) + 1))
+    # The page names classes of cases and their tests, not a claimed count;
+    # each row's number is unique so a review can point at it.
+    assert rows and len(rows) == len(set(rows))

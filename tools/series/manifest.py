@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from series.errors import ManifestError
+from series.untrusted import URL_RULE, revision_problem, url_problem
 
 FORMAT = 1
 STATES = ("open", "merged", "closed", "unsubmitted")
@@ -23,6 +24,9 @@ SOURCES = ("auto", "git", "sdist")
 _ID = re.compile(r"^P[0-9]+$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+# PEP 508 names and PEP 440-ish versions: they name a file of the package index.
+_PACKAGE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
 
 _TOP_KEYS = {"format", "upstream", "series", "patch", "dropped"}
 _DROPPED_KEYS = {"id", "title", "pr", "reason", "upstream_commit", "onto", "file"}
@@ -245,20 +249,42 @@ def _upstream(c: _Checker, raw: Any) -> Upstream:
         ):
             raise c.fail("upstream.sdist.sha256", "must be 64 lowercase hex digits")
         sdist = Sdist(
-            c.string(sd, "package", "upstream.sdist"),
-            c.string(sd, "version", "upstream.sdist"),
+            _matching(c, sd, "package", _PACKAGE, "a package name of the index (e.g. keras)"),
+            _matching(c, sd, "version", _VERSION, "a release version (e.g. 3.15.1)"),
             sha256,
         )
     elif source == "sdist":
         raise c.fail("upstream.source", "is 'sdist', but there is no [upstream.sdist] table")
+    repository = c.string(data, "repository", "upstream")
+    problem = url_problem(repository, "repository")
+    if problem:
+        raise c.fail(
+            "upstream.repository",
+            problem,
+            f"upstream.repository must be {URL_RULE} (docs/manifest.md)",
+        )
+    ref = c.string(data, "ref", "upstream")
+    problem = revision_problem(ref)
+    if problem:
+        raise c.fail("upstream.ref", problem, "name the upstream tag or branch (e.g. v3.15.1)")
     return Upstream(
         name=c.string(data, "name", "upstream"),
-        repository=c.string(data, "repository", "upstream"),
-        ref=c.string(data, "ref", "upstream"),
+        repository=repository,
+        ref=ref,
         commit=commit,
         source=source,
         sdist=sdist,
     )
+
+
+def _matching(
+    c: _Checker, data: dict[str, Any], key: str, pattern: re.Pattern[str], what: str
+) -> str:
+    """``upstream.sdist.<key>``, part of a file name on the index: refused unless ``what``."""
+    value = c.string(data, key, "upstream.sdist")
+    if not pattern.match(value):
+        raise c.fail(f"upstream.sdist.{key}", f"{value!r} is not {what}")
+    return value
 
 
 def _patch(c: _Checker, raw: Any, i: int, root: Path, missing_ok: bool) -> Patch:

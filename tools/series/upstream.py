@@ -6,8 +6,9 @@ downloads nothing:
 
 * ``git``: fetch the pinned ref (or the commit itself) from the repository
   URL, a local mirror or a clone, and check that it is the pinned commit.
-* ``sdist``: take ``<package>==<version>`` from the package index with pip
-  (pip's own cache makes a re-download cheap), check its sha256, and import
+* ``sdist``: take ``<package>==<version>`` from the package index (as data:
+  series.sdist_download, never pip, which would run the sdist's
+  ``setup.py``; kept in the cache), check its sha256, and import
   its tree as one commit with a fixed identity and date, like
   ``gbp import-orig``: the same sdist always gives the same commit id.
 
@@ -17,15 +18,13 @@ downloads nothing:
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
 import tarfile
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from series import unreachable
+from series import sdist_download, unreachable
 from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, Ident, Repo
 from series.locks import exclusive
@@ -228,22 +227,9 @@ def _download(package: str, version: str, dest: Path) -> Path:
         found = dest / f"{package}-{version}{ext}"
         if found.is_file():
             return found
-    with tempfile.TemporaryDirectory(prefix="series-sdist-") as tmp:
-        argv = [
-            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-            "--no-binary", ":all:", "--dest", tmp, f"{package}=={version}",
-        ]  # fmt: skip
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-        files = sorted(Path(tmp).glob(f"{package}-{version}.tar.gz"))
-        if proc.returncode != 0 or not files:
-            raise SeriesError(
-                f"cannot download the {package}=={version} sdist",
-                why=(proc.stderr or proc.stdout).strip()[-2000:],
-                hint="check the package index is reachable, or pass --upstream FILE.tar.gz",
-            )
-        target = dest / files[0].name
-        files[0].replace(target)
-        return target
+    # Not pip: it runs an sdist's setup.py to read its metadata (series.sdist_download).
+    target = dest / f"{package}-{version}.tar.gz"
+    return sdist_download.download(package, version, target, timeout=unreachable.stall())
 
 
 def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Upstream) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from series.cli.rows_work import json_option
+from series.cli.rows_work import REV, URL, json_option
 from series.errors import Exit
 from series.project import Series
 from series.ui import Ui
@@ -43,12 +43,14 @@ def add_check_conflicts(p: argparse.ArgumentParser) -> None:
     p.epilog = CHECK_CONFLICTS_EPILOG
     p.add_argument(
         "--onto",
+        type=REV,
         metavar="REV",
         help="also replay the series onto this upstream revision (a ref or commit; "
         "'sdist:VERSION' for a PyPI sdist)",
     )
     p.add_argument(
         "--upstream",
+        type=URL,
         metavar="URL|PATH",
         help="where --onto REV lives (default: the cache, then upstream.repository); "
         "an sdist .tar.gz with --onto sdist:VERSION",

@@ -6,11 +6,13 @@ calls its command module (imported there, so a command pays only for its own imp
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from series.errors import Exit
 from series.project import Series
 from series.ui import Ui
+from series.untrusted import path_hint, revision_problem, url_problem
 
 
 def dir_option(p: argparse.ArgumentParser) -> None:
@@ -20,6 +22,24 @@ def dir_option(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="the checkout (default: [series].checkout in series.toml, 'work')",
     )
+
+
+def _checked(problem: Callable[[str], str | None], hint: bool) -> Callable[[str], str]:
+    """An argparse type: the value as is, or a usage error (exit 2) naming the option."""
+
+    def check(value: str) -> str:
+        found = problem(value)
+        if found:
+            more = path_hint(value) if hint else "name a branch, tag or commit"
+            raise argparse.ArgumentTypeError(f"{found}; {more}")
+        return value
+
+    return check
+
+
+# --upstream URL|PATH, --push REMOTE, --onto REV, --since REV (series.untrusted).
+URL = _checked(url_problem, hint=True)
+REV = _checked(revision_problem, hint=False)
 
 
 def add_apply(p: argparse.ArgumentParser) -> None:
@@ -33,6 +53,7 @@ def add_apply(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--upstream",
+        type=URL,
         metavar="URL|PATH",
         help="fetch upstream from this URL, mirror or clone (or use this sdist .tar.gz)",
     )
@@ -117,6 +138,7 @@ def add_branches(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="list what would change; change nothing")
     p.add_argument(
         "--push",
+        type=URL,
         metavar="REMOTE",
         help="push the branches too, each leased against what REMOTE had",
     )
@@ -147,9 +169,14 @@ def add_rebase(p: argparse.ArgumentParser) -> None:
         "4 refused (work would be lost, or the checkout or target moved). Manual: docs/rebase.md."
     )
     dir_option(p)
-    p.add_argument("--onto", metavar="REV", help="the upstream branch, tag or commit to move to")
     p.add_argument(
-        "--upstream", metavar="URL|PATH", help="where REV lives (a clone, a mirror or a URL)"
+        "--onto", type=REV, metavar="REV", help="the upstream branch, tag or commit to move to"
+    )
+    p.add_argument(
+        "--upstream",
+        type=URL,
+        metavar="URL|PATH",
+        help="where REV lives (a clone, a mirror or a URL)",
     )
     p.add_argument(
         "--drop-merged",
@@ -194,6 +221,7 @@ def add_range_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", nargs="?", metavar="ID", help="only this patch (default: all)")
     p.add_argument(
         "--since",
+        type=REV,
         metavar="REV",
         help="the old version: this commit of the project repository (default: docs/range-diff.md)",
     )

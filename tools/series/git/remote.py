@@ -13,6 +13,12 @@ fetch the objects the clone lacks from its promisor remote
 told, as a repository it serves may not be trusted; here the clone is the
 user's, named by them). When that fails, :class:`PartialCloneUnreachable`
 says so instead of git's "repository corruption on the remote side".
+
+A URL, path or remote name, and the refspecs and patterns after it, come
+after ``--`` in every argv here: they come from series.toml and from the
+command line, and one that starts with ``-`` (``--upload-pack=CMD``) must
+never be read as an option (series refuses those before git is reached;
+this holds even where that check is bypassed).
 """
 
 from __future__ import annotations
@@ -121,7 +127,7 @@ def _reason(err: str) -> str:
 class RemoteMixin(Runner):
     def remote_heads(self, remote: str) -> dict[str, str]:
         """refs/heads/* -> commit on ``remote`` (a remote name, URL or path)."""
-        status, out, err = self.git_status("ls-remote", "--heads", remote)
+        status, out, err = self.git_status("ls-remote", "--heads", "--", remote)
         if status != 0:
             raise RemoteUnreachable(
                 f"cannot read the branches of remote {remote!r}",
@@ -142,7 +148,7 @@ class RemoteMixin(Runner):
             return PushResult(True, (), "")
         argv = ["push", "--atomic", "--porcelain"]
         argv += [f"--force-with-lease={u.ref}:{u.expect or ''}" for u in updates]
-        argv.append(remote)
+        argv += ["--", remote]
         argv += [f"{u.new or ''}:{u.ref}" for u in updates]
         status, out, err = execute(self.path, argv)
         assert isinstance(out, str)
@@ -159,7 +165,7 @@ class RemoteMixin(Runner):
 
         The caller then keeps them under a ref of its own, in a transaction.
         """
-        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, *refs]
+        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, *refs]
         status, _, err = execute(self.path, argv)
         return status == 0, err
 
@@ -177,7 +183,7 @@ class RemoteMixin(Runner):
         unnamed = [c for c in missing if c not in named]
         if unnamed:
             raise InternalError(f"{unnamed[0][:12]} has no ref in {source.path}")
-        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(source.path)]
+        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", str(source.path)]
         status, _, err = execute(self.path, [*argv, *(named[c] for c in missing)])
         if status != 0:
             raise InternalError(f"cannot copy {len(missing)} commit(s) from {source.path}", why=err)
@@ -218,20 +224,20 @@ class RemoteMixin(Runner):
         argv += [f"--deepen={deepen}"] if deepen else []
         promisor = self._promisor(source)
         lazy = {"GIT_NO_LAZY_FETCH": "0"} if promisor else {}
-        status, _, err = _bounded(self.path, [*argv, source, *refspecs], stall, lazy)
+        status, _, err = _bounded(self.path, [*argv, "--", source, *refspecs], stall, lazy)
         if status != 0 and promisor is not None and _LAZY_FAILED.search(err):
             raise PartialCloneUnreachable(source, promisor, refspecs, err)
         return status, err
 
     def reachable(self, source: str, *, stall: int | None = None) -> tuple[bool, str]:
         """Whether ``source`` answers as a git repository: (ok, git's stderr)."""
-        argv = ["ls-remote", "--heads", source]
+        argv = ["ls-remote", "--heads", "--", source]
         status, _, err = _bounded(self.path, argv, stall)
         return status == 0, err
 
     def remote_rev(self, source: str, rev: str, *, stall: int | None = None) -> str | None:
         """The commit ``rev`` names in ``source`` (``ls-remote``, bounded), or None."""
-        status, out, _ = _bounded(self.path, ["ls-remote", source, rev], stall)
+        status, out, _ = _bounded(self.path, ["ls-remote", "--", source, rev], stall)
         if status != 0:
             return None
         found: dict[str, str] = {}

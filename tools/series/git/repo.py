@@ -48,7 +48,7 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
     @classmethod
     def init(cls, path: Path, *, bare: bool = False) -> Repo:
         path.mkdir(parents=True, exist_ok=True)
-        run(path, ["init", "-q", *(["--bare"] if bare else []), str(path)])
+        run(path, ["init", "-q", *(["--bare"] if bare else []), "--", str(path)])
         return cls(path)
 
     @classmethod
@@ -61,7 +61,7 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
         path.parent.mkdir(parents=True, exist_ok=True)
         run(
             path.parent,
-            ["clone", "--quiet", "--local", "--no-checkout", str(source.path), str(path)],
+            ["clone", "--quiet", "--local", "--no-checkout", "--", str(source.path), str(path)],
         )
         repo = cls(path)
         repo.git("remote", "remove", "origin")
@@ -110,7 +110,7 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
 
     def blob(self, rev: str, path: str) -> bytes:
         """The content of ``path`` in ``rev``."""
-        return self.git_bytes("cat-file", "blob", f"{rev}:{path}")
+        return self.git_bytes("cat-file", "blob", "--end-of-options", f"{rev}:{path}")
 
     def read_blob(self, oid: str) -> bytes:
         """The content of the blob ``oid`` (asked of the long-lived ``cat-file``)."""
@@ -120,14 +120,14 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
     def top_level(self, rev: str) -> list[tuple[str, str]]:
         """(kind, name) of the entries at the root of ``rev``'s tree."""
         entries = []
-        for entry in self.git("ls-tree", "-z", rev).split("\0"):
+        for entry in self.git("ls-tree", "-z", "--end-of-options", rev).split("\0"):
             if entry:
                 entries.append((entry.split(" ")[1], entry.split("\t", 1)[1]))
         return entries
 
     def tree_files(self, rev: str) -> dict[str, str]:
         """path -> blob id of every file in ``rev`` (recursively)."""
-        out = self.git("ls-tree", "-r", "-z", "--full-tree", rev)
+        out = self.git("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev)
         files = {}
         for entry in out.split("\0"):
             if entry:

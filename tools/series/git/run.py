@@ -9,6 +9,25 @@ Commands that *produce content* (patch files, imported trees, applied
 commits) run with the user's and the system's git configuration switched
 off (``HERMETIC``), so the same inputs give the same bytes and the same
 commit ids on every machine.
+
+Every git process runs in the repository ``cwd`` names and nowhere else,
+and reaches other repositories only by the transports ``ALLOWED_PROTOCOLS``
+lists (docs/hardening.md, "Command execution and hostile URLs"):
+
+* The variables that locate or configure a repository for one git process
+  (``INHERITED``: ``GIT_DIR``, ``GIT_INDEX_FILE``, ``GIT_CONFIG_PARAMETERS``
+  ...) are dropped from series' own environment before git starts. A git
+  hook (the pre-push hook runs series) or a ``git -c ...`` alias passes
+  them down, and they would point series' git calls at the repository
+  being pushed, or configure its cache. GitPython builds a child's
+  environment from ``os.environ`` and can add to it, not remove from it,
+  so they are removed there; git drops the same list itself when it
+  works in another repository (``git rev-parse --local-env-vars``).
+* ``GIT_ALLOW_PROTOCOL`` limits fetch, ls-remote and push to ``file``
+  (local paths), ``git``, ``http(s)`` and ``ssh``: no ``ext::`` command
+  and no other remote helper, whatever ``protocol.*.allow`` the user's or
+  a repository's configuration says (the variable wins over them). A
+  user who needs a remote helper sets ``GIT_ALLOW_PROTOCOL`` themselves.
 """
 
 from __future__ import annotations
@@ -32,6 +51,33 @@ log = logging.getLogger("series.git")
 # Switches off ~/.gitconfig and /etc/gitconfig for content-producing commands.
 HERMETIC = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 ZERO = "0" * 40
+
+# git's own list (git rev-parse --local-env-vars, 2.39), the namespace, the
+# quarantine of a receive hook; GIT_CONFIG_KEY_n/VALUE_n go with GIT_CONFIG_COUNT.
+INHERITED = frozenset(
+    {
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR",
+        "GIT_CONFIG",
+        "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_DIR",
+        "GIT_GRAFT_FILE",
+        "GIT_IMPLICIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_INTERNAL_SUPER_PREFIX",
+        "GIT_NAMESPACE",
+        "GIT_NO_REPLACE_OBJECTS",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_PREFIX",
+        "GIT_QUARANTINE_PATH",
+        "GIT_REPLACE_REF_BASE",
+        "GIT_SHALLOW_FILE",
+        "GIT_WORK_TREE",
+    }
+)
+_CONFIG_PAIRS = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
+ALLOWED_PROTOCOLS = "file:git:http:https:ssh"
 
 
 class GitFailed(InternalError):
@@ -84,7 +130,7 @@ def execute(
     """
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
     _fault_point()
-    cmd = _Cmd(str(cwd))
+    cmd = _command(cwd)
     stream = stdin.open("rb") if stdin is not None else None
     try:
         status, out, err = cmd.execute(
@@ -92,7 +138,7 @@ def execute(
             istream=stream,
             with_extended_output=True,
             with_exceptions=False,
-            env=dict(env or {}),
+            env=_environment(env),
             stdout_as_string=not raw,
             strip_newline_in_stdout=False,
             kill_after_timeout=timeout,
@@ -105,6 +151,19 @@ def execute(
         out or b"" if raw else out or "",
         err if isinstance(err, str) else err.decode(),
     )
+
+
+def _command(cwd: Path) -> _Cmd:
+    """GitPython's runner for ``cwd``, with the inherited repository variables gone."""
+    for key in [k for k in os.environ if k in INHERITED or k.startswith(_CONFIG_PAIRS)]:
+        del os.environ[key]
+    return _Cmd(str(cwd))
+
+
+def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
+    """What a git process gets on top of series' environment: the transports, then ``extra``."""
+    allowed = os.environ.get("GIT_ALLOW_PROTOCOL") or ALLOWED_PROTOCOLS
+    return {"GIT_ALLOW_PROTOCOL": allowed, **(extra or {})}
 
 
 _calls = 0
@@ -203,14 +262,15 @@ class Runner:
         log.debug("lookup %s (git cat-file --batch-check, one process)  (in %s)", name, self.path)
         cmd = self.__dict__.get("_batch")
         if cmd is None:
-            cmd = self.__dict__["_batch"] = _Cmd(str(self.path))
+            cmd = self.__dict__["_batch"] = _command(self.path)
         try:
             sha, kind, _ = cmd.get_object_header(name)
         except ValueError:
             return None  # missing or ambiguous
         except Exception:  # the process could not start, or died: ask git directly
             self.__dict__.pop("_batch", None)
-            status, out, _ = execute(self.path, ["rev-parse", "-q", "--verify", name])
+            argv = ["rev-parse", "-q", "--verify", "--end-of-options", name]
+            status, out, _ = execute(self.path, argv)
             if status != 0 or not isinstance(out, str):
                 return None
             status, kind_out, _ = execute(self.path, ["cat-file", "-t", out.strip()])
@@ -226,7 +286,7 @@ class Runner:
         log.debug("read %s (git cat-file --batch, one process)  (in %s)", oid, self.path)
         cmd = self.__dict__.get("_batch")
         if cmd is None:
-            cmd = self.__dict__["_batch"] = _Cmd(str(self.path))
+            cmd = self.__dict__["_batch"] = _command(self.path)
         try:
             _, got, _, data = cmd.get_object_data(oid)
         except Exception:  # missing, or the process died: let the caller ask git itself

@@ -53,7 +53,8 @@ class WorktreeMixin(Runner):
     def worktree_add(self, path: Path, commit: str) -> None:
         """A new detached linked work tree of this repository at ``path``."""
         self.git("worktree", "prune")
-        self.git("worktree", "add", "--detach", "--force", str(path), commit, env=HERMETIC)
+        argv = ["worktree", "add", "--detach", "--force", "--", str(path), commit]
+        self.git(*argv, env=HERMETIC)
 
     def is_linked_worktree(self) -> bool:
         found = self.git_status("rev-parse", "-q", "--verify", "HEAD^{commit}")[0] == 0
