@@ -20,7 +20,7 @@ from rich.table import Table
 
 from series.checkout import Checkout, finish_interrupted_move
 from series.errors import ConflictError, InternalError, RefusedError, UsageError
-from series.files import write_atomic
+from series.files import remove, write_atomic
 from series.manifest import Dropped
 from series.manifest_write import PatchUpdate, write_patches, write_pin
 from series.stack import rebase_state as rstate
@@ -56,11 +56,11 @@ def finish(ctx: Context) -> None:
     ]
     text = write_patches(series.manifest, updates, text=text)
     for s in kept:
-        _write(series.root / old[s.id]["file"], data[s.id])
+        _write(series.root, series.root / old[s.id]["file"], data[s.id])
     for d in dropped:
         if d.file:
-            (series.root / d.file).unlink(missing_ok=True)
-    _write(series.manifest.path, text.encode("utf-8"))
+            remove(series.root / d.file, within=series.root)
+    _write(series.root, series.manifest.path, text.encode("utf-8"))
     # The new pin, in the cache: `series apply` needs no network for it now.
     status, err = series.cache.fetch(
         str(ctx.checkout.path), [f"+{rstate.ONTO_REF}:refs/series/git/{st.onto}"]
@@ -101,9 +101,9 @@ def _dropped(st: rstate.RebaseState, old: dict[str, Any]) -> list[Dropped]:
     ]
 
 
-def _write(path: Path, data: bytes) -> None:
+def _write(root: Path, path: Path, data: bytes) -> None:
     if not path.is_file() or path.read_bytes() != data:
-        write_atomic(path, data)
+        write_atomic(path, data, within=root)
 
 
 def _subject(ctx: Context, commit: str) -> str:
