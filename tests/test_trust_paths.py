@@ -8,13 +8,19 @@ import shutil
 from pathlib import Path
 
 from helpers import (
+    UPSTREAM_FILES,
+    PatchSpec,
     Project,
     git,
+    make_patches,
     make_project,
+    make_upstream,
+    manifest_text,
     replace_line,
 )
-from rebase_helpers import moving_project
+from rebase_helpers import commit_upstream, moving_project
 from series.errors import Exit
+from series.stack.resolution_check import leftovers, markers, parse_error
 
 TRACEBACK = "Traceback"
 
@@ -159,3 +165,107 @@ def test_a_patch_file_that_is_a_link_inside_the_project_is_not_replaced(tmp_path
     assert code == Exit.BAD_INPUT, err
     assert "perf-P2.patch" in err and "is a symlink" in err and TRACEBACK not in err
     assert patch.is_symlink() and real.read_bytes() == before
+
+
+# -- B. half-resolved conflicts ------------------------------------------------------------
+
+
+def _stopped(tmp_path: Path) -> tuple[Project, dict[str, bytes], bytes, str]:
+    project = moving_project(tmp_path, conflict=True)
+    assert rebase(project)[0] == 3
+    text = (project.work / "pkg" / "core.py").read_text()
+    return project, project.patch_bytes(), (project.root / "series.toml").read_bytes(), text
+
+
+def _continue_refused(project: Project, patches: dict[str, bytes], toml: bytes) -> str:
+    git(project.work, "add", "pkg/core.py")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == Exit.CONFLICT, err
+    assert "pkg/core.py" in err and "--continue" in err and "--abort" in err
+    assert TRACEBACK not in err
+    assert_nothing_taken(project, patches, toml)
+    return err
+
+
+def test_only_the_opening_marker_removed_is_refused(tmp_path: Path) -> None:
+    project, patches, toml, text = _stopped(tmp_path)
+    lines = text.splitlines(keepends=True)
+    (project.work / "pkg" / "core.py").write_text(
+        "".join(line for line in lines if not line.startswith("<<<<<<<"))
+    )
+    err = _continue_refused(project, patches, toml)
+    line = [line.rstrip() for line in lines if not line.startswith("<<<<<<<")].index("=======")
+    assert f"pkg/core.py:{line + 1}" in err and "=======" in err
+
+
+def test_only_the_closing_marker_left_is_refused(tmp_path: Path) -> None:
+    project, patches, toml, text = _stopped(tmp_path)
+    kept = [x for x in text.splitlines(keepends=True) if not x.startswith(("<<<<<<<", "======="))]
+    (project.work / "pkg" / "core.py").write_text("".join(kept))
+    err = _continue_refused(project, patches, toml)
+    assert ">>>>>>> P1" in err
+
+
+def test_a_diff3_base_section_left_is_refused(tmp_path: Path) -> None:
+    project, patches, toml, text = _stopped(tmp_path)
+    start, end = text.index("<<<<<<<"), text.index(">>>>>>> P1\n") + len(">>>>>>> P1\n")
+    left = "    return 1001\n||||||| old base\n    return 1\n"
+    (project.work / "pkg" / "core.py").write_text(text[:start] + left + text[end:])
+    err = _continue_refused(project, patches, toml)
+    assert "||||||| old base" in err
+
+
+def test_a_python_syntax_error_made_by_the_resolution_is_refused(tmp_path: Path) -> None:
+    project, patches, toml, text = _stopped(tmp_path)
+    start, end = text.index("<<<<<<<"), text.index(">>>>>>> P1\n") + len(">>>>>>> P1\n")
+    (project.work / "pkg" / "core.py").write_text(text[:start] + "    return (1001\n" + text[end:])
+    err = _continue_refused(project, patches, toml)
+    assert "does not parse" in err or "syntax" in err
+
+
+def _markdown_project(tmp: Path) -> Project:
+    """P1 edits a README whose heading is underlined with exactly 7 '='; upstream too."""
+    readme = "Title\n=======\n\nIntro line.\n\nEnd.\n"
+    up = tmp / "upstream"
+    commit = make_upstream(up, {**UPSTREAM_FILES, "README.md": readme})
+    specs = [PatchSpec("P1", "docs: intro", {"README.md": ("Intro line.\n", "Intro patched.\n")})]
+    root = tmp / "project"
+    make_patches(up, tmp / "author", specs, root / "patches")
+    (root / "series.toml").write_text(manifest_text(str(up), commit, specs))
+    commit_upstream(up, "README.md", "Intro line.\n", "Intro upstream.\n", "docs: upstream intro")
+    project = Project(root, up, commit)
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    return project
+
+
+def test_a_heading_underline_in_both_sides_is_not_a_marker(tmp_path: Path) -> None:
+    project = _markdown_project(tmp_path)
+    assert rebase(project)[0] == 3
+    readme = project.work / "README.md"
+    text = readme.read_text()
+    assert text.count("=======\n") == 2  # the heading's and the conflict's
+    # Half resolved (the heading stays, the conflict's separator too): refused.
+    start = text.index("<<<<<<<")
+    readme.write_text(text[:start] + "Intro upstream.\n=======\nIntro patched.\n\nEnd.\n")
+    git(project.work, "add", "README.md")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == Exit.CONFLICT and "README.md:5" in err, err
+    # Resolved: the heading's own underline is no marker.
+    readme.write_text("Title\n=======\n\nIntro from both.\n\nEnd.\n")
+    git(project.work, "add", "README.md")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    assert b"Intro from both." in project.patch_bytes()["perf-P1.patch"]
+
+
+def test_what_looks_like_a_marker_and_what_parses() -> None:
+    text = b"a\n<<<<<<< x\n=======\r\n========\n|||||||\n>>>>>>>\t\n>>>>>>>> y\n<<<<<<<x\n"
+    assert [n for n, _ in markers(text)] == [2, 3, 5, 6]
+    assert markers(b"\0=======\n") == []  # binary: git writes no markers there
+    side = b"Title\n=======\n\nmore\n"
+    assert leftovers(b"Title\n=======\n\nmore\n=======\n", [side]) == [(5, "=======")]
+    assert parse_error("a.toml", b"x = [1,\n", [b"x = 1\n"]).startswith("a.toml: does not parse")
+    assert parse_error("a.json", b'{"x": }', [b'{"x": 1}']).startswith("a.json:1: does not parse")
+    assert parse_error("a.toml", b"x = [1,\n", [b"x = \n"]) == ""  # it did not parse before
+    assert parse_error("a.txt", b"(", [b""]) == ""

@@ -24,7 +24,7 @@ from series.files import remove, write_atomic
 from series.manifest import Dropped
 from series.manifest_write import PatchUpdate, write_patches, write_pin
 from series.stack import rebase_state as rstate
-from series.stack import resolutions
+from series.stack import resolution_check, resolutions
 from series.stack.rangediff import classify_diffs
 from series.stack.rebase import Context, conflict_error, replay, resume_target, write_conflict
 from series.stack.snapshot import restore_project, saved_files
@@ -266,6 +266,7 @@ def _resolved_tree(ctx: Context, s: rstate.Stop, sid: str) -> str:
             f"nothing of {sid} is left after the resolution",
             hint="`series rebase --skip` drops it with a record; or stage its changes",
         )
+    resolution_check.check(repo, resolved, s.stages, patch_id=sid, where=where)
     return resolved
 
 
