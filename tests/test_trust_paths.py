@@ -19,7 +19,8 @@ from helpers import (
     replace_line,
 )
 from rebase_helpers import commit_upstream, moving_project
-from series.errors import Exit
+from series.errors import Exit, SeriesError
+from series.files import confined
 from series.stack.resolution_check import leftovers, markers, parse_error
 
 TRACEBACK = "Traceback"
@@ -165,6 +166,35 @@ def test_a_patch_file_that_is_a_link_inside_the_project_is_not_replaced(tmp_path
     assert code == Exit.BAD_INPUT, err
     assert "perf-P2.patch" in err and "is a symlink" in err and TRACEBACK not in err
     assert patch.is_symlink() and real.read_bytes() == before
+
+
+def test_confined_follows_links_only_inside(tmp_path: Path) -> None:
+    root, out = tmp_path / "project", tmp_path / "out"
+    (root / "dir").mkdir(parents=True)
+    out.mkdir()
+    (root / "dir" / "file").write_text("x")
+    (root / "in").symlink_to("dir")
+    (root / "away").symlink_to(out)
+    (root / "dir" / "link").symlink_to("file")
+    (root / "loop").symlink_to("loop")
+    assert confined(root, root / "dir" / "new") == root / "dir" / "new"
+    assert confined(root, root / "in" / "new") == root / "in" / "new"  # a link inside: followed
+    assert confined(root, root / "dir" / "link", reading=True) == root / "dir" / "link"
+    refused = [
+        (root / "away" / "new", False),  # a directory link out
+        (root / "away" / "new", True),
+        (root / "dir" / "link", False),  # the file itself a link: not replaced
+        (root / "away" / ".." / "x", False),  # '..' through a link out
+        (root / ".." / "x", False),
+        (root / "loop" / "x", True),
+    ]
+    for path, reading in refused:
+        try:
+            confined(root, path, reading=reading)
+        except SeriesError as exc:
+            assert exc.exit_code == Exit.BAD_INPUT
+        else:
+            raise AssertionError(f"{path} was not refused")
 
 
 # -- B. half-resolved conflicts ------------------------------------------------------------

@@ -41,6 +41,9 @@ def confined(root: Path, path: Path, *, reading: bool = False) -> Path:
         base = real_root  # a path built from the resolved root
     if not full.is_relative_to(base):
         raise _outside(base, full, f"{full} is not below the project {base}", reading)
+    if ".." in Path(path).parts and not _real(Path(path)).is_relative_to(real_root):
+        # "link/../x" is lexically inside, but the system goes through the link
+        raise _outside(base, full, f"{path} goes through '..' to {_real(Path(path))}", reading)
     parts = full.relative_to(base).parts
     current = base
     for n, part in enumerate(parts, 1):
@@ -49,7 +52,7 @@ def confined(root: Path, path: Path, *, reading: bool = False) -> Path:
             if not current.exists():
                 break  # nothing below a missing directory can be a link yet
             continue
-        target = current.resolve()
+        target = _real(current)
         rel = current.relative_to(base).as_posix()
         if not target.is_relative_to(real_root):
             raise _outside(
@@ -70,6 +73,14 @@ def confined(root: Path, path: Path, *, reading: bool = False) -> Path:
                 exit_code=Exit.BAD_INPUT,
             )
     return path
+
+
+def _real(path: Path) -> Path:
+    """``path`` with every symlink followed; a loop counts as leading nowhere inside."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        return Path("/") / "(a symlink loop)"
 
 
 def _outside(base: Path, full: Path, why: str, reading: bool, hint: str = "") -> SeriesError:

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from series.checkout import Checkout, finish_interrupted_move
 from series.errors import ConflictError, InternalError, RefusedError, UsageError
-from series.files import remove, write_atomic
+from series.files import confined, remove, write_atomic
 from series.manifest import Dropped
 from series.manifest_write import PatchUpdate, write_patches, write_pin
 from series.stack import rebase_state as rstate
@@ -55,6 +55,8 @@ def finish(ctx: Context) -> None:
         for s in kept
     ]
     text = write_patches(series.manifest, updates, text=text)
+    for path in [series.manifest.path, *(series.root / old[s.id]["file"] for s in kept)]:
+        confined(series.root, path)  # all checked before any is written
     for s in kept:
         _write(series.root, series.root / old[s.id]["file"], data[s.id])
     for d in dropped:

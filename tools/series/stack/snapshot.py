@@ -43,10 +43,12 @@ def restore_project(repo: Repo, root: Path, saved: str, written: list[Path]) -> 
     touched, so it can run again after an interruption.
     """
     files = saved_files(repo, saved)
+    for path in [root / rel for rel in files] + written:
+        confined(root, path)  # all checked before any is written
     changed = 0
     for rel, data in files.items():
         path = root / rel
-        if not confined(root, path).is_file() or path.read_bytes() != data:
+        if not path.is_file() or path.read_bytes() != data:
             write_atomic(path, data, within=root)
             changed += 1
     for path in written:
