@@ -1,9 +1,21 @@
-"""Writing the project's files: atomically, so a reader sees the old file or the new one.
+"""Writing the project's files: atomically, and only inside the project.
 
-Every write to patches/, series.toml, caches and state goes through
-:func:`write_atomic`: a temporary file in the same directory, flushed to
-disk, then renamed into place. A failure (a full disk, a kill) leaves the
-old file whole.
+Every write to patches/, series.toml, resolutions/, .series/, caches and
+state goes through :func:`write_atomic`: a temporary file in the same
+directory, flushed to disk, then renamed into place. A failure (a full
+disk, a kill) leaves the old file whole.
+
+Every write and delete names the directory it must stay in (``within``:
+the project root; ``None`` only for the per-user cache, which no commit
+reaches). :func:`confined` checks the path first: below that root, and no
+component between the root and the file a symlink that leads out of it
+(a commit can add such a link, e.g. ``resolutions/P1 -> ~/.ssh``). A
+symlink that stays inside the project is followed for directories (a
+project may keep patches/ as a link to a subdirectory); the file itself
+must not be a link when series writes or deletes it, since replacing it
+would replace the link, not the file it names. Reading follows links that
+stay inside and refuses the rest, so nothing outside is imported into a
+commit either.
 """
 
 from __future__ import annotations
@@ -13,9 +25,94 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from series.errors import Exit, SeriesError
 
-def write_atomic(path: Path, data: bytes | str, *, durable: bool = True) -> None:
-    """Write ``data`` beside ``path``, flush it (``durable``: fsync), rename it into place."""
+
+def confined(root: Path, path: Path, *, reading: bool = False) -> Path:
+    """``path`` checked to stay in ``root`` (see the module docstring); returns it.
+
+    Raises a SeriesError (exit 2: hostile or broken project content) that
+    names the path and the symlink.
+    """
+    base = Path(os.path.abspath(root))
+    real_root = base.resolve()
+    full = Path(os.path.abspath(path))
+    if not full.is_relative_to(base) and full.is_relative_to(real_root):
+        base = real_root  # a path built from the resolved root
+    if not full.is_relative_to(base):
+        raise _outside(base, full, f"{full} is not below the project {base}", reading)
+    if ".." in Path(path).parts and not _real(Path(path)).is_relative_to(real_root):
+        # "link/../x" is lexically inside, but the system goes through the link
+        raise _outside(base, full, f"{path} goes through '..' to {_real(Path(path))}", reading)
+    parts = full.relative_to(base).parts
+    current = base
+    for n, part in enumerate(parts, 1):
+        current = current / part
+        if not current.is_symlink():
+            if not current.exists():
+                break  # nothing below a missing directory can be a link yet
+            continue
+        target = _real(current)
+        rel = current.relative_to(base).as_posix()
+        if not target.is_relative_to(real_root):
+            raise _outside(
+                base,
+                full,
+                f"{rel} is a symlink to {target}, outside the project",
+                reading,
+                hint=f"remove the symlink {current} (it points outside the project; a commit "
+                "may have added it), then run the command again",
+            )
+        if n == len(parts) and not reading:
+            raise SeriesError(
+                f"refusing to replace {rel}: it is a symlink (to {target})",
+                why="series writes and deletes the files it owns in place; replacing a "
+                "link would replace the link, not the file it names",
+                hint=f"put the file itself at {current} instead of the link, then run the "
+                "command again",
+                exit_code=Exit.BAD_INPUT,
+            )
+    return path
+
+
+def _real(path: Path) -> Path:
+    """``path`` with every symlink followed; a loop counts as leading nowhere inside."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        return Path("/") / "(a symlink loop)"
+
+
+def _outside(base: Path, full: Path, why: str, reading: bool, hint: str = "") -> SeriesError:
+    what = "read" if reading else "write"
+    shown = full.relative_to(base).as_posix() if full.is_relative_to(base) else str(full)
+    return SeriesError(
+        f"refusing to {what} {shown}: it leads outside the project",
+        why=f"{why}\nseries reads and writes only inside the project ({base})",
+        hint=hint or "fix the path (or the file naming it) so it stays inside the project",
+        exit_code=Exit.BAD_INPUT,
+    )
+
+
+def remove(path: Path, *, within: Path) -> bool:
+    """Delete the file ``path`` (confined to ``within``) if it exists; was there one?"""
+    confined(within, path)
+    if not path.is_file():
+        return False
+    path.unlink()
+    return True
+
+
+def write_atomic(
+    path: Path, data: bytes | str, *, within: Path | None, durable: bool = True
+) -> None:
+    """Write ``data`` beside ``path``, flush it (``durable``: fsync), rename it into place.
+
+    ``within`` is the project root the path must stay in (:func:`confined`),
+    or ``None`` for a file of the per-user cache.
+    """
+    if within is not None:
+        confined(within, path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -33,7 +130,7 @@ def write_atomic(path: Path, data: bytes | str, *, durable: bool = True) -> None
         raise
 
 
-def replace_all(changes: dict[Path, bytes | None]) -> list[Path]:
+def replace_all(changes: dict[Path, bytes | None], *, within: Path) -> list[Path]:
     """Write (or, for ``None``, delete) several files, all or nothing on a write error.
 
     Every new content is first written and flushed to a temporary file beside
@@ -42,7 +139,10 @@ def replace_all(changes: dict[Path, bytes | None]) -> list[Path]:
     read-only directory therefore fails before any file changed: the temporary
     files are removed and the error is raised. Returns the paths changed, in
     order; a kill during the renames leaves each file old or new, never half.
+    Every path is first checked to stay in ``within`` (:func:`confined`).
     """
+    for path in changes:
+        confined(within, path)
     staged: list[tuple[Path, str]] = []
     try:
         for path, data in changes.items():

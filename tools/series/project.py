@@ -29,6 +29,7 @@ from pathlib import Path
 from series import upstream
 from series.checkout import Checkout
 from series.errors import SeriesError
+from series.files import confined
 from series.git import FileStat, MailInfo, Repo, patch_stat, read_mail
 from series.locks import exclusive, holder
 from series.manifest import Manifest, Patch, load
@@ -108,7 +109,9 @@ class Series:
         root = find_root(Path.cwd()) if root is None else root.resolve()
         with ExitStack() as stack:
             if (root / "series.toml").is_file():  # else load() says so, creating nothing
-                _lock(stack, root / LOCK, writes=writes, command=command, say=say)
+                # .series/ linked out of the project must not get the lock file
+                lock = confined(root, root / LOCK, reading=not writes)
+                _lock(stack, lock, writes=writes, command=command, say=say)
             yield cls.load(root, missing_ok=missing_ok)
 
     # -- the prologue every command shares ------------------------------------

@@ -59,7 +59,7 @@ def remember(cache_dir: Path, url: str, error: str) -> int:
     seconds = ttl()
     if seconds:
         data = {"url": url, "when": time.time(), "error": error}
-        write_atomic(_stamp(cache_dir, url), json.dumps(data) + "\n", durable=False)
+        write_atomic(_stamp(cache_dir, url), json.dumps(data) + "\n", within=None, durable=False)
     return seconds
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from series.errors import Exit, UsageError
+from series.files import confined
 from series.project import Series
 from series.runs.bench import (
     WORKLOADS,
@@ -60,11 +61,12 @@ def run(
     cache = series.cache_dir / "bench"
     if profile is not None:
         return _profile(ui, [arms.states[0], arms.states[-1]], profile, cache, device, as_json)
+    # The default chart goes into the project's .series/: not through a link out of it.
+    target = chart or confined(series.root, series.root / ".series" / "bench" / "bench.png")
     report = run_bench(
         arms.arms, workloads or None, cache_dir=cache, pairs=arms.pairs, rounds=rounds,
         quick=quick, progress=ui.status,
     )  # fmt: skip
-    target = chart or series.root / ".series" / "bench" / "bench.png"
     write_chart(report, target)
     if as_json:
         ui.json({**report_json(report), "chart": str(target), "skipped": arms.skipped})

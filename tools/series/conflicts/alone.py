@@ -47,7 +47,7 @@ def remember(series: Series, pin: str, matrix: dict[str, Any] | None) -> None:
         patch = by_id.get(row["id"])
         if patch is not None and series.patch_path(patch).is_file():
             data[_key(series, patch)] = {"applies": row["applies"], "pin": pin, "when": when}
-    write_atomic(path, json.dumps(data, indent=1) + "\n", durable=False)
+    write_atomic(path, json.dumps(data, indent=1) + "\n", within=None, durable=False)
 
 
 def recall(series: Series, patch: Patch) -> dict[str, Any] | None:

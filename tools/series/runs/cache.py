@@ -101,7 +101,8 @@ class ResultCache:
         return data
 
     def put(self, key: str, data: dict[str, Any]) -> None:
-        write_atomic(self.results / f"{key}.json", json.dumps(data, indent=1) + "\n", durable=False)
+        text = json.dumps(data, indent=1) + "\n"
+        write_atomic(self.results / f"{key}.json", text, within=None, durable=False)
 
     def path(self, key: str) -> Path:
         return self.results / f"{key}.json"
@@ -121,4 +122,5 @@ class ResultCache:
         self, selection: tuple[str, ...], fingerprint_id: str, seconds: float
     ) -> None:
         path = self.durations / f"{digest([list(selection), fingerprint_id])[:32]}.json"
-        write_atomic(path, json.dumps({"seconds": round(seconds, 3)}) + "\n", durable=False)
+        text = json.dumps({"seconds": round(seconds, 3)}) + "\n"
+        write_atomic(path, text, within=None, durable=False)

@@ -112,7 +112,8 @@ def split(
     if kept is not None:
         return kept
     shards, by = assign(patch_costs, shard.count)
-    write_atomic(path, json.dumps({"shards": shards, "balanced_by": by}) + "\n", durable=False)
+    data = json.dumps({"shards": shards, "balanced_by": by}) + "\n"
+    write_atomic(path, data, within=None, durable=False)
     return shards, by
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from series.errors import RefusedError, SeriesError
-from series.files import replace_all, write_atomic
+from series.files import confined, remove, replace_all, write_atomic
 
 JOURNAL = Path(".series") / "export-journal.json"
 
@@ -44,15 +44,17 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
     if not changes:
         return Written([], None, [])
     for path in changes:  # staged files of an export that was killed before its renames
+        confined(root, path)
         for stale in path.parent.glob(f".{path.name}.*.tmp"):
-            stale.unlink(missing_ok=True)
+            remove(stale, within=root)
     backup = _backup_dir(root)
+    confined(root, root / JOURNAL)
     rel = {path: path.relative_to(root) for path in changes}
     created = [rel[p] for p in changes if not p.exists()]
     try:
         for path in changes:
             if path.exists():
-                target = backup / rel[path]
+                target = confined(root, backup / rel[path])
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, target)
         journal = {
@@ -61,13 +63,13 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
             "created": [str(p) for p in created],
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        write_atomic(root / JOURNAL, json.dumps(journal, indent=2) + "\n")
-        replace_all(changes)
+        write_atomic(root / JOURNAL, json.dumps(journal, indent=2) + "\n", within=root)
+        replace_all(changes, within=root)
     except OSError as exc:
         # On a read-only file system even removing a journal never written
         # fails; one that was written and stays is finished by the next export.
         with suppress(OSError):
-            (root / JOURNAL).unlink(missing_ok=True)
+            remove(root / JOURNAL, within=root)
         raise _write_failed(root, exc, backup) from None
     kept = backup.relative_to(root) if backup.exists() else None
     return Written([rel[p] for p in changes], kept, created)
@@ -90,7 +92,7 @@ def _write_failed(root: Path, exc: OSError, backup: Path) -> SeriesError:
 
 
 def finish(root: Path) -> None:
-    (root / JOURNAL).unlink(missing_ok=True)
+    remove(root / JOURNAL, within=root)
 
 
 def roll_back(root: Path, written: Written) -> None:
@@ -101,13 +103,13 @@ def roll_back(root: Path, written: Written) -> None:
             restore[root / rel] = None
         elif written.backup is not None:
             restore[root / rel] = (root / written.backup / rel).read_bytes()
-    replace_all(restore)
+    replace_all(restore, within=root)
     finish(root)
 
 
 def interrupted(root: Path) -> dict[str, Any] | None:
     """The journal of an export that was cut short, if there is one."""
-    path = root / JOURNAL
+    path = confined(root, root / JOURNAL, reading=True)
     if not path.is_file():
         return None
     try:
@@ -121,18 +123,34 @@ def undo_interrupted(root: Path, journal: dict[str, Any]) -> None:
     """Put back what an interrupted export had written, from its backup.
 
     The export that follows starts from the files as they were, so it
-    gives the same result as the run that was cut short would have.
+    gives the same result as the run that was cut short would have. The
+    journal is project content like any other (a commit can add one): the
+    files it names and its backup must stay inside the project.
     """
     backup = root / str(journal.get("backup", ""))
     created = {str(p) for p in journal.get("created", [])}
     restore: dict[Path, bytes | None] = {}
     for name in journal.get("files", []):
+        _journal_names(root, str(name))
         if name in created:
             restore[root / name] = None
-        elif (backup / name).is_file():
+        elif confined(root, backup / name, reading=True).is_file():
             restore[root / name] = (backup / name).read_bytes()
-    replace_all(restore)
+    replace_all(restore, within=root)
     finish(root)
+
+
+def _journal_names(root: Path, name: str) -> None:
+    try:
+        confined(root, root / name)
+    except SeriesError as exc:
+        raise SeriesError(
+            f"refusing to finish the interrupted export: {JOURNAL} names {name}",
+            why=f"{exc.message}\n{exc.why}",
+            hint=f"an export writes only inside the project: this journal is not one it "
+            f"wrote (a commit may have added it); remove {JOURNAL}, then run the command again",
+            exit_code=exc.exit_code,
+        ) from None
 
 
 def refuse_if_interrupted(root: Path, action: str) -> None:

@@ -114,6 +114,8 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
             hint=f"git -C {checkout.path} switch {checkout.branch}",
         )
     refuse_dirty(checkout, "rebase")
+    for p in series.manifest.patches:  # resolutions/ leading out: refused before any step
+        resolutions.recorded(series.root, p.id)
     state = checkout.require()
     lost = checkout.unexported(state)
     if lost:

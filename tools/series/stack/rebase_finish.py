@@ -20,11 +20,11 @@ from rich.table import Table
 
 from series.checkout import Checkout, finish_interrupted_move
 from series.errors import ConflictError, InternalError, RefusedError, UsageError
-from series.files import write_atomic
+from series.files import confined, remove, write_atomic
 from series.manifest import Dropped
 from series.manifest_write import PatchUpdate, write_patches, write_pin
 from series.stack import rebase_state as rstate
-from series.stack import resolutions
+from series.stack import resolution_check, resolutions
 from series.stack.rangediff import classify_diffs
 from series.stack.rebase import Context, conflict_error, replay, resume_target, write_conflict
 from series.stack.snapshot import restore_project, saved_files
@@ -55,12 +55,14 @@ def finish(ctx: Context) -> None:
         for s in kept
     ]
     text = write_patches(series.manifest, updates, text=text)
+    for path in [series.manifest.path, *(series.root / old[s.id]["file"] for s in kept)]:
+        confined(series.root, path)  # all checked before any is written
     for s in kept:
-        _write(series.root / old[s.id]["file"], data[s.id])
+        _write(series.root, series.root / old[s.id]["file"], data[s.id])
     for d in dropped:
         if d.file:
-            (series.root / d.file).unlink(missing_ok=True)
-    _write(series.manifest.path, text.encode("utf-8"))
+            remove(series.root / d.file, within=series.root)
+    _write(series.root, series.manifest.path, text.encode("utf-8"))
     # The new pin, in the cache: `series apply` needs no network for it now.
     status, err = series.cache.fetch(
         str(ctx.checkout.path), [f"+{rstate.ONTO_REF}:refs/series/git/{st.onto}"]
@@ -101,9 +103,9 @@ def _dropped(st: rstate.RebaseState, old: dict[str, Any]) -> list[Dropped]:
     ]
 
 
-def _write(path: Path, data: bytes) -> None:
+def _write(root: Path, path: Path, data: bytes) -> None:
     if not path.is_file() or path.read_bytes() != data:
-        write_atomic(path, data)
+        write_atomic(path, data, within=root)
 
 
 def _subject(ctx: Context, commit: str) -> str:
@@ -266,6 +268,7 @@ def _resolved_tree(ctx: Context, s: rstate.Stop, sid: str) -> str:
             f"nothing of {sid} is left after the resolution",
             hint="`series rebase --skip` drops it with a record; or stage its changes",
         )
+    resolution_check.check(repo, resolved, s.stages, patch_id=sid, where=where)
     return resolved
 
 

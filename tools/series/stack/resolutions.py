@@ -12,6 +12,11 @@ conflict that changed (upstream moved again, the patch was edited) has
 another key, and the old resolution is not used (the rebase stops and
 says so). Markers are written with ``git merge-file`` and fixed labels,
 so they do not depend on the git version or on commit ids.
+
+resolutions/ arrives with the project's commits, so it is read and
+written only inside the project (:func:`series.files.confined`): a
+``resolutions/<id>`` that is a symlink out of it is refused, never
+written through, and a resolution outside is never replayed into a commit.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from series.files import write_atomic
+from series.files import confined, write_atomic
 from series.git import Repo, StageEntry, TreeMerge
 
 DIRECTORY = "resolutions"
@@ -67,11 +72,13 @@ def conflict_tree(repo: Repo, merge: TreeMerge, patch_id: str) -> str:
 
 
 def path_for(root: Path, patch_id: str, key: str) -> Path:
-    return root / DIRECTORY / patch_id / f"{key[:16]}.patch"
+    """Where the resolution of conflict ``key`` is kept (checked to be readable there)."""
+    return confined(root, root / DIRECTORY / patch_id / f"{key[:16]}.patch", reading=True)
 
 
 def recorded(root: Path, patch_id: str) -> list[Path]:
-    return sorted((root / DIRECTORY / patch_id).glob("*.patch"))
+    folder = confined(root, root / DIRECTORY / patch_id, reading=True)
+    return sorted(confined(root, p, reading=True) for p in folder.glob("*.patch"))
 
 
 def record(
@@ -102,9 +109,9 @@ def record(
         "",
     ]
     data = "\n".join(head).encode() + repo.diff_trees(conflicted, resolved)
-    target = path_for(root, pid, key)
+    target = confined(root, root / DIRECTORY / pid / f"{key[:16]}.patch")  # to be written
     if not target.is_file() or target.read_bytes() != data:
-        write_atomic(target, data)
+        write_atomic(target, data, within=root)
     return target
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from series.files import write_atomic
+from series.files import confined, remove, write_atomic
 from series.git import Ident, Repo
 
 _WHO = Ident("keras-series", "rebase@keras-series.invalid", "@0 +0000")
@@ -19,7 +19,7 @@ _WHO = Ident("keras-series", "rebase@keras-series.invalid", "@0 +0000")
 
 def save_project(repo: Repo, root: Path, patch_files: list[Path]) -> str:
     """A commit whose tree holds series.toml and the given patch files."""
-    paths = [root / "series.toml", *patch_files]
+    paths = [confined(root, p, reading=True) for p in (root / "series.toml", *patch_files)]
     blobs = repo.write_objects("blob", [p.read_bytes() for p in paths])
     index = [
         f"100644 {oid}\t{path.relative_to(root).as_posix()}"
@@ -43,14 +43,15 @@ def restore_project(repo: Repo, root: Path, saved: str, written: list[Path]) -> 
     touched, so it can run again after an interruption.
     """
     files = saved_files(repo, saved)
+    for path in [root / rel for rel in files] + written:
+        confined(root, path)  # all checked before any is written
     changed = 0
     for rel, data in files.items():
         path = root / rel
         if not path.is_file() or path.read_bytes() != data:
-            write_atomic(path, data)
+            write_atomic(path, data, within=root)
             changed += 1
     for path in written:
-        if path.relative_to(root).as_posix() not in files and path.is_file():
-            path.unlink()
+        if path.relative_to(root).as_posix() not in files and remove(path, within=root):
             changed += 1
     return changed

@@ -1,0 +1,151 @@
+"""What ``series rebase --continue`` checks in a resolution before it commits and records it.
+
+A conflict half resolved must not become a patch: every file that was
+conflicted at the stop is read as staged, and refused when
+
+* a conflict marker is left: a line that starts with exactly seven ``<``,
+  ``|`` (the diff3/zdiff3 base section), ``=`` or ``>`` followed by a space
+  or the end of the line (git's ``conflict-marker-size`` default, its rule
+  in rerere), unless the same line comes from one of the conflict's inputs
+  (base, upstream, patch): an RST or markdown heading underlined with
+  ``=======`` is no marker. A line comes from an input when it is part of
+  the lines the two have in common (difflib, without its "junk" heuristic,
+  which would drop frequent lines like those);
+* the file no longer parses where its language allows (``.py``, ``.toml``,
+  ``.json``), when every input that exists parsed: a syntax error the
+  resolution made, not one upstream or the patch already had.
+
+The refusal is a ConflictError (exit 3) naming each file, line and marker
+or syntax error; nothing is committed, recorded or exported.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import tomllib
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path, PurePosixPath
+
+from series.errors import ConflictError
+from series.git import Repo
+
+MARKER_SIZE = 7
+_MARKER_CHARS = b"<|=>"
+_SIDES = (1, 2, 3)  # base, upstream, patch
+
+
+def check(
+    repo: Repo,
+    resolved: str,
+    stages: Sequence[tuple[str, str, int, str]],
+    *,
+    patch_id: str,
+    where: Path,
+) -> None:
+    """Refuse ``resolved`` if a conflicted file keeps a marker or no longer parses."""
+    inputs: dict[str, dict[int, str]] = {}
+    for _mode, oid, stage, path in stages:
+        if stage in _SIDES:
+            inputs.setdefault(path, {})[stage] = oid
+    staged = {p: oid for p, oid in repo.tree_files(resolved).items() if p in inputs}
+    oids = sorted({*staged.values(), *(o for sides in inputs.values() for o in sides.values())})
+    blobs = repo.read_blobs(oids)
+    problems: list[str] = []
+    for path in sorted(staged):
+        data, sides = blobs[staged[path]], inputs[path]
+        left = leftovers(data, [blobs[oid] for oid in sides.values()])
+        problems += [f"{path}:{n}: conflict marker {line!r} left" for n, line in left]
+        both = [blobs[sides[k]] for k in (2, 3) if k in sides]  # upstream, patch
+        error = "" if left else parse_error(path, data, both)
+        if error:
+            problems.append(error)
+    if problems:
+        marked = any("conflict marker" in p for p in problems)
+        raise ConflictError(
+            f"refusing to take the resolution of {patch_id}: "
+            + ("conflict markers are left in it" if marked else "a file no longer parses"),
+            why="\n".join(
+                [
+                    *problems[:20],
+                    f"these files would be committed into {patch_id} as they are staged",
+                ]
+            ),
+            hint=f"edit the file(s), `git -C {where} add` them, then `series rebase --continue`; "
+            f"or `series rebase --skip` drops {patch_id}, `series rebase --abort` undoes "
+            "the rebase",
+        )
+
+
+def markers(data: bytes) -> list[tuple[int, str]]:
+    """(line number, line) of every line that looks like a conflict marker."""
+    if b"\0" in data:
+        return []  # a binary file: git writes no markers into it
+    found = []
+    for n, line in enumerate(data.split(b"\n"), 1):
+        head, rest = line[:MARKER_SIZE], line[MARKER_SIZE : MARKER_SIZE + 1]
+        if (
+            len(head) == MARKER_SIZE
+            and head[0] in _MARKER_CHARS
+            and head == head[:1] * MARKER_SIZE
+            and (not rest or rest.isspace())
+        ):
+            found.append((n, line.rstrip(b"\r").decode("utf-8", "replace")))
+    return found
+
+
+def leftovers(data: bytes, sides: Sequence[bytes]) -> list[tuple[int, str]]:
+    """The marker-looking lines of ``data`` that none of ``sides`` gave it."""
+    found = markers(data)
+    if not found:
+        return []
+    lines = data.split(b"\n")
+    given: set[int] = set()
+    for side in sides:
+        matcher = difflib.SequenceMatcher(None, lines, side.split(b"\n"), autojunk=False)
+        for block in matcher.get_matching_blocks():
+            given.update(range(block.a + 1, block.a + block.size + 1))
+    return [(n, line) for n, line in found if n not in given]
+
+
+def _python(data: bytes) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escapes and the like: not our concern
+        ast.parse(data)
+
+
+def _toml(data: bytes) -> None:
+    tomllib.loads(data.decode("utf-8"))
+
+
+def _json(data: bytes) -> None:
+    json.loads(data)
+
+
+_PARSERS: dict[str, Callable[[bytes], None]] = {".py": _python, ".toml": _toml, ".json": _json}
+
+
+def parse_error(path: str, data: bytes, sides: Sequence[bytes]) -> str:
+    """ "PATH:LINE: does not parse ..." when every one of ``sides`` parsed, else ""."""
+    parser = _PARSERS.get(PurePosixPath(path).suffix)
+    if parser is None or not sides or any(_fails(parser, side) for side in sides):
+        return ""
+    error = _fails(parser, data)
+    return f"{path}{error}" if error else ""
+
+
+def _fails(parser: Callable[[bytes], None], data: bytes) -> str:
+    """ ":LINE: does not parse: WHY" if ``parser`` rejects ``data``, else ""."""
+    try:
+        parser(data)
+    except SyntaxError as exc:
+        return f":{exc.lineno or '?'}: does not parse (syntax error: {exc.msg})"
+    except json.JSONDecodeError as exc:
+        return f":{exc.lineno}: does not parse (JSON: {exc.msg})"
+    except tomllib.TOMLDecodeError as exc:
+        return f": does not parse (TOML: {exc})"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return f": does not parse ({exc or type(exc).__name__})"
+    return ""
