@@ -33,8 +33,11 @@ def exclusive(
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         _acquire(fd, lock, say, what)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:  # a full disk: name the file in the error
+            raise OSError(exc.errno, exc.strerror, str(lock)) from None
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
