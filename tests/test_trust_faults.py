@@ -180,6 +180,22 @@ def test_full_disk_under_the_cache_while_building_the_stack(
     assert snapshot(project.root) == before and tip(project.work) == old_tip
 
 
+def test_full_disk_under_the_cache_while_importing_an_sdist(
+    tmpfs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(tmpfs / "cache"))
+    project = applied(make_project(tmp_path))  # the cache repository exists
+    archive = sdist(tmp_path / "tiny-1.0.tar.gz")
+    fill(tmpfs)
+    before = snapshot(project.root)
+    argv = ("apply", "--source", "sdist", "--upstream", str(archive), "--dir", "other")
+    code, _, err = project.run(*argv)
+    assert code == Exit.FAILED, err
+    clean(err)
+    assert "no space left" in err.lower() and str(tmpfs / "cache") in err
+    assert snapshot(project.root) == before and not (project.root / "other").exists()
+
+
 def test_full_disk_under_the_checkout(tmpfs: Path, tmp_path: Path) -> None:
     project = make_project(tmp_path)
     applied(project, "--dir", str(tmp_path / "first"))  # the cache is warm, on a roomy disk
