@@ -76,6 +76,8 @@ def test_stale_index_lock_names_the_lock_file_and_how_to_remove_it(
     old_tip = tip(project.work)
     lock = project.work / ".git" / "index.lock"
     lock.write_text("")  # left by a crashed git, or held by an editor's `git commit`
+    for reader in ("status", "list"):  # need no index lock: they work
+        assert project.run(reader)[0] == 0
     code, _, err = project.run(*argv)
     assert code == Exit.FAILED, err
     clean(err)
@@ -126,6 +128,9 @@ def test_read_only_project_every_writing_command_is_a_clear_error(
     assert "read-only file system" in err.lower() and str(tmpfs) in err
     assert snapshot(project.root) == before
     assert tip(project.work) == old_tip
+    for reader in ("status", "list", "check-conflicts"):  # reading still works
+        code, _, err = project.run(reader)
+        assert code == 0, err
 
 
 # -- 3. a full disk ------------------------------------------------------------------
