@@ -58,6 +58,11 @@ def tag_upstream_v11(project: Project) -> None:
     git(project.upstream, "tag", "v1.1")
 
 
+def _commit_in_work(project: Project) -> None:
+    work = project.work
+    commit_change(work, "pkg/core.py", (work / "pkg/core.py").read_text() + "#\n", "core: more")
+
+
 # -- 1. a stale index.lock in the checkout ---------------------------------------
 
 
@@ -95,12 +100,28 @@ def test_stale_index_lock_names_the_lock_file_and_how_to_remove_it(
     assert expected in (project.work / where).read_text()
 
 
+@pytest.mark.parametrize("command", ["apply", "export"])
+def test_stale_ref_lock_is_named_not_taken_for_another_writer(tmp_path: Path, command: str) -> None:
+    project = applied(make_project(tmp_path))
+    if command == "apply":
+        edit_patch(project)
+    else:
+        _commit_in_work(project)
+    before = snapshot(project.root)
+    old_tip = tip(project.work)
+    lock = project.work / ".git/refs/heads/series.lock"
+    lock.write_text("")
+    code, _, err = project.run(command)
+    assert code == Exit.FAILED, err
+    clean(err)
+    assert f"git cannot lock {lock}" in err and f"rm '{lock}'" in err
+    assert "moved while series was working" not in err  # nobody moved it
+    assert snapshot(project.root) == before and tip(project.work) == old_tip
+    lock.unlink()
+    assert project.run(command)[0] == 0
+
+
 # -- 2. a read-only project ------------------------------------------------------
-
-
-def _commit_in_work(project: Project) -> None:
-    work = project.work
-    commit_change(work, "pkg/core.py", (work / "pkg/core.py").read_text() + "#\n", "core: more")
 
 
 SETUPS: dict[str, tuple[Callable[[Project], None], tuple[str, ...]]] = {
