@@ -19,9 +19,11 @@ commit ids on every machine.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
+import shutil
 import signal
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -226,8 +228,10 @@ def execute(
             strip_newline_in_stdout=False,
             kill_after_timeout=timeout,
         )
-    except GitCommandNotFound:
-        raise GitMissing() from None
+    except GitCommandNotFound:  # no git, or (GitPython says the same) no such cwd
+        if shutil.which("git") is None:
+            raise GitMissing() from None
+        raise FileNotFoundError(errno.ENOENT, "no such directory to run git in", str(cwd)) from None
     finally:
         if stream is not None:
             stream.close()
