@@ -177,6 +177,13 @@ def load(path: Path, *, missing_ok: bool = False) -> Manifest:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ManifestError(
+            f"{path}: not valid TOML for series: arrays or inline tables nested too deeply "
+            "for the parser",
+            hint="series.toml nests at most a few levels (see docs/manifest.md); "
+            "restore it from git (git checkout -- series.toml)",
+        ) from None
     return parse(path, data, missing_ok=missing_ok)
 
 
@@ -301,6 +308,14 @@ def _patch(c: _Checker, raw: Any, i: int, root: Path, missing_ok: bool) -> Patch
         raise c.fail(
             f"{where}.file",
             f"{data['file']} does not exist",
+            f"restore it (git -C {root} checkout -- {data['file']}), or run `series export` "
+            "from a checkout that has the patch (it writes the file again), or delete this "
+            "[[patch]] table to drop the patch",
+        )
+    if not missing_ok and (root / data["file"]).stat().st_size == 0:
+        raise c.fail(
+            f"{where}.file",
+            f"{data['file']} (patch {data['id']}) is empty: 0 bytes, no commit message, no diff",
             f"restore it (git -C {root} checkout -- {data['file']}), or run `series export` "
             "from a checkout that has the patch (it writes the file again), or delete this "
             "[[patch]] table to drop the patch",

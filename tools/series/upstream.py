@@ -20,13 +20,14 @@ from __future__ import annotations
 import hashlib
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from series import sdist_download, unreachable
 from series.errors import Exit, SeriesError, UsageError
-from series.git import ZERO, Ident, Repo
+from series.git import ZERO, EnvironmentFault, Ident, Repo
 from series.locks import exclusive
 from series.manifest import Upstream
 
@@ -106,6 +107,8 @@ def _resolve(
             base = _git(upstream, repo, override, say)
             unreachable.forget(cache_dir, url)
             return base
+        except EnvironmentFault:
+            raise  # a disk or a damaged repository: falling back would only hide it
         except SeriesError as exc:
             if wanted == "git" and upstream.sdist is None:
                 raise SeriesError(
@@ -214,7 +217,18 @@ def _sdist(
     label = f"{sd.package}=={sd.version} sdist (stands in for {upstream.ref})"
     commit = repo.rev(ref)
     if commit is None:
-        commit = import_sdist(repo, archive, name, digest, upstream)
+        try:
+            commit = import_sdist(repo, archive, name, digest, upstream)
+        except (tarfile.TarError, EOFError, zlib.error) as exc:
+            raise SeriesError(
+                f"{archive.resolve()} is not a readable sdist archive",
+                why=f"{type(exc).__name__}: {exc} (the file is truncated or not a .tar.gz)",
+                hint=f"check that --upstream names the {name} sdist (a .tar.gz)"
+                if named
+                else f"the downloaded file is damaged: delete {archive.resolve()} and run "
+                "the command again to download it afresh",
+                exit_code=Exit.BAD_INPUT if named else Exit.FAILED,
+            ) from None
         with repo.transaction(f"series upstream: import {archive.name}") as txn:
             txn.update(ref, commit, ZERO)
         repo.repack()

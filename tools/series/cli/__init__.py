@@ -6,7 +6,10 @@ module with typed options (series.cli.rows_work, series.cli.rows_checks).
 Command modules are imported by their runner, so ``series list`` does not
 pay for importing what ``series test`` needs.
 Only ``main`` catches ``SeriesError``; anything else is a bug and is printed
-as an internal error with the traceback and exit code 70.
+as an internal error with the traceback and exit code 70. A git failure
+whose cause is outside series (``GitFailed.fault``: a lock file, a full or
+read-only disk, a damaged repository) is not a bug: it ends with exit 1,
+naming the file or repository and the way on.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from typing import IO, NoReturn
 from series import __version__, envelope
 from series.cli.table import COMMANDS, Command
 from series.errors import Exit, InternalError, SeriesError, os_error
-from series.project import Series
+from series.git import EnvironmentFault, GitFailed
+from series.project import Series, default_cache_dir
 from series.ui import Ui
 
 __all__ = ["COMMANDS", "Command", "main", "parser"]
@@ -98,7 +102,8 @@ def main(
             ) as series:
                 code = int(command.run(series, ui, args))
         except SeriesError as exc:
-            error, code = exc, _report(ui, exc, args.verbose)
+            error = _outside_series(exc)
+            code = _report(ui, error, args.verbose)
         except OSError as exc:
             if isinstance(exc, BrokenPipeError):
                 raise
@@ -133,6 +138,36 @@ def _bad_usage(ui: Ui, exc: _BadUsage, words: list[str]) -> int:
         ui.payload = None
         envelope.emit(ui, known[0] if known else None, int(Exit.BAD_INPUT), error)
     return int(Exit.BAD_INPUT)
+
+
+def _outside_series(exc: SeriesError) -> SeriesError:
+    """A git failure caused by the machine, not by series, as a clear error (exit 1).
+
+    The git layer recognises the cause from git's words; only here is it
+    known that a damaged cache repository can simply be deleted.
+    """
+    fault = exc.fault() if isinstance(exc, GitFailed) else exc
+    if not isinstance(fault, EnvironmentFault):
+        return exc
+    if fault.kind == "corrupt" and fault.repo is not None:
+        return EnvironmentFault(
+            fault.kind, fault.repo, fault.message, why=fault.why, hint=_repair(Path(fault.repo))
+        )
+    return fault
+
+
+def _repair(repo: Path) -> str:
+    cache = default_cache_dir().resolve()
+    if repo.resolve().is_relative_to(cache):
+        return (
+            f"it is series' cache of the upstream: delete {repo} and run the command again; "
+            "series fetches or imports the upstream base afresh"
+        )
+    return (
+        f"see what is damaged: git -C '{repo}' fsck; `series apply --dir NEWDIR` makes a "
+        f"fresh checkout from patches/ (commits not yet exported are only in {repo}: "
+        "save them first, e.g. git format-patch)"
+    )
 
 
 def _report(ui: Ui, exc: SeriesError, verbose: bool) -> int:

@@ -16,15 +16,17 @@ from series.git.mergetree import MergeMessage, StageEntry, TreeMerge, parse_merg
 from series.git.refs import RefMoved, Transaction
 from series.git.remote import PushResult, PushUpdate, RemoteUnreachable
 from series.git.repo import CommitInfo, LogEntry, Repo
-from series.git.run import HERMETIC, ZERO, GitFailed, Ident
+from series.git.run import HERMETIC, ZERO, EnvironmentFault, GitFailed, GitMissing, Ident
 
 __all__ = [
     "HERMETIC",
     "ZERO",
     "ApplyResult",
     "CommitInfo",
+    "EnvironmentFault",
     "FileStat",
     "GitFailed",
+    "GitMissing",
     "Ident",
     "LogEntry",
     "MailInfo",

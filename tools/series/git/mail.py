@@ -34,7 +34,15 @@ class MailInfo:
 def mailinfo(patch: Path, scratch: Path) -> MailInfo:
     """Split a format-patch file with ``git mailinfo``; the diff is left in scratch/diff."""
     msg, diff = scratch / "msg", scratch / "diff"
-    out = run(scratch, ["mailinfo", "-u", str(msg), str(diff)], env=HERMETIC, stdin=patch)
+    try:
+        out = run(scratch, ["mailinfo", "-u", str(msg), str(diff)], env=HERMETIC, stdin=patch)
+    except GitFailed as exc:  # e.g. "empty patch": a file with nothing but blank lines
+        raise SeriesError(
+            f"{patch} is not a format-patch file",
+            why=exc.stderr.strip(),
+            hint="restore it from git, or make patch files with `series export`",
+            exit_code=Exit.BAD_INPUT,
+        ) from None
     fields: dict[str, str] = {}
     for line in out.splitlines():
         key, _, value = line.partition(": ")

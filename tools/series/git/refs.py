@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from series.errors import SeriesError
-from series.git.run import ZERO, GitFailed, Runner
+from series.git.run import ZERO, GitFailed, Runner, environment_fault
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -60,6 +60,13 @@ class Transaction:
 
 
 def _moved(stderr: str, repo: Runner) -> SeriesError:
+    fault = environment_fault(stderr, repo.path)
+    if fault is not None:  # a stale ref lock or the disk, not another writer: say that
+        return RefMoved(
+            fault.message,
+            why=f"{fault.why}\nnothing was changed in {repo.path}",
+            hint=fault.hint,
+        )
     match = re.search(r"cannot lock ref '([^']+)'", stderr)
     ref = match.group(1) if match else "a ref"
     return RefMoved(

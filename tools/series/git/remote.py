@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from series.errors import InternalError, SeriesError
-from series.git.run import Runner, execute
+from series.git.run import GitFailed, Runner, environment_fault, execute
 
 if TYPE_CHECKING:
     from series.git.repo import Repo
@@ -186,7 +186,8 @@ class RemoteMixin(Runner):
         argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", str(source.path)]
         status, _, err = execute(self.path, [*argv, *(named[c] for c in missing)])
         if status != 0:
-            raise InternalError(f"cannot copy {len(missing)} commit(s) from {source.path}", why=err)
+            what = f"cannot copy {len(missing)} commit(s) from {source.path}"
+            raise GitFailed(argv, status, err, cwd=self.path, source=source.path, message=what)
 
     def _promisor(self, source: str) -> Promisor | None:
         """:func:`promisor_of`, asked once per source for this ``Repo`` (a command)."""
@@ -205,6 +206,10 @@ class RemoteMixin(Runner):
         stall: int | None = None,
     ) -> tuple[int, str]:
         """``git fetch`` of ``refspecs`` from a URL or path: (status, stderr).
+
+        A failure whose cause is outside both repositories' contents (a lock
+        file, a full or read-only disk, a damaged object) is raised as
+        :class:`~series.git.run.EnvironmentFault`, not returned as an answer.
 
         ``--update-shallow`` always: a shallow source (what CI systems and
         most maintainers have) is otherwise refused without a word (git
@@ -227,6 +232,9 @@ class RemoteMixin(Runner):
         status, _, err = _bounded(self.path, [*argv, "--", source, *refspecs], stall, lazy)
         if status != 0 and promisor is not None and _LAZY_FAILED.search(err):
             raise PartialCloneUnreachable(source, promisor, refspecs, err)
+        fault = environment_fault(err, self.path, source=source) if status else None
+        if fault is not None:  # a full disk is no answer about the source: say it
+            raise fault
         return status, err
 
     def reachable(self, source: str, *, stall: int | None = None) -> tuple[bool, str]:

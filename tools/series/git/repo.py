@@ -21,7 +21,7 @@ from series.git.mail import MailMixin
 from series.git.mergetree import MergeTreeMixin
 from series.git.refs import RefsMixin
 from series.git.remote import RemoteMixin
-from series.git.run import HERMETIC, Ident, input_file, run
+from series.git.run import HERMETIC, GitFailed, Ident, input_file, run
 from series.git.worktree import WorktreeMixin
 
 
@@ -351,4 +351,5 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
             raise InternalError(f"{commit[:12]} has no ref in {source.path}")
         status, err = self.fetch(str(source.path), [names[0]])
         if status != 0:
-            raise InternalError(f"cannot copy {commit[:12]} from {source.path}", why=err)
+            what = f"cannot copy {commit[:12]} from {source.path}"
+            raise GitFailed(["fetch"], status, err, cwd=self.path, source=source.path, message=what)

@@ -5,6 +5,12 @@ gives the exit status, both streams and good errors without a shell. This
 module is the only place that starts a git process; the rest of the
 package builds on :class:`Runner`.
 
+A git failure whose cause is outside series (a lock file left by another
+git, a full or read-only disk, a damaged object store, git missing from
+PATH) is told apart from series' own mistakes here, from git's words
+(:func:`environment_fault`): ``cli.main`` reports those as a clear exit 1
+naming the file or repository, not as an internal error.
+
 Commands that *produce content* (patch files, imported trees, applied
 commits) run with the user's and the system's git configuration switched
 off (``HERMETIC``), so the same inputs give the same bytes and the same
@@ -32,8 +38,11 @@ lists (docs/hardening.md, "Command execution and hostile URLs"):
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import re
+import shutil
 import signal
 import tempfile
 import time
@@ -42,9 +51,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from git.cmd import Git as _Cmd
+# Without git on PATH, importing GitPython raises ImportError with a page of
+# advice; "quiet" defers that to the first command, where execute() says it.
+os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
-from series.errors import InternalError
+from git.cmd import Git as _Cmd
+from git.compat import defenc as _defenc
+from git.exc import GitCommandNotFound
+
+from series.errors import InternalError, SeriesError
 
 log = logging.getLogger("series.git")
 
@@ -86,17 +101,134 @@ class GitFailed(InternalError):
     Callers that expect a failure catch it (or use ``Runner.git_status``);
     one that escapes to ``cli.main`` is reported as an internal error with
     git's own words, because series asked git for something it should not
-    have.
+    have, unless :meth:`fault` finds the cause outside series.
+    ``cwd`` is the repository git ran in; ``source``, the one it fetched
+    from (a damaged object there shows as git's ``remote:`` lines).
     """
 
-    def __init__(self, argv: Sequence[str], status: int, stderr: str) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        status: int,
+        stderr: str,
+        *,
+        cwd: Path | None = None,
+        source: Path | None = None,
+        message: str | None = None,
+    ) -> None:
         super().__init__(
-            f"git {' '.join(argv[:3])} failed unexpectedly (exit {status})",
+            message or f"git {' '.join(argv[:3])} failed unexpectedly (exit {status})",
             why=stderr.strip() or "(git printed nothing)",
         )
         self.argv = list(argv)
         self.status = status
         self.stderr = stderr
+        self.cwd = cwd
+        self.source = source
+        self.doing = message or f"git {' '.join(argv[:3])}"
+
+    def fault(self) -> EnvironmentFault | None:
+        """The clear error for a cause outside series, or None for series' own mistake."""
+        return environment_fault(self.stderr, self.cwd, source=self.source, doing=self.doing)
+
+
+class EnvironmentFault(SeriesError):
+    """git failed for a cause outside series: a lock, the disk, a damaged repository.
+
+    ``kind`` is one of ``lock``, ``full``, ``read-only``, ``permission``,
+    ``corrupt``; ``repo`` the repository concerned, when known (the caller
+    may add a way on that only it knows, e.g. that a damaged cache can be
+    deleted).
+    """
+
+    def __init__(
+        self, kind: str, repo: Path | str | None, message: str, *, why: str, hint: str
+    ) -> None:
+        super().__init__(message, why=why, hint=hint)
+        self.kind = kind
+        self.repo = repo
+
+
+_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+_FAULTS = (  # (kind, git's words); the first that matches a line wins
+    ("full", re.compile(r"No space left on device|Disk quota exceeded")),
+    ("read-only", re.compile(r"Read-only file system")),
+    ("permission", re.compile(r"Permission denied$")),  # not ssh's "(publickey)."
+    (
+        "corrupt",  # not "corrupt patch": that is a patch file, not the repository
+        re.compile(
+            r"corrupt loose object|(loose|packed) object .* is corrupt|repository corruption|"
+            r"inflate: data stream error|unable to unpack [0-9a-f]+ header|"
+            r"unable to read [0-9a-f]{40}|packfile .* cannot be accessed|"
+            r"bad object [0-9a-f]{40}|object file .* is empty|index file corrupt"
+        ),
+    ),
+)
+
+
+def environment_fault(
+    stderr: str, repo: Path | None, *, source: Path | str | None = None, doing: str = ""
+) -> EnvironmentFault | None:
+    """The error to show when git's ``stderr`` says the cause is outside series, else None.
+
+    ``repo`` is where git ran, ``source`` the repository it fetched from;
+    ``doing`` what series was doing, kept in the why. Only git's own
+    wording of faults in the machine (locks, disk, permissions, damaged
+    objects) counts; anything else stays an internal error.
+    """
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    context = f"\n(while: {doing})" if doing else ""
+    lock = _LOCK.search(stderr)
+    if lock:
+        path = lock.group(1)
+        return EnvironmentFault(
+            "lock",
+            repo,
+            f"git cannot lock {path}: the file exists",
+            why="another git process may be running in that repository (an editor opened "
+            f"by git commit, an IDE), or one crashed and left the lock file behind{context}",
+            hint="wait for that git process to end; if none is running, remove the file "
+            f"(rm '{path}') and run the command again",
+        )
+    for kind, words in _FAULTS:
+        hit = next((line for line in lines if words.search(line)), None)
+        if hit is None:
+            continue
+        where = source if source is not None and hit.startswith("remote:") else repo
+        named = str(where) if where is not None else "a git repository"
+        git_said = f"git said: {hit.removeprefix('remote:').strip()}{context}"
+        if kind == "full":
+            return EnvironmentFault(
+                kind,
+                where,
+                f"no space left on the device holding {named}",
+                why=git_said,
+                hint=f"free some space there (df -h '{named}'), then run the command again",
+            )
+        if kind == "read-only":
+            return EnvironmentFault(
+                kind,
+                where,
+                f"{named} is on a read-only file system",
+                why=git_said,
+                hint="remount it read-write or work on a writable copy, then run the command again",
+            )
+        if kind == "permission":
+            return EnvironmentFault(
+                kind,
+                where,
+                f"permission denied writing in {named}",
+                why=git_said,
+                hint=f"make it writable by you (ls -l '{named}'), then run the command again",
+            )
+        return EnvironmentFault(
+            kind,
+            where,
+            f"the git repository {named} is damaged",
+            why=git_said,
+            hint=f"see what is damaged: git -C '{named}' fsck",
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -139,18 +271,43 @@ def execute(
             with_extended_output=True,
             with_exceptions=False,
             env=_environment(env),
-            stdout_as_string=not raw,
+            stdout_as_string=False,
             strip_newline_in_stdout=False,
             kill_after_timeout=timeout,
         )
+    except GitCommandNotFound:  # no git, or (GitPython says the same) no such cwd
+        if shutil.which("git") is None:
+            raise GitMissing() from None
+        raise FileNotFoundError(errno.ENOENT, "no such directory to run git in", str(cwd)) from None
     finally:
         if stream is not None:
             stream.close()
-    return (
-        int(status),
-        out or b"" if raw else out or "",
-        err if isinstance(err, str) else err.decode(),
-    )
+    data = out or b""
+    return int(status), data if raw else _utf8(data), _utf8(err)
+
+
+class GitMissing(SeriesError):
+    """No git to run: every command needs one."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "git is not installed or not on PATH",
+            why="series runs git for its work; no `git` was found on PATH "
+            f"({os.environ.get('PATH', '')})",
+            hint="install git (or add the directory holding it to PATH), then run the command "
+            "again",
+        )
+
+
+def _utf8(value: str | bytes) -> str:
+    """git's output as text: UTF-8 whatever the locale (commit messages are UTF-8).
+
+    GitPython decodes stderr with the locale's encoding (ASCII under
+    ``LC_ALL=C``); that is undone, so non-ASCII text stays itself.
+    """
+    if isinstance(value, str):
+        value = value.encode(_defenc, "surrogateescape")
+    return value.decode("utf-8", "surrogateescape")
 
 
 def _command(cwd: Path) -> _Cmd:
@@ -206,7 +363,7 @@ def run(
     """Run git and return its stdout as text; GitFailed on a non-zero status."""
     status, out, err = execute(cwd, argv, env=env, stdin=stdin)
     if status != 0:
-        raise GitFailed(argv, status, err)
+        raise GitFailed(argv, status, err, cwd=cwd)
     return out if isinstance(out, str) else out.decode("utf-8", "surrogateescape")
 
 
@@ -297,14 +454,25 @@ class Runner:
     def git_bytes(self, *argv: str, env: Mapping[str, str] | None = None) -> bytes:
         status, out, err = execute(self.path, argv, env=env, raw=True)
         if status != 0:
-            raise GitFailed(argv, status, err)
+            raise GitFailed(argv, status, err, cwd=self.path)
         assert isinstance(out, bytes)
         return out
 
     def git_status(self, *argv: str, env: Mapping[str, str] | None = None) -> tuple[int, str, str]:
-        """(status, stdout, stderr) for commands whose failure is an answer."""
+        """(status, stdout, stderr) for commands whose failure is an answer.
+
+        Except a failure caused outside series (a lock file, the disk, a
+        damaged object): that is no answer, and is raised as
+        :class:`EnvironmentFault` (a patch "not applying" to a full disk
+        would otherwise read as a conflict).
+        """
         status, out, err = execute(self.path, argv, env=env)
         assert isinstance(out, str)
+        fault = (
+            environment_fault(err, self.path, doing=f"git {' '.join(argv[:3])}") if status else None
+        )
+        if fault is not None:
+            raise fault
         return status, out, err
 
     def git_input(self, *argv: str, data: bytes, env: Mapping[str, str] | None = None) -> bytes:
@@ -312,6 +480,6 @@ class Runner:
         with input_file(data) as path:
             status, out, err = execute(self.path, argv, env=env, stdin=path, raw=True)
         if status != 0:
-            raise GitFailed(argv, status, err)
+            raise GitFailed(argv, status, err, cwd=self.path)
         assert isinstance(out, bytes)
         return out
