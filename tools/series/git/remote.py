@@ -258,30 +258,35 @@ def net_timeout() -> int:
         return 30
 
 
+_SILENT = "no answer: no data for"  # how series.git.run says it stopped a silent git
+
+
 def _bounded(
     cwd: Path, argv: list[str], stall: int | None, extra: Mapping[str, str] | None = None
 ) -> tuple[int, str, str]:
     """Run a network git command that gives up after ``stall`` seconds without data.
 
-    The limits are environment variables, not ``-c`` options: a local
-    source's upload-pack is started without the ``-c`` options
+    The bound holds for every transport and for a local source whose
+    upload-pack hangs: git is stopped once it and its helpers have been
+    silent that long (series.git.child). git's own limits come on top, as
+    environment variables, not ``-c`` options: a local source's
+    upload-pack is started without the ``-c`` options
     (``GIT_CONFIG_PARAMETERS`` is among the variables git drops for a
     local repository) but with the rest of the environment, so a lazy
     fetch that a partial clone makes from its promisor remote is bounded
-    by them too.
+    by them too. Nothing waits on a terminal prompt: git's are off, and
+    git runs without a controlling terminal, so ssh cannot ask either (the
+    user's ssh command and keys are used as they are).
     """
     stall = net_timeout() if stall is None else stall
     env = {
         "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
         "GIT_HTTP_LOW_SPEED_TIME": str(stall),
-        "GIT_SSH_COMMAND": f"ssh -o ConnectTimeout={stall} -o ServerAliveInterval={stall} "
-        "-o ServerAliveCountMax=1 -o BatchMode=yes",
         "GIT_TERMINAL_PROMPT": "0",
         **(extra or {}),
     }
-    bound = max(stall * 20, 60)
-    status, out, err = execute(cwd, argv, env=env, timeout=bound)
+    status, out, err = execute(cwd, argv, env=env, stall=stall)
     assert isinstance(out, str)
-    if status != 0 and not err.strip():
-        err = f"no answer: git was stopped after {bound} s"
+    if err.startswith(_SILENT):
+        err = err.replace("so git was stopped", "so git was stopped (SERIES_NET_TIMEOUT)", 1)
     return status, out, err

@@ -25,6 +25,7 @@ from pathlib import Path
 from git.cmd import Git as _Cmd
 
 from series.errors import InternalError
+from series.git.child import run_child
 
 log = logging.getLogger("series.git")
 
@@ -75,35 +76,28 @@ def execute(
     env: Mapping[str, str] | None = None,
     stdin: Path | None = None,
     raw: bool = False,
-    timeout: float | None = None,
+    stall: float | None = None,
 ) -> tuple[int, str | bytes, str]:
     """Run ``git argv`` in ``cwd``: (status, stdout, stderr); never raises on status.
 
-    ``timeout``: kill git after that many seconds (network operations).
+    git runs in a process group of its own that ends with series
+    (series.git.child). ``stall``: stop git once it and its helpers have
+    been silent that many seconds (network operations); its stderr then
+    begins with ``no answer: no data for N s``.
     """
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
     _fault_point()
-    cmd = _Cmd(str(cwd))
     stream = stdin.open("rb") if stdin is not None else None
     try:
-        status, out, err = cmd.execute(
-            ["git", *argv],
-            istream=stream,
-            with_extended_output=True,
-            with_exceptions=False,
-            env=dict(env or {}),
-            stdout_as_string=not raw,
-            strip_newline_in_stdout=False,
-            kill_after_timeout=timeout,
-        )
+        done = run_child(cwd, ["git", *argv], env=dict(env or {}), stdin=stream, stall=stall)
     finally:
         if stream is not None:
             stream.close()
-    return (
-        int(status),
-        out or b"" if raw else out or "",
-        err if isinstance(err, str) else err.decode(),
-    )
+    err = done.err.decode("utf-8", "surrogateescape").removesuffix("\n")
+    if done.stalled:
+        err = f"no answer: no data for {stall:g} s, so git was stopped\n{err}"
+    out = done.out if raw else done.out.decode("utf-8", "surrogateescape")
+    return done.status, out, err
 
 
 _calls = 0
