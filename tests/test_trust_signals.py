@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import make_project
+from helpers import Project, git, make_project
+from rebase_helpers import moving_project, snapshot
+from series.errors import Exit
 from test_hardening_messages import _SilentServer
 
 CAP = 60  # seconds a command may take here before the test calls it a hang
@@ -191,3 +193,112 @@ def test_a_signal_during_a_fetch_ends_the_command_and_its_git(
     assert not _left(env)
     assert not project.work.exists()
     assert not list((tmp_path / "home/.cache/keras-series/upstream.git").glob("*.lock"))
+
+
+# -- series branches --push -------------------------------------------------------------
+
+
+def _applied(tmp_path: Path) -> Project:
+    project = make_project(tmp_path)
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    return project
+
+
+def test_push_to_a_server_that_never_answers_gives_up_and_says_so(
+    tmp_path: Path, server: NeverAnswers, env: dict[str, str]
+) -> None:
+    project = _applied(tmp_path)
+    before = git(project.work, "for-each-ref")
+    env["SERIES_NET_TIMEOUT"] = "2"
+    err = tmp_path / "stderr"
+    url = server.url("git")
+    proc = _series(project.root, ["branches", "--push", url], env, err)
+    _wait_for(server.accepted, proc, "a connection to the server")
+    said = err.read_text()  # what it printed before it began to wait
+    assert f"branches: reading the branches of {url}; gives up after 2 s without data" in said
+    code = _finish(proc)
+    text = err.read_text()
+    assert code == Exit.FAILED, text
+    assert f"cannot read the branches of remote {url!r}" in text and TRACEBACK not in text
+    assert "no data for 2 s" in text and "SERIES_NET_TIMEOUT" in text, text
+    assert git(project.work, "for-each-ref") == before  # refused before it wrote a branch
+    assert server.gone.wait(10)
+
+
+def _sleeper(tmp_path: Path, name: str) -> Path:
+    """A stand-in for upload-pack or receive-pack that never says a word."""
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\nexec sleep 120\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize("side", ["uploadpack", "receivepack"])
+def test_push_to_a_local_remote_that_hangs_gives_up(
+    tmp_path: Path, env: dict[str, str], side: str
+) -> None:
+    project = _applied(tmp_path)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(project.upstream, "push", "-q", str(remote), "HEAD:refs/heads/main")
+    git(project.work, "remote", "add", "slow", str(remote))
+    git(project.work, "config", f"remote.slow.{side}", str(_sleeper(tmp_path, side)))
+    env["SERIES_NET_TIMEOUT"] = "2"
+    err = tmp_path / "stderr"
+    code = _finish(_series(project.root, ["branches", "--push", "slow"], env, err))
+    text = err.read_text()
+    assert code == Exit.FAILED, text
+    assert "no data for 2 s" in text and "SERIES_NET_TIMEOUT" in text and TRACEBACK not in text
+    if side == "uploadpack":
+        assert "branches: reading the branches of slow; gives up after 2 s" in text
+        assert "cannot read the branches of remote 'slow'" in text
+    else:
+        assert "branches: pushing 3 branch(es) to slow; gives up after 2 s" in text
+        assert "the push to slow did not finish: git was stopped" in text
+        assert "took every update or none" in text
+    assert git(remote, "for-each-ref", "refs/heads/").count("\n") == 0  # main only
+    assert not _left(env)
+
+
+# -- series rebase --------------------------------------------------------------------
+
+
+def test_rebase_from_a_server_that_never_answers_announces_and_gives_up(
+    tmp_path: Path, server: NeverAnswers, env: dict[str, str]
+) -> None:
+    project = moving_project(tmp_path)
+    before = snapshot(project)
+    env["SERIES_NET_TIMEOUT"] = "1"
+    err = tmp_path / "stderr"
+    url = server.url("git")
+    proc = _series(project.root, ["rebase", "--onto", "main", "--upstream", url], env, err)
+    _wait_for(server.accepted, proc, "a connection to the server")
+    said = err.read_text()
+    assert f"rebase: fetching main from {url}; gives up after 1 s without data" in said, said
+    code = _finish(proc)
+    text = err.read_text()
+    assert code == Exit.FAILED, text
+    assert f"cannot reach {url} to fetch main" in text and "no data for 1 s" in text, text
+    assert "SERIES_NET_TIMEOUT" in text and TRACEBACK not in text
+    assert snapshot(project) == before
+
+
+def test_rebase_from_a_local_source_that_hangs_gives_up(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    project = moving_project(tmp_path)
+    before = snapshot(project)
+    # A remote of the checkout, as --upstream may name one, whose upload-pack hangs.
+    git(project.work, "remote", "add", "slow", str(project.upstream))
+    git(project.work, "config", "remote.slow.uploadpack", str(_sleeper(tmp_path, "up")))
+    env["SERIES_NET_TIMEOUT"] = "1"
+    err = tmp_path / "stderr"
+    args = ["rebase", "--onto", "main", "--upstream", "slow"]
+    code = _finish(_series(project.root, args, env, err))
+    text = err.read_text()
+    assert code == Exit.FAILED, text
+    assert "rebase: fetching main from slow; gives up after 1 s without data" in text
+    assert "no data for 1 s" in text and TRACEBACK not in text, text
+    assert snapshot(project) == before
+    assert not _left(env)

@@ -120,14 +120,17 @@ def _reason(err: str) -> str:
 
 class RemoteMixin(Runner):
     def remote_heads(self, remote: str) -> dict[str, str]:
-        """refs/heads/* -> commit on ``remote`` (a remote name, URL or path)."""
-        status, out, err = self.git_status("ls-remote", "--heads", remote)
+        """refs/heads/* -> commit on ``remote`` (a remote name, URL or path), bounded.
+
+        Gives up after ``SERIES_NET_TIMEOUT`` seconds without data (``_bounded``).
+        """
+        status, out, err = _bounded(self.path, ["ls-remote", "--heads", remote], None)
         if status != 0:
             raise RemoteUnreachable(
                 f"cannot read the branches of remote {remote!r}",
                 why=err.strip() or f"git ls-remote exited {status}",
                 hint=f"check the name or URL (git -C {self.path} remote -v), "
-                "and that you can reach it",
+                "and that you can reach it" + (_SLOW if err.startswith(_SILENT) else ""),
             )
         found = {}
         for line in out.splitlines():
@@ -137,15 +140,26 @@ class RemoteMixin(Runner):
         return found
 
     def push_leased(self, remote: str, updates: Sequence[PushUpdate]) -> PushResult:
-        """One ``git push --atomic``, each ref leased against its expected value."""
+        """One ``git push --atomic``, each ref leased against its expected value.
+
+        Bounded like a fetch (``_bounded``); a push stopped for silence
+        raises :class:`RemoteUnreachable`: what the remote took is then
+        unknown (all or nothing, as the push is atomic).
+        """
         if not updates:
             return PushResult(True, (), "")
         argv = ["push", "--atomic", "--porcelain"]
         argv += [f"--force-with-lease={u.ref}:{u.expect or ''}" for u in updates]
         argv.append(remote)
         argv += [f"{u.new or ''}:{u.ref}" for u in updates]
-        status, out, err = execute(self.path, argv)
-        assert isinstance(out, str)
+        status, out, err = _bounded(self.path, argv, None)
+        if status != 0 and err.startswith(_SILENT):
+            raise RemoteUnreachable(
+                f"the push to {remote} did not finish: git was stopped",
+                why=f"{err.strip()}\nthe push is atomic: {remote} took every update or none",
+                hint=f"git -C {self.path} ls-remote --heads {remote} shows which; then run "
+                "`series branches --push` again (its leases make that safe)" + _SLOW,
+            )
         rejected = []
         for line in out.splitlines():
             flag, _, rest = line.partition("\t")
@@ -158,9 +172,10 @@ class RemoteMixin(Runner):
         """Copy the objects of ``refs`` of ``remote`` here, writing no ref: (ok, stderr).
 
         The caller then keeps them under a ref of its own, in a transaction.
+        Bounded like every fetch (``_bounded``).
         """
         argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, *refs]
-        status, _, err = execute(self.path, argv)
+        status, _, err = _bounded(self.path, argv, None)
         return status == 0, err
 
     def fetch_commits(self, source: Repo, commits: Sequence[str]) -> None:
@@ -259,6 +274,7 @@ def net_timeout() -> int:
 
 
 _SILENT = "no answer: no data for"  # how series.git.run says it stopped a silent git
+_SLOW = "; if it is only slow, raise SERIES_NET_TIMEOUT (seconds without data)"
 
 
 def _bounded(
