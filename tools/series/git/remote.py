@@ -274,6 +274,8 @@ def net_timeout() -> int:
 
 
 _SILENT = "no answer: no data for"  # how series.git.run says it stopped a silent git
+# Where git has a limit of its own (curl's low-speed time), it speaks first: its error says more.
+_MARGIN = 2
 _SLOW = "; if it is only slow, raise SERIES_NET_TIMEOUT (seconds without data)"
 
 
@@ -284,13 +286,14 @@ def _bounded(
 
     The bound holds for every transport and for a local source whose
     upload-pack hangs: git is stopped once it and its helpers have been
-    silent that long (series.git.child). git's own limits come on top, as
-    environment variables, not ``-c`` options: a local source's
-    upload-pack is started without the ``-c`` options
-    (``GIT_CONFIG_PARAMETERS`` is among the variables git drops for a
-    local repository) but with the rest of the environment, so a lazy
-    fetch that a partial clone makes from its promisor remote is bounded
-    by them too. Nothing waits on a terminal prompt: git's are off, and
+    silent that long (series.git.child; ``_MARGIN`` seconds later, so that
+    git's own limit, where it has one, ends it first with its own words).
+    git's own limits are set as environment variables, not ``-c``
+    options: a local source's upload-pack is started without the ``-c``
+    options (``GIT_CONFIG_PARAMETERS`` is among the variables git drops
+    for a local repository) but with the rest of the environment, so a
+    lazy fetch that a partial clone makes from its promisor remote is
+    bounded by them too. Nothing waits on a terminal prompt: git's are off, and
     git runs without a controlling terminal, so ssh cannot ask either (the
     user's ssh command and keys are used as they are).
     """
@@ -301,8 +304,9 @@ def _bounded(
         "GIT_TERMINAL_PROMPT": "0",
         **(extra or {}),
     }
-    status, out, err = execute(cwd, argv, env=env, stall=stall)
+    status, out, err = execute(cwd, argv, env=env, stall=stall + _MARGIN)
     assert isinstance(out, str)
     if err.startswith(_SILENT):
-        err = err.replace("so git was stopped", "so git was stopped (SERIES_NET_TIMEOUT)", 1)
+        rest = err.partition("\n")[2]
+        err = f"{_SILENT} {stall} s, so git was stopped (SERIES_NET_TIMEOUT)\n{rest}"
     return status, out, err
