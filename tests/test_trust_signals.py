@@ -195,6 +195,27 @@ def test_a_signal_during_a_fetch_ends_the_command_and_its_git(
     assert not list((tmp_path / "home/.cache/keras-series/upstream.git").glob("*.lock"))
 
 
+@pytest.mark.parametrize("scheme", ["git", "http"])
+def test_a_kill_of_the_process_group_takes_git_with_it(
+    tmp_path: Path, server: NeverAnswers, env: dict[str, str], scheme: str
+) -> None:
+    project = make_project(tmp_path)
+    args = ["apply", "--source", "git", "--upstream", server.url(scheme)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "series", "-C", str(project.root), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+        start_new_session=True,  # its own group, as a shell's job is
+    )
+    _wait_for(server.accepted, proc, "a connection to the server")
+    os.killpg(proc.pid, signal.SIGKILL)
+    assert _finish(proc) == -signal.SIGKILL
+    assert server.gone.wait(10), f"the connection is still open: {_described(_left(env))}"
+    assert not _left(env)
+
+
 # -- series branches --push -------------------------------------------------------------
 
 

@@ -5,9 +5,9 @@ moment; a Ctrl-C in that window would print a ``KeyboardInterrupt``
 traceback from the middle of an import. Until ``cli`` is imported, SIGINT
 ends the process quietly with 130; from then on ``cli.main`` turns it into
 "series: interrupted" after the ``finally`` blocks ran. SIGTERM and SIGHUP
-are handled the same way (exit status 128 plus the signal's number): git
-runs in process groups of its own, which no terminal signal reaches, and
-series ends them while it unwinds (series.git.child), so no git process
+are handled the same way (exit status 128 plus the signal's number): a
+signal sent to series alone does not reach git, so series ends git and
+what it started while it unwinds (series.git.child), and no git process
 outlives series. (A Ctrl-C during Python's own start-up, before this
 module runs, is Python's to report.)
 ``SERIES_TEST_IMPORT_WINDOW=SECONDS`` is for the tests: it announces on

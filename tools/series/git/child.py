@@ -1,26 +1,26 @@
-"""One git process: started in a session of its own, ended with series, bounded by silence.
+"""One git process: ended with series, whatever it started, and bounded by silence.
 
-git is started by GitPython (``as_process``) in a new session, so that it
-and whatever it starts (``git-remote-https``, ``ssh``, a local
-``upload-pack``) form one process group that series can end as a whole.
-A terminal's Ctrl-C (and a hangup) reaches only series' own group, so
-series ends the children itself: on any exception while it waits
-(``KeyboardInterrupt``, which entry.py also raises for SIGTERM and
-SIGHUP) the group gets SIGTERM, which lets git remove its lock files
-(``shallow.lock``, ``*.lock`` of refs), then SIGKILL after ``GRACE``
-seconds; signals that would stop series are held meanwhile. A child
-without a controlling terminal cannot stop on a terminal prompt either:
-it fails at once instead.
+git is started by GitPython (``as_process``) in series' own process group
+and session: a terminal's Ctrl-C or hangup reaches git and its helpers
+too, a terminal prompt works, and a kill of series' process group takes
+them all. A signal sent to series alone (``kill -INT PID``, a supervisor's
+SIGTERM) does not reach them, so on any exception while it waits
+(``KeyboardInterrupt``, which entry.py also raises for SIGTERM and SIGHUP)
+series ends git and every process below it (``git-remote-https``,
+``ssh``, a local ``upload-pack``, found through ``/proc``): SIGTERM first,
+which lets git remove its lock files (``shallow.lock``, the ``*.lock`` of
+refs), then SIGKILL after ``GRACE`` seconds to what is left. Signals that
+would stop series are held meanwhile, and while git is being started (a
+signal then would leave git running out of reach).
 
 ``stall`` bounds a network command by silence, whatever the transport:
-git is stopped once neither it nor any process of its group has read,
+git is stopped once neither it nor any process below it has read,
 written or computed anything for that many seconds (``/proc``: the bytes
-read and written and the CPU time of each process of the group). A fetch
-that is receiving data, however slowly, goes on; a server that accepted
-the connection and says nothing, a local ``upload-pack`` that hangs, or a
-connection that never opens, end after ``stall`` seconds. Where ``/proc``
-cannot be read, a hard bound of ``20 * stall`` seconds (at least 60)
-stands in.
+read and written and the CPU time of each). A fetch that is receiving
+data, however slowly, goes on; a server that accepted the connection and
+says nothing, a local ``upload-pack`` that hangs, or a connection that
+never opens, end after ``stall`` seconds. Where ``/proc`` cannot be
+read, a hard bound of ``20 * stall`` seconds (at least 60) stands in.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any, BinaryIO
 from git.cmd import Git as _Cmd
 
 GRACE = 2.0  # seconds git has to clean up after SIGTERM before SIGKILL
-TICK = 0.5  # seconds between two looks at the group's activity
+TICK = 0.5  # seconds between two looks at what git does
 _PROC = Path("/proc")
 _STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
@@ -64,9 +64,7 @@ def run_child(
     """Run ``argv`` (``git ...``) to its end, or until ``stall`` seconds of silence."""
     held = _Held()
     with held:  # a signal while git starts would leave it running, out of reach
-        handle = _Cmd(str(cwd)).execute(
-            list(argv), istream=stdin, as_process=True, env=dict(env), start_new_session=True
-        )
+        handle = _Cmd(str(cwd)).execute(list(argv), istream=stdin, as_process=True, env=dict(env))
     proc = handle.proc
     assert proc is not None
     try:
@@ -139,68 +137,106 @@ def _wait(proc: subprocess.Popen[bytes], stall: float | None) -> tuple[bytes, by
             end(proc)
             try:
                 out, err = proc.communicate(timeout=GRACE)
-            except subprocess.TimeoutExpired:  # a helper that left the group holds a pipe
+            except subprocess.TimeoutExpired:  # a daemon git started holds a pipe
                 out, err = b"", b""
             return out, err, True
 
 
 def end(proc: subprocess.Popen[bytes]) -> None:
-    """End git's whole process group: SIGTERM, then SIGKILL after ``GRACE`` seconds.
+    """End git and every process below it: SIGTERM, then SIGKILL after ``GRACE`` seconds.
 
-    The group is signalled only while git is not yet reaped (alive or a
-    zombie), so its id cannot have been given to another process.
+    git is not reaped before the end, so its pid cannot have been given to
+    another process; the processes below it are told apart from a later
+    process with their pid by their start time.
     """
     if proc.returncode is not None:
         return
-    # A second Ctrl-C must not cut this short and leave the group running:
-    # it is held until the group is gone, then raised.
+    # A second Ctrl-C must not cut this short and leave processes running:
+    # it is held until they are gone, then raised.
     held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     try:
-        _signal_group(proc.pid, signal.SIGTERM)
+        below = _below({proc.pid})
+        _send(below, signal.SIGTERM)
         deadline = time.monotonic() + GRACE
         while time.monotonic() < deadline and not _exited(proc.pid):
             time.sleep(0.02)
-        _signal_group(proc.pid, signal.SIGKILL)  # what is left of the group, helpers too
+        # What git started meanwhile, and what is left.
+        _send(below | _below({proc.pid} | {pid for pid, _ in below}), signal.SIGKILL)
         proc.wait()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _exited(pid: int) -> bool:
-    """Whether ``pid`` has exited, without reaping it (its group id stays ours)."""
+    """Whether ``pid`` has exited, without reaping it (its pid stays ours)."""
     try:
         return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
+def _send(processes: set[tuple[int, int]], sig: signal.Signals) -> None:
+    for pid, started in processes:
+        fields = _stat(pid)
+        if fields is not None and len(fields) > 19 and _started(fields) == started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
 
 
-def activity(pgid: int) -> tuple[tuple[int, ...], ...] | None:
-    """What the processes of group ``pgid`` have done so far; None without ``/proc``.
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state is [0])."""
+    try:
+        return (_PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
 
-    For each member: its pid, CPU time (its own and its reaped children's)
-    and bytes read and written (``rchar``/``wchar``, sockets and pipes
+
+def _started(fields: list[str]) -> int:
+    return int(fields[19])
+
+
+def _below(roots: set[int]) -> set[tuple[int, int]]:
+    """``roots`` and every process below them, as (pid, start time); empty without /proc."""
+    children: dict[int, list[int]] = {}
+    started: dict[int, int] = {}
+    try:
+        entries = [e for e in _PROC.iterdir() if e.name.isdigit()]
+    except OSError:
+        return set()
+    for entry in entries:
+        fields = _stat(int(entry.name))
+        if fields is None or len(fields) < 20:
+            continue
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        started[pid] = _started(fields)
+    found: set[tuple[int, int]] = set()
+    todo = [pid for pid in roots if pid in started]
+    while todo:
+        pid = todo.pop()
+        if (pid, started[pid]) in found:
+            continue
+        found.add((pid, started[pid]))
+        todo += children.get(pid, [])
+    return found
+
+
+def activity(pid: int) -> tuple[tuple[int, ...], ...] | None:
+    """What ``pid`` and the processes below it have done so far; None without ``/proc``.
+
+    For each: its pid, CPU time (its own and its reaped children's) and
+    bytes read and written (``rchar``/``wchar``, sockets and pipes
     included). Any change between two looks is activity.
     """
     if not (_PROC / "self" / "stat").exists():
         return None
     found = []
-    for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
+    for member, _ in _below({pid}):
+        fields = _stat(member)
+        if fields is None or len(fields) < 15:
             continue
-        try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            if int(fields[2]) != pgid:
-                continue
-            cpu = sum(int(f) for f in fields[11:15])
-            io = _io(entry)
-        except (OSError, ValueError, IndexError):
-            continue
-        found.append((int(entry.name), cpu, *io))
+        cpu = sum(int(f) for f in fields[11:15])
+        found.append((member, cpu, *_io(_PROC / str(member))))
     return tuple(sorted(found))
 
 
