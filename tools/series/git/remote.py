@@ -124,7 +124,9 @@ class RemoteMixin(Runner):
 
         Gives up after ``SERIES_NET_TIMEOUT`` seconds without data (``_bounded``).
         """
-        status, out, err = _bounded(self.path, ["ls-remote", "--heads", remote], None)
+        status, out, err = _bounded(
+            self.path, ["ls-remote", "--heads", remote], None, users_ssh=True
+        )
         if status != 0:
             raise RemoteUnreachable(
                 f"cannot read the branches of remote {remote!r}",
@@ -152,7 +154,7 @@ class RemoteMixin(Runner):
         argv += [f"--force-with-lease={u.ref}:{u.expect or ''}" for u in updates]
         argv.append(remote)
         argv += [f"{u.new or ''}:{u.ref}" for u in updates]
-        status, out, err = _bounded(self.path, argv, None)
+        status, out, err = _bounded(self.path, argv, None, users_ssh=True)
         if status != 0 and err.startswith(_SILENT):
             raise RemoteUnreachable(
                 f"the push to {remote} did not finish: git was stopped",
@@ -175,7 +177,7 @@ class RemoteMixin(Runner):
         Bounded like every fetch (``_bounded``).
         """
         argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, *refs]
-        status, _, err = _bounded(self.path, argv, None)
+        status, _, err = _bounded(self.path, argv, None, users_ssh=True)
         return status == 0, err
 
     def fetch_commits(self, source: Repo, commits: Sequence[str]) -> None:
@@ -280,7 +282,12 @@ _SLOW = "; if it is only slow, raise SERIES_NET_TIMEOUT (seconds without data)"
 
 
 def _bounded(
-    cwd: Path, argv: list[str], stall: int | None, extra: Mapping[str, str] | None = None
+    cwd: Path,
+    argv: list[str],
+    stall: int | None,
+    extra: Mapping[str, str] | None = None,
+    *,
+    users_ssh: bool = False,
 ) -> tuple[int, str, str]:
     """Run a network git command that gives up after ``stall`` seconds without data.
 
@@ -293,9 +300,10 @@ def _bounded(
     options (``GIT_CONFIG_PARAMETERS`` is among the variables git drops
     for a local repository) but with the rest of the environment, so a
     lazy fetch that a partial clone makes from its promisor remote is
-    bounded by them too. Nothing waits on a terminal prompt: git's are off, and
-    git runs without a controlling terminal, so ssh cannot ask either (the
-    user's ssh command and keys are used as they are).
+    bounded by them too. git's own prompts are off. ssh runs in batch mode
+    with a connect timeout, except for the user's own remotes
+    (``users_ssh``: ``branches --push``), where the user's ssh command and
+    configuration apply as they are; an ssh prompt there counts as silence.
     """
     stall = net_timeout() if stall is None else stall
     env = {
@@ -304,6 +312,11 @@ def _bounded(
         "GIT_TERMINAL_PROMPT": "0",
         **(extra or {}),
     }
+    if not users_ssh:
+        env["GIT_SSH_COMMAND"] = (
+            f"ssh -o ConnectTimeout={stall} -o ServerAliveInterval={stall} "
+            "-o ServerAliveCountMax=1 -o BatchMode=yes"
+        )
     status, out, err = execute(cwd, argv, env=env, stall=stall + _MARGIN)
     assert isinstance(out, str)
     if err.startswith(_SILENT):
