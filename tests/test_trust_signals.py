@@ -132,15 +132,17 @@ def _reap(mark: str) -> None:
 
 
 def _series(root: Path, args: list[str], env: dict[str, str], err: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "series", "-C", str(root), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=err.open("w"),
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        cwd=root.parent,
-    )
+    """``series -C ROOT ARGS`` started, its stderr going to the file ``err``."""
+    with err.open("w") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "series", "-C", str(root), *args],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            cwd=root.parent,
+        )
 
 
 def _finish(proc: subprocess.Popen[str], cap: float = CAP) -> int:

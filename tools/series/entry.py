@@ -32,7 +32,7 @@ def _early_interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
-    """SIGINT, SIGTERM, SIGHUP: unwind as for Ctrl-C, so git's process groups are ended."""
+    """SIGINT, SIGTERM, SIGHUP: unwind as for Ctrl-C, so that series ends its git processes."""
     _received.append(signum)
     raise KeyboardInterrupt
 

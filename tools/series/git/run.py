@@ -80,10 +80,10 @@ def execute(
 ) -> tuple[int, str | bytes, str]:
     """Run ``git argv`` in ``cwd``: (status, stdout, stderr); never raises on status.
 
-    git runs in a process group of its own that ends with series
-    (series.git.child). ``stall``: stop git once it and its helpers have
-    been silent that many seconds (network operations); its stderr then
-    begins with ``no answer: no data for N s``.
+    git, and whatever it starts, ends with series (series.git.child).
+    ``stall``: stop git once it and its helpers have been silent that many
+    seconds (network operations); its stderr then begins with ``no
+    answer: no data for N s``.
     """
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
     _fault_point()
