@@ -4,8 +4,12 @@ Importing the CLI pulls in rich and GitPython, which takes a noticeable
 moment; a Ctrl-C in that window would print a ``KeyboardInterrupt``
 traceback from the middle of an import. Until ``cli`` is imported, SIGINT
 ends the process quietly with 130; from then on ``cli.main`` turns it into
-"series: interrupted" after the ``finally`` blocks ran. (A Ctrl-C during
-Python's own start-up, before this module runs, is Python's to report.)
+"series: interrupted" after the ``finally`` blocks ran. SIGTERM and SIGHUP
+are handled the same way (exit status 128 plus the signal's number): a
+signal sent to series alone does not reach git, so series ends git and
+what it started while it unwinds (series.git.child), and no git process
+outlives series. (A Ctrl-C during Python's own start-up, before this
+module runs, is Python's to report.)
 ``SERIES_TEST_IMPORT_WINDOW=SECONDS`` is for the tests: it announces on
 stderr that the handler is installed, then waits, so a test can interrupt
 the import deterministically.
@@ -24,14 +28,26 @@ import sys
 import time
 from types import FrameType
 
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_received: list[int] = []  # the signal that is stopping this process, once one came
+
 
 def _early_interrupt(signum: int, frame: FrameType | None) -> None:
     os.write(2, b"series: interrupted\n")
     os._exit(128 + signum)
 
 
+def _stop(signum: int, frame: FrameType | None) -> None:
+    """SIGINT, SIGTERM, SIGHUP: unwind as for Ctrl-C, so that series ends its git processes."""
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
 def main() -> int:
-    signal.signal(signal.SIGINT, _early_interrupt)
+    # A signal ignored when we were started (nohup, a background job) stays ignored.
+    stops = [s for s in _STOPS if signal.getsignal(s) is not signal.SIG_IGN]
+    for sig in stops:
+        signal.signal(sig, _early_interrupt)
     window = os.environ.get("SERIES_TEST_IMPORT_WINDOW")
     if window:  # tests only: say the handler is in place, and hold the window open
         os.write(2, b"series: test: importing\n")
@@ -39,8 +55,14 @@ def main() -> int:
     _lenient_streams()
     from series.cli import main as cli_main
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    return cli_main()
+    for sig in stops:
+        signal.signal(sig, _stop)
+    try:
+        code = cli_main()
+    except KeyboardInterrupt:  # one that came outside the command's own handling
+        os.write(2, b"series: interrupted\n")
+        code = 130
+    return 128 + _received[0] if _received else code
 
 
 def _lenient_streams() -> None:

@@ -27,6 +27,8 @@ from series.ui import Ui
 
 SCRATCH = "refs/series/scratch/"
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
+# A fetch that gave up on a silent source (series.git.remote's bound, curl's, TCP's).
+_SILENCE = re.compile(r"no answer|too slow|timed out", re.IGNORECASE)
 
 
 def scratch_prefix() -> str:
@@ -101,6 +103,8 @@ def _fetch(
         deepen_to_pin(repo, source, [f"+{rev}:{wanted}"], known, real)
         return known
     status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}", *pin_specs[:1]], known)
+    if status != 0 and _SILENCE.search(failure):
+        raise _unreachable(rev, source, failure)  # asking again would wait as long again
     if status != 0 and pin_specs:  # the pin is not there: REV alone, the range falls back
         status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}"], known)
     commit = repo.rev(wanted) if status == 0 else None
@@ -176,10 +180,15 @@ def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError
             why=answer.strip(),
             hint="pass --upstream with the path of a clone that has the revision",
         )
+    return _unreachable(rev, source, answer.strip() or failure)
+
+
+def _unreachable(rev: str, source: str, why: str) -> SeriesError:
     return SeriesError(
         f"cannot reach {source} to fetch {rev}",
-        why=answer.strip() or failure,
-        hint="check the network, or pass --upstream PATH of a local clone that has the revision",
+        why=why.strip(),
+        hint="check the network, or pass --upstream PATH of a local clone that has the "
+        "revision; if the remote is only slow, raise SERIES_NET_TIMEOUT (seconds without data)",
         exit_code=Exit.FAILED,
     )
 

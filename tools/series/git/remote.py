@@ -126,14 +126,19 @@ def _reason(err: str) -> str:
 
 class RemoteMixin(Runner):
     def remote_heads(self, remote: str) -> dict[str, str]:
-        """refs/heads/* -> commit on ``remote`` (a remote name, URL or path)."""
-        status, out, err = self.git_status("ls-remote", "--heads", "--", remote)
+        """refs/heads/* -> commit on ``remote`` (a remote name, URL or path), bounded.
+
+        Gives up after ``SERIES_NET_TIMEOUT`` seconds without data (``_bounded``).
+        """
+        status, out, err = _bounded(
+            self.path, ["ls-remote", "--heads", "--", remote], None, users_ssh=True
+        )
         if status != 0:
             raise RemoteUnreachable(
                 f"cannot read the branches of remote {remote!r}",
                 why=err.strip() or f"git ls-remote exited {status}",
                 hint=f"check the name or URL (git -C {self.path} remote -v), "
-                "and that you can reach it",
+                "and that you can reach it" + (_SLOW if err.startswith(_SILENT) else ""),
             )
         found = {}
         for line in out.splitlines():
@@ -143,15 +148,26 @@ class RemoteMixin(Runner):
         return found
 
     def push_leased(self, remote: str, updates: Sequence[PushUpdate]) -> PushResult:
-        """One ``git push --atomic``, each ref leased against its expected value."""
+        """One ``git push --atomic``, each ref leased against its expected value.
+
+        Bounded like a fetch (``_bounded``); a push stopped for silence
+        raises :class:`RemoteUnreachable`: what the remote took is then
+        unknown (all or nothing, as the push is atomic).
+        """
         if not updates:
             return PushResult(True, (), "")
         argv = ["push", "--atomic", "--porcelain"]
         argv += [f"--force-with-lease={u.ref}:{u.expect or ''}" for u in updates]
         argv += ["--", remote]
         argv += [f"{u.new or ''}:{u.ref}" for u in updates]
-        status, out, err = execute(self.path, argv)
-        assert isinstance(out, str)
+        status, out, err = _bounded(self.path, argv, None, users_ssh=True)
+        if status != 0 and err.startswith(_SILENT):
+            raise RemoteUnreachable(
+                f"the push to {remote} did not finish: git was stopped",
+                why=f"{err.strip()}\nthe push is atomic: {remote} took every update or none",
+                hint=f"git -C {self.path} ls-remote --heads {remote} shows which; then run "
+                "`series branches --push` again (its leases make that safe)" + _SLOW,
+            )
         rejected = []
         for line in out.splitlines():
             flag, _, rest = line.partition("\t")
@@ -164,9 +180,10 @@ class RemoteMixin(Runner):
         """Copy the objects of ``refs`` of ``remote`` here, writing no ref: (ok, stderr).
 
         The caller then keeps them under a ref of its own, in a transaction.
+        Bounded like every fetch (``_bounded``).
         """
         argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, *refs]
-        status, _, err = execute(self.path, argv)
+        status, _, err = _bounded(self.path, argv, None, users_ssh=True)
         return status == 0, err
 
     def fetch_commits(self, source: Repo, commits: Sequence[str]) -> None:
@@ -272,30 +289,51 @@ def net_timeout() -> int:
         return 30
 
 
+_SILENT = "no answer: no data for"  # how series.git.run says it stopped a silent git
+# Where git has a limit of its own (curl's low-speed time), it speaks first: its error says more.
+_MARGIN = 2
+_SLOW = "; if it is only slow, raise SERIES_NET_TIMEOUT (seconds without data)"
+
+
 def _bounded(
-    cwd: Path, argv: list[str], stall: int | None, extra: Mapping[str, str] | None = None
+    cwd: Path,
+    argv: list[str],
+    stall: int | None,
+    extra: Mapping[str, str] | None = None,
+    *,
+    users_ssh: bool = False,
 ) -> tuple[int, str, str]:
     """Run a network git command that gives up after ``stall`` seconds without data.
 
-    The limits are environment variables, not ``-c`` options: a local
-    source's upload-pack is started without the ``-c`` options
-    (``GIT_CONFIG_PARAMETERS`` is among the variables git drops for a
-    local repository) but with the rest of the environment, so a lazy
-    fetch that a partial clone makes from its promisor remote is bounded
-    by them too.
+    The bound holds for every transport and for a local source whose
+    upload-pack hangs: git is stopped once it and its helpers have been
+    silent that long (series.git.child; ``_MARGIN`` seconds later, so that
+    git's own limit, where it has one, ends it first with its own words).
+    git's own limits are set as environment variables, not ``-c``
+    options: a local source's upload-pack is started without the ``-c``
+    options (``GIT_CONFIG_PARAMETERS`` is among the variables git drops
+    for a local repository) but with the rest of the environment, so a
+    lazy fetch that a partial clone makes from its promisor remote is
+    bounded by them too. git's own prompts are off. ssh runs in batch mode
+    with a connect timeout, except for the user's own remotes
+    (``users_ssh``: ``branches --push``), where the user's ssh command and
+    configuration apply as they are; an ssh prompt there counts as silence.
     """
     stall = net_timeout() if stall is None else stall
     env = {
         "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
         "GIT_HTTP_LOW_SPEED_TIME": str(stall),
-        "GIT_SSH_COMMAND": f"ssh -o ConnectTimeout={stall} -o ServerAliveInterval={stall} "
-        "-o ServerAliveCountMax=1 -o BatchMode=yes",
         "GIT_TERMINAL_PROMPT": "0",
         **(extra or {}),
     }
-    bound = max(stall * 20, 60)
-    status, out, err = execute(cwd, argv, env=env, timeout=bound)
+    if not users_ssh:
+        env["GIT_SSH_COMMAND"] = (
+            f"ssh -o ConnectTimeout={stall} -o ServerAliveInterval={stall} "
+            "-o ServerAliveCountMax=1 -o BatchMode=yes"
+        )
+    status, out, err = execute(cwd, argv, env=env, stall=stall + _MARGIN)
     assert isinstance(out, str)
-    if status != 0 and not err.strip():
-        err = f"no answer: git was stopped after {bound} s"
+    if err.startswith(_SILENT):
+        rest = err.partition("\n")[2]
+        err = f"{_SILENT} {stall} s, so git was stopped (SERIES_NET_TIMEOUT)\n{rest}"
     return status, out, err

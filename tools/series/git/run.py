@@ -60,6 +60,7 @@ from git.compat import defenc as _defenc
 from git.exc import GitCommandNotFound
 
 from series.errors import InternalError, SeriesError
+from series.git.child import run_child
 
 log = logging.getLogger("series.git")
 
@@ -254,27 +255,21 @@ def execute(
     env: Mapping[str, str] | None = None,
     stdin: Path | None = None,
     raw: bool = False,
-    timeout: float | None = None,
+    stall: float | None = None,
 ) -> tuple[int, str | bytes, str]:
     """Run ``git argv`` in ``cwd``: (status, stdout, stderr); never raises on status.
 
-    ``timeout``: kill git after that many seconds (network operations).
+    git, and whatever it starts, ends with series (series.git.child).
+    ``stall``: stop git once it and its helpers have been silent that many
+    seconds (network operations); its stderr then begins with ``no
+    answer: no data for N s``.
     """
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
     _fault_point()
-    cmd = _command(cwd)
+    _strip_inherited()
     stream = stdin.open("rb") if stdin is not None else None
     try:
-        status, out, err = cmd.execute(
-            ["git", *argv],
-            istream=stream,
-            with_extended_output=True,
-            with_exceptions=False,
-            env=_environment(env),
-            stdout_as_string=False,
-            strip_newline_in_stdout=False,
-            kill_after_timeout=timeout,
-        )
+        done = run_child(cwd, ["git", *argv], env=_environment(env), stdin=stream, stall=stall)
     except GitCommandNotFound:  # no git, or (GitPython says the same) no such cwd
         if shutil.which("git") is None:
             raise GitMissing() from None
@@ -282,8 +277,10 @@ def execute(
     finally:
         if stream is not None:
             stream.close()
-    data = out or b""
-    return int(status), data if raw else _utf8(data), _utf8(err)
+    err = _utf8(done.err).removesuffix("\n")
+    if done.stalled:
+        err = f"no answer: no data for {stall:g} s, so git was stopped\n{err}"
+    return done.status, done.out if raw else _utf8(done.out), err
 
 
 class GitMissing(SeriesError):
@@ -310,10 +307,15 @@ def _utf8(value: str | bytes) -> str:
     return value.decode("utf-8", "surrogateescape")
 
 
-def _command(cwd: Path) -> _Cmd:
-    """GitPython's runner for ``cwd``, with the inherited repository variables gone."""
+def _strip_inherited() -> None:
+    """Drop the inherited repository variables (GitPython builds on ``os.environ``)."""
     for key in [k for k in os.environ if k in INHERITED or k.startswith(_CONFIG_PAIRS)]:
         del os.environ[key]
+
+
+def _command(cwd: Path) -> _Cmd:
+    """GitPython's runner for ``cwd``, with the inherited repository variables gone."""
+    _strip_inherited()
     return _Cmd(str(cwd))
 
 

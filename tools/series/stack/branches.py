@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from series import unreachable
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import PushUpdate, Repo, Transaction
@@ -77,15 +78,16 @@ def branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outco
     refusals = _check_local(checkout, record, outcome.items, opts)
     heads: dict[str, str] = {}
     if opts.push:
+        ui.status(f"branches: reading the branches of {opts.push}; {_bound()}")
         heads = repo.remote_heads(opts.push)
         refusals += _plan_remote(record, bset, outcome.items, heads, opts)
     if refusals:
         raise _refused(checkout, opts, refusals)
     if opts.dry_run:
         return outcome
-    outcome.backups = _write(repo, record, bset, outcome, opts)
+    outcome.backups = _write(ui, repo, record, bset, outcome, opts)
     if opts.push:
-        _push(repo, record, bset, outcome.items, opts.push)
+        _push(ui, repo, record, bset, outcome.items, opts.push)
     return outcome
 
 
@@ -247,13 +249,21 @@ def _refused(checkout: Checkout, opts: Options, refusals: list[str]) -> RefusedE
     )
 
 
+def _bound() -> str:
+    return f"gives up after {unreachable.stall()} s without data (SERIES_NET_TIMEOUT)"
+
+
 def _write(
-    repo: Repo, record: Record, bset: BranchSet, outcome: Outcome, opts: Options
+    ui: Ui, repo: Repo, record: Record, bset: BranchSet, outcome: Outcome, opts: Options
 ) -> list[str]:
     """The local branches, backups and record: one transaction. Returns the backup refs."""
     backups: list[tuple[str, str]] = []
     forced_remote = [i for i in outcome.items if i.remote_forced]
     if forced_remote and opts.push:
+        ui.status(
+            f"branches: fetching {len(forced_remote)} branch(es) of {opts.push} "
+            f"to keep a backup; {_bound()}"
+        )
         ok, err = repo.fetch_heads(opts.push, [i.ref for i in forced_remote])
         if not ok:
             raise RefusedError(
@@ -295,9 +305,13 @@ def _save_record(repo: Repo, txn: Transaction, record: Record) -> None:
     record.blob = blob
 
 
-def _push(repo: Repo, record: Record, bset: BranchSet, items: list[Item], remote: str) -> None:
+def _push(
+    ui: Ui, repo: Repo, record: Record, bset: BranchSet, items: list[Item], remote: str
+) -> None:
     moving = [i for i in items if i.remote_action in CHANGES]
     updates = [PushUpdate(i.ref, i.new, i.remote_old) for i in moving]
+    if updates:
+        ui.status(f"branches: pushing {len(updates)} branch(es) to {remote}; {_bound()}")
     result = repo.push_leased(remote, updates)
     if not result.ok:
         rejected = [f"{ref}: {reason}" for ref, reason in result.rejected]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from series import upstream
+from series import unreachable, upstream
 from series.checkout import BASE_REF, Checkout, refuse_dirty
 from series.conflicts.analysis import Evidence, Target, find_evidence
 from series.conflicts.merger import Job, Merger, Node
@@ -77,7 +77,8 @@ def start(
     _guard(series, checkout, cstate.applied)
     tip = checkout.tip()
     assert tip is not None
-    target = _target(series, repo, upstream.Base(cstate.base, cstate.source, "", ""), onto, url)
+    base = upstream.Base(cstate.base, cstate.source, "", "")
+    target = _target(series, ui, repo, base, onto, url)
     if target is None:
         ui.result(f"nothing to do: the series already sits on {onto}")
         return
@@ -144,9 +145,15 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
 
 
 def _target(
-    series: Series, repo: Repo, base: upstream.Base, onto: str, url: str | None
+    series: Series, ui: Ui, repo: Repo, base: upstream.Base, onto: str, url: str | None
 ) -> Target | None:
     """REV fetched into the checkout (None: the series sits on it already)."""
+    bound = f"gives up after {unreachable.stall()} s without data (SERIES_NET_TIMEOUT)"
+    if url:
+        ui.status(f"rebase: fetching {onto} from {url}; {bound}")
+    else:
+        where = series.manifest.upstream.repository
+        ui.status(f"rebase: {onto} from the checkout, else fetched from {where}; a fetch {bound}")
     try:
         target = resolve_target(
             series.manifest, series.cache_dir, repo, base, onto, url, rstate.PREFIX

@@ -1,0 +1,249 @@
+"""One git process: ended with series, whatever it started, and bounded by silence.
+
+git is started by GitPython (``as_process``) in series' own process group
+and session: a terminal's Ctrl-C or hangup reaches git and its helpers
+too, a terminal prompt works, and a kill of series' process group takes
+them all. A signal sent to series alone (``kill -INT PID``, a supervisor's
+SIGTERM) does not reach them, so on any exception while it waits
+(``KeyboardInterrupt``, which entry.py also raises for SIGTERM and SIGHUP)
+series ends git and every process below it (``git-remote-https``,
+``ssh``, a local ``upload-pack``, found through ``/proc``): SIGTERM first,
+which lets git remove its lock files (``shallow.lock``, the ``*.lock`` of
+refs), then SIGKILL after ``GRACE`` seconds to what is left. Signals that
+would stop series are held meanwhile, and while git is being started (a
+signal then would leave git running out of reach).
+
+``stall`` bounds a network command by silence, whatever the transport:
+git is stopped once neither it nor any process below it has read,
+written or computed anything for that many seconds (``/proc``: the bytes
+read and written and the CPU time of each). A fetch that is receiving
+data, however slowly, goes on; a server that accepted the connection and
+says nothing, a local ``upload-pack`` that hangs, or a connection that
+never opens, end after ``stall`` seconds. Where ``/proc`` cannot be
+read, a hard bound of ``20 * stall`` seconds (at least 60) stands in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, BinaryIO
+
+from git.cmd import Git as _Cmd
+
+GRACE = 2.0  # seconds git has to clean up after SIGTERM before SIGKILL
+TICK = 0.5  # seconds between two looks at what git does
+_PROC = Path("/proc")
+_STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: int
+    out: bytes
+    err: bytes
+    stalled: bool  # stopped by the ``stall`` bound
+
+
+def run_child(
+    cwd: Path,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    stdin: BinaryIO | None,
+    stall: float | None,
+) -> Outcome:
+    """Run ``argv`` (``git ...``) to its end, or until ``stall`` seconds of silence."""
+    held = _Held()
+    with held:  # a signal while git starts would leave it running, out of reach
+        handle = _Cmd(str(cwd)).execute(list(argv), istream=stdin, as_process=True, env=dict(env))
+    proc = handle.proc
+    assert proc is not None
+    try:
+        held.deliver()
+        out, err, stalled = _wait(proc, stall)
+    except BaseException:
+        end(proc)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        raise
+    finally:
+        handle.proc = None  # GitPython's finaliser must not touch it again
+    return Outcome(int(proc.returncode), out or b"", err or b"", stalled)
+
+
+class _Held:
+    """Holds the signals that stop series while git starts, to deliver them once it has.
+
+    Blocking them (``pthread_sigmask``) would hand the blocked mask down to
+    git; so their handlers are swapped for one that only takes note. Only
+    the main thread has signal handlers; elsewhere nothing is held.
+    """
+
+    def __init__(self) -> None:
+        self.got: list[int] = []
+        self.saved: dict[int, Any] = {}
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in _STOPS:
+            handler = signal.getsignal(sig)
+            if callable(handler):
+                self.saved[sig] = signal.signal(sig, self._note)
+
+    def _note(self, signum: int, frame: FrameType | None) -> None:
+        self.got.append(signum)
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        if kind is not None:  # git did not start: nothing to end first
+            self.deliver()
+
+    def deliver(self) -> None:
+        """Let the signals that came run their own handlers now."""
+        for sig in dict.fromkeys(self.got):
+            signal.raise_signal(sig)
+
+
+def _wait(proc: subprocess.Popen[bytes], stall: float | None) -> tuple[bytes, bytes, bool]:
+    if stall is None:
+        out, err = proc.communicate()
+        return out, err, False
+    quiet_since = time.monotonic()
+    seen = activity(proc.pid)
+    limit = stall if seen is not None else max(stall * 20, 60)  # no /proc: a hard bound
+    while True:
+        try:
+            out, err = proc.communicate(timeout=TICK)
+            return out, err, False
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        current = activity(proc.pid)
+        if current != seen:
+            seen, quiet_since = current, now
+        if now - quiet_since >= limit:
+            end(proc)
+            try:
+                out, err = proc.communicate(timeout=GRACE)
+            except subprocess.TimeoutExpired:  # a daemon git started holds a pipe
+                out, err = b"", b""
+            return out, err, True
+
+
+def end(proc: subprocess.Popen[bytes]) -> None:
+    """End git and every process below it: SIGTERM, then SIGKILL after ``GRACE`` seconds.
+
+    git is not reaped before the end, so its pid cannot have been given to
+    another process; the processes below it are told apart from a later
+    process with their pid by their start time.
+    """
+    if proc.returncode is not None:
+        return
+    # A second Ctrl-C must not cut this short and leave processes running:
+    # it is held until they are gone, then raised.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    try:
+        below = _below({proc.pid})
+        _send(below, signal.SIGTERM)
+        deadline = time.monotonic() + GRACE
+        while time.monotonic() < deadline and not _exited(proc.pid):
+            time.sleep(0.02)
+        # What git started meanwhile, and what is left.
+        _send(below | _below({proc.pid} | {pid for pid, _ in below}), signal.SIGKILL)
+        proc.wait()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` has exited, without reaping it (its pid stays ours)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _send(processes: set[tuple[int, int]], sig: signal.Signals) -> None:
+    for pid, started in processes:
+        fields = _stat(pid)
+        if fields is not None and len(fields) > 19 and _started(fields) == started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state is [0])."""
+    try:
+        return (_PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
+def _started(fields: list[str]) -> int:
+    return int(fields[19])
+
+
+def _below(roots: set[int]) -> set[tuple[int, int]]:
+    """``roots`` and every process below them, as (pid, start time); empty without /proc."""
+    children: dict[int, list[int]] = {}
+    started: dict[int, int] = {}
+    try:
+        entries = [e for e in _PROC.iterdir() if e.name.isdigit()]
+    except OSError:
+        return set()
+    for entry in entries:
+        fields = _stat(int(entry.name))
+        if fields is None or len(fields) < 20:
+            continue
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        started[pid] = _started(fields)
+    found: set[tuple[int, int]] = set()
+    todo = [pid for pid in roots if pid in started]
+    while todo:
+        pid = todo.pop()
+        if (pid, started[pid]) in found:
+            continue
+        found.add((pid, started[pid]))
+        todo += children.get(pid, [])
+    return found
+
+
+def activity(pid: int) -> tuple[tuple[int, ...], ...] | None:
+    """What ``pid`` and the processes below it have done so far; None without ``/proc``.
+
+    For each: its pid, CPU time (its own and its reaped children's) and
+    bytes read and written (``rchar``/``wchar``, sockets and pipes
+    included). Any change between two looks is activity.
+    """
+    if not (_PROC / "self" / "stat").exists():
+        return None
+    found = []
+    for member, _ in _below({pid}):
+        fields = _stat(member)
+        if fields is None or len(fields) < 15:
+            continue
+        cpu = sum(int(f) for f in fields[11:15])
+        found.append((member, cpu, *_io(_PROC / str(member))))
+    return tuple(sorted(found))
+
+
+def _io(entry: Path) -> tuple[int, int]:
+    try:
+        lines = (entry / "io").read_text().splitlines()
+    except OSError:
+        return (0, 0)
+    values = dict(line.split(":", 1) for line in lines if ":" in line)
+    return int(values.get("rchar", 0)), int(values.get("wchar", 0))
