@@ -11,6 +11,7 @@ kept. Each case below lost the commit (or the changes) before.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -141,6 +142,12 @@ def test_uncommitted_changes_at_a_rebase_stop_survive_abort(tmp_path: Path) -> N
     assert git(work, "show", f"{ref}:notes.txt") == "my notes"
     assert "uncommitted" in out + err
     assert git(work, "status", "--porcelain", "--untracked-files=no") == ""
+    code, out, _ = project.run("status", "--json")
+    assert code == 0
+    commit = git(work, "rev-parse", ref)
+    assert json.loads(out)["backups"] == [{"ref": ref, "commit": commit}]
+    code, out, _ = project.run("status")
+    assert code == 0 and f"backups:    1 ref(s) of kept work, newest {ref}" in out
 
 
 def test_uncommitted_changes_at_a_rebase_stop_survive_skip(tmp_path: Path) -> None:
