@@ -27,6 +27,7 @@ from pathlib import Path
 from series.git import ZERO, Ident, Repo, Transaction
 
 PREFIX = "refs/series/backup/"
+CHANGES = "uncommitted changes"  # the label of a snapshot made by :func:`uncommitted`
 
 
 @dataclass(frozen=True)
@@ -35,13 +36,16 @@ class Kept:
 
     ref: str
     tips: tuple[tuple[str, str], ...]  # (what it was, commit)
-    count: int  # commits that only this ref reaches
+    count: int  # the user's commits that only this ref reaches
+    changes: bool  # it holds a snapshot of uncommitted changes
 
     def describe(self, path: Path) -> str:
-        what = "; ".join(f"{label} at {commit[:12]}" for label, commit in self.tips)
+        held = [f"{self.count} commit(s) that nothing else would reach"] if self.count else []
+        held += ["the uncommitted changes (the files as they were)"] if self.changes else []
+        tips = "; ".join(f"{label} at {commit[:12]}" for label, commit in self.tips)
         return (
-            f"kept {self.count} commit(s) that nothing else would reach ({what}) as "
-            f"{self.ref} in {path}: `git -C {path} log {self.ref}` shows them"
+            f"kept {' and '.join(held)} ({tips}) as {self.ref} in {path}: "
+            f"`git -C {path} log {self.ref}` shows them"
         )
 
 
@@ -57,6 +61,7 @@ def keep_lost(
     looked_at: Sequence[tuple[str, str | None]],
     kept: Iterable[str | None] = (),
     gone: Iterable[str] = (),
+    made: Iterable[str | None] = (),
 ) -> Kept | None:
     """Add a backup ref to ``txn`` of what it would leave unreachable; None if nothing.
 
@@ -64,7 +69,9 @@ def keep_lost(
     the branch, a snapshot of uncommitted changes). Reachable after the
     command: every ref as ``txn`` leaves it, less the refs of ``gone`` (a
     later step deletes them), and the commits of ``kept`` (HEAD when it
-    does not move, commits series wrote itself).
+    does not move, commits series wrote itself). ``made``: commits made
+    for this backup (a snapshot of uncommitted changes), not counted as
+    the user's.
     """
     planned: dict[str, str | None] = dict(txn.planned())
     planned.update({ref: None for ref in gone})
@@ -90,8 +97,9 @@ def keep_lost(
         target = repo.commit_tree(repo.tree_of(target), [c for _, c in tips], message, _who())
     ref = backup_ref(repo, what)
     txn.update(ref, target, ZERO)
-    count = len(set().union(*(commits for _, commits in lost.values())))
-    return Kept(ref, tuple(tips), count)
+    snapshots = {c for c in made if c}
+    every: set[str] = set().union(*(commits for _, commits in lost.values()))
+    return Kept(ref, tuple(tips), len(every - snapshots), bool(every & snapshots))
 
 
 def backup_ref(repo: Repo, what: str) -> str:

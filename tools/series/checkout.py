@@ -200,12 +200,14 @@ class Checkout:
         ``head_stays``: HEAD is not moved (it keeps what it reaches);
         ``own``: commits series wrote and can write again (besides the
         synced tip); ``extra``: more (label, commit) to look at, such as a
-        snapshot of uncommitted changes; ``gone``: refs a later step deletes.
+        snapshot of uncommitted changes (labelled ``backup.CHANGES``, not
+        counted as a commit of the user's); ``gone``: refs a later step deletes.
         """
         repo = self.repo
         head = repo.head()
         looked_at = [(self.head_label(), head), (f"branch {self.branch}", self.tip()), *extra]
         kept = [*own, repo.rev(SYNCED_REF), head if head_stays else None]
+        made = [commit for label, commit in extra if label == backup.CHANGES]
         return backup.keep_lost(
             repo,
             txn,
@@ -213,6 +215,7 @@ class Checkout:
             looked_at=looked_at,
             kept=kept,
             gone=gone,
+            made=made,
         )
 
     def head_label(self) -> str:

@@ -356,13 +356,12 @@ def keep_stop(
     if st.stop is not None:
         known += [st.stop.conflict_tree, st.stop.written_from]
     changes = backup.uncommitted(repo, what, known)
-    label = "the uncommitted changes (the files as they were)"
     with repo.transaction(f"series {what}: keep what the checkout held") as txn:
         kept = checkout.keep_lost(
             txn,
             what,
             own=[st.current, st.onto, st.base, st.tip],
-            extra=[(label, changes)],
+            extra=[(backup.CHANGES, changes)],
             gone=gone or (),
         )
         head = repo.head()
