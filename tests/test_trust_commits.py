@@ -180,3 +180,21 @@ def test_export_keeps_the_commits_it_rewrites(tmp_path: Path) -> None:
     assert reaches(work, ref, mine)
     code, out, err = project.run("export")  # nothing rewritten: nothing kept
     assert code == 0 and BACKUP.search(out + err) is None
+
+
+def test_a_second_forced_branches_run_keeps_the_first_backup(tmp_path: Path) -> None:
+    project = applied(tmp_path)
+    work = project.work
+    kept = []
+    for n in (1, 2):  # someone else's commit on perf-P2, replaced with --force, twice
+        tree = git(work, "rev-parse", "HEAD^{tree}")
+        theirs = git(work, "commit-tree", tree, "-p", project.commit, "-m", f"theirs {n}")
+        git(work, "branch", "-f", "perf-P2", theirs)
+        code, out, err = project.run("branches", "--force")
+        assert code == 0, err
+        kept.append(theirs)
+        for commit in kept:  # every earlier backup is still there
+            refs = git(work, "for-each-ref", "--format=%(refname)", "--contains", commit)
+            backups = [r for r in refs.split() if r.startswith("refs/series/backup/")]
+            assert backups, (n, commit)
+        assert any(r in out + err for r in backups)  # the new one is printed

@@ -112,6 +112,19 @@ def backup_ref(repo: Repo, what: str) -> str:
     return ref
 
 
+def free_ref(repo: Repo, ref: str, commit: str) -> str:
+    """``ref``, or ``ref-2``, ``ref-3`` ... when it keeps another commit already.
+
+    For backups with fixed names (``series branches``): a second backup
+    never replaces the first.
+    """
+    name, n = ref, 1
+    while repo.ref_value(name) not in (None, commit):
+        n += 1
+        name = f"{ref}-{n}"
+    return name
+
+
 def uncommitted(repo: Repo, what: str, known: Iterable[str]) -> str | None:
     """A commit on HEAD of the work tree's files, when they are the user's changes.
 
