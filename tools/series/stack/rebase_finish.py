@@ -6,7 +6,9 @@ twice gives the same bytes), then moves the branch, the checkout state and
 the rebase state in one transaction, then the files of the checkout.
 ``--abort`` puts HEAD back on the branch, the checkout's files back to the
 branch, series.toml and patches/ back from the snapshot, and deletes the
-rebase state last: each step can be done again after a kill.
+rebase state last: each step can be done again after a kill. Before
+``--skip`` or ``--abort`` throws a stop away, what the user committed or
+changed there is kept under a backup ref (``keep_stop``, series.backup).
 """
 
 from __future__ import annotations
