@@ -43,8 +43,15 @@ def manifest(project: Project) -> dict[str, Any]:
     return tomllib.loads((project.root / "series.toml").read_text())
 
 
+BACKUP = "refs/series/backup/"
+
+
 def snapshot(project: Project) -> dict[str, Any]:
-    """Everything a rebase may touch: project files, checkout refs, HEAD, index, files."""
+    """Everything a rebase may touch: project files, checkout refs, HEAD, index, files.
+
+    Backup refs are left out: ``--abort`` adds one when the checkout held
+    work of the user's (tests/test_trust_commits.py checks them).
+    """
     work = project.work
     files = {
         str(p.relative_to(project.root)): p.read_bytes()
@@ -53,7 +60,11 @@ def snapshot(project: Project) -> dict[str, Any]:
     }
     return {
         "files": files,
-        "refs": git(work, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "refs": "\n".join(  # not the backups of the user's work that --abort keeps
+            line
+            for line in git(work, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
+            if not line.startswith(BACKUP)
+        ),
         "head": git(work, "symbolic-ref", "-q", "HEAD"),
         "index": git(work, "ls-files", "-s"),
         "status": git(work, "status", "--porcelain", "--untracked-files=all"),

@@ -140,6 +140,8 @@ def test_abort_restores_everything_byte_for_byte(tmp_path: Path) -> None:
     code, _out, err = project.run("rebase", "--abort")
     assert code == 0, err
     assert snapshot(project) == before
+    kept = git(project.work, "for-each-ref", "--format=%(refname)", "refs/series/backup/")
+    assert kept in err and git(project.work, "show", f"{kept}:pkg/core.py") == "half resolved"
     assert project.run("rebase", "--abort")[0] == 2  # nothing left to abort
 
 

@@ -27,11 +27,13 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from series import backup
+from series.backup import Kept
 from series.errors import RefusedError, SeriesError
 from series.git import ZERO, Repo, Transaction
 from series.ui import Ui
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
 BASE_REF = "refs/series/base"
 SYNCED_REF = "refs/series/synced"
 STATE_REF = "refs/series/state"
-BACKUP_PREFIX = "refs/series/backup/"
+BACKUP_PREFIX = backup.PREFIX
 STATE_FORMAT = 2
 LEGACY_STATE = "series/state.json"  # format 1, before the state moved into a ref
 SOURCES = ("git", "sdist")
@@ -149,18 +151,22 @@ class Checkout:
         source: str,
         move_files: bool,
         also: Callable[[Transaction], None] | None = None,
-    ) -> None:
+    ) -> Kept | None:
         """Move the branch to ``tip[1]`` and record the state: one transaction.
 
         Compare-and-swap against what the command read when it started: the
         branch at ``tip[0]`` and the refs of ``prior`` (None: a new
         checkout). With ``move_files`` the index and files then follow.
         ``also`` adds more ref changes to the same transaction (a rebase
-        ends by deleting its own state in it).
+        ends by deleting its own state in it). Commits of the user's that
+        nothing would reach after it are kept under a backup ref in the
+        same transaction (series.backup); the caller prints it.
         """
         old, new = tip
         state = CheckoutState(base, new, tuple(applied), source, old if move_files else None)
         blob = self.repo.write_objects("blob", [_dump(state)])[0]
+        on_branch = self.on_branch()
+        kept = None
         with self.repo.transaction(f"series {verb}: {len(applied)} patches") as txn:
             if old != new:
                 txn.update(self.branch_ref, new, old or ZERO)
@@ -169,21 +175,52 @@ class Checkout:
             txn.update(STATE_REF, blob, prior.blob if prior and prior.blob else ZERO)
             if also is not None:
                 also(txn)
+            if prior is not None:  # a new checkout holds nothing of the user's
+                stays = not on_branch and not move_files  # else HEAD is the branch, or moves
+                kept = self.keep_lost(txn, verb, head_stays=stays, own=[prior.synced])
         (self.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)
         if move_files:
-            self.repo.checkout_tree(old if old and self.on_branch() else None, new)
-            if not self.on_branch():
+            self.repo.checkout_tree(old if old and on_branch else None, new)
+            if not on_branch:
                 self.repo.set_head(self.branch_ref)
+        return kept
 
-    def keep_backup(self, tip: str, verb: str) -> str:
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        ref, n = f"{BACKUP_PREFIX}{stamp}", 1
-        while self.repo.ref_value(ref) is not None:
-            n += 1
-            ref = f"{BACKUP_PREFIX}{stamp}-{n}"
-        with self.repo.transaction(f"series {verb}: backup of the old tip") as txn:
-            txn.update(ref, tip, ZERO)
-        return ref
+    def keep_lost(
+        self,
+        txn: Transaction,
+        what: str,
+        *,
+        head_stays: bool = False,
+        own: Iterable[str | None] = (),
+        extra: Sequence[tuple[str, str | None]] = (),
+        gone: Iterable[str] = (),
+    ) -> Kept | None:
+        """Keep under a backup ref, in ``txn``, what of HEAD and the branch it would lose.
+
+        ``head_stays``: HEAD is not moved (it keeps what it reaches);
+        ``own``: commits series wrote and can write again (besides the
+        synced tip); ``extra``: more (label, commit) to look at, such as a
+        snapshot of uncommitted changes (labelled ``backup.CHANGES``, not
+        counted as a commit of the user's); ``gone``: refs a later step deletes.
+        """
+        repo = self.repo
+        head = repo.head()
+        looked_at = [(self.head_label(), head), (f"branch {self.branch}", self.tip()), *extra]
+        kept = [*own, repo.rev(SYNCED_REF), head if head_stays else None]
+        made = [commit for label, commit in extra if label == backup.CHANGES]
+        return backup.keep_lost(
+            repo,
+            txn,
+            "-".join(what.replace("-", " ").split()),
+            looked_at=looked_at,
+            kept=kept,
+            gone=gone,
+            made=made,
+        )
+
+    def head_label(self) -> str:
+        ref = self.repo.symbolic_head()
+        return f"HEAD (on {ref.removeprefix('refs/heads/')})" if ref else "HEAD (detached)"
 
 
 def _dump(state: CheckoutState) -> bytes:
@@ -275,16 +312,32 @@ def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None
             f"refusing to apply into {path}: it is a git repository series did not make",
             hint="choose another --dir; series only rewrites checkouts it made",
         )
-    if not checkout.on_branch() and not force:
-        raise RefusedError(
-            f"refusing to apply: {path} is not on branch {checkout.branch}",
-            why=f"HEAD is {checkout.repo.symbolic_head() or 'detached'}",
-            hint=f"git -C {path} switch {checkout.branch}, or pass --force",
-        )
+    _leave_head(checkout, force, ui)
     _finish_interrupted(checkout, state, ui)
     _save_dirty(checkout, force, ui)
-    _save_unexported(checkout, state, force, ui)
+    _save_unexported(checkout, state, force)
     return state
+
+
+def _leave_head(checkout: Checkout, force: bool, ui: Ui) -> None:
+    """HEAD elsewhere than the series branch: refuse, or (``force``) say where it stays."""
+    if checkout.on_branch():
+        return
+    path, repo = checkout.path, checkout.repo
+    ref, head = repo.symbolic_head(), repo.head()
+    where = f"on branch {ref.removeprefix('refs/heads/')}" if ref else "detached"
+    if not force:
+        raise RefusedError(
+            f"refusing to apply: {path} is not on branch {checkout.branch}",
+            why=f"HEAD is {where}" + (f" at {head[:12]}" if head else ""),
+            hint=f"git -C {path} switch {checkout.branch}, or pass --force (series moves "
+            "HEAD to the branch, and keeps a detached HEAD's commits under a backup ref)",
+        )
+    if ref and head:  # the branch keeps its commits; say where they are
+        ui.status(
+            f"HEAD in {path} was {where} at {head[:12]}: that branch stays as it is, "
+            f"HEAD moves to {checkout.branch}"
+        )
 
 
 def _finish_interrupted(checkout: Checkout, state: CheckoutState, ui: Ui) -> bool:
@@ -313,26 +366,24 @@ def _save_dirty(checkout: Checkout, force: bool, ui: Ui) -> None:
         refuse_dirty(checkout, "apply")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     checkout.repo.stash(f"series apply --force {stamp}")
+    stash = checkout.repo.rev("refs/stash") or "?"
     ui.status(
-        f"saved uncommitted changes: git -C {checkout.path} stash show -p stash@{{0}} "
-        f"(message 'series apply --force {stamp}')"
+        f"saved uncommitted changes as stash@{{0}} ({stash[:12]}, message "
+        f"'series apply --force {stamp}'): git -C {checkout.path} stash show -p "
+        "--include-untracked stash@{0}"
     )
 
 
-def _save_unexported(checkout: Checkout, state: CheckoutState, force: bool, ui: Ui) -> None:
+def _save_unexported(checkout: Checkout, state: CheckoutState, force: bool) -> None:
+    """Refuse over commits never exported; ``force`` goes on (the write keeps them)."""
     lost = checkout.unexported(state)
-    tip = checkout.tip()
-    if not lost or tip is None:
-        return
-    if not force:
+    if lost and not force:
         raise RefusedError(
             f"refusing to apply: {len(lost)} commit(s) on {checkout.branch} were never exported",
             why="\n".join(checkout.repo.oneline(c) for c in lost[:10]),
             hint="run `series export` to keep them, or pass --force "
             "(series keeps a backup ref of them)",
         )
-    backup = checkout.keep_backup(tip, "apply --force")
-    ui.status(f"kept the old tip {tip[:12]} as {backup} in {checkout.path}")
 
 
 STAGING = ".series-new-"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from series.checkout import Checkout, CheckoutState
+from series.checkout import BACKUP_PREFIX, Checkout, CheckoutState
 from series.errors import SeriesError
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
         "drift": None,
         "interrupted_move": False,
         "rebase": None,
+        "backups": [],
     }
     state = checkout.state() if checkout.exists() else None
     if state is None:
@@ -53,6 +54,9 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
     report["uncommitted"] = repo.dirty()
     report["drift"] = _drift(series, checkout, state)
     report["interrupted_move"] = checkout.interrupted_move(state) is not None
+    report["backups"] = [
+        {"ref": ref, "commit": commit} for ref, commit in sorted(repo.refs(BACKUP_PREFIX).items())
+    ]
     rebase = rebase_state.load(repo)
     if rebase is not None:
         report["rebase"] = {

@@ -60,8 +60,8 @@ def add_apply(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="go on over uncommitted changes or unexported commits, "
-        "after stashing them / keeping a backup ref",
+        help="go on over uncommitted changes, unexported commits or another HEAD, "
+        "after stashing them / keeping a backup ref (both printed)",
     )
     json_option(p)
 
@@ -186,8 +186,16 @@ def add_rebase(p: argparse.ArgumentParser) -> None:
     how = p.add_mutually_exclusive_group()
     for verb, text in (
         ("continue", "go on after resolving and staging the conflict"),
-        ("skip", "drop the conflicting patch (series.toml records why) and go on"),
-        ("abort", "put refs, checkout, series.toml and patches/ back as they were"),
+        (
+            "skip",
+            "drop the conflicting patch (series.toml records why) and go on; what "
+            "you committed or changed at the stop is kept under a backup ref",
+        ),
+        (
+            "abort",
+            "put refs, checkout, series.toml and patches/ back as they were; what "
+            "you committed or changed at the stop is kept under a backup ref",
+        ),
     ):
         how.add_argument(f"--{verb}", dest="action", action="store_const", const=verb, help=text)
 

@@ -52,6 +52,12 @@ def _lines(r: dict[str, Any]) -> list[str]:
         lines.append(f"drift:      patches/ vs checkout: {what}{pin_note}")
     if r["interrupted_move"]:
         lines.append("interrupted: the files did not follow the branch's last move")
+    if r["backups"]:
+        newest = max(r["backups"], key=lambda b: b["ref"])["ref"]
+        lines.append(
+            f"backups:    {len(r['backups'])} ref(s) of kept work, newest {newest} "
+            f"(git -C {c['path']} log REF)"
+        )
     rb = r["rebase"]
     if rb is not None:
         done = sum(1 for s in rb["steps"] if s["status"] != "pending")

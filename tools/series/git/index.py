@@ -4,7 +4,7 @@ A scratch index is a temporary ``GIT_INDEX_FILE`` that holds a tree; a
 patch is applied to it with ``apply --cached`` (falling back to
 ``--3way``, which uses the blob ids in the patch's index lines) and the
 result is written back as a tree. Nothing here touches the repository's
-own index or files.
+own index or files (``files_tree`` reads the work tree, and writes nothing there).
 """
 
 from __future__ import annotations
@@ -75,6 +75,17 @@ class IndexMixin(Runner):
         """The tree of every file under ``root`` (ignore rules off), written to the store."""
         with self.scratch_index(self.empty_tree()) as env:
             self.git("--work-tree", str(root), "add", "-A", "-f", ".", env=env)
+            return self.write_tree(env)
+
+    def files_tree(self, start: str) -> str:
+        """The tree of this work tree's files as they are: tracked, changed and untracked.
+
+        Built in a scratch index from the tree ``start`` (``add -A`` honours
+        the ignore rules), so the repository's own index, conflict stages
+        and all, is left alone.
+        """
+        with self.scratch_index(start) as env:
+            self.git("add", "-A", ".", env=env)
             return self.write_tree(env)
 
     def empty_tree(self) -> str:

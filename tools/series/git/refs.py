@@ -12,7 +12,7 @@ is changed.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -47,6 +47,17 @@ class Transaction:
     def detach_head(self, new: str, old: str) -> None:
         """Point HEAD itself (not its branch) at commit ``new``, if it resolves to ``old``."""
         self.lines += ["option no-deref", f"update HEAD {new} {old}"]
+
+    def planned(self) -> dict[str, str | None]:
+        """ref -> the value it will have once committed (None: deleted); HEAD as ``HEAD``."""
+        found: dict[str, str | None] = {}
+        for line in self.lines:
+            verb, *args = line.split(" ")
+            if verb == "update":
+                found[args[0]] = args[1]
+            elif verb == "delete":
+                found[args[0]] = None
+        return found
 
     def commit(self) -> None:
         if not self.lines:
@@ -110,6 +121,23 @@ class RefsMixin(Runner):
             name, commit, tree, *parents = line.split(" ")
             found[name] = (commit, tree, parents[0] if parents else "")
         return found
+
+    def unreachable(self, tips: Sequence[str], planned: Mapping[str, str | None]) -> list[str]:
+        """Commits reachable from ``tips`` that no ref reaches once ``planned`` is applied.
+
+        ``planned`` maps refs to their coming values (None: deleted; HEAD
+        and extra ids to count as kept may be given too). ``refs/stash`` is
+        not counted: older stash entries live only in its reflog.
+        """
+        if not tips:
+            return []
+        kept: dict[str, str | None] = {
+            n: v for n, v in self.refs("refs/").items() if n != "refs/stash"
+        }
+        kept.update(planned)
+        data = [*tips, *(f"^{v}" for v in sorted({v for v in kept.values() if v}))]
+        out = self.git_input("rev-list", "--stdin", data=("\n".join(data) + "\n").encode())
+        return out.decode().split()
 
     def refs_pointing_at(self, commit: str, prefix: str) -> list[str]:
         out = self.git("for-each-ref", "--format=%(refname)", "--points-at", commit, prefix)

@@ -12,7 +12,8 @@ Before changing anything it refuses when work could be lost
 (series.checkout.guard_apply): uncommitted changes, commits that were
 never exported, a checkout on another branch, or a directory that is not
 a series checkout. ``--force`` goes on, but first stashes uncommitted
-changes and keeps a backup ref of the old tip.
+changes, and the write keeps what HEAD and the branch held that nothing
+else reaches under a backup ref (series.backup), in its own transaction.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from series import upstream
+from series.backup import Kept
 from series.checkout import BASE_REF, Checkout, CheckoutState, guard_apply, move_in, staging
 from series.errors import ConflictError
 from series.git import Repo
@@ -60,7 +62,9 @@ def apply(
     # so a kill leaves no half-made ./work that later runs would refuse.
     target = staging(checkout) if state is None else checkout
     with ui.progress(f"writing the checkout {checkout.path} ..."):
-        unchanged = _write(series, target, (state, old), base, built)
+        unchanged, kept = _write(series, target, (state, old), base, built)
+    if kept is not None:
+        ui.status(kept.describe(checkout.path))
     if target is not checkout:
         move_in(target, checkout, ui)
     for step in built.steps:
@@ -81,6 +85,7 @@ def apply(
         "tip": built.tip,
         "applied": [s.patch.id for s in built.steps],
         "up_to_date": unchanged,
+        "kept": kept.ref if kept is not None else None,
     }
 
 
@@ -90,7 +95,7 @@ def _write(
     prior: tuple[CheckoutState | None, str | None],
     base: Base,
     built: Built,
-) -> bool:
+) -> tuple[bool, Kept | None]:
     """Bring the stack into ``checkout`` and record it; whether nothing had changed.
 
     ``prior`` is the state and tip the safety checks saw: the refs are
@@ -109,8 +114,9 @@ def _write(
         applied,
         base.source,
     )
+    kept = None
     if not (unchanged and recorded):
-        checkout.write(
+        kept = checkout.write(
             "apply",
             prior=state,
             tip=(old, new),
@@ -119,7 +125,7 @@ def _write(
             source=base.source,
             move_files=not unchanged,
         )
-    return unchanged
+    return unchanged, kept
 
 
 def _conflict(series: Series, checkout: Checkout, f: Failure) -> ConflictError:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from series import unreachable
+from series.backup import free_ref
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import PushUpdate, Repo, Transaction
@@ -271,6 +272,7 @@ def _write(
             )
         backups += [(f"{REMOTE_BACKUP}{i.branch}", i.remote_old or "") for i in forced_remote]
     backups += [(f"{LOCAL_BACKUP}{i.branch}", i.old or "") for i in outcome.items if i.forced]
+    backups = [(free_ref(repo, ref, commit), commit) for ref, commit in backups]  # never replaced
     with repo.transaction(f"series branches: {_summary(outcome, opts)}") as txn:
         for ref, commit in backups:
             txn.update(ref, commit, repo.ref_value(ref))

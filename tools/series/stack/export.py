@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from series.backup import Kept
 from series.checkout import BASE_REF, refuse_during_rebase
 from series.errors import InternalError, RefusedError, SeriesError
 from series.git import RefMoved, Repo
@@ -64,7 +65,9 @@ def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
             why="another command changed the branch; nothing was written",
             hint="run `series export` again",
         )
-    written = _write(series, ui, checkout, state, (tip, new_tip), exported)
+    written, kept = _write(series, ui, checkout, state, (tip, new_tip), exported)
+    if kept is not None:
+        ui.status(kept.describe(checkout.path) + " (as they were before export normalised them)")
     ui.result(
         f"exported {len(exported)} patches from {checkout.path}: "
         f"{len(written.changed)} file(s) changed"
@@ -77,6 +80,7 @@ def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
         "exported": [e.patch.id for e in exported],
         "changed": [str(p) for p in written.changed],
         "backup": str(written.backup) if written.backup else None,
+        "kept": kept.ref if kept is not None else None,
     }
 
 
@@ -117,8 +121,12 @@ def _write(
     state: CheckoutState,
     tips: tuple[str, str],
     exported: list[Exported],
-) -> export_files.Written:
-    """The files (all or nothing), then the refs; the files are put back if the refs fail."""
+) -> tuple[export_files.Written, Kept | None]:
+    """The files (all or nothing), then the refs; the files are put back if the refs fail.
+
+    The commits as the user made them are kept under a backup ref when the
+    normalised ones replace them (in the refs' transaction, series.backup).
+    """
     written = export_files.write(series.root, _changes(series, exported, set(state.applied)))
     for rel in written.changed:
         gone = not (series.root / rel).exists()
@@ -126,7 +134,7 @@ def _write(
     if written.backup:
         ui.status(f"previous versions kept in {written.backup}")
     try:
-        checkout.write(
+        kept = checkout.write(
             "export",
             prior=state,
             tip=tips,
@@ -144,7 +152,7 @@ def _write(
             hint=exc.hint,
         ) from None
     export_files.finish(series.root)
-    return written
+    return written, kept
 
 
 def _refuse_in_progress(checkout: Checkout) -> None:

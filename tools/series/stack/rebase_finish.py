@@ -6,7 +6,9 @@ twice gives the same bytes), then moves the branch, the checkout state and
 the rebase state in one transaction, then the files of the checkout.
 ``--abort`` puts HEAD back on the branch, the checkout's files back to the
 branch, series.toml and patches/ back from the snapshot, and deletes the
-rebase state last: each step can be done again after a kill.
+rebase state last: each step can be done again after a kill. Before
+``--skip`` or ``--abort`` throws a stop away, what the user committed or
+changed there is kept under a backup ref (``keep_stop``, series.backup).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from series import backup
 from series.checkout import Checkout, finish_interrupted_move
 from series.errors import ConflictError, InternalError, RefusedError, UsageError
 from series.files import confined, remove, write_atomic
@@ -73,7 +76,7 @@ def finish(ctx: Context) -> None:
             "`series apply` will fetch it (pass --upstream)"
         )
     tip = commits[-1] if commits else st.onto
-    ctx.checkout.write(
+    backed = ctx.checkout.write(
         "rebase",
         prior=ctx.checkout.state(),
         tip=(st.tip, tip),
@@ -83,6 +86,8 @@ def finish(ctx: Context) -> None:
         move_files=True,
         also=lambda txn: rstate.forget(repo, txn, keep_last=True),
     )
+    if backed is not None:
+        ctx.ui.status(backed.describe(ctx.checkout.path))
     _summary(ctx, dropped, len(kept))
 
 
@@ -176,7 +181,7 @@ def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
     if action == "abort":
         abort(series, ui, checkout, st)
         return
-    _check_moved(checkout, st)
+    _check_moved(checkout, st, head_may_move=action == "skip")
     infos = repo.commit_infos(st.base, st.tip)
     ctx = Context(series, ui, checkout, st, {i.commit: i for i in infos})
     resume_target(ctx)
@@ -186,7 +191,8 @@ def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
         _continue(ctx)
 
 
-def _check_moved(checkout: Checkout, st: rstate.RebaseState) -> None:
+def _check_moved(checkout: Checkout, st: rstate.RebaseState, *, head_may_move: bool) -> None:
+    """Refuse when what the rebase stands on moved; ``--skip`` keeps a moved HEAD aside."""
     repo, where = checkout.repo, checkout.path
     tip = checkout.tip()
     if tip != st.tip:
@@ -204,13 +210,14 @@ def _check_moved(checkout: Checkout, st: rstate.RebaseState) -> None:
         )
     expected = st.current if st.stop is not None else st.tip
     head = repo.head()
-    if head != expected:
+    if head != expected and not (head_may_move and st.stop is not None):
         raise RefusedError(
             f"refusing to go on: the checkout moved (HEAD is {(head or 'nothing')[:12]}, "
             f"the rebase left it at {expected[:12]})",
             why="commits made or checked out during a rebase stop are not part of it",
-            hint=f"git -C {where} checkout --detach {expected[:12]} to go back, "
-            "or `series rebase --abort`",
+            hint="`series rebase --skip` or `--abort` (each keeps commits made here under "
+            f"a backup ref and prints it); or keep them yourself (git -C {where} branch NAME), "
+            f"then git -C {where} checkout --detach {expected[:12]} to go back",
         )
 
 
@@ -302,6 +309,7 @@ def _skip(ctx: Context) -> None:
     s = st.stop
     if s is None:
         raise UsageError("nothing to skip: the rebase is not stopped at a conflict")
+    keep_stop(ctx.checkout, st, "rebase --skip", ctx.ui, back_to=st.current)
     step = st.steps[s.index]
     step.status = "skipped"
     step.upstream_commit = s.upstream[0].split()[0] if s.upstream else st.onto
@@ -314,6 +322,8 @@ def _skip(ctx: Context) -> None:
 
 def abort(series: Series, ui: Ui, checkout: Checkout, st: rstate.RebaseState) -> None:
     repo = checkout.repo
+    gone = [rstate.STATE_REF, rstate.ONTO_REF, rstate.SAVED_REF, rstate.CURRENT_REF]
+    keep_stop(checkout, st, "rebase --abort", ui, gone=gone)
     repo.set_head(checkout.branch_ref)
     tip = checkout.tip()
     assert tip is not None
@@ -327,6 +337,49 @@ def abort(series: Series, ui: Ui, checkout: Checkout, st: rstate.RebaseState) ->
         f"rebase aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
         f"{changed} project file(s) restored"
     )
+
+
+def keep_stop(
+    checkout: Checkout,
+    st: rstate.RebaseState,
+    what: str,
+    ui: Ui,
+    *,
+    gone: list[str] | None = None,
+    back_to: str | None = None,
+) -> None:
+    """Before a stop is thrown away: keep what the user committed or changed there.
+
+    One transaction, before anything moves: a backup ref (series.backup)
+    of HEAD's commits that nothing else would reach once the refs of
+    ``gone`` are deleted, and of the checkout's files when they are the
+    user's (not what the rebase wrote); with ``back_to``, HEAD is detached
+    back there in it. The rebase's own commits are not kept.
+    """
+    repo = checkout.repo
+    known = [repo.tree_of(c) for c in (st.current, st.tip)]
+    if st.stop is not None:
+        known += [st.stop.conflict_tree, st.stop.written_from]
+    changes = backup.uncommitted(repo, what, known)
+    with repo.transaction(f"series {what}: keep what the checkout held") as txn:
+        kept = checkout.keep_lost(
+            txn,
+            what,
+            own=[st.current, st.onto, st.base, st.tip],
+            extra=[(backup.CHANGES, changes)],
+            gone=gone or (),
+        )
+        head = repo.head()
+        if back_to is not None and head is not None and head != back_to:
+            txn.detach_head(back_to, head)
+    if kept is not None:
+        where = checkout.path
+        show = (
+            f"; `git -C {where} diff {kept.ref}~ {kept.ref}` shows the uncommitted changes"
+            if [c for _, c in kept.tips] == [changes]
+            else ""
+        )
+        ui.status(kept.describe(where) + show)
 
 
 def _finish_interrupted_end(checkout: Checkout, ui: Ui) -> bool:

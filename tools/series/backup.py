@@ -1,0 +1,145 @@
+"""Backup refs: no command leaves a commit of the user's unreachable.
+
+The invariant (docs/workflow.md, "What is kept"): every commit reachable
+from the checkout's HEAD (detached or on any branch) or from its series
+branch before a command, and the uncommitted changes a command throws
+away, are reachable from a named ref after it, and the command prints
+that ref. A command that moves HEAD, the branch, or resets files asks
+:func:`keep_lost` with the transaction it is about to commit: what would
+no longer be reached by any ref once the transaction is applied goes under
+one ``refs/series/backup/<time>-<what>`` added to the same transaction
+(compare-and-swap: it must not exist yet). Several lost tips get one
+commit whose parents are those tips, so one ref keeps them all.
+
+Not kept: commits series wrote itself and can write again with the same
+ids (up to ``refs/series/synced``, a rebase's replayed commits and the
+upstream it replays onto), which the caller names as ``own``. Backup refs
+are never deleted by series.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from series.git import ZERO, Ident, Repo, Transaction
+
+PREFIX = "refs/series/backup/"
+CHANGES = "uncommitted changes"  # the label of a snapshot made by :func:`uncommitted`
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The backup ref a command added, and what it keeps."""
+
+    ref: str
+    tips: tuple[tuple[str, str], ...]  # (what it was, commit)
+    count: int  # the user's commits that only this ref reaches
+    changes: bool  # it holds a snapshot of uncommitted changes
+
+    def describe(self, path: Path) -> str:
+        held = [f"{self.count} commit(s) that nothing else would reach"] if self.count else []
+        held += ["the uncommitted changes (the files as they were)"] if self.changes else []
+        tips = "; ".join(f"{label} at {commit[:12]}" for label, commit in self.tips)
+        return (
+            f"kept {' and '.join(held)} ({tips}) as {self.ref} in {path}: "
+            f"`git -C {path} log {self.ref}` shows them"
+        )
+
+
+def _who() -> Ident:
+    return Ident("keras-series", "backup@keras-series.invalid", f"@{int(time.time())} +0000")
+
+
+def keep_lost(
+    repo: Repo,
+    txn: Transaction,
+    what: str,
+    *,
+    looked_at: Sequence[tuple[str, str | None]],
+    kept: Iterable[str | None] = (),
+    gone: Iterable[str] = (),
+    made: Iterable[str | None] = (),
+) -> Kept | None:
+    """Add a backup ref to ``txn`` of what it would leave unreachable; None if nothing.
+
+    ``looked_at``: (label, commit) of what the user may have work on (HEAD,
+    the branch, a snapshot of uncommitted changes). Reachable after the
+    command: every ref as ``txn`` leaves it, less the refs of ``gone`` (a
+    later step deletes them), and the commits of ``kept`` (HEAD when it
+    does not move, commits series wrote itself). ``made``: commits made
+    for this backup (a snapshot of uncommitted changes), not counted as
+    the user's.
+    """
+    planned: dict[str, str | None] = dict(txn.planned())
+    planned.update({ref: None for ref in gone})
+    planned.update({f"kept:{n}": c for n, c in enumerate(kept) if c})
+    lost: dict[str, tuple[str, frozenset[str]]] = {}
+    for label, commit in looked_at:
+        if commit and commit not in lost:
+            gone_from = frozenset(repo.unreachable([commit], planned))
+            if gone_from:
+                lost[commit] = (label, gone_from)
+    tips = [
+        (label, commit)
+        for commit, (label, commits) in lost.items()
+        if not any(commits < other for _, other in lost.values())  # an ancestor of another
+    ]
+    if not tips:
+        return None
+    target = tips[0][1]
+    if len(tips) > 1:
+        message = f"series {what}: backup of {len(tips)} tips\n\n" + "".join(
+            f"{label}: {commit}\n" for label, commit in tips
+        )
+        target = repo.commit_tree(repo.tree_of(target), [c for _, c in tips], message, _who())
+    ref = backup_ref(repo, what)
+    txn.update(ref, target, ZERO)
+    snapshots = {c for c in made if c}
+    every: set[str] = set().union(*(commits for _, commits in lost.values()))
+    return Kept(ref, tuple(tips), len(every - snapshots), bool(every & snapshots))
+
+
+def backup_ref(repo: Repo, what: str) -> str:
+    """A new ``refs/series/backup/<time>-<what>`` (``-2``, ``-3`` ... when taken)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    ref, n = f"{PREFIX}{stamp}-{what}", 1
+    while repo.ref_value(ref) is not None:
+        n += 1
+        ref = f"{PREFIX}{stamp}-{what}-{n}"
+    return ref
+
+
+def free_ref(repo: Repo, ref: str, commit: str) -> str:
+    """``ref``, or ``ref-2``, ``ref-3`` ... when it keeps another commit already.
+
+    For backups with fixed names (``series branches``): a second backup
+    never replaces the first.
+    """
+    name, n = ref, 1
+    while repo.ref_value(name) not in (None, commit):
+        n += 1
+        name = f"{ref}-{n}"
+    return name
+
+
+def uncommitted(repo: Repo, what: str, known: Iterable[str]) -> str | None:
+    """A commit on HEAD of the work tree's files, when they are the user's changes.
+
+    The files (tracked, changed and untracked, not ignored) as they are;
+    None when they are HEAD's tree, one of the ``known`` trees (what series
+    itself wrote there) or the tree of a backup ref already made (a command
+    run again after a kill keeps them once).
+    """
+    head = repo.head()
+    if head is None:
+        return None
+    base = repo.tree_of(head)
+    tree = repo.files_tree(base)
+    seen = {base, *known, *(t for _, t, _ in repo.ref_commits(PREFIX).values())}
+    if tree in seen:
+        return None
+    message = f"series {what}: the uncommitted changes in the checkout\n"
+    return repo.commit_tree(tree, [head], message, _who())
