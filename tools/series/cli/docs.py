@@ -31,7 +31,7 @@ _WIDTH = 80
 
 def block(command: Command) -> str:
     """The synopsis and option table of one command, as markdown."""
-    declared: Declared = command.declared().OPTIONS
+    declared: Declared = command.load().OPTIONS
     rows = [f"| {_cell(_names(o))} | {_cell(o.help)} |" for o in flat(declared)]
     return (
         "```sh\n"
@@ -139,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--docs", type=Path, default=Path("docs"), help="the docs (default: ./docs)")
     p.add_argument("--write", action="store_true", help="rewrite the stale blocks")
     a = p.parse_args(argv)
+    if not a.docs.is_dir():
+        p.error(f"{a.docs} is not a directory: run it at the top of the project, or pass --docs")
     if a.write:
         for page in write(a.docs):
             print(f"rewrote {page}")

@@ -52,16 +52,17 @@ class Command:
     module: str
     writes: Writes = reads
 
-    def declared(self) -> ModuleType:
+    def load(self) -> ModuleType:
+        """The command's module (imported on first use)."""
         return importlib.import_module(self.module)
 
     def add(self, p: argparse.ArgumentParser) -> None:
-        module = self.declared()
+        module = self.load()
         p.epilog = getattr(module, "EPILOG", None)
         add_arguments(p, module.OPTIONS)
 
     def run(self, series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
-        module = self.declared()
+        module = self.load()
         options = {o.keyword: getattr(a, o.dest) for o in flat(module.OPTIONS)}
         return Exit(module.run(series, ui, **options))
 
@@ -73,11 +74,11 @@ class CommandParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, command: Command, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.command = command
-        self.declared = False
+        self.ready = False
 
     def declare(self) -> None:
-        if not self.declared:
-            self.declared = True
+        if not self.ready:
+            self.ready = True
             self.command.add(self)
 
     def parse_known_args(  # type: ignore[override]
