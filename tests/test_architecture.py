@@ -7,9 +7,16 @@ rule cannot be dodged by importing lazily.
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from series.cli.table import COMMANDS
+from series.commands.options import Exclusive, Option, flat
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tools" / "series"
 
@@ -91,3 +98,61 @@ def test_only_the_cli_imports_commands(name: str) -> None:
     if name.startswith(("series.commands", "series.cli")):
         return
     assert not _uses(imports(MODULES[name]), "series.commands"), name
+
+
+ROWS = {command.name: command for command in COMMANDS}
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_every_row_names_a_module_that_declares_its_options_and_run(name: str) -> None:
+    """A command is its module and one row: the module declares ``OPTIONS`` and a
+    ``run(series, ui, *, ...)`` whose keywords are exactly the options' keys."""
+    command = ROWS[name]
+    assert command.module in MODULES, f"the row of {name} names {command.module}, not a module"
+    module = importlib.import_module(command.module)
+    declared = getattr(module, "OPTIONS", None)
+    assert isinstance(declared, tuple), f"{command.module} declares no OPTIONS tuple"
+    assert all(isinstance(item, Option | Exclusive) for item in declared), command.module
+    assert isinstance(getattr(module, "EPILOG", ""), str | None), command.module
+    params = list(inspect.signature(module.run).parameters.values())
+    assert [p.name for p in params[:2]] == ["series", "ui"], command.module
+    keywords = {p.name for p in params[2:] if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert len(params) - 2 == len(keywords), f"{command.module}.run: options are keyword-only"
+    assert keywords == {o.keyword for o in flat(declared)}, command.module
+
+
+def test_every_command_module_has_a_row() -> None:
+    found = {n for n in MODULES if n.startswith("series.commands.")} - {"series.commands.options"}
+    assert found == {c.module for c in COMMANDS}
+
+
+@pytest.mark.parametrize("name", sorted(c.module for c in COMMANDS))
+def test_a_command_module_imports_its_work_inside_run(name: str) -> None:
+    """Its top level imports only the standard library, series.errors and the declarations,
+    so that reading a command's options costs nothing of what running it needs."""
+    light = ("series.errors", "series.commands.options")
+    for node in ast.parse(MODULES[name].read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        else:
+            continue  # `if TYPE_CHECKING:` blocks and function bodies are not run at import
+        for imported in names:
+            top = imported.split(".")[0]
+            assert imported in light or top in sys.stdlib_module_names or top == "__future__", (
+                f"{name} imports {imported} at its top; import it inside run"
+            )
+
+
+def test_parsing_imports_only_the_command_that_runs() -> None:
+    code = (
+        "import sys; from series import cli; cli.parser().parse_args(['list', '--json']); "
+        "print(' '.join(m for m in sys.modules if m.startswith('series.')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    commands = {m for m in out if m.startswith("series.commands.")}
+    assert commands == {"series.commands.list", "series.commands.options"}
+    assert not [m for m in out if m.startswith(("series.runs", "series.conflicts"))], out

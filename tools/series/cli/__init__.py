@@ -1,9 +1,9 @@
 """Command-line entry point: parsing, the command table, errors to exit codes.
 
-Each command is a row of ``COMMANDS`` (series.cli.table): its name, a
-function that adds its arguments and a function that calls the command
-module with typed options (series.cli.rows_work, series.cli.rows_checks).
-Command modules are imported by their runner, so ``series list`` does not
+Each command is a row of ``COMMANDS`` (series.cli.table): its name, its
+help, its module under series.commands (which declares its options and its
+run) and whether it writes. A command's module is imported when its parser
+is first used (series.cli.table.CommandParser), so ``series list`` does not
 pay for importing what ``series test`` needs.
 Only ``main`` catches ``SeriesError``; anything else is a bug and is printed
 as an internal error with the traceback and exit code 70. A git failure
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, NoReturn
 
 from series import __version__, envelope
-from series.cli.table import COMMANDS, Command
+from series.cli.table import COMMANDS, Command, CommandParser
 from series.errors import Exit, InternalError, SeriesError, os_error
 from series.git import EnvironmentFault, GitFailed
 from series.project import Series, default_cache_dir
@@ -49,6 +49,10 @@ class _Parser(argparse.ArgumentParser):
         raise _BadUsage(self, message)
 
 
+class _CommandParser(CommandParser, _Parser):
+    """A command's parser: its arguments come from its module when it is used."""
+
+
 def parser() -> argparse.ArgumentParser:
     top = _Parser(
         prog="series",
@@ -65,10 +69,11 @@ def parser() -> argparse.ArgumentParser:
         help="the project directory holding series.toml (default: search upwards)",
     )
     top.add_argument("-v", "--verbose", action="store_true", help="log every git command")
-    sub = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = top.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_CommandParser
+    )
     for command in COMMANDS:
-        p = sub.add_parser(command.name, help=command.help, description=command.help)
-        command.add(p)
+        sub.add_parser(command.name, help=command.help, description=command.help, command=command)
     return top
 
 

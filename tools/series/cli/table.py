@@ -1,53 +1,30 @@
-"""The table of commands: one row per command, its name, help, arguments and runner.
+"""The table of commands: one row per command, its name, help, module and whether it writes.
 
-A test runs every row for real (tests/test_cli.py), so a row and its
-command cannot disagree.
+A command is its module under series.commands, which declares its options
+and its ``run`` (series.commands.options), plus one row here. ``Command.add``
+builds the command's argparse arguments from the declaration, and
+``Command.run`` calls the module's ``run`` with the parsed values as
+keywords. The module is imported only when its row is used: ``series
+--help`` needs only the rows, and a command module keeps what it needs to
+run out of its top-level imports. A test runs every row for real
+(tests/test_cli.py); tests/test_architecture.py checks that every row's
+module declares its options and a ``run`` taking exactly their keys.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
-from series.cli.rows_checks import (
-    add_bench,
-    add_check_conflicts,
-    add_lint,
-    add_prove,
-    add_scorecard,
-    add_test,
-    run_bench,
-    run_check_conflicts,
-    run_lint,
-    run_prove,
-    run_scorecard,
-    run_test,
-)
-from series.cli.rows_work import (
-    add_apply,
-    add_branches,
-    add_export,
-    add_list,
-    add_range_diff,
-    add_rebase,
-    add_show,
-    add_status,
-    run_apply,
-    run_branches,
-    run_export,
-    run_list,
-    run_range_diff,
-    run_rebase,
-    run_show,
-    run_status,
-)
+from series.commands.options import Declared, Exclusive, Option, flat
 from series.errors import Exit
 from series.project import Series
 from series.ui import Ui
 
-Adder = Callable[[argparse.ArgumentParser], None]
-Runner = Callable[[Series, Ui, argparse.Namespace], Exit]
 Writes = Callable[[argparse.Namespace], bool]
 
 
@@ -61,7 +38,9 @@ def writes(a: argparse.Namespace) -> bool:
 
 @dataclass(frozen=True)
 class Command:
-    """``writes``: whether this run writes the checkout, series.toml, patches/ or
+    """``module``: the dotted name of the command's module.
+
+    ``writes``: whether this run writes the checkout, series.toml, patches/ or
     resolutions/; such a run holds the project lock from start to end (series.project).
     The checks (test, lint, prove, bench, scorecard, check-conflicts) read the
     project and write only in the cache, their own work trees there, and
@@ -70,93 +49,152 @@ class Command:
 
     name: str
     help: str
-    add: Adder
-    run: Runner
+    module: str
     writes: Writes = reads
+
+    def load(self) -> ModuleType:
+        """The command's module (imported on first use)."""
+        return importlib.import_module(self.module)
+
+    def add(self, p: argparse.ArgumentParser) -> None:
+        module = self.load()
+        p.epilog = getattr(module, "EPILOG", None)
+        add_arguments(p, module.OPTIONS)
+
+    def run(self, series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
+        module = self.load()
+        options = {o.keyword: getattr(a, o.dest) for o in flat(module.OPTIONS)}
+        return Exit(module.run(series, ui, **options))
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of one command, given its arguments the first time it parses or
+    prints its usage: ``series --help`` and ``series list`` import no other command."""
+
+    def __init__(self, *args: Any, command: Command, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.command = command
+        self.ready = False
+
+    def declare(self) -> None:
+        if not self.ready:
+            self.ready = True
+            self.command.add(self)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self.declare()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self.declare()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self.declare()
+        return super().format_help()
+
+
+def add_arguments(p: argparse.ArgumentParser, declared: Declared) -> None:
+    for item in declared:
+        if isinstance(item, Exclusive):
+            group = p.add_mutually_exclusive_group()
+            for option in item.options:
+                group.add_argument(*_names(option), **_settings(option))
+        else:
+            p.add_argument(*_names(item), **_settings(item))
+
+
+def _names(o: Option) -> tuple[str, ...]:
+    return (o.dest,) if o.positional else o.names
+
+
+def _settings(o: Option) -> dict[str, Any]:
+    given: dict[str, Any] = {
+        "action": o.action,
+        "help": o.help,
+        "type": o.type,
+        "default": o.default,
+        "metavar": o.shown if o.positional else o.metavar,
+        "choices": o.choices,
+        "nargs": o.nargs,
+        "const": o.const,
+    }
+    if not o.positional:
+        given["dest"] = o.dest
+    return {k: v for k, v in given.items() if v is not None}
 
 
 COMMANDS: tuple[Command, ...] = (
     Command(
         "apply",
         "materialise the pinned upstream and apply the stack as commits",
-        add_apply,
-        run_apply,
+        "series.commands.apply",
         writes,
     ),
     Command(
         "export",
         "write the checkout's commits back to patches/ and series.toml",
-        add_export,
-        run_export,
+        "series.commands.export",
         writes,
     ),
     Command(
         "check-conflicts",
         "merge-tree dry runs: the stack on its pin, pairwise, and --onto another upstream",
-        add_check_conflicts,
-        run_check_conflicts,
+        "series.commands.check_conflicts",
     ),
     Command(
         "branches",
         "one branch per patch (pin + patches 1..k) for stacked pull requests, pushed with leases",
-        add_branches,
-        run_branches,
+        "series.commands.branches",
         lambda a: not a.dry_run,
     ),
     Command(
         "rebase",
         "move the series onto another upstream revision (--continue, --skip, --abort)",
-        add_rebase,
-        run_rebase,
+        "series.commands.rebase",
         writes,
     ),
     Command(
         "status",
         "where the checkout stands: pin, branch, applied, unexported, drift, a rebase",
-        add_status,
-        run_status,
+        "series.commands.status",
     ),
     Command(
         "range-diff",
         "how each patch changed between two versions of the series (git range-diff form)",
-        add_range_diff,
-        run_range_diff,
+        "series.commands.range_diff",
     ),
-    Command("list", "the series as a table", add_list, run_list),
+    Command("list", "the series as a table", "series.commands.list"),
     Command(
         "show",
         "one patch for review: message, upstream link, diffstat, subset",
-        add_show,
-        run_show,
+        "series.commands.show",
     ),
     Command(
         "test",
         "each patch's test subset on torch, against the pin's results, cached and in parallel",
-        add_test,
-        run_test,
+        "series.commands.test",
     ),
     Command(
         "lint",
         "ruff check and ruff format --check on the files each patch touches; its message",
-        add_lint,
-        run_lint,
+        "series.commands.lint",
     ),
     Command(
         "bench",
         "what each patch buys: timed side by side with the pin, with intervals and controls",
-        add_bench,
-        run_bench,
+        "series.commands.bench",
     ),
     Command(
         "scorecard",
         "graphs, graph breaks and recompiles under torch.compile, per stack state",
-        add_scorecard,
-        run_scorecard,
+        "series.commands.scorecard",
     ),
     Command(
         "prove",
         "whether each patch's tests fail without its production change, and how",
-        add_prove,
-        run_prove,
+        "series.commands.prove",
     ),
 )

@@ -6,11 +6,39 @@ The work is in series.stack.apply; docs/workflow.md is the manual.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from series.commands.options import DIR, ENVELOPE, URL, Option
 from series.errors import Exit
-from series.project import Series
-from series.stack.apply import apply
-from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+    from series.ui import Ui
+
+OPTIONS = (
+    DIR,
+    Option("--to", "apply the stack up to and including this patch", metavar="ID"),
+    Option(
+        "--source",
+        "where the upstream base comes from (default: the manifest's "
+        "upstream.source; 'auto' tries git, then the sdist)",
+        choices=("git", "sdist"),
+    ),
+    Option(
+        "--upstream",
+        "fetch upstream from this URL, mirror or clone (or use this sdist .tar.gz)",
+        key="upstream_url",
+        type=URL,
+        metavar="URL|PATH",
+    ),
+    Option(
+        "--force",
+        "go on over uncommitted changes, unexported commits or another HEAD, "
+        "after stashing them / keeping a backup ref (both printed)",
+        action="store_true",
+    ),
+    ENVELOPE,
+)
 
 
 def run(
@@ -24,6 +52,8 @@ def run(
     force: bool = False,
     as_json: bool = False,
 ) -> Exit:
+    from series.stack.apply import apply
+
     checkout = series.checkout(directory)
     done = apply(
         series,

@@ -7,26 +7,47 @@ docs/bench.md); the arms come from series.runs.bench.arms.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from series.commands.options import DEVICE, JSON, Option, patch_ids
 from series.errors import Exit, UsageError
-from series.files import confined
-from series.project import Series
-from series.runs.bench import (
-    WORKLOADS,
-    Arm,
-    profile_json,
-    render_floors,
-    render_profile,
-    render_table,
-    render_times,
-    report_json,
-    run_bench,
-    run_profile,
-    summary_lines,
-    write_chart,
+
+if TYPE_CHECKING:
+    from series.project import Series
+    from series.runs.bench import Arm
+    from series.ui import Ui
+
+EPILOG = (
+    "arms: the pin, each patch alone on the pin (where it applies alone), the stack "
+    "after each patch (compared with the one before), and the whole stack against the "
+    "pin. exit status: 0 measured; 1 a patch's outputs differ from its baseline "
+    "(equivalence failed); 2 bad input. Manual: docs/bench.md."
 )
-from series.runs.bench.arms import PIN, plan
-from series.ui import Ui
+OPTIONS = (
+    patch_ids("measure"),
+    Option(
+        "--workload",
+        "a workload to run (repeatable; default: all; --quick: the tiny set)",
+        key="workloads",
+        action="append",
+        metavar="NAME",
+    ),
+    Option("--rounds", "measured rounds (default: 15)", type=int, metavar="N"),
+    Option("--quick", "a tiny workload set, a few rounds", action="store_true"),
+    Option(
+        "--chart",
+        "where to write the chart (default: .series/bench/bench.png)",
+        type=Path,
+        metavar="PNG",
+    ),
+    Option(
+        "--profile",
+        "instead: the top frames of one call of WORKLOAD on the pin and the stack",
+        metavar="WORKLOAD",
+    ),
+    DEVICE,
+    JSON,
+)
 
 
 def run(
@@ -42,6 +63,19 @@ def run(
     profile: str | None = None,
     device: str = "cpu",
 ) -> Exit:
+    from series.files import confined
+    from series.runs.bench import (
+        WORKLOADS,
+        render_floors,
+        render_table,
+        render_times,
+        report_json,
+        run_bench,
+        summary_lines,
+        write_chart,
+    )
+    from series.runs.bench.arms import plan
+
     if rounds is not None and rounds < 3:
         raise UsageError(
             f"--rounds {rounds}: at least 3 rounds make an interval",
@@ -82,6 +116,9 @@ def run(
 def _profile(
     ui: Ui, arms: list[Arm], workload: str, cache: Path, device: str, as_json: bool
 ) -> Exit:
+    from series.runs.bench import profile_json, render_profile, run_profile
+    from series.runs.bench.arms import PIN
+
     if arms[0].name != PIN or len(arms) < 2:
         raise UsageError("nothing to profile: no patch applies on the pin")
     found = [run_profile(arm, workload, cache_dir=cache, device=device) for arm in arms]

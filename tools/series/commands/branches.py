@@ -6,15 +6,45 @@ The work is in series.stack.branches; docs/branches.md is the manual.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.table import Table
-
+from series.commands.options import DIR, JSON, URL, Option
 from series.errors import Exit
-from series.project import Series
-from series.stack.branch_plan import CREATE, DELETE, MOVE, SKIP, Item, Options, Outcome
-from series.stack.branches import branches
-from series.stack.branches import conflict as conflict_error
-from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+    from series.stack.branch_plan import Item, Outcome
+    from series.ui import Ui
+
+EPILOG = (
+    "exit status: 0 done (or nothing to change); 2 bad input; 3 a patch does not apply "
+    "(the branches before it were made); 4 refused: a branch series did not leave as it "
+    "is, locally or on REMOTE (nothing changed; --force replaces it after a backup); "
+    "1 REMOTE unreachable. Manual: docs/branches.md."
+)
+OPTIONS = (
+    DIR,
+    Option("--prefix", "put P before every branch name", default="", metavar="P"),
+    Option("--alone", "each branch: the pin plus its patch only", action="store_true"),
+    Option("--dry-run", "list what would change; change nothing", action="store_true"),
+    Option(
+        "--push",
+        "push the branches too, each leased against what REMOTE had",
+        type=URL,
+        metavar="REMOTE",
+    ),
+    Option(
+        "--prune",
+        "delete the branches series made for patches no longer in series.toml",
+        action="store_true",
+    ),
+    Option(
+        "--force",
+        "replace branches someone else moved (the old commits are kept as backup refs)",
+        action="store_true",
+    ),
+    JSON,
+)
 
 
 def run(
@@ -22,12 +52,21 @@ def run(
     ui: Ui,
     *,
     directory: Path | None = None,
-    options: Options | None = None,
+    prefix: str = "",
+    alone: bool = False,
+    dry_run: bool = False,
+    push: str | None = None,
+    prune: bool = False,
+    force: bool = False,
     as_json: bool = False,
 ) -> Exit:
-    opts = options or Options()
+    from series.stack.branch_plan import Options
+    from series.stack.branches import branches
+    from series.stack.branches import conflict as conflict_error
+
+    options = Options(prefix, alone, dry_run, push, prune, force)
     checkout = series.checkout(directory)
-    outcome = branches(series, ui, checkout, opts)
+    outcome = branches(series, ui, checkout, options)
     if as_json:
         ui.json(outcome.to_json())
     else:
@@ -39,6 +78,8 @@ def run(
 
 
 def _show(ui: Ui, outcome: Outcome) -> None:
+    from rich.table import Table
+
     remote = outcome.remote
     title = f"{len(outcome.items)} branches ({outcome.mode}) on {outcome.pin[:12]}"
     table = Table(title=title + (f", remote {remote}" if remote else ""))
@@ -63,6 +104,8 @@ def _show(ui: Ui, outcome: Outcome) -> None:
 
 
 def _local(item: Item, prune: bool) -> str:
+    from series.stack.branch_plan import CREATE, DELETE, MOVE, SKIP
+
     old, new = (item.old or "")[:10], (item.new or "")[:10]
     if item.action == SKIP:
         return f"skipped: {item.why}"
@@ -77,6 +120,8 @@ def _local(item: Item, prune: bool) -> str:
 
 
 def _remote(item: Item) -> str:
+    from series.stack.branch_plan import CREATE, DELETE, MOVE
+
     action, old, new = item.remote_action, (item.remote_old or "")[:10], (item.new or "")[:10]
     if action is None:
         return "-"

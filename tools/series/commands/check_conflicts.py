@@ -21,12 +21,54 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from series.checkout import warn_unexported
-from series.conflicts import check, render
+from series.commands.options import ENVELOPE, REV, URL, Option
 from series.errors import Exit, UsageError
-from series.project import Series
-from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+    from series.ui import Ui
+
+EPILOG = (
+    "exit status: 0 the series fits; 3 a patch does not apply on the pin, conflicts on "
+    "the --onto replay, or does not apply alone although series.toml says "
+    "applies_alone = true; 2 bad input (unknown REV, unusable --upstream, a corrupt patch "
+    "file, bad option); 1 the --onto source could not be reached. "
+    "Manual: docs/check-conflicts.md."
+)
+OPTIONS = (
+    Option(
+        "--onto",
+        "also replay the series onto this upstream revision (a ref or commit; "
+        "'sdist:VERSION' for a PyPI sdist)",
+        type=REV,
+        metavar="REV",
+    ),
+    Option(
+        "--upstream",
+        "where --onto REV lives (default: the cache, then upstream.repository); "
+        "an sdist .tar.gz with --onto sdist:VERSION",
+        key="upstream_url",
+        type=URL,
+        metavar="URL|PATH",
+    ),
+    Option(
+        "--source",
+        "where the pinned base comes from (default: the manifest's upstream.source)",
+        choices=("git", "sdist"),
+    ),
+    Option(
+        "--no-matrix", "skip the pairwise matrix on the pin", key="matrix", action="store_false"
+    ),
+    Option(
+        "--merge-mode",
+        "how merge bases are given to git merge-tree (default: auto, probed)",
+        default="auto",
+        choices=("auto", "synthetic", "merge-base"),
+    ),
+    ENVELOPE,
+)
 
 _ARCHIVES = (".tar.gz", ".tgz")
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[^/:]+:)")  # scheme://..., or scp-style host:path
@@ -43,6 +85,9 @@ def run(
     as_json: bool = False,
     merge_mode: str = "auto",
 ) -> Exit:
+    from series.checkout import warn_unexported
+    from series.conflicts import check, render
+
     _check_options(onto, upstream_url)
     warn_unexported(series, ui)
     data = check(

@@ -6,14 +6,21 @@ The work is in series.stack.export; docs/workflow.md is the manual.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from series.commands.options import DIR, ENVELOPE
 from series.errors import Exit
-from series.project import Series
-from series.stack.export import export
-from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+    from series.ui import Ui
+
+OPTIONS = (DIR, ENVELOPE)
 
 
 def run(series: Series, ui: Ui, *, directory: Path | None = None, as_json: bool = False) -> Exit:
+    from series.stack.export import export
+
     done = export(series, ui, series.checkout(directory))
     if as_json:
         ui.json(done)

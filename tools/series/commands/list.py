@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-
+from series.commands.options import ENVELOPE
 from series.errors import Exit
-from series.project import Series
-from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+    from series.ui import Ui
+
+OPTIONS = (ENVELOPE,)
 
 
 def run(series: Series, ui: Ui, *, as_json: bool = False) -> Exit:
+    from rich.table import Table
+
     rows: list[dict[str, Any]] = []
     for pos, patch in enumerate(series.manifest.patches, 1):
         files = [s.path for s in series.stat(patch)]

@@ -7,13 +7,26 @@ series.runs.prove_report; the runs go through series.runs.schedule like
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from series.commands.options import JOBS, NO_CACHE, Option, patch_ids
 from series.errors import Exit
-from series.project import Series
-from series.runs.plan import context, jobs_or_cores
-from series.runs.prove import finish, plan_proofs
-from series.runs.prove_report import emit
-from series.runs.schedule import run_jobs
-from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+    from series.ui import Ui
+
+EPILOG = (
+    "exit status: 0 every patch has a behavioural test (or is exempt in series.toml); "
+    "1 a patch is flagged (no behavioural test, broken tests, no tests) or does not "
+    "apply; 2 bad input. Manual: docs/prove.md."
+)
+OPTIONS = (
+    patch_ids("prove"),
+    JOBS,
+    Option("--json", "print JSON for machines, per test", key="as_json", action="store_true"),
+    NO_CACHE,
+)
 
 
 def run(
@@ -25,6 +38,11 @@ def run(
     as_json: bool = False,
     use_cache: bool = True,
 ) -> Exit:
+    from series.runs.plan import context, jobs_or_cores
+    from series.runs.prove import finish, plan_proofs
+    from series.runs.prove_report import emit
+    from series.runs.schedule import run_jobs
+
     jobs = jobs_or_cores(jobs)
     patches = series.select(ids)
     ctx = context(series, ui)

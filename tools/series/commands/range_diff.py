@@ -5,10 +5,25 @@ The work is in series.stack.rangediff; docs/range-diff.md is the manual.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from series.commands.options import JSON, REV, Option
 from series.errors import Exit
-from series.project import Series
-from series.stack.rangediff import compare, current, previous
-from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+    from series.ui import Ui
+
+OPTIONS = (
+    Option("ID", "only this patch (default: all)", key="patch_id", nargs="?"),
+    Option(
+        "--since",
+        "the old version: this commit of the project repository (default: docs/range-diff.md)",
+        type=REV,
+        metavar="REV",
+    ),
+    JSON,
+)
 
 
 def run(
@@ -19,6 +34,8 @@ def run(
     since: str | None = None,
     as_json: bool = False,
 ) -> Exit:
+    from series.stack.rangediff import compare, current, previous
+
     old = previous(series, since)
     new = current(series)
     rows = compare(series, ui, old, new, patch_id)

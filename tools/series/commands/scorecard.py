@@ -5,11 +5,33 @@ The work is in series.runs.bench.scorecard (docs/bench.md, "Scorecard").
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from series.commands.options import DEVICE, JSON, Option, patch_ids
 from series.errors import Exit
-from series.project import Series
-from series.runs.bench import render_scorecard, run_scorecard, scorecard_json
-from series.runs.bench.arms import plan
-from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+    from series.ui import Ui
+
+EPILOG = (
+    "For each stack state (the pin, then patches 1..k): graphs, graph breaks, break "
+    "reasons and recompiles of the small LM and CNN under torch.compile. exit status: "
+    "0 no state adds breaks or recompiles; 1 one does (flagged); 2 bad input. "
+    "Manual: docs/bench.md."
+)
+OPTIONS = (
+    patch_ids("score"),
+    Option(
+        ("-j", "--jobs"),
+        "states traced at the same time (default: 2)",
+        type=int,
+        default=2,
+        metavar="N",
+    ),
+    DEVICE,
+    JSON,
+)
 
 
 def run(
@@ -21,6 +43,9 @@ def run(
     jobs: int = 2,
     device: str = "cpu",
 ) -> Exit:
+    from series.runs.bench import render_scorecard, run_scorecard, scorecard_json
+    from series.runs.bench.arms import plan
+
     arms = plan(series, ui, ids, alone=False)
     for line in arms.skipped:
         ui.status(f"note: {line}")

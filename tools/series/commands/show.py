@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from series.conflicts import alone
+from series.commands.options import ENVELOPE, Option
 from series.errors import Exit
-from series.manifest import Patch
-from series.project import FileStat, MailInfo, Series
-from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.manifest import Patch
+    from series.project import FileStat, MailInfo, Series
+    from series.ui import Ui
+
+OPTIONS = (
+    Option("id", "the patch id, e.g. P1", key="patch_id"),
+    Option("--diff", "include the diff", action="store_true"),
+    Option(
+        "--no-pager",
+        "do not page --diff on a terminal (default: $GIT_PAGER, $PAGER or less)",
+        key="pager",
+        action="store_false",
+    ),
+    ENVELOPE,
+)
 
 
 def run(
@@ -20,6 +34,8 @@ def run(
     as_json: bool = False,
     pager: bool = True,
 ) -> Exit:
+    from series.conflicts import alone
+
     manifest = series.manifest
     patch = manifest.by_id(patch_id)
     position = manifest.index(patch.id) + 1

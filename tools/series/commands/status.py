@@ -6,15 +6,21 @@ What it reads is in series.status.describe; this module prints it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from series.commands.options import DIR, JSON
 from series.errors import Exit
-from series.project import Series
-from series.status import describe
-from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+    from series.ui import Ui
+
+OPTIONS = (DIR, JSON)
 
 
 def run(series: Series, ui: Ui, *, directory: Path | None = None, as_json: bool = False) -> Exit:
+    from series.status import describe
+
     report = describe(series, series.checkout(directory))
     if as_json:
         ui.json(report)

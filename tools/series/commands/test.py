@@ -7,16 +7,41 @@ scheduling (slots, xdist), and the report. See docs/testing.md.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from series.checkout import warn_unexported
+from series.commands.options import ENVELOPE, JOBS, NO_CACHE, Option, patch_ids
 from series.errors import Exit, UsageError
-from series.project import Series
-from series.runs.plan import MODES, context, finish, jobs_or_cores, plan
-from series.runs.report import check_junit_path, emit
-from series.runs.schedule import execute
-from series.runs.shard import costs, plan_json, show_plan, split
-from series.runs.shard import parse as parse_shard
-from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+    from series.ui import Ui
+
+OPTIONS = (
+    patch_ids("test"),
+    Option(
+        "--mode",
+        "stacked: patch k on the pin plus patches 1..k (default); "
+        "alone: on the pin plus patch k only",
+        default="stacked",
+        choices=("stacked", "alone"),
+    ),
+    JOBS,
+    ENVELOPE,
+    Option("--junit", "also write JUnit XML for CI", type=Path, metavar="FILE"),
+    NO_CACHE,
+    Option(
+        "--shard",
+        "run only the I-th of N shards of the patches (1-based; the same split on "
+        "every machine, balanced by recorded durations; docs/testing.md)",
+        metavar="I/N",
+    ),
+    Option(
+        "--list",
+        "print the plan (patches, shards) and run nothing",
+        key="list_only",
+        action="store_true",
+    ),
+)
 
 
 def run(
@@ -32,6 +57,13 @@ def run(
     shard: str | None = None,
     list_only: bool = False,
 ) -> Exit:
+    from series.checkout import warn_unexported
+    from series.runs.plan import MODES, context, finish, jobs_or_cores, plan
+    from series.runs.report import check_junit_path, emit
+    from series.runs.schedule import execute
+    from series.runs.shard import costs, plan_json, show_plan, split
+    from series.runs.shard import parse as parse_shard
+
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}", hint=f"use one of: {', '.join(MODES)}")
     jobs = jobs_or_cores(jobs)
