@@ -72,8 +72,9 @@ def series(
     return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
 
 
-def git_calls(proc: subprocess.CompletedProcess[str]) -> int:
-    return sum(1 for line in proc.stderr.splitlines() if line.startswith("series.git: git "))
+def steps(proc: subprocess.CompletedProcess[str]) -> int:
+    """How many steps (git calls and file writes: series.faults) a debug run logged."""
+    return sum(1 for line in proc.stderr.splitlines() if line.startswith("series.faults: step "))
 
 
 def start_args(project: Project) -> list[str]:
@@ -123,7 +124,7 @@ def _case(command: str, project: Project, before: dict[str, Any], argv: list[str
     clean = series(project, *argv)
     code = 3 if command == "stop" else 0
     assert clean.returncode == code, clean.stderr
-    return Case(command, project, template, argv, before, code, result(project), git_calls(clean))
+    return Case(command, project, template, argv, before, code, result(project), steps(clean))
 
 
 def make_case(tmp_path: Path, command: str) -> Case:

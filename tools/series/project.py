@@ -19,6 +19,7 @@ from pathlib import Path
 from series import upstream
 from series.checkout import Checkout
 from series.errors import SeriesError
+from series.files import clear_stale_temps
 from series.git import FileStat, MailInfo, Repo, patch_stat, read_mail
 from series.manifest import Manifest, Patch, load
 from series.stack import memo
@@ -35,6 +36,16 @@ def default_cache_dir() -> Path:
         return Path(os.environ["SERIES_CACHE_DIR"])
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(xdg) / "keras-series"
+
+
+def _clear_leftovers(root: Path, manifest: Manifest) -> None:
+    """Remove the temporary files a killed series run left in the project (never the user's)."""
+    resolutions = root / "resolutions"
+    dirs = {root, root / ".series", root / "patches", resolutions}
+    dirs |= {(root / p.file).parent for p in manifest.patches}
+    if resolutions.is_dir():
+        dirs |= {d for d in resolutions.iterdir() if d.is_dir() and not d.is_symlink()}
+    clear_stale_temps(*dirs)
 
 
 def find_root(start: Path) -> Path:
@@ -63,6 +74,7 @@ class Series:
         """``missing_ok``: a patch file may be missing (export writes it again)."""
         root = find_root(Path.cwd()) if root is None else root.resolve()
         manifest = load(root / "series.toml", missing_ok=missing_ok)
+        _clear_leftovers(root, manifest)
         return cls(root, manifest, cache_dir or default_cache_dir())
 
     # -- the prologue every command shares ------------------------------------

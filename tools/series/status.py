@@ -50,9 +50,11 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
     for row in report["patches"]:
         row["applied"] = row["id"] in applied
     report["unexported"] = [repo.oneline(c) for c in checkout.unexported(state)]
-    report["uncommitted"] = repo.dirty()
+    move = repo.unfinished_move()  # cut short by a kill or a full disk: not the user's
+    half = repo.half_moved(move) if move is not None else set()
+    report["uncommitted"] = [path for path in repo.dirty() if path not in half]
     report["drift"] = _drift(series, checkout, state)
-    report["interrupted_move"] = checkout.interrupted_move(state) is not None
+    report["interrupted_move"] = move is not None or checkout.interrupted_move(state) is not None
     rebase = rebase_state.load(repo)
     if rebase is not None:
         report["rebase"] = {

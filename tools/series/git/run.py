@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,6 +24,8 @@ from pathlib import Path
 from git.cmd import Git as _Cmd
 
 from series.errors import InternalError
+from series.faults import point as fault_step
+from series.git import leftovers
 
 log = logging.getLogger("series.git")
 
@@ -82,9 +83,11 @@ def execute(
     ``timeout``: kill git after that many seconds (network operations).
     """
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
-    _fault_point()
+    record = leftovers.begin(cwd, argv, env)
+    _fault_point(argv)
     cmd = _Cmd(str(cwd))
     stream = stdin.open("rb") if stdin is not None else None
+    status = -1
     try:
         status, out, err = cmd.execute(
             ["git", *argv],
@@ -99,6 +102,7 @@ def execute(
     finally:
         if stream is not None:
             stream.close()
+        leftovers.end(record, argv, int(status))
     return (
         int(status),
         out or b"" if raw else out or "",
@@ -106,23 +110,9 @@ def execute(
     )
 
 
-_calls = 0
-
-
-def _fault_point() -> None:
-    """Fault injection for tests: SERIES_FAULT_KILL_AT=N SIGKILLs us before the Nth git call.
-
-    Deterministic (the Nth call of this process), so a test can kill a
-    command at every step in turn and check that nothing is lost
-    (tests/test_faults.py, docs/hardening.md).
-    """
-    global _calls
-    at = os.environ.get("SERIES_FAULT_KILL_AT")
-    if not at:
-        return
-    _calls += 1
-    if str(_calls) == at:
-        os.kill(os.getpid(), signal.SIGKILL)
+def _fault_point(argv: Sequence[str]) -> None:
+    """A step of the kill tests before each git call (series.faults: SERIES_FAULT_KILL_AT=N)."""
+    fault_step(f"git {leftovers.verb(argv)}")
 
 
 def run(

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from series import faults
 from series.errors import RefusedError, SeriesError
-from series.files import replace_all, write_atomic
+from series.files import clear_stale_temps, replace_all, write_atomic
 
 JOURNAL = Path(".series") / "export-journal.json"
 
@@ -42,9 +43,7 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
     """Back up, journal and write ``changes`` (absolute paths in ``root``)."""
     if not changes:
         return Written([], None, [])
-    for path in changes:  # staged files of an export that was killed before its renames
-        for stale in path.parent.glob(f".{path.name}.*.tmp"):
-            stale.unlink(missing_ok=True)
+    clear_stale_temps(*{path.parent for path in changes})  # an export killed before renames
     backup = _backup_dir(root)
     rel = {path: path.relative_to(root) for path in changes}
     created = [rel[p] for p in changes if not p.exists()]
@@ -54,6 +53,7 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
                 target = backup / rel[path]
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, target)
+        faults.point("export: backed up")
         journal = {
             "backup": str(backup.relative_to(root)),
             "files": [str(rel[p]) for p in changes],
@@ -87,6 +87,7 @@ def _write_failed(root: Path, exc: OSError, backup: Path) -> SeriesError:
 
 def finish(root: Path) -> None:
     (root / JOURNAL).unlink(missing_ok=True)
+    faults.point("export: journal removed")
 
 
 def roll_back(root: Path, written: Written) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from series.checkout import Checkout, finish_interrupted_move
+from series.checkout import Checkout, finish_cut_move, finish_interrupted_move
 from series.errors import ConflictError, InternalError, RefusedError, UsageError
 from series.files import write_atomic
 from series.manifest import Dropped
@@ -160,7 +160,8 @@ def _summary(ctx: Context, dropped: list[Dropped], kept: int) -> None:
 def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
     repo = checkout.repo
     st = rstate.load(repo) if checkout.exists() else None
-    if st is None and checkout.exists() and _finish_interrupted_end(checkout, ui):
+    cut = finish_cut_move(checkout, ui)
+    if st is None and checkout.exists() and (_finish_interrupted_end(checkout, ui) or cut):
         ui.result("the rebase had finished (interrupted while moving the files, now moved)")
         return
     if st is None and action == "abort" and checkout.exists() and _leftovers(checkout):
