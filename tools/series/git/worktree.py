@@ -30,9 +30,14 @@ EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
 
 class WorktreeMixin(Runner):
-    def dirty(self) -> list[str]:
-        """Uncommitted changes: modified, staged and untracked (not ignored) paths."""
-        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+    def dirty(self, *, read_only: bool = False) -> list[str]:
+        """Uncommitted changes: modified, staged and untracked (not ignored) paths.
+
+        ``read_only``: the index is not refreshed on the way (no write, so
+        a full disk or a lock left behind does not make it fail).
+        """
+        optional = ["--no-optional-locks"] if read_only else []
+        out = self.git(*optional, "status", "--porcelain=v1", "-z", "--untracked-files=all")
         return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
     def stash(self, message: str) -> None:
@@ -68,12 +73,10 @@ class WorktreeMixin(Runner):
         )
         return max(moves, key=lambda r: r.mtime, default=None)
 
-    def _move_changes(self, move: leftovers.Record) -> list[tuple[str, str, str, str]]:
-        """(path, mode, blob, blob in the index) of what the cut move changes, index to target."""
-        if "--reset" in move.argv:
-            return []
+    def _move_changes(self, target: str) -> list[tuple[str, str, str, str]]:
+        """(path, mode, blob, blob in the index) of what a move to ``target`` changes."""
         # Read the index as it is: write-tree would need the index.lock a kill may have left.
-        out = self.git("diff-index", "--cached", "-R", "-z", "--no-renames", move.argv[-1])
+        out = self.git("diff-index", "--cached", "-R", "-z", "--no-renames", target)
         fields = out.split("\0")
         changes = []
         for meta, path in zip(fields[0::2], fields[1::2], strict=False):
@@ -101,7 +104,9 @@ class WorktreeMixin(Runner):
         Only paths the move changes whose file is exactly the target's
         content (and executable bit); any other file is left as it is.
         """
-        changes = [c for c in self._move_changes(move) if c[1].startswith("100")]
+        if "--reset" in move.argv:  # it is run again whole
+            return {}
+        changes = [c for c in self._move_changes(move.argv[-1]) if c[1].startswith("100")]
         blobs = self._file_blobs([path for path, _, _, _ in changes])
         done = {}
         for path, mode, oid, _ in changes:
@@ -111,15 +116,15 @@ class WorktreeMixin(Runner):
                     done[path] = (mode, oid)
         return done
 
-    def half_moved(self, move: leftovers.Record) -> set[str]:
-        """Paths that differ from HEAD or the index only because the cut move was under way.
+    def half_moved(self, target: str) -> set[str]:
+        """Paths that differ from HEAD or the index only because a move to ``target`` was cut.
 
         Paths the move changes whose file is gone (removed, to be written
         or deleted), still the index's (not reached yet) or already the
         target's: ``series status`` does not count them as uncommitted. A
         file unlike both sides is someone's change, and counts.
         """
-        changes = self._move_changes(move)
+        changes = self._move_changes(target)
         blobs = self._file_blobs([path for path, _, _, _ in changes])
         return {
             path
@@ -152,7 +157,8 @@ class WorktreeMixin(Runner):
         where = leftovers.git_dir(self.path)
         assert where is not None
         leftovers.clear_stale_locks(where)
-        changes = self._move_changes(move)
+        target = move.argv[-1]
+        changes = self._move_changes(target) if "--reset" not in move.argv else []
         for path in self._cut_writes(changes, self._file_blobs([c[0] for c in changes])):
             (self.path / path).unlink()  # git writes it again
         done = self.moved_already(move)
@@ -160,7 +166,6 @@ class WorktreeMixin(Runner):
             lines = "".join(f"{mode} {oid}\t{path}\n" for path, (mode, oid) in done.items())
             self.git_input("update-index", "--index-info", data=lines.encode())
         self.git_status("update-index", "-q", "--refresh")  # read-tree -m trusts stat data
-        target = move.argv[-1]
         try:
             self.git(*move.argv)
         except GitFailed as exc:
