@@ -246,9 +246,14 @@ def test_a_lock_series_did_not_leave_is_not_removed(tmp_path: Path) -> None:
     project = big_move_project(tmp_path / "p")
     lock = project.work / ".git" / "index.lock"
     lock.write_text("")
+    before = snapshot(project)
     code, _, err = project.run(*start_args(project))
-    assert code != 0 and "index.lock" in err
+    assert code == 1 and f"{lock} exists" in err and f"rm {lock}" in err, err
     assert lock.exists()
+    assert snapshot(project) == before  # refused before anything was written
+    lock.unlink()
+    code, _, err = project.run(*start_args(project))
+    assert code == 0, err
 
 
 def _killed_at_step(project: Project, args: list[str], name: str) -> tuple[int, str]:

@@ -316,13 +316,22 @@ def finish_cut_move(checkout: Checkout, ui: Ui) -> bool:
     if not checkout.exists():
         return False
     target = checkout.repo.finish_move()
-    if target is None:
-        return False
-    ui.status(
-        f"finished moving the files of {checkout.path} to {target[:12]} "
-        "(an earlier series run was cut short while moving them)"
-    )
-    return True
+    if target is not None:
+        ui.status(
+            f"finished moving the files of {checkout.path} to {target[:12]} "
+            "(an earlier series run was cut short while moving them)"
+        )
+    lock = checkout.repo.index_lock()
+    if lock is not None:  # not series' own (those are gone by now): refuse before writing
+        raise SeriesError(
+            f"cannot write {checkout.path}: {lock} exists",
+            why="a git process is running in the checkout, or one that did not start from "
+            "series was killed and left its lock (series removes only the locks of its own "
+            "killed runs)",
+            hint=f"wait for that git to end; if none runs there, remove the lock (rm {lock}) "
+            "and run the command again",
+        )
+    return target is not None
 
 
 def finish_interrupted_move(checkout: Checkout, ui: Ui) -> bool:

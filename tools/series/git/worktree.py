@@ -143,6 +143,15 @@ class WorktreeMixin(Runner):
             and EMPTY_BLOB not in (oid, old)
         ]
 
+    def index_lock(self) -> Path | None:
+        """The index's lock file, when one is there after series cleared its own stale ones."""
+        where = leftovers.git_dir(self.path)
+        if where is None:
+            return None
+        leftovers.clear_stale_locks(where)
+        lock = where / "index.lock"
+        return lock if lock.exists() else None
+
     def finish_move(self) -> str | None:
         """Finish a move of the checkout's files that was cut short; the commit it reached.
 
