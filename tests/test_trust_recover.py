@@ -398,3 +398,47 @@ def test_a_full_disk_during_the_move_fails_clearly_and_the_next_command_finishes
     shutil.rmtree(project.work, ignore_errors=True)
     shutil.copytree(work, project.work, symlinks=True)  # result() reads ./work
     assert result(project) == wanted
+
+
+def reapply_case(tmp_path: Path) -> tuple[Project, Path, tuple[object, ...]]:
+    """A checkout on the old pin, patches/ and series.toml rebased onto ``main`` elsewhere.
+
+    ``series apply`` then moves the checkout across the upstream change:
+    120 files written. Returns the project, its template, and the result
+    of the apply never killed.
+    """
+    project = big_move_project(tmp_path / "p")
+    rebased = tmp_path / "rebased"
+    shutil.copytree(project.root, rebased, symlinks=True)
+    other = Project(rebased, project.upstream, project.commit)
+    assert other.run(*start_args(other))[0] == 0
+    shutil.rmtree(project.root / "patches")
+    shutil.copytree(rebased / "patches", project.root / "patches")
+    shutil.copy2(rebased / "series.toml", project.root / "series.toml")
+    template = tmp_path / "template"
+    shutil.copytree(project.root, template, symlinks=True)
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    assert len(list((project.work / "pkg/gen").iterdir())) == GENERATED
+    wanted = result(project)
+    restore(template, project.root)
+    return project, template, wanted
+
+
+def test_apply_killed_at_every_step_and_inside_its_move(tmp_path: Path) -> None:
+    """A re-apply that writes 120 files: killed at every step, and with git in its move."""
+    project, template, wanted = reapply_case(tmp_path)
+    total = steps(series(project.root, "apply", debug=True))
+    assert total > 10
+    for n in [*range(1, total + 1), "move"]:
+        restore(template, project.root)
+        if n == "move":
+            kill_in_the_move(project, ["apply"])
+            assert (project.work / ".git" / "index.lock").exists()
+        else:
+            assert series(project.root, "apply", kill_at=int(n)).returncode == -9
+        assert status_json(project, n)["uncommitted"] == []
+        code, _, err = project.run("apply")
+        assert code == 0, (n, err)
+        assert result(project) == wanted, n
+        assert not leftovers(project), (n, leftovers(project))

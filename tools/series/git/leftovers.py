@@ -18,8 +18,8 @@ as series' own leftover only when all of these hold:
 2. the lock is not older than that record (made by the git it started);
 3. no process has the lock file open (a git writing it holds it open).
 
-It is said on stderr. Any other lock is left alone: the git command then
-fails on it, and its message names the file. Records whose lock is gone
+It is said on stderr. Any other lock is left alone (commands that write
+the checkout then refuse, naming it: series.checkout.finish_cut_move). Records whose lock is gone
 are removed, except a record of ``read-tree -u`` (a move of the checkout's
 files cut short), which stays until the move is finished
 (:meth:`series.git.worktree.WorktreeMixin.finish_move`).

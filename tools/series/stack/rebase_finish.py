@@ -2,8 +2,10 @@
 
 Finishing writes patches/ and series.toml first (each file atomically; the
 new series.toml is made from the snapshot taken at the start, so doing it
-twice gives the same bytes), then moves the branch, the checkout state and
-the rebase state in one transaction, then the files of the checkout.
+twice gives the same bytes; the files of dropped patches go after it, so
+series.toml never names a file that is gone), then moves the branch, the
+checkout state and the rebase state in one transaction, then the files of
+the checkout.
 ``--abort`` puts HEAD back on the branch, the checkout's files back to the
 branch, series.toml and patches/ back from the snapshot, and deletes the
 rebase state last: each step can be done again after a kill.
@@ -57,10 +59,10 @@ def finish(ctx: Context) -> None:
     text = write_patches(series.manifest, updates, text=text)
     for s in kept:
         _write(series.root / old[s.id]["file"], data[s.id])
-    for d in dropped:
+    _write(series.manifest.path, text.encode("utf-8"))
+    for d in dropped:  # after series.toml no longer names them: a kill leaves no dangling file
         if d.file:
             (series.root / d.file).unlink(missing_ok=True)
-    _write(series.manifest.path, text.encode("utf-8"))
     # The new pin, in the cache: `series apply` needs no network for it now.
     status, err = series.cache.fetch(
         str(ctx.checkout.path), [f"+{rstate.ONTO_REF}:refs/series/git/{st.onto}"]
