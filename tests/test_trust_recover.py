@@ -442,3 +442,19 @@ def test_apply_killed_at_every_step_and_inside_its_move(tmp_path: Path) -> None:
         assert code == 0, (n, err)
         assert result(project) == wanted, n
         assert not leftovers(project), (n, leftovers(project))
+
+
+def test_only_temporary_files_of_gone_series_runs_are_removed(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    done = subprocess.Popen(["true"])  # a pid that no longer runs
+    done.wait()
+    patches = project.root / "patches"
+    dead = patches / f".series-tmp-{done.pid}-perf-P1.patch.abc123"
+    live = patches / f".series-tmp-{os.getpid()}-perf-P2.patch.def456"
+    users = [patches / ".perf-P1.patch.xyz.tmp", patches / ".series-tmp-notes", tmp_path / "x"]
+    for path in [dead, live, *users]:
+        path.write_text("half\n")
+    code, _, err = project.run("list")
+    assert code == 0, err
+    assert not dead.exists()
+    assert live.exists() and all(p.exists() for p in users)

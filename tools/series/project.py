@@ -11,6 +11,7 @@ manifest itself.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -41,10 +42,12 @@ def default_cache_dir() -> Path:
 def _clear_leftovers(root: Path, manifest: Manifest) -> None:
     """Remove the temporary files a killed series run left in the project (never the user's)."""
     resolutions = root / "resolutions"
-    dirs = {root, root / ".series", root / "patches", resolutions}
+    dirs = {root, root / ".series", root / "patches"}
     dirs |= {(root / p.file).parent for p in manifest.patches}
-    if resolutions.is_dir():
-        dirs |= {d for d in resolutions.iterdir() if d.is_dir() and not d.is_symlink()}
+    if resolutions.is_dir() and not resolutions.is_symlink():
+        dirs.add(resolutions)
+        with contextlib.suppress(OSError):  # unreadable: the command that reads it says so
+            dirs |= {d for d in resolutions.iterdir() if d.is_dir() and not d.is_symlink()}
     clear_stale_temps(*dirs)
 
 
