@@ -73,7 +73,9 @@ def test_only_the_git_package_runs_git(name: str) -> None:
     found = imports(MODULES[name])
     if name.startswith("series.git"):
         outside = [
-            n for n in _uses(found, "series") if not n.startswith(("series.git", "series.errors"))
+            n
+            for n in _uses(found, "series")
+            if not n.startswith(("series.git", "series.errors", "series.faults"))
         ]
         assert not outside, f"{name} (the git layer) imports {outside}"
         return

@@ -161,7 +161,7 @@ def test_export_on_a_full_disk_writes_nothing_and_names_the_backup(
     assert "export wrote nothing" in err and "No space left" in err
     assert ".series/backups/export-" in err and TRACEBACK not in err
     assert snapshot(project.root) == before  # no truncated patch, no stray temp file
-    assert not list((project.root / "patches").glob(".*.tmp"))
+    assert not list((project.root / "patches").glob(".series-tmp-*"))
 
 
 def _remount_ro(mnt: Path) -> None:

@@ -1,10 +1,10 @@
 """kill -9 at every step of a rebase, then --continue and --abort: nothing is lost.
 
-``SERIES_FAULT_KILL_AT=N`` (series.git.run) SIGKILLs series before its Nth
-git call. Each command below is first run uninterrupted (its result, and
-how many git calls it makes: ``total``), then, from the same starting
-state each time, killed before each of its git calls in turn, N = 1 ..
-total:
+``SERIES_FAULT_KILL_AT=N`` (series.faults) SIGKILLs series at its Nth
+step: each git call and each point between them where series writes a
+file. Each command below is first run uninterrupted (its result, and how
+many steps it takes: ``total``), then, from the same starting state each
+time, killed at each of its steps in turn, N = 1 .. total:
 
 * ``series rebase --onto`` that replays a recorded resolution (``start``);
 * ``series rebase --onto`` that stops at a conflict (``stop``);
@@ -30,18 +30,12 @@ copy of the killed state:
   or, killed after the rebase's last transaction, says that it had
   finished and leaves its result; ``--abort`` killed is aborted again.
 
-What a kill before a git call cannot reach: a git process cut in the
-middle (the work tree and index are only written by git itself), and the
-steps between two git calls. The steps between git calls that write are
-the end's writes of patches/ and then series.toml (no git call between
-them; the next is the fetch into the cache), ``--abort``'s restore of
-them (between its ``read-tree`` and its transaction), and the resolution
-file ``--continue`` records (before its ``commit-tree``). Each file is
-written atomically, and each of those steps rewrites every file from the
-state's snapshot, leaving alone those already right, so a kill between
-two of those writes goes on as the points tested on either side of it
-do. After the last git call of a finished rebase (the summary's diffs),
-only the summary is printed.
+A kill between two file writes (the end's writes of patches/ and then
+series.toml, ``--abort``'s restore of them, the resolution ``--continue``
+records) leaves a temporary file, removed by the next command, and each
+file old or new; a kill of the whole process group, git in the middle of
+its work included, is tests/test_trust_recover.py's. After the last step
+of a finished rebase (the summary's diffs), only the summary is printed.
 """
 
 from __future__ import annotations
@@ -72,8 +66,9 @@ def series(
     return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
 
 
-def git_calls(proc: subprocess.CompletedProcess[str]) -> int:
-    return sum(1 for line in proc.stderr.splitlines() if line.startswith("series.git: git "))
+def steps(proc: subprocess.CompletedProcess[str]) -> int:
+    """How many steps (git calls and file writes: series.faults) a debug run logged."""
+    return sum(1 for line in proc.stderr.splitlines() if line.startswith("series.faults: step "))
 
 
 def start_args(project: Project) -> list[str]:
@@ -123,7 +118,7 @@ def _case(command: str, project: Project, before: dict[str, Any], argv: list[str
     clean = series(project, *argv)
     code = 3 if command == "stop" else 0
     assert clean.returncode == code, clean.stderr
-    return Case(command, project, template, argv, before, code, result(project), git_calls(clean))
+    return Case(command, project, template, argv, before, code, result(project), steps(clean))
 
 
 def make_case(tmp_path: Path, command: str) -> Case:
@@ -203,6 +198,7 @@ def test_killed_at_every_git_call_then_continue_and_abort(tmp_path: Path, comman
         run = series(project, *case.argv, kill_at=n)
         assert run.returncode == -9, (n, run.stderr[-2000:])
         check_status(project, n)
+        assert not list(project.root.rglob(".series-tmp-*")), n  # the killed run's, removed
         if command != "abort":  # --abort killed is only aborted again
             shutil.copytree(project.root, killed, symlinks=True)
             go_on(case, n)

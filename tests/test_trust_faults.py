@@ -88,11 +88,11 @@ def test_stale_index_lock_names_the_lock_file_and_how_to_remove_it(
     clean(err)
     assert str(lock) in err and "git process" in err and f"rm '{lock}'" in err
     assert git(project.work, "cat-file", "-t", old_tip) == "commit"
-    if command == "apply":  # apply writes no project file
-        assert snapshot(project.root) == before
-    # The way on works: remove the lock, run apply; it finishes the move.
+    # Refused before anything is written (series.checkout.finish_cut_move).
+    assert snapshot(project.root) == before and tip(project.work) == old_tip
+    # The way on works: remove the lock, run the command again.
     lock.unlink()
-    code, _, err = project.run("apply")
+    code, _, err = project.run(*argv)
     assert code == 0, err
     assert git(project.work, "status", "--porcelain") == ""
     expected = "return 9090" if command == "apply" else "NEW = 1"

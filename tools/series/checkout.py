@@ -15,7 +15,11 @@ knows about it lives in its own git directory, as refs, so that one
 A kill at any point leaves either the old refs or the new ones. The one
 thing outside the transaction is moving the files (``read-tree -m -u``),
 which comes after it; an interrupted move is recognised (the index still
-holds the tree it was moving from) and finished by the next apply.
+holds the tree it was moving from) and finished by the next apply. A move
+cut short while git was writing the files (git killed with series, a full
+disk) is recorded in the git directory and finished first by every
+command that writes the checkout (:func:`finish_cut_move`): the files git
+had written are the target's, never counted as the user's changes.
 
 This module also holds the drift checks every command that writes runs
 first: uncommitted changes, unexported commits, another branch.
@@ -35,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 from series import backup
 from series.backup import Kept
 from series.errors import RefusedError, SeriesError
-from series.git import ZERO, Repo, Transaction
+from series.files import alive
+from series.git import ZERO, Repo, Transaction, lock_fault
 from series.ui import Ui
 
 if TYPE_CHECKING:
@@ -313,6 +318,7 @@ def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None
             hint="choose another --dir; series only rewrites checkouts it made",
         )
     _leave_head(checkout, force, ui)
+    finish_cut_move(checkout, ui)
     _finish_interrupted(checkout, state, ui)
     _save_dirty(checkout, force, ui)
     _save_unexported(checkout, state, force)
@@ -351,6 +357,27 @@ def _finish_interrupted(checkout: Checkout, state: CheckoutState, ui: Ui) -> boo
         "(an earlier run was interrupted after moving the branch)"
     )
     return True
+
+
+def finish_cut_move(checkout: Checkout, ui: Ui) -> bool:
+    """Finish a move of the checkout's files that a killed or failed series run left; any?
+
+    Every command that writes the checkout does this first, so that files
+    series had half moved are never taken for the user's changes
+    (series.git.worktree: ``finish_move``).
+    """
+    if not checkout.exists():
+        return False
+    target = checkout.repo.finish_move()
+    if target is not None:
+        ui.status(
+            f"finished moving the files of {checkout.path} to {target[:12]} "
+            "(an earlier series run was cut short while moving them)"
+        )
+    lock = checkout.repo.index_lock()
+    if lock is not None:  # not series' own (those are gone by now): refuse before writing
+        raise lock_fault(lock, checkout.path)
+    return target is not None
 
 
 def finish_interrupted_move(checkout: Checkout, ui: Ui) -> bool:
@@ -400,7 +427,7 @@ def staging(checkout: Checkout) -> Checkout:
     prefix = f".{path.name}{STAGING}"
     for old in path.parent.glob(f"{prefix}*"):
         pid = old.name.removeprefix(prefix)
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             shutil.rmtree(old, ignore_errors=True)
     new = path.parent / f"{prefix}{os.getpid()}"
     shutil.rmtree(new, ignore_errors=True)
@@ -427,16 +454,6 @@ def move_in(built: Checkout, final: Checkout, ui: Ui) -> None:
         why=f"this run's checkout is complete in {built.path}",
         hint=f"compare the two, then remove one (or pass --dir {built.path} to use it)",
     )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def warn_unexported(series: Series, ui: Ui) -> None:

@@ -16,6 +16,10 @@ must not be a link when series writes or deletes it, since replacing it
 would replace the link, not the file it names. Reading follows links that
 stay inside and refuses the rest, so nothing outside is imported into a
 commit either.
+
+Temporary files are named ``.series-tmp-<pid>-<name>.<random>``, so what a
+killed run left is recognisable: :func:`clear_stale_temps` removes those
+whose process is gone (every command does, for the project's directories).
 """
 
 from __future__ import annotations
@@ -25,7 +29,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from series import faults
 from series.errors import Exit, SeriesError
+
+TEMP_PREFIX = ".series-tmp-"
 
 
 def confined(root: Path, path: Path, *, reading: bool = False) -> Path:
@@ -115,7 +122,7 @@ def write_atomic(
         confined(within, path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
@@ -124,10 +131,12 @@ def write_atomic(
                 os.fsync(fh.fileno())
         if path.exists():
             shutil.copymode(path, tmp)
+        faults.point(f"write {path.name}: staged")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    faults.point(f"write {path.name}: renamed")
 
 
 def replace_all(changes: dict[Path, bytes | None], *, within: Path) -> list[Path]:
@@ -152,20 +161,23 @@ def replace_all(changes: dict[Path, bytes | None], *, within: Path) -> list[Path
         for _, tmp in staged:
             Path(tmp).unlink(missing_ok=True)
         raise
+    faults.point(f"replace {len(staged)} files: staged")
     done = []
     for path, tmp in staged:
         os.replace(tmp, path)
         done.append(path)
+        faults.point(f"replace {path.name}: renamed")
     for path, data in changes.items():
         if data is None:
             path.unlink(missing_ok=True)
             done.append(path)
+            faults.point(f"replace {path.name}: removed")
     return done
 
 
 def _stage(path: Path, data: bytes) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -177,3 +189,45 @@ def _stage(path: Path, data: bytes) -> str:
         Path(tmp).unlink(missing_ok=True)
         raise
     return tmp
+
+
+def _temp_prefix(path: Path) -> str:
+    return f"{TEMP_PREFIX}{os.getpid()}-{path.name}."
+
+
+def clear_stale_temps(*directories: Path) -> list[Path]:
+    """Remove the temporary files of series runs that are gone (killed mid-write).
+
+    Only files named as :func:`write_atomic` names them, and only those whose
+    process no longer runs: a run writing beside us keeps its own. Returns
+    what went.
+    """
+    gone = []
+    for directory in directories:
+        try:
+            names = [e.name for e in os.scandir(directory) if e.name.startswith(TEMP_PREFIX)]
+        except OSError:
+            continue
+        for name in names:
+            pid = name[len(TEMP_PREFIX) :].partition("-")[0]
+            if not pid.isdigit() or alive(int(pid)):
+                continue
+            try:
+                (directory / name).unlink()
+            except OSError:
+                continue
+            gone.append(directory / name)
+    return gone
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (one of another user counts as running)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -17,6 +17,7 @@ manifest itself.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -29,7 +30,7 @@ from pathlib import Path
 from series import upstream
 from series.checkout import Checkout
 from series.errors import SeriesError
-from series.files import confined
+from series.files import clear_stale_temps, confined
 from series.git import FileStat, MailInfo, Repo, patch_stat, read_mail
 from series.locks import exclusive, holder
 from series.manifest import Manifest, Patch, load
@@ -59,6 +60,18 @@ def default_cache_dir() -> Path:
     return Path(xdg) / "keras-series"
 
 
+def _clear_leftovers(root: Path, manifest: Manifest) -> None:
+    """Remove the temporary files a killed series run left in the project (never the user's)."""
+    resolutions = root / "resolutions"
+    dirs = {root, root / ".series", root / "patches"}
+    dirs |= {(root / p.file).parent for p in manifest.patches}
+    if resolutions.is_dir() and not resolutions.is_symlink():
+        dirs.add(resolutions)
+        with contextlib.suppress(OSError):  # unreadable: the command that reads it says so
+            dirs |= {d for d in resolutions.iterdir() if d.is_dir() and not d.is_symlink()}
+    clear_stale_temps(*dirs)
+
+
 def find_root(start: Path) -> Path:
     for candidate in (start, *start.parents):
         if (candidate / "series.toml").is_file():
@@ -85,6 +98,7 @@ class Series:
         """``missing_ok``: a patch file may be missing (export writes it again)."""
         root = find_root(Path.cwd()) if root is None else root.resolve()
         manifest = load(root / "series.toml", missing_ok=missing_ok)
+        _clear_leftovers(root, manifest)
         return cls(root, manifest, cache_dir or default_cache_dir())
 
     @classmethod

@@ -51,9 +51,14 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
     for row in report["patches"]:
         row["applied"] = row["id"] in applied
     report["unexported"] = [repo.oneline(c) for c in checkout.unexported(state)]
-    report["uncommitted"] = repo.dirty()
+    # A move of the files cut short (a kill, a full disk): what it changed is not the user's.
+    move = repo.unfinished_move()
+    cut = checkout.interrupted_move(state)  # killed after the refs moved, before the files
+    target = move.argv[-1] if move is not None else checkout.tip() if cut is not None else None
+    half = repo.half_moved(target) if target is not None else set()
+    report["uncommitted"] = [path for path in repo.dirty(read_only=True) if path not in half]
     report["drift"] = _drift(series, checkout, state)
-    report["interrupted_move"] = checkout.interrupted_move(state) is not None
+    report["interrupted_move"] = move is not None or cut is not None
     report["backups"] = [
         {"ref": ref, "commit": commit} for ref, commit in sorted(repo.refs(BACKUP_PREFIX).items())
     ]

@@ -16,7 +16,15 @@ from series.git.mergetree import MergeMessage, StageEntry, TreeMerge, parse_merg
 from series.git.refs import RefMoved, Transaction
 from series.git.remote import PushResult, PushUpdate, RemoteUnreachable
 from series.git.repo import CommitInfo, LogEntry, Repo
-from series.git.run import HERMETIC, ZERO, EnvironmentFault, GitFailed, GitMissing, Ident
+from series.git.run import (
+    HERMETIC,
+    ZERO,
+    EnvironmentFault,
+    GitFailed,
+    GitMissing,
+    Ident,
+    lock_fault,
+)
 
 __all__ = [
     "HERMETIC",
@@ -39,6 +47,7 @@ __all__ = [
     "StageEntry",
     "Transaction",
     "TreeMerge",
+    "lock_fault",
     "mailinfo",
     "parse_merge_tree",
     "patch_stat",

@@ -43,7 +43,6 @@ import logging
 import os
 import re
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -60,6 +59,8 @@ from git.compat import defenc as _defenc
 from git.exc import GitCommandNotFound
 
 from series.errors import InternalError, SeriesError
+from series.faults import point as fault_step
+from series.git import leftovers
 from series.git.child import run_child
 
 log = logging.getLogger("series.git")
@@ -167,6 +168,20 @@ _FAULTS = (  # (kind, git's words); the first that matches a line wins
 )
 
 
+def lock_fault(path: Path | str, repo: Path | str | None, context: str = "") -> EnvironmentFault:
+    """A git lock file that exists and is not series' own: what to say, one way everywhere."""
+    return EnvironmentFault(
+        "lock",
+        repo,
+        f"git cannot lock {path}: the file exists",
+        why="another git process may be running in that repository (an editor opened "
+        "by git commit, an IDE), or one crashed and left the lock file behind (series "
+        f"removes only the locks of its own killed runs){context}",
+        hint="wait for that git process to end; if none is running, remove the file "
+        f"(rm '{path}') and run the command again",
+    )
+
+
 def environment_fault(
     stderr: str, repo: Path | None, *, source: Path | str | None = None, doing: str = ""
 ) -> EnvironmentFault | None:
@@ -181,16 +196,7 @@ def environment_fault(
     context = f"\n(while: {doing})" if doing else ""
     lock = _LOCK.search(stderr)
     if lock:
-        path = lock.group(1)
-        return EnvironmentFault(
-            "lock",
-            repo,
-            f"git cannot lock {path}: the file exists",
-            why="another git process may be running in that repository (an editor opened "
-            f"by git commit, an IDE), or one crashed and left the lock file behind{context}",
-            hint="wait for that git process to end; if none is running, remove the file "
-            f"(rm '{path}') and run the command again",
-        )
+        return lock_fault(lock.group(1), repo, context)
     for kind, words in _FAULTS:
         hit = next((line for line in lines if words.search(line)), None)
         if hit is None:
@@ -265,11 +271,14 @@ def execute(
     answer: no data for N s``.
     """
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
-    _fault_point()
+    record = leftovers.begin(cwd, argv, env)
+    _fault_point(argv)
     _strip_inherited()
     stream = stdin.open("rb") if stdin is not None else None
+    status = -1  # git did not end by itself: interrupted, or it could not start
     try:
         done = run_child(cwd, ["git", *argv], env=_environment(env), stdin=stream, stall=stall)
+        status = done.status
     except GitCommandNotFound:  # no git, or (GitPython says the same) no such cwd
         if shutil.which("git") is None:
             raise GitMissing() from None
@@ -277,6 +286,7 @@ def execute(
     finally:
         if stream is not None:
             stream.close()
+        leftovers.end(record, argv, status)
     err = _utf8(done.err).removesuffix("\n")
     if done.stalled:
         err = f"no answer: no data for {stall:g} s, so git was stopped\n{err}"
@@ -328,26 +338,23 @@ def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
 _calls = 0
 
 
-def _fault_point() -> None:
-    """Fault injection for tests: SERIES_FAULT_KILL_AT=N SIGKILLs us before the Nth git call.
+def _fault_point(argv: Sequence[str]) -> None:
+    """Fault injection for tests, before each git call.
 
-    Deterministic (the Nth call of this process), so a test can kill a
-    command at every step in turn and check that nothing is lost
-    (tests/test_faults.py, docs/hardening.md).
+    ``SERIES_FAULT_KILL_AT=N``: a step of the kill tests (series.faults,
+    which counts git calls and series' own writes alike).
 
-    SERIES_FAULT_PAUSE_AT=N with SERIES_FAULT_PAUSE_FILE=F pauses before the
-    Nth git call instead: it creates ``F.paused``, then waits until ``F``
-    exists, so a test can run a second command while this one is held
-    mid-run at a known step (tests/test_trust_lock.py).
+    ``SERIES_FAULT_PAUSE_AT=N`` with ``SERIES_FAULT_PAUSE_FILE=F`` pauses
+    before the Nth git call instead: it creates ``F.paused``, then waits
+    until ``F`` exists, so a test can run a second command while this one
+    is held mid-run at a known step (tests/test_trust_lock.py).
     """
     global _calls
-    kill_at = os.environ.get("SERIES_FAULT_KILL_AT")
+    fault_step(f"git {leftovers.verb(argv)}")
     pause_at = os.environ.get("SERIES_FAULT_PAUSE_AT")
-    if not kill_at and not pause_at:
+    if not pause_at:
         return
     _calls += 1
-    if str(_calls) == kill_at:
-        os.kill(os.getpid(), signal.SIGKILL)
     go = os.environ.get("SERIES_FAULT_PAUSE_FILE")
     if str(_calls) == pause_at and go:
         Path(go + ".paused").touch()

@@ -4,20 +4,40 @@ Two kinds: the user's checkout (moved with ``read-tree -m -u``, which
 touches only files that differ and refuses to overwrite local changes) and
 the linked work trees series owns for running tests (moved with a forced
 checkout after a clean). Everything else in series works on objects.
+
+A move of the checkout that was cut short (series killed with its git, or
+git failing on a full disk) is recorded (series.git.leftovers: the record
+of the ``read-tree`` stays) and finished by :meth:`WorktreeMixin.finish_move`:
+the files git had already written are exactly the target's, so they are
+taken as moved, not as the user's changes; a file git created but could
+not fill (a full disk: it is left empty where content was due) is written
+again. A file git was killed in the middle of writing (part of its
+content) cannot be told from an edit, and is left to the user.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from series.git.run import HERMETIC, Runner
+from series.errors import SeriesError
+from series.git import leftovers
+from series.git.run import HERMETIC, EnvironmentFault, GitFailed, Runner
+
+EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
 
 class WorktreeMixin(Runner):
-    def dirty(self) -> list[str]:
-        """Uncommitted changes: modified, staged and untracked (not ignored) paths."""
-        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+    def dirty(self, *, read_only: bool = False) -> list[str]:
+        """Uncommitted changes: modified, staged and untracked (not ignored) paths.
+
+        ``read_only``: the index is not refreshed on the way (no write, so
+        a full disk or a lock left behind does not make it fail).
+        """
+        optional = ["--no-optional-locks"] if read_only else []
+        out = self.git(*optional, "status", "--porcelain=v1", "-z", "--untracked-files=all")
         return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
     def stash(self, message: str) -> None:
@@ -31,14 +51,156 @@ class WorktreeMixin(Runner):
         refuses to overwrite local changes; a fresh repository takes --reset.
         """
         workers = ["-c", "checkout.workers=0"]  # one per core
-        if old is None:
-            self.git(*workers, "read-tree", "--reset", "-u", new)
-        else:
-            self.git(*workers, "read-tree", "-m", "-u", old, new)
+        argv = ["read-tree", "--reset", "-u", new] if old is None else ["read-tree", "-m", "-u"]
+        try:
+            self.git(*workers, *(argv if old is None else [*argv, old, new]))
+        except GitFailed as exc:
+            raise SeriesError(
+                f"could not move the files of {self.path} to {new[:12]}",
+                why=f"git read-tree failed: {exc.stderr.strip()}\nthe files are partly moved; "
+                "series recorded the move, to finish it",
+                hint="free some space (or fix what git names), then run the command again "
+                "(or `series apply`): it finishes the move; `series status` says where it stands",
+            ) from None
+
+    def unfinished_move(self) -> leftovers.Record | None:
+        """The move of this checkout's files that a killed or failed series run left, if any."""
+        where = leftovers.git_dir(self.path)
+        moves = (
+            [r for r in leftovers.dead_records(where) if leftovers.is_move(r.argv)]
+            if where is not None
+            else []
+        )
+        return max(moves, key=lambda r: r.mtime, default=None)
+
+    def _move_changes(self, target: str) -> list[tuple[str, str, str, str]]:
+        """(path, mode, blob, blob in the index) of what a move to ``target`` changes."""
+        # Read the index as it is: write-tree would need the index.lock a kill may have left.
+        out = self.git("diff-index", "--cached", "-R", "-z", "--no-renames", target)
+        fields = out.split("\0")
+        changes = []
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+            parts = meta.lstrip(":").split()
+            if len(parts) == 5:
+                changes.append((path, parts[1], parts[3], parts[2]))
+        return changes
+
+    def _file_blobs(self, paths: Sequence[str]) -> dict[str, str]:
+        """The blob id of each regular file of ``paths`` in the work tree (others left out)."""
+        files = [
+            p
+            for p in paths
+            if "\n" not in p and (self.path / p).is_file() and not (self.path / p).is_symlink()
+        ]
+        if not files:
+            return {}
+        data = "".join(f"{p}\n" for p in files).encode()
+        out = self.git_input("hash-object", "--stdin-paths", data=data).decode().split()
+        return dict(zip(files, out, strict=True))
+
+    def moved_already(self, move: leftovers.Record) -> dict[str, tuple[str, str]]:
+        """The files the cut move had written: path -> (mode, blob) of its target.
+
+        Only paths the move changes whose file is exactly the target's
+        content (and executable bit); any other file is left as it is.
+        """
+        if "--reset" in move.argv:  # it is run again whole
+            return {}
+        changes = [c for c in self._move_changes(move.argv[-1]) if c[1].startswith("100")]
+        blobs = self._file_blobs([path for path, _, _, _ in changes])
+        done = {}
+        for path, mode, oid, _ in changes:
+            if blobs.get(path) == oid:
+                executable = bool(os.lstat(self.path / path).st_mode & stat.S_IXUSR)
+                if executable == (mode == "100755"):
+                    done[path] = (mode, oid)
+        return done
+
+    def half_moved(self, target: str) -> set[str]:
+        """Paths that differ from HEAD or the index only because a move to ``target`` was cut.
+
+        Paths the move changes whose file is gone (removed, to be written
+        or deleted), still the index's (not reached yet) or already the
+        target's: ``series status`` does not count them as uncommitted. A
+        file unlike both sides is someone's change, and counts.
+        """
+        changes = self._move_changes(target)
+        blobs = self._file_blobs([path for path, _, _, _ in changes])
+        return {
+            path
+            for path, _, oid, old in changes
+            if blobs.get(path) in (oid, old) or not os.path.lexists(self.path / path)
+        } | set(self._cut_writes(changes, blobs))
+
+    @staticmethod
+    def _cut_writes(changes: list[tuple[str, str, str, str]], blobs: dict[str, str]) -> list[str]:
+        """Files git created but could not fill (a full disk): empty where content was due."""
+        return [
+            path
+            for path, mode, oid, old in changes
+            if mode.startswith("100")
+            and blobs.get(path) == EMPTY_BLOB
+            and EMPTY_BLOB not in (oid, old)
+        ]
+
+    def index_lock(self) -> Path | None:
+        """The index's lock file, when one is there after series cleared its own stale ones."""
+        where = leftovers.git_dir(self.path)
+        if where is None:
+            return None
+        leftovers.clear_stale_locks(where)
+        lock = where / "index.lock"
+        return lock if lock.exists() else None
+
+    def finish_move(self) -> str | None:
+        """Finish a move of the checkout's files that was cut short; the commit it reached.
+
+        Stale git locks of the killed run go first (series.git.leftovers),
+        the files already moved are taken into the index, then the same
+        ``read-tree`` runs again: it writes the rest, and refuses, as the
+        first did, where a file of the user's would be overwritten.
+        """
+        move = self.unfinished_move()
+        if move is None:
+            return None
+        where = leftovers.git_dir(self.path)
+        assert where is not None
+        leftovers.clear_stale_locks(where)
+        target = move.argv[-1]
+        changes = self._move_changes(target) if "--reset" not in move.argv else []
+        for path in self._cut_writes(changes, self._file_blobs([c[0] for c in changes])):
+            (self.path / path).unlink()  # git writes it again
+        done = self.moved_already(move)
+        if done:
+            lines = "".join(f"{mode} {oid}\t{path}\n" for path, (mode, oid) in done.items())
+            self.git_input("update-index", "--index-info", data=lines.encode())
+        self.git_status("update-index", "-q", "--refresh")  # read-tree -m trusts stat data
+        try:
+            self.git(*move.argv)
+        except GitFailed as exc:
+            raise SeriesError(
+                f"cannot finish moving the files of {self.path} to {target[:12]} "
+                "(an earlier series run was cut short while moving them)",
+                why=f"git read-tree failed: {exc.stderr.strip()}",
+                hint="free some space, or move away the files git names (they are not "
+                "series'), then run the command again",
+            ) from None
+        for record in leftovers.dead_records(where):
+            if leftovers.is_move(record.argv):
+                record.path.unlink(missing_ok=True)
+        return target
 
     def index_tree(self) -> str | None:
-        """The tree the index holds now, or None when it has unmerged entries."""
-        status, out, _ = self.git_status("write-tree")
+        """The tree the index holds now, or None when it has unmerged entries.
+
+        None too when ``write-tree`` cannot take ``index.lock`` (a git killed
+        mid-move left it): the index is then not the answer, and the move
+        cut short is recognised from the records of ``git/leftovers.py``.
+        """
+        try:
+            status, out, _ = self.git_status("write-tree")
+        except EnvironmentFault:
+            return None
         return out.strip() if status == 0 else None
 
     def files_match_index(self) -> bool:

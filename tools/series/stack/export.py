@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from series.backup import Kept
-from series.checkout import BASE_REF, refuse_during_rebase
+from series.checkout import BASE_REF, finish_cut_move, refuse_during_rebase
 from series.errors import InternalError, RefusedError, SeriesError
 from series.git import RefMoved, Repo
 from series.manifest import Patch, load
@@ -87,6 +87,7 @@ def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
 def _prepare(series: Series, ui: Ui, checkout: Checkout) -> tuple[CheckoutState, str]:
     """The refusals before anything is read; an interrupted export undone first."""
     refuse_during_rebase(checkout, "export")
+    finish_cut_move(checkout, ui)
     state = checkout.require()
     repo = checkout.repo
     _refuse_in_progress(checkout)

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from series import faults
 from series.errors import RefusedError, SeriesError
-from series.files import confined, remove, replace_all, write_atomic
+from series.files import clear_stale_temps, confined, remove, replace_all, write_atomic
 
 JOURNAL = Path(".series") / "export-journal.json"
 
@@ -43,10 +44,9 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
     """Back up, journal and write ``changes`` (absolute paths in ``root``)."""
     if not changes:
         return Written([], None, [])
-    for path in changes:  # staged files of an export that was killed before its renames
+    for path in changes:
         confined(root, path)
-        for stale in path.parent.glob(f".{path.name}.*.tmp"):
-            remove(stale, within=root)
+    clear_stale_temps(*{path.parent for path in changes})  # an export killed before renames
     backup = _backup_dir(root)
     confined(root, root / JOURNAL)
     rel = {path: path.relative_to(root) for path in changes}
@@ -57,6 +57,7 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
                 target = confined(root, backup / rel[path])
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, target)
+        faults.point("export: backed up")
         journal = {
             "backup": str(backup.relative_to(root)),
             "files": [str(rel[p]) for p in changes],
@@ -93,6 +94,7 @@ def _write_failed(root: Path, exc: OSError, backup: Path) -> SeriesError:
 
 def finish(root: Path) -> None:
     remove(root / JOURNAL, within=root)
+    faults.point("export: journal removed")
 
 
 def roll_back(root: Path, written: Written) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from series import unreachable, upstream
-from series.checkout import BASE_REF, Checkout, refuse_dirty
+from series.checkout import BASE_REF, Checkout, finish_cut_move, refuse_dirty
 from series.conflicts.analysis import Evidence, Target, find_evidence
 from series.conflicts.merger import Job, Merger, Node
 from series.conflicts.pinstack import PinStep, Stacked
@@ -74,6 +74,7 @@ def start(
             "series rebase moves the series to a git commit; an sdist has no history",
             hint="name a branch, tag or commit of upstream with --onto (and --upstream)",
         )
+    finish_cut_move(checkout, ui)
     _guard(series, checkout, cstate.applied)
     tip = checkout.tip()
     assert tip is not None

@@ -2,8 +2,10 @@
 
 Finishing writes patches/ and series.toml first (each file atomically; the
 new series.toml is made from the snapshot taken at the start, so doing it
-twice gives the same bytes), then moves the branch, the checkout state and
-the rebase state in one transaction, then the files of the checkout.
+twice gives the same bytes; the files of dropped patches go after it, so
+series.toml never names a file that is gone), then moves the branch, the
+checkout state and the rebase state in one transaction, then the files of
+the checkout.
 ``--abort`` puts HEAD back on the branch, the checkout's files back to the
 branch, series.toml and patches/ back from the snapshot, and deletes the
 rebase state last: each step can be done again after a kill. Before
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from series import backup
-from series.checkout import Checkout, finish_interrupted_move
+from series.checkout import Checkout, finish_cut_move, finish_interrupted_move
 from series.errors import ConflictError, InternalError, RefusedError, UsageError
 from series.files import confined, remove, write_atomic
 from series.manifest import Dropped
@@ -62,10 +64,10 @@ def finish(ctx: Context) -> None:
         confined(series.root, path)  # all checked before any is written
     for s in kept:
         _write(series.root, series.root / old[s.id]["file"], data[s.id])
-    for d in dropped:
+    _write(series.root, series.manifest.path, text.encode("utf-8"))
+    for d in dropped:  # after series.toml no longer names them: a kill leaves no dangling file
         if d.file:
             remove(series.root / d.file, within=series.root)
-    _write(series.root, series.manifest.path, text.encode("utf-8"))
     # The new pin, in the cache: `series apply` needs no network for it now.
     status, err = series.cache.fetch(
         str(ctx.checkout.path), [f"+{rstate.ONTO_REF}:refs/series/git/{st.onto}"]
@@ -167,7 +169,8 @@ def _summary(ctx: Context, dropped: list[Dropped], kept: int) -> None:
 def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
     repo = checkout.repo
     st = rstate.load(repo) if checkout.exists() else None
-    if st is None and checkout.exists() and _finish_interrupted_end(checkout, ui):
+    cut = finish_cut_move(checkout, ui)
+    if st is None and checkout.exists() and (_finish_interrupted_end(checkout, ui) or cut):
         ui.result("the rebase had finished (interrupted while moving the files, now moved)")
         return
     if st is None and action == "abort" and checkout.exists() and _leftovers(checkout):

@@ -1,0 +1,41 @@
+"""Fault injection for the kill tests: ``SERIES_FAULT_KILL_AT=N`` kills the run at its Nth step.
+
+A step is every git call (``series.git.run``) and every named point
+between them where series itself writes: a temporary file written but not
+yet renamed, a rename done, export's journal, the checkout's move recorded
+and done. The count is deterministic, so a test can kill a command at
+every step in turn (tests/test_rebase_kill.py, tests/test_trust_recover.py,
+docs/hardening.md). With ``SERIES_DEBUG`` (or ``-v``) each step is logged
+as ``series.faults: step N: NAME``, which is how a test counts them.
+
+The kill is SIGKILL of the whole process group when series leads it (the
+tests start it with ``start_new_session``): the git it is running dies too,
+as under a real ``kill -9 -PGID``, a closed terminal or an OOM killer. When
+series does not lead its group only series itself is killed.
+
+When neither variable is set a step costs one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+
+log = logging.getLogger("series.faults")
+
+_steps = 0
+
+
+def point(name: str) -> None:
+    """One step of the run: counted, logged in debug, and the kill when it is the Nth."""
+    global _steps
+    at = os.environ.get("SERIES_FAULT_KILL_AT")
+    if at is None and not log.isEnabledFor(logging.DEBUG):
+        return
+    _steps += 1
+    log.debug("step %d: %s", _steps, name)
+    if at == str(_steps):
+        if os.getpgrp() == os.getpid():
+            os.killpg(0, signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,198 @@
+"""git's lock files that a git process series started left when it was killed.
+
+git takes ``index.lock`` to write the index (moving the checkout's files)
+and ``shallow.lock`` to fetch into a shallow repository, and removes them
+when it ends, also on an error; only a kill (of the process group, a
+crash, power lost) leaves one, and it then blocks every
+later git command in that repository. By its name alone series cannot tell
+such a lock from the lock of a git the user is running at that moment.
+
+So before each git command that takes one of them, series writes a record
+in the repository's git directory, ``series-git-<pid>`` (its pid and the
+command), and removes it when git has returned (a move of the checkout's
+files that failed, on a full disk, keeps it, marked failed). Before the next such
+command in that repository (:func:`clear_stale_locks`), a lock is removed
+as series' own leftover only when all of these hold:
+
+1. a record of a series process that no longer runs is there;
+2. the lock is not older than that record (made by the git it started);
+3. no process has the lock file open (a git writing it holds it open).
+
+It is said on stderr. Any other lock is left alone (commands that write
+the checkout then refuse, naming it: series.checkout.finish_cut_move). Records whose lock is gone
+are removed, except a record of ``read-tree -u`` (a move of the checkout's
+files cut short), which stays until the move is finished
+(:meth:`series.git.worktree.WorktreeMixin.finish_move`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("series")
+
+RECORD_PREFIX = "series-git-"
+LOCKS = ("index.lock", "shallow.lock")
+# The git commands series runs that take one of LOCKS for a while.
+LOCKING = frozenset({"fetch", "read-tree", "stash", "checkout", "update-index"})
+
+
+@dataclass(frozen=True)
+class Record:
+    path: Path
+    pid: int
+    argv: list[str]
+    mtime: float
+
+
+def verb(argv: Sequence[str]) -> str:
+    """The git command of ``argv`` (after ``-c key=value`` and other options)."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("-c", "-C"):
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return ""
+
+
+def git_dir(cwd: Path) -> Path | None:
+    """The git directory of the repository in ``cwd`` (a work tree's ``.git``, or a bare one)."""
+    dot = cwd / ".git"
+    if dot.is_dir():
+        return dot
+    if (cwd / "HEAD").is_file() and (cwd / "objects").is_dir():
+        return cwd
+    return None  # a linked work tree (series owns those, and clears their locks) or none
+
+
+def is_move(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` moves the files of a work tree (``read-tree -u``)."""
+    return verb(argv) == "read-tree" and "-u" in argv
+
+
+def begin(cwd: Path, argv: Sequence[str], env: Mapping[str, str] | None) -> Path | None:
+    """Before a git command: clear stale locks, record it when it takes one (module docstring).
+
+    A command on a scratch index (``GIT_INDEX_FILE``) takes no lock of the
+    repository's.
+    """
+    scratch = env is not None and "GIT_INDEX_FILE" in env
+    where = git_dir(cwd) if verb(argv) in LOCKING and not scratch else None
+    if where is None:
+        return None
+    clear_stale_locks(where)
+    record = where / f"{RECORD_PREFIX}{os.getpid()}"
+    data = {"pid": os.getpid(), "argv": list(argv), "started": time.time()}
+    try:
+        record.write_text(json.dumps(data) + "\n", encoding="utf-8")
+    except OSError:
+        return None  # an unwritable git directory: the git command says so
+    return record
+
+
+def end(record: Path | None, argv: Sequence[str], status: int) -> None:
+    """After it: the record goes, unless a move of the checkout failed half way (kept)."""
+    if record is None:
+        return
+    if status != 0 and is_move(argv):  # it ended: finished by the next command, this one's too
+        try:
+            data = json.loads(record.read_text(encoding="utf-8"))
+            record.write_text(json.dumps({**data, "failed": True}) + "\n", encoding="utf-8")
+        except (OSError, ValueError):
+            pass
+        return
+    record.unlink(missing_ok=True)
+
+
+def dead_records(where: Path) -> list[Record]:
+    """The records in ``where`` of git commands that ended without cleaning up after them.
+
+    Those of series processes that no longer run, and moves that failed.
+    """
+    found = []
+    try:
+        names = [n for n in os.listdir(where) if n.startswith(RECORD_PREFIX)]
+    except OSError:
+        return []
+    for name in names:
+        path = where / name
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            pid, argv, mtime = int(data["pid"]), list(data["argv"]), path.stat().st_mtime
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if data.get("failed") or not _alive(pid):
+            found.append(Record(path, pid, [str(a) for a in argv], mtime))
+    return found
+
+
+def clear_stale_locks(where: Path) -> list[Path]:
+    """Remove the locks that killed git processes of series left in ``where``; the removed."""
+    records = dead_records(where)
+    if not records:
+        return []
+    removed = []
+    for name in LOCKS:
+        lock = where / name
+        try:
+            made = lock.stat().st_mtime
+        except OSError:
+            continue
+        owner = min((r for r in records if r.mtime <= made), key=lambda r: r.mtime, default=None)
+        if owner is None or _open_by_anyone(lock):
+            continue
+        lock.unlink(missing_ok=True)
+        removed.append(lock)
+        log.warning(
+            "removed %s, left by `git %s` that series (pid %d) started and was killed",
+            lock,
+            verb(owner.argv),
+            owner.pid,
+        )
+    for record in records:
+        if not is_move(record.argv):
+            record.path.unlink(missing_ok=True)
+    return removed
+
+
+def _open_by_anyone(path: Path) -> bool:
+    """Whether a process has ``path`` open (Linux's /proc; elsewhere: assumed, to be safe)."""
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return True
+    target = str(path.resolve())
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = list((entry / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(fd) == target:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
