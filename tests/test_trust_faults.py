@@ -294,7 +294,7 @@ def test_damaged_object_in_the_cache_says_to_delete_the_cache(
     code, _, err = project.run("apply", "--dir", str(other))
     assert code == Exit.FAILED, err
     clean(err)
-    assert f"the git repository {repo} is damaged" in err and f"delete {repo}" in err
+    assert f"the git repository {repo} is damaged" in err and f"delete {repo}" in err, err
     assert snapshot(project.root) == before
     # The way on works: without the cache, apply makes it again.
     subprocess.run(["rm", "-rf", str(repo)], check=True)

@@ -201,7 +201,10 @@ def environment_fault(
         hit = next((line for line in lines if words.search(line)), None)
         if hit is None:
             continue
-        where = source if source is not None and hit.startswith("remote:") else repo
+        # upload-pack's own "remote:" lines reach us or not (a side band that
+        # may be cut when it dies); its last words always say "remote side"
+        remote = hit.startswith("remote:") or "on the remote side" in hit
+        where = source if source is not None and remote else repo
         named = str(where) if where is not None else "a git repository"
         git_said = f"git said: {hit.removeprefix('remote:').strip()}{context}"
         if kind == "full":
