@@ -42,6 +42,10 @@ After every step:
     and no "internal error".
 (e) **no conflict markers** in patches/ (a half-resolved conflict
     committed by ``--continue``).
+(g) **no leftovers** after a command that wrote and exited 0: no
+    ``*.lock`` in the checkout's git directory, no ``.*.tmp`` in patches/,
+    no staging directory of apply (what a killed run leaves is cleared or
+    finished by the next).
 
 A sixth rule runs two commands at once: the second runs to its end while
 the first is stopped (SIGSTOP) after its Nth git call; then (f) the
@@ -217,6 +221,8 @@ class TrustMachine(RuleBasedStateMachine):
         self._exit_ok(done, what, killed=kill is not None)
         scan = self._scan()
         self._check(scan, what, conflicted)
+        if done.returncode == 0 and args[0] != "status":
+            self._no_leftovers(what)
         status = self._series("status")
         self._exit_ok(status, f"series status after {what}", killed=False)
         self._track(scan)
@@ -425,6 +431,17 @@ class TrustMachine(RuleBasedStateMachine):
         for path in _series_files(self.root):
             if any(m in path.read_bytes() for m in MARKERS):
                 self._fail("markers committed", what, f"{path.name} has conflict markers")
+
+    def _no_leftovers(self, what: str) -> None:
+        """After a command that wrote and succeeded: no lock or temporary file of a killed run."""
+        left = [
+            *(self.work / ".git").rglob("*.lock"),
+            *(self.root / "patches").glob(".*.tmp"),
+            *self.root.glob(".work.series-new-*"),
+        ]
+        if left:
+            names = sorted(str(p.relative_to(self.root)) for p in left)
+            self._fail("leftovers", what, f"{names} left behind")
 
     def _exit_ok(self, done: subprocess.CompletedProcess[str], what: str, *, killed: bool) -> None:
         if killed and done.returncode == -9:
