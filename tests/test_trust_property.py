@@ -48,7 +48,8 @@ After every step:
     finished by the next).
 
 A sixth rule runs two commands at once: the second runs to its end while
-the first is stopped (SIGSTOP) after its Nth git call; then (f) the
+the first is held at the start of its Nth git process (a ``git`` shim on
+its PATH); then (f) the
 project is not a **mix**: with no rebase in progress and no export
 journal, series.toml pins the commit the checkout sits on (checked after
 every step) and the patches apply on it (``series check-conflicts``).
@@ -75,6 +76,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -97,6 +99,16 @@ EDITED = ("pkg/core.py", "pkg/util.py", "README.md")
 KILLS = st.none() | st.integers(1, 60) | st.integers(-60, -1)  # < 0: the process group
 FIRST = ["rebase --onto calm", "rebase --onto main", "apply --force", "export"]
 SECOND = ["rebase --abort", "apply --force", "export", "rebase --continue"]
+# Holds the Nth git process started through it until the file go exists.
+SHIM = """#!/bin/sh
+n=$(( $(cat {hold}/count 2>/dev/null || echo 0) + 1 ))
+echo $n > {hold}/count
+if [ $n -eq {at} ]; then
+    : > {hold}/held
+    while [ ! -e {hold}/go ]; do sleep 0.02; done
+fi
+exec {git} "$@"
+"""
 KNOWN = {k.strip() for k in os.environ.get("SERIES_PROPERTY_KNOWN", "").split(",") if k.strip()}
 TRACE = bool(os.environ.get("SERIES_PROPERTY_TRACE"))
 MARKERS = (b"\n+<<<<<<<", b"\n+=======", b"\n+>>>>>>>", b"\n+|||||||")
@@ -264,34 +276,44 @@ class TrustMachine(RuleBasedStateMachine):
         after=st.integers(1, 40),
     )
     def concurrently(self, first: str, second: str, after: int) -> None:
-        """``second`` runs to its end while ``first`` is stopped (SIGSTOP) after its git call N.
+        """``second`` runs to its end while ``first`` is held at the start of its git process N.
 
-        Then both must have exited 0-4, nothing is lost, and the project is
-        not a mix: with no rebase in progress and no export journal, the
-        patches apply on the pin of series.toml (``series check-conflicts``).
+        A ``git`` shim first on ``first``'s PATH counts the git processes it
+        starts and holds the Nth until ``second`` has ended, so the point is
+        the same on every run. Then both must have exited 0-4, nothing is
+        lost, and the project is not a mix: with no rebase in progress and
+        no export journal, the patches apply on the pin of series.toml
+        (``series check-conflicts``).
         """
         one, two = self._argv(first.split()), self._argv(second.split())
-        env = {**self.env, "SERIES_DEBUG": "1", "SERIES_LOCK_TIMEOUT": "2"}
+        env = {**self.env, "SERIES_LOCK_TIMEOUT": "2"}
+        hold = self.dir / "hold"
+        shutil.rmtree(hold, ignore_errors=True)
+        hold.mkdir()
+        shim = hold / "git"
+        shim.write_text(SHIM.format(hold=hold, at=after, git=shutil.which("git")))
+        shim.chmod(0o755)
         argv = [sys.executable, "-m", "series", "-C", str(self.root), *one]
+        path = f"{hold}{os.pathsep}{env['PATH']}"
         proc = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+            argv,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**env, "PATH": path, "GIT_PYTHON_GIT_EXECUTABLE": str(shim)},
         )
-        assert proc.stderr is not None
-        err, calls = [], 0
-        while calls < after and (line := proc.stderr.readline()):
-            err.append(line)
-            calls += line.startswith("series.git: git ")
-        proc.send_signal(signal.SIGSTOP)
+        while proc.poll() is None and not (hold / "held").exists():
+            time.sleep(0.02)
         try:
             done = self._series(*two, env=env)
         finally:
-            proc.send_signal(signal.SIGCONT)
-        err.append(proc.stderr.read())
-        code = proc.wait()
-        what = f"series {first} while series {second} ran (stopped at git call {after})"
+            (hold / "go").touch()
+        _, err = proc.communicate()
+        code = proc.returncode
+        what = f"series {first} while series {second} ran (held at git process {after})"
         if TRACE:
             print(f"  {what}: exit {code}, {done.returncode}", file=sys.stderr)
-        self._exit_ok(subprocess.CompletedProcess(one, code, "", "".join(err)), what, killed=False)
+        self._exit_ok(subprocess.CompletedProcess(one, code, "", err), what, killed=False)
         self._exit_ok(done, f"series {second} while series {first} was stopped", killed=False)
         scan = self._scan()
         self._check(scan, what, set())
@@ -649,4 +671,4 @@ def test_abort_while_a_rebase_runs_leaves_no_mixed_project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with example(tmp_path, monkeypatch, "mixed project") as state:
-        state.concurrently(first="rebase --onto calm", second="rebase --abort", after=36)
+        state.concurrently(first="rebase --onto calm", second="rebase --abort", after=41)
