@@ -286,6 +286,7 @@ class TrustMachine(RuleBasedStateMachine):
         (``series check-conflicts``).
         """
         one, two = self._argv(first.split()), self._argv(second.split())
+        conflicted = self._conflicted() if two[-1] in ("--abort", "--skip") else set()
         env = {**self.env, "SERIES_LOCK_TIMEOUT": "2"}
         hold = self.dir / "hold"
         shutil.rmtree(hold, ignore_errors=True)
@@ -310,13 +311,14 @@ class TrustMachine(RuleBasedStateMachine):
             (hold / "go").touch()
         _, err = proc.communicate()
         code = proc.returncode
-        what = f"series {first} while series {second} ran (held at git process {after})"
+        what = f"series {second} while series {first} was held (at git process {after})"
         if TRACE:
             print(f"  {what}: exit {code}, {done.returncode}", file=sys.stderr)
-        self._exit_ok(subprocess.CompletedProcess(one, code, "", err), what, killed=False)
-        self._exit_ok(done, f"series {second} while series {first} was stopped", killed=False)
+        what_first = f"series {first} held while series {second} ran (at git process {after})"
+        self._exit_ok(subprocess.CompletedProcess(one, code, "", err), what_first, killed=False)
+        self._exit_ok(done, what, killed=False)
         scan = self._scan()
-        self._check(scan, what, set())
+        self._check(scan, what, conflicted)
         if scan.settled(self.root):
             check = self._series("check-conflicts")
             self._exit_ok(check, f"series check-conflicts after {what}", killed=False)
