@@ -28,9 +28,12 @@ After every step:
     plain git action itself leaves behind (a checkout away from a detached
     HEAD) is not series' to keep and is no longer tracked.
 (b) **patch files and series.toml**: every version of them seen after a
-    step is still somewhere: the project, its git history (the project is
-    a git repository, as the real one is), ``.series/backups/``, or a
-    blob reachable in the checkout (the rebase snapshots).
+    step that left no export journal and no rebase in progress (what an
+    interrupted export or rebase half wrote is its own output, rolled
+    back or finished by the next command) is still somewhere: the
+    project, its git history (the project is a git repository, as the
+    real one is), ``.series/backups/``, or a blob reachable in the
+    checkout (the rebase snapshots).
 (c) **uncommitted edits**: every content the test wrote into the checkout
     that is still there after a step is still in the work tree, the index
     or a reachable object (a stash, a backup ref) after the next series
@@ -430,7 +433,8 @@ class TrustMachine(RuleBasedStateMachine):
         self.commits |= scan.user
         # an edit committed (or stashed) is kept by its commit: invariant (a)
         self.edits = {h: p for h, p in self.edits.items() if h not in scan.stored}
-        self.versions |= {blob_id(p.read_bytes()) for p in _series_files(self.root)}
+        if scan.settled(self.root):  # not what an interrupted export or rebase half wrote
+            self.versions |= {blob_id(p.read_bytes()) for p in _series_files(self.root)}
 
     def _check(self, scan: Scan, what: str, conflicted: set[str]) -> None:
         missing = self.commits - scan.reachable
