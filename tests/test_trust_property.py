@@ -58,15 +58,15 @@ journal, series.toml pins the commit the checkout sits on (checked after
 every step) and the patches apply on it (``series check-conflicts``).
 
 CI runs a fixed number of examples (``derandomize=True``, no example
-database) without shrinking; ``SERIES_PROPERTY_EXAMPLES=N`` and
-``SERIES_PROPERTY_STEPS=N`` ask for more and longer sequences,
-``SERIES_PROPERTY_SHRINK=1`` for the shortest failing one, and
-``SERIES_PROPERTY_RANDOM=1`` for other sequences than CI's, and
-``SERIES_PROPERTY_KNOWN`` (failure names or their beginnings, ``*``
-for any text, comma-separated) leaves out
-failures already known so that a long run finds the next
-(docs/hardening.md). The sequences it found on main are replayed below as
-plain tests.
+database) without shrinking. For longer local runs (docs/hardening.md):
+``SERIES_PROPERTY_EXAMPLES=N`` and ``SERIES_PROPERTY_STEPS=N`` ask for
+more and longer sequences, ``SERIES_PROPERTY_SHRINK=1`` for the shortest
+failing one, ``SERIES_PROPERTY_RANDOM=1`` for other sequences than CI's,
+``SERIES_PROPERTY_TRACE=1`` prints each step, and
+``SERIES_PROPERTY_KNOWN`` (failure names or their beginnings, ``*`` for
+any text, comma-separated) leaves out failures already known, so that a
+long run finds the next. The sequences it found on main are replayed
+below as plain tests.
 """
 
 from __future__ import annotations
@@ -105,13 +105,13 @@ FIRST = ["rebase --onto calm", "rebase --onto main", "apply --force", "export"]
 SECOND = ["rebase --abort", "apply --force", "export", "rebase --continue"]
 # Holds the Nth git process started through it until the file go exists.
 SHIM = """#!/bin/sh
-n=$(( $(cat {hold}/count 2>/dev/null || echo 0) + 1 ))
-echo $n > {hold}/count
+n=$(( $(cat "{hold}/count" 2>/dev/null || echo 0) + 1 ))
+echo $n > "{hold}/count"
 if [ $n -eq {at} ]; then
-    : > {hold}/held
-    while [ ! -e {hold}/go ]; do sleep 0.02; done
+    : > "{hold}/held"
+    while [ ! -e "{hold}/go" ]; do sleep 0.02; done
 fi
-exec {git} "$@"
+exec "{git}" "$@"
 """
 KNOWN = {k.strip() for k in os.environ.get("SERIES_PROPERTY_KNOWN", "").split(",") if k.strip()}
 TRACE = bool(os.environ.get("SERIES_PROPERTY_TRACE"))
