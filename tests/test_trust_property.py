@@ -103,11 +103,12 @@ EDITED = ("pkg/core.py", "pkg/util.py", "README.md")
 KILLS = st.none() | st.integers(1, 60) | st.integers(-60, -1)  # < 0: the process group
 FIRST = ["rebase --onto calm", "rebase --onto main", "apply --force", "export"]
 SECOND = ["rebase --abort", "apply --force", "export", "rebase --continue"]
-# Holds the Nth git process started through it until the file go exists.
+# Holds the Nth git process started through it (N = 0: the first one started after
+# series.toml changed) until the file go exists.
 SHIM = """#!/bin/sh
 n=$(( $(cat "{hold}/count" 2>/dev/null || echo 0) + 1 ))
 echo $n > "{hold}/count"
-if [ $n -eq {at} ]; then
+if [ ! -e "{hold}/held" ] && {{ [ $n -eq {at} ] || ! cmp -s "{hold}/toml" "{toml}"; }}; then
     : > "{hold}/held"
     while [ ! -e "{hold}/go" ]; do sleep 0.02; done
 fi
@@ -282,6 +283,10 @@ class TrustMachine(RuleBasedStateMachine):
     def concurrently(self, first: str, second: str, after: int) -> None:
         """``second`` runs to its end while ``first`` is held at the start of its git process N.
 
+        (N = 0, for the replayed sequences: the first git process it starts
+        after it changed series.toml, a point that does not move with the
+        number of git calls before it.)
+
         A ``git`` shim first on ``first``'s PATH counts the git processes it
         starts and holds the Nth until ``second`` has ended, so the point is
         the same on every run. Then both must have exited 0-4, nothing is
@@ -297,7 +302,10 @@ class TrustMachine(RuleBasedStateMachine):
         shutil.rmtree(hold, ignore_errors=True)
         hold.mkdir()
         shim = hold / "git"
-        shim.write_text(SHIM.format(hold=hold, at=after, git=shutil.which("git")))
+        shutil.copy(self.root / "series.toml", hold / "toml")
+        # N > 0 holds at the count only: series.toml is then compared with its own copy
+        toml = self.root / "series.toml" if after <= 0 else hold / "toml"
+        shim.write_text(SHIM.format(hold=hold, at=after, toml=toml, git=shutil.which("git")))
         shim.chmod(0o755)
         argv = [sys.executable, "-m", "series", "-C", str(self.root), *one]
         path = f"{hold}{os.pathsep}{env['PATH']}"
@@ -680,4 +688,5 @@ def test_abort_while_a_rebase_runs_leaves_no_mixed_project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with example(tmp_path, monkeypatch, "mixed project") as state:
-        state.concurrently(first="rebase --onto calm", second="rebase --abort", after=41)
+        # held at its first git process after it wrote series.toml (its end)
+        state.concurrently(first="rebase --onto calm", second="rebase --abort", after=0)
