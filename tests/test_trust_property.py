@@ -573,7 +573,7 @@ def _machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> type[TrustMachi
     return type("Machine", (TrustMachine,), {"template": template})
 
 
-EXAMPLES = int(os.environ.get("SERIES_PROPERTY_EXAMPLES") or 6)
+EXAMPLES = int(os.environ.get("SERIES_PROPERTY_EXAMPLES") or 5)
 STEPS = int(os.environ.get("SERIES_PROPERTY_STEPS") or 8)
 
 
