@@ -577,11 +577,6 @@ EXAMPLES = int(os.environ.get("SERIES_PROPERTY_EXAMPLES") or 5)
 STEPS = int(os.environ.get("SERIES_PROPERTY_STEPS") or 8)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="fails on main until the branches lost, paths, lock and leftovers are merged "
-    "(the replayed sequences below); remove this marker then",
-)
 def test_no_sequence_of_commands_git_and_kills_loses_work(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -623,7 +618,6 @@ def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> Itera
 LOST = "branch `lost`: every commit reachable before a command stays reachable from a named ref"
 
 
-@pytest.mark.xfail(raises=Broken, strict=True, reason=LOST)
 def test_a_commit_on_a_detached_head_survives_apply_force(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -632,7 +626,6 @@ def test_a_commit_on_a_detached_head_survives_apply_force(
         state.apply(force=True, kill=None)
 
 
-@pytest.mark.xfail(raises=Broken, strict=True, reason=LOST)
 def test_a_commit_made_at_a_rebase_stop_survives_abort(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -643,11 +636,6 @@ def test_a_commit_made_at_a_rebase_stop_survives_abort(
         state.rebase_action(action="--abort", kill=None)
 
 
-@pytest.mark.xfail(
-    raises=Broken,
-    strict=True,
-    reason="no fix yet (fails with `lost` merged): a finished rebase keeps no ref of its old tip",
-)
 def test_the_commits_a_rebase_replaced_stay_reachable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -655,9 +643,6 @@ def test_the_commits_a_rebase_replaced_stay_reachable(
         state.rebase(onto="calm", kill=None)
 
 
-@pytest.mark.xfail(
-    raises=Broken, strict=True, reason="branch `paths`: --continue refuses a half-resolved conflict"
-)
 def test_a_half_resolved_conflict_is_not_exported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -667,11 +652,6 @@ def test_a_half_resolved_conflict_is_not_exported(
         state.rebase_action(action="--continue", kill=None)
 
 
-@pytest.mark.xfail(
-    raises=Broken,
-    strict=True,
-    reason="branch `lost` (passes with it merged): --abort kept no edit outside the conflict",
-)
 def test_abort_keeps_an_edit_outside_the_conflict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -681,11 +661,6 @@ def test_abort_keeps_an_edit_outside_the_conflict(
         state.rebase_action(action="--abort", kill=None)
 
 
-@pytest.mark.xfail(
-    raises=Broken,
-    strict=True,
-    reason="branch `lock`: one project lock; --abort during a running rebase waits or refuses",
-)
 def test_abort_while_a_rebase_runs_leaves_no_mixed_project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -156,6 +156,7 @@ class Checkout:
         source: str,
         move_files: bool,
         also: Callable[[Transaction], None] | None = None,
+        replaces_series: bool = False,
     ) -> Kept | None:
         """Move the branch to ``tip[1]`` and record the state: one transaction.
 
@@ -166,6 +167,9 @@ class Checkout:
         ends by deleting its own state in it). Commits of the user's that
         nothing would reach after it are kept under a backup ref in the
         same transaction (series.backup); the caller prints it.
+        ``replaces_series``: the exported series itself is replaced (a
+        rebase rewrites patches/), so the old synced tip is no longer one
+        series can write again and is kept like the user's commits.
         """
         old, new = tip
         state = CheckoutState(base, new, tuple(applied), source, old if move_files else None)
@@ -182,7 +186,9 @@ class Checkout:
                 also(txn)
             if prior is not None:  # a new checkout holds nothing of the user's
                 stays = not on_branch and not move_files  # else HEAD is the branch, or moves
-                kept = self.keep_lost(txn, verb, head_stays=stays, own=[prior.synced])
+                kept = self.keep_lost(
+                    txn, verb, head_stays=stays, own=[prior.synced], synced=not replaces_series
+                )
         (self.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)
         if move_files:
             self.repo.checkout_tree(old if old and on_branch else None, new)
@@ -199,6 +205,7 @@ class Checkout:
         own: Iterable[str | None] = (),
         extra: Sequence[tuple[str, str | None]] = (),
         gone: Iterable[str] = (),
+        synced: bool = True,
     ) -> Kept | None:
         """Keep under a backup ref, in ``txn``, what of HEAD and the branch it would lose.
 
@@ -207,11 +214,14 @@ class Checkout:
         synced tip); ``extra``: more (label, commit) to look at, such as a
         snapshot of uncommitted changes (labelled ``backup.CHANGES``, not
         counted as a commit of the user's); ``gone``: refs a later step deletes.
+        ``synced`` False: the exported series is being replaced (the end of a
+        rebase), so neither the synced tip nor ``own`` count as series' own.
         """
         repo = self.repo
         head = repo.head()
         looked_at = [(self.head_label(), head), (f"branch {self.branch}", self.tip()), *extra]
-        kept = [*own, repo.rev(SYNCED_REF), head if head_stays else None]
+        mine = [*own, repo.rev(SYNCED_REF)] if synced else []
+        kept = [*mine, head if head_stays else None]
         made = [commit for label, commit in extra if label == backup.CHANGES]
         return backup.keep_lost(
             repo,

@@ -87,6 +87,7 @@ def finish(ctx: Context) -> None:
         source="git",
         move_files=True,
         also=lambda txn: rstate.forget(repo, txn, keep_last=True),
+        replaces_series=True,
     )
     if backed is not None:
         ctx.ui.status(backed.describe(ctx.checkout.path))
