@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from series import unreachable
 from series.conflicts import alone
 from series.conflicts.analysis import analyse
 from series.conflicts.merger import Merger
@@ -19,7 +18,7 @@ from series.conflicts.report import report
 from series.conflicts.target import drop_scratch, resolve_target, scratch_prefix
 from series.errors import SeriesError
 from series.ui import Ui
-from series.upstream import Base
+from series.upstream import Base, unreachable
 
 if TYPE_CHECKING:
     from series.project import Series

@@ -7,7 +7,7 @@ downloads nothing:
 * ``git``: fetch the pinned ref (or the commit itself) from the repository
   URL, a local mirror or a clone, and check that it is the pinned commit.
 * ``sdist``: take ``<package>==<version>`` from the package index (as data:
-  series.sdist_download, never pip, which would run the sdist's
+  series.upstream.sdist_download, never pip, which would run the sdist's
   ``setup.py``; kept in the cache), check its sha256, and import
   its tree as one commit with a fixed identity and date, like
   ``gbp import-orig``: the same sdist always gives the same commit id.
@@ -25,11 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from series import sdist_download, unreachable
 from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, EnvironmentFault, Ident, Repo
 from series.locks import exclusive
 from series.manifest import Upstream
+from series.upstream import sdist_download, unreachable
 
 Say = Callable[[str], None]
 
@@ -241,7 +241,7 @@ def _download(package: str, version: str, dest: Path) -> Path:
         found = dest / f"{package}-{version}{ext}"
         if found.is_file():
             return found
-    # Not pip: it runs an sdist's setup.py to read its metadata (series.sdist_download).
+    # Not pip: it runs an sdist's setup.py to read its metadata (series.upstream.sdist_download).
     target = dest / f"{package}-{version}.tar.gz"
     return sdist_download.download(package, version, target, timeout=unreachable.stall())
 
