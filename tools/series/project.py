@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from series import upstream
 from series.checkout import Checkout
 from series.errors import SeriesError
 from series.files import confined
@@ -37,6 +36,7 @@ from series.stack import memo
 from series.stack.build import Built, PatchFile
 from series.stack.build import build as build_stack
 from series.ui import Ui
+from series.upstream import Base, UpstreamSource, cache_repo
 
 # What commands may use of the git layer's values, without importing it.
 __all__ = ["FileStat", "MailInfo", "Series", "default_cache_dir", "find_root"]
@@ -74,9 +74,7 @@ class Series:
     root: Path
     manifest: Manifest
     cache_dir: Path
-    _pins: dict[tuple[str | None, str | None], upstream.Base] = field(
-        default_factory=dict, repr=False
-    )
+    _pins: dict[tuple[str | None, str | None], Base] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(
@@ -118,7 +116,7 @@ class Series:
     @cached_property
     def cache(self) -> Repo:
         """The per-user cache repository: upstream bases and memoised stacks."""
-        return upstream.cache_repo(self.cache_dir)
+        return cache_repo(self.cache_dir)
 
     def pin(
         self,
@@ -127,21 +125,18 @@ class Series:
         source: str | None = None,
         override: str | None = None,
         why: str = "--source",
-    ) -> upstream.Base:
+    ) -> Base:
         """The pinned upstream base in the cache repository, said once on stderr."""
         key = (source, override)
         if key not in self._pins:
-            base = upstream.resolve(
-                self.manifest.upstream,
-                self.cache_dir,
-                source=source,
-                override=override,
-                why=why,
-                say=ui.status,
-            )
+            base = self.upstream(ui, override).pin(source=source, why=why)
             ui.status(f"upstream: {base.label} [{base.source}: {base.reason}]")
             self._pins[key] = base
         return self._pins[key]
+
+    def upstream(self, ui: Ui, override: str | None = None) -> UpstreamSource:
+        """Where upstream revisions come from: [upstream], the cache, ``--upstream``."""
+        return UpstreamSource(self.manifest.upstream, self.cache_dir, override, ui.status)
 
     def stack(
         self, base: str, patches: list[Patch] | None = None, *, memoised: bool = True

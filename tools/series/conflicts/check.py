@@ -15,10 +15,10 @@ from series.conflicts.analysis import analyse
 from series.conflicts.merger import Merger
 from series.conflicts.pinstack import build_stack
 from series.conflicts.report import report
-from series.conflicts.target import drop_scratch, resolve_target, scratch_prefix
+from series.conflicts.target import resolve_target
 from series.errors import SeriesError
 from series.ui import Ui
-from series.upstream import Base, unreachable
+from series.upstream import Base, drop_scratch, scratch_prefix
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -50,14 +50,9 @@ def check(
     try:
         target = None
         if onto:
-            if not onto.startswith("sdist:"):
-                where = url or series.manifest.upstream.repository
-                ui.status(
-                    f"onto: {onto} from the cache, else fetched from {where}; a fetch gives "
-                    f"up after {unreachable.stall()} s without data (SERIES_NET_TIMEOUT)"
-                )
+            upstream = series.upstream(ui, url)
             target = resolve_target(
-                series.manifest, series.cache_dir, repo, base, onto, url, scratch
+                upstream, onto, base=base, into=repo, scratch=scratch, announce=True
             )
             ui.status(f"onto: {target.label}; upstream since the pin: {target.range}")
         with repo.scratch_objects() as env:

@@ -7,27 +7,25 @@ the :class:`~series.conflicts.analysis.Target` the analysis reads.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from series.conflicts.analysis import Target
 from series.conflicts.merger import Node
 from series.git import Repo
-from series.manifest import Manifest
-from series.upstream import Base
-from series.upstream.revision import drop_scratch, resolve_revision, scratch_prefix
-
-__all__ = ["drop_scratch", "resolve_target", "scratch_prefix"]
+from series.upstream import Base, UpstreamSource
 
 
 def resolve_target(
-    manifest: Manifest,
-    cache_dir: Path,
-    repo: Repo,
-    base: Base,
+    upstream: UpstreamSource,
     onto: str,
-    url: str | None,
+    *,
+    base: Base,
+    into: Repo,
     scratch: str,
+    announce: bool = False,
 ) -> Target:
-    rev = resolve_revision(manifest, cache_dir, repo, base, onto, url, scratch)
-    node = Node(repo.tree_of(rev.commit), rev.commit)
+    """``onto`` as a merge node in ``into``, with the upstream commits since ``base``.
+
+    ``announce``: say first where REV comes from (the network may wait).
+    """
+    rev = upstream.revision(onto, base=base, into=into, scratch=scratch, announce=announce)
+    node = Node(into.tree_of(rev.commit), rev.commit)
     return Target(rev.label, node, rev.revs, rev.range, rev.commits)

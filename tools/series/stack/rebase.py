@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from series import upstream
 from series.checkout import BASE_REF, Checkout, refuse_dirty
 from series.conflicts.analysis import Evidence, Target, find_evidence
 from series.conflicts.merger import Job, Merger, Node
@@ -37,6 +36,7 @@ from series.stack.message import series_id
 from series.stack.rebase_state import RebaseState, StepState, Stop
 from series.stack.snapshot import save_project
 from series.ui import Ui
+from series.upstream import Base
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -77,7 +77,7 @@ def start(
     _guard(series, checkout, cstate.applied)
     tip = checkout.tip()
     assert tip is not None
-    target = _target(series, repo, upstream.Base(cstate.base, cstate.source, "", ""), onto, url)
+    target = _target(series, ui, repo, Base(cstate.base, cstate.source, "", ""), onto, url)
     if target is None:
         ui.result(f"nothing to do: the series already sits on {onto}")
         return
@@ -144,13 +144,12 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
 
 
 def _target(
-    series: Series, repo: Repo, base: upstream.Base, onto: str, url: str | None
+    series: Series, ui: Ui, repo: Repo, base: Base, onto: str, url: str | None
 ) -> Target | None:
     """REV fetched into the checkout (None: the series sits on it already)."""
     try:
-        target = resolve_target(
-            series.manifest, series.cache_dir, repo, base, onto, url, rstate.PREFIX
-        )
+        upstream = series.upstream(ui, url)
+        target = resolve_target(upstream, onto, base=base, into=repo, scratch=rstate.PREFIX)
     except BaseException:
         _drop_refs(repo)
         raise

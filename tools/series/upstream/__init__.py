@@ -1,13 +1,31 @@
 """Every way of getting an upstream revision, in the per-user cache or a checkout.
 
+A command gets one :class:`UpstreamSource` from its ``Series`` and asks it
+for the pin or for a revision. Below it: ``fetch`` (the one fetch routine
+and the policy that says how deep, whether to deepen to the pin, whether
+to remember an unreachable URL, whether to fall back to every ref),
 ``pin`` (the pinned base, from git or the sdist), ``revision`` (``--onto
 REV`` and the upstream commits since the pin), ``unreachable`` (network
 patience, remembering an upstream that did not answer) and
-``sdist_download`` (a release sdist fetched as a file).
+``sdist_download`` (a release sdist fetched as a file). git/remote.py is
+the git-level primitive this package is the policy above.
 """
 
 from __future__ import annotations
 
-from series.upstream.pin import Base, cache_repo, fetch_base, import_sdist, pin_refspecs, resolve
+from series.upstream.pin import Base, cache_repo, fetch_base, import_sdist, resolve
+from series.upstream.revision import SCRATCH, Revision, drop_scratch, scratch_prefix
+from series.upstream.source import UpstreamSource
 
-__all__ = ["Base", "cache_repo", "fetch_base", "import_sdist", "pin_refspecs", "resolve"]
+__all__ = [
+    "SCRATCH",
+    "Base",
+    "Revision",
+    "UpstreamSource",
+    "cache_repo",
+    "drop_scratch",
+    "fetch_base",
+    "import_sdist",
+    "resolve",
+    "scratch_prefix",
+]

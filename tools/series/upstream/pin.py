@@ -29,7 +29,9 @@ from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, EnvironmentFault, Ident, Repo
 from series.locks import exclusive
 from series.manifest import Upstream
-from series.upstream import sdist_download, unreachable
+from series.upstream.fetch import Memory, Policy, RememberedUnreachable, Want, fetch
+from series.upstream.sdist_download import download
+from series.upstream.unreachable import advice, stall, ttl
 
 Say = Callable[[str], None]
 
@@ -98,34 +100,30 @@ def _resolve(
     if wanted == "sdist":
         return _sdist(upstream, repo, cache_dir, None, why)
     url = override or upstream.repository
-    remembered = unreachable.recall(cache_dir, url) if wanted == "auto" else None
-    if remembered is not None:
-        git_error = SeriesError(f"{url} was unreachable", why=remembered)
-        reason = f"git: {remembered}"
-    else:
-        try:
-            base = _git(upstream, repo, override, say)
-            unreachable.forget(cache_dir, url)
-            return base
-        except EnvironmentFault:
-            raise  # a disk or a damaged repository: falling back would only hide it
-        except SeriesError as exc:
-            if wanted == "git" and upstream.sdist is None:
-                raise SeriesError(
-                    exc.message,
-                    why=f"{exc.why}\nno sdist stands in for this pin: series.toml has no "
-                    "[upstream.sdist] (series rebase removes it; docs/rebase.md)",
-                    hint="pass --upstream PATH of a clone that has the pinned commit; once "
-                    "fetched, the per-user cache keeps it",
-                ) from None
-            if wanted == "git":
-                raise
-            git_error = exc
-        first = git_error.why.splitlines()[0] if git_error.why else git_error.message
-        ttl = unreachable.remember(cache_dir, url, first)
+    memory = Memory(cache_dir, url, consult=wanted == "auto")
+    try:
+        return _git(upstream, repo, override, memory, say)
+    except RememberedUnreachable as exc:
+        git_error: SeriesError = exc
+        reason = f"git: {exc.why}"
+    except EnvironmentFault:
+        raise  # a disk or a damaged repository: falling back would only hide it
+    except SeriesError as exc:
+        if wanted == "git" and upstream.sdist is None:
+            raise SeriesError(
+                exc.message,
+                why=f"{exc.why}\nno sdist stands in for this pin: series.toml has no "
+                "[upstream.sdist] (series rebase removes it; docs/rebase.md)",
+                hint="pass --upstream PATH of a clone that has the pinned commit; once "
+                "fetched, the per-user cache keeps it",
+            ) from None
+        if wanted == "git":
+            raise
+        git_error = exc
+        first = exc.why.splitlines()[0] if exc.why else exc.message
         reason = (
             f"git was not reachable ({first}); falling back to the sdist as "
-            f'upstream.source = "auto" allows. {unreachable.advice(ttl)}'
+            f'upstream.source = "auto" allows. {advice(ttl())}'
         )
         say(f"upstream: {url} did not answer; using the sdist instead")
     try:
@@ -138,40 +136,44 @@ def _resolve(
         ) from None
 
 
-def _git(upstream: Upstream, repo: Repo, override: str | None, say: Say = _quiet) -> Base:
+def _git(
+    upstream: Upstream, repo: Repo, override: str | None, memory: Memory, say: Say = _quiet
+) -> Base:
     url = override or upstream.repository
     ref = f"refs/series/git/{upstream.commit}"
     label = f"{url} {upstream.ref} ({upstream.commit[:12]})"
-    if repo.rev(ref) == upstream.commit:
-        return Base(upstream.commit, "git", label, "cached")
     if override and Path(override).exists():
         url = str(Path(override).resolve())
-    errors = []
-    stall = unreachable.stall()
-    say(
-        f"upstream: fetching {upstream.ref} ({upstream.commit[:12]}) from {url}; "
-        f"gives up after {stall} s without data (SERIES_NET_TIMEOUT)"
-    )
-    for refspec in pin_refspecs(upstream):
-        # Only the pin's tree is needed here; check-conflicts and rebase
-        # deepen the history to the merge base when they need the range.
-        status, err = repo.fetch(url, [refspec], depth=1, stall=stall)
-        if status != 0:
-            errors.append(err.strip())
-            if unreachable.network_failure(err):
-                break  # the second refspec would wait just as long for the same silence
-            continue
+
+    def accept(tried: str) -> str | None:
         got = repo.rev(ref)
         if got == upstream.commit:
-            return Base(upstream.commit, "git", label, f"fetched from {url}")
+            return None
         if repo.has_object(upstream.commit):
             with repo.transaction("series upstream: pin the upstream commit") as txn:
                 txn.update(ref, upstream.commit, repo.ref_value(ref) or ZERO)
-            return Base(upstream.commit, "git", label, f"fetched from {url}")
-        errors.append(f"{refspec.split(':')[0].lstrip('+')} is {got}, not the pinned commit")
+            return None
+        return f"{tried.split(':')[0].lstrip('+')} is {got}, not the pinned commit"
+
+    # Only the pin's tree is needed here (depth 1); check-conflicts and
+    # rebase deepen the history to the merge base when they need the range.
+    fetched = fetch(
+        repo,
+        Want(url, ref, [[spec] for spec in pin_refspecs(upstream)]),
+        Policy(depth=1, memory=memory),
+        have=lambda: repo.rev(ref) == upstream.commit,
+        accept=accept,
+        announce=f"upstream: fetching {upstream.ref} ({upstream.commit[:12]}) from {url}; "
+        f"gives up after {stall()} s without data (SERIES_NET_TIMEOUT)",
+        say=say,
+    )
+    if fetched.ok:
+        return Base(
+            upstream.commit, "git", label, "cached" if fetched.cached else f"fetched from {url}"
+        )
     raise SeriesError(
         f"cannot fetch {upstream.commit[:12]} from {url}",
-        why="\n".join(dict.fromkeys(e for e in errors if e)),  # each distinct error once
+        why=fetched.why(),
         hint="check the URL, or use --source sdist",
     )
 
@@ -243,7 +245,7 @@ def _download(package: str, version: str, dest: Path) -> Path:
             return found
     # Not pip: it runs an sdist's setup.py to read its metadata (series.upstream.sdist_download).
     target = dest / f"{package}-{version}.tar.gz"
-    return sdist_download.download(package, version, target, timeout=unreachable.stall())
+    return download(package, version, target, timeout=stall())
 
 
 def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Upstream) -> str:

@@ -20,8 +20,9 @@ from pathlib import Path
 
 from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, LogEntry, RefMoved, Repo
-from series.manifest import Manifest, Sdist, Upstream
+from series.manifest import Sdist, Upstream
 from series.ui import Ui
+from series.upstream.fetch import DEPTH, Policy, Want, fetch
 from series.upstream.pin import Base, pin_refspecs, resolve
 
 SCAN_LIMIT = 2000  # upstream commits read when REV shares no history with the pin
@@ -46,7 +47,7 @@ class Revision:
 
 
 def resolve_revision(
-    manifest: Manifest,
+    pinned: Upstream,
     cache_dir: Path,
     repo: Repo,
     base: Base,
@@ -55,11 +56,11 @@ def resolve_revision(
     scratch: str,
 ) -> Revision:
     if onto.startswith("sdist:"):
-        commit, label = _sdist(manifest, cache_dir, onto.removeprefix("sdist:"), url)
+        commit, label = _sdist(pinned, cache_dir, onto.removeprefix("sdist:"), url)
         real = None
     else:
-        real = base.commit if base.source == "git" else manifest.upstream.commit
-        commit = _fetch(repo, onto, url, manifest.upstream, scratch, real)
+        real = base.commit if base.source == "git" else pinned.commit
+        commit = _fetch(repo, onto, url, pinned, scratch, real)
         label = f"{onto} ({commit[:12]})" + (f" from {url}" if url else "")
     revs, described, unrelated = _range(repo, base.commit, commit, real)
     commits = repo.log_files(revs, max_count=SCAN_LIMIT if unrelated else None) if revs else []
@@ -68,10 +69,7 @@ def resolve_revision(
     return Revision(label, commit, revs, described, commits)
 
 
-def _sdist(
-    manifest: Manifest, cache_dir: Path, version: str, archive: str | None
-) -> tuple[str, str]:
-    pinned = manifest.upstream
+def _sdist(pinned: Upstream, cache_dir: Path, version: str, archive: str | None) -> tuple[str, str]:
     package = pinned.sdist.package if pinned.sdist else pinned.name
     other = dataclasses.replace(
         pinned,
@@ -97,58 +95,42 @@ def _fetch(
     if url is None:
         local = repo.rev(rev)
         if local is not None:
-            deepen_to_pin(repo, pinned.repository, [], local, real)
-            return local
+            return local  # in the cache already: no source was named to fetch it from
     source = url or pinned.repository
     if Path(source).exists():
         source = str(Path(source).resolve())
     wanted = f"{scratch}onto"
     pin_specs = [] if real is None or repo.has_object(real) else pin_refspecs(pinned)
     known = _remote_commit(repo, source, rev)
-    if known is not None and not pin_specs and repo.rev(known) == known:
+
+    def have() -> bool:
+        if known is None or pin_specs or repo.rev(known) != known:
+            return False
         # Here already (a warm run): name it, fetch nothing.
         old = repo.ref_value(wanted)
         with repo.transaction(f"series onto: keep {rev} ({known[:12]})") as txn:
             txn.update(wanted, known, old)
-        deepen_to_pin(repo, source, [f"+{rev}:{wanted}"], known, real)
-        return known
-    status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}", *pin_specs[:1]], known)
-    if status != 0 and pin_specs:  # the pin is not there: REV alone, the range falls back
-        status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}"], known)
-    commit = repo.rev(wanted) if status == 0 else None
-    if status != 0:
-        if _HEX.match(rev):
-            # A commit id that no ref names at its tip: servers refuse to send
-            # it alone, so fetch every branch and tag and look for it.
-            every = [f"+refs/heads/*:{scratch}heads/*", f"+refs/tags/*:{scratch}tags/*"]
-            found = repo.fetch(source, every)[0] == 0
-            commit = repo.rev(rev) if found else None
-        if commit is None:
-            raise _not_fetched(repo, rev, source, failure.strip())
+        return True
+
+    tries = [[f"+{rev}:{wanted}", *pin_specs[:1]]]
+    if pin_specs:  # the pin is not there: REV alone, the range falls back
+        tries.append([f"+{rev}:{wanted}"])
+    policy = Policy(
+        # A commit here already is fetched without a depth: one would cut its history.
+        depth=None if known and repo.has_object(known) else DEPTH,
+        deepen_to=real,
+        every_ref_under=scratch if _HEX.match(rev) else None,
+    )
+    fetched = fetch(repo, Want(source, wanted, tries), policy, have=have)
+    commit = repo.rev(wanted) if fetched.ok else repo.rev(rev) if fetched.every_ref else None
+    if not fetched.ok and commit is None:
+        raise _not_fetched(repo, rev, source, fetched.errors[-1] if fetched.errors else "")
     if commit is None:
         raise UsageError(
             f"{rev} in {source} is not a commit",
             hint="name a branch, a tag or a commit id for --onto",
         )
-    deepen_to_pin(repo, source, [f"+{rev}:{wanted}", *pin_specs[:1]], commit, real)
     return commit
-
-
-DEPTH = 256  # commits fetched at first; upstream moves a few dozen to a few hundred per release
-MAX_DEPTH = 1 << 15
-
-
-def fetch_history(
-    repo: Repo, source: str, refspecs: list[str], known: str | None
-) -> tuple[int, str]:
-    """Fetch ``refspecs`` shallow (``DEPTH`` commits), unless REV (``known``) is here already.
-
-    ``known`` is the commit REV names in ``source`` (None if unknown). A
-    commit already in ``repo`` is fetched without a depth: a depth would
-    cut the history the repository has of it.
-    """
-    depth = None if known and repo.has_object(known) else DEPTH
-    return repo.fetch(source, refspecs, depth=depth)
 
 
 def _remote_commit(repo: Repo, source: str, rev: str) -> str | None:
@@ -156,21 +138,6 @@ def _remote_commit(repo: Repo, source: str, rev: str) -> str | None:
     if _HEX.fullmatch(rev) and len(rev) == 40:
         return rev
     return repo.remote_rev(source, rev)
-
-
-def deepen_to_pin(repo: Repo, source: str, refspecs: list[str], rev: str, real: str | None) -> None:
-    """Deepen a shallow history until REV and the pin's real commit meet (or it ends)."""
-    if real is None or not repo.has_object(real) or not refspecs:
-        return
-    depth = DEPTH
-    while repo.merge_base(real, rev) is None and depth <= MAX_DEPTH:
-        roots = repo.shallow_roots()
-        if not roots:
-            return  # complete history: they share none
-        status, _ = repo.fetch(source, refspecs, deepen=depth)
-        if status != 0 or repo.shallow_roots() == roots:
-            return
-        depth *= 2
 
 
 def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError:
