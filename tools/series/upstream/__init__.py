@@ -14,7 +14,8 @@ the git-level primitive this package is the policy above.
 from __future__ import annotations
 
 from series.upstream.pin import Base, cache_repo, fetch_base, import_sdist, resolve
-from series.upstream.revision import SCRATCH, Revision, drop_scratch, scratch_prefix
+from series.upstream.refs import SCRATCH
+from series.upstream.revision import Revision, drop_scratch, scratch_prefix
 from series.upstream.source import UpstreamSource
 
 __all__ = [

@@ -144,7 +144,7 @@ def _fetch(
     say: Say,
 ) -> Fetched:
     if have():
-        _deepen(repo, want.source, [*want.tries[0]], repo.rev(want.ref), policy)
+        _deepen(repo, want.source, [*want.tries[0]], want.ref, policy)
         return Fetched(True, cached=True)
     if announce is not None:
         say(announce)
@@ -161,7 +161,7 @@ def _fetch(
         if refused is not None:
             errors.append(refused)
             continue
-        _deepen(repo, want.source, [*refspecs], repo.rev(want.ref), policy)
+        _deepen(repo, want.source, [*refspecs], want.ref, policy)
         return Fetched(True, errors=errors)
     if policy.every_ref_under is not None:
         prefix = policy.every_ref_under
@@ -171,10 +171,13 @@ def _fetch(
     return Fetched(False, errors=errors)
 
 
-def _deepen(repo: Repo, source: str, refspecs: list[str], got: str | None, policy: Policy) -> None:
-    """Deepen a shallow history until ``got`` and ``policy.deepen_to`` meet (or it ends)."""
+def _deepen(repo: Repo, source: str, refspecs: list[str], ref: str, policy: Policy) -> None:
+    """Deepen a shallow history until ``ref`` and ``policy.deepen_to`` meet (or it ends)."""
     real = policy.deepen_to
-    if real is None or got is None or not repo.has_object(real):
+    if real is None or not repo.has_object(real):
+        return
+    got = repo.rev(ref)
+    if got is None:
         return
     depth = DEPTH
     while repo.merge_base(real, got) is None and depth <= MAX_DEPTH:

@@ -29,6 +29,7 @@ from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, EnvironmentFault, Ident, Repo
 from series.locks import exclusive
 from series.manifest import Upstream
+from series.upstream import refs
 from series.upstream.fetch import Memory, Policy, RememberedUnreachable, Want, fetch
 from series.upstream.sdist_download import download
 from series.upstream.unreachable import advice, stall, ttl
@@ -140,7 +141,7 @@ def _git(
     upstream: Upstream, repo: Repo, override: str | None, memory: Memory, say: Say = _quiet
 ) -> Base:
     url = override or upstream.repository
-    ref = f"refs/series/git/{upstream.commit}"
+    ref = refs.git_pin(upstream.commit)
     label = f"{url} {upstream.ref} ({upstream.commit[:12]})"
     if override and Path(override).exists():
         url = str(Path(override).resolve())
@@ -180,7 +181,7 @@ def _git(
 
 def pin_refspecs(upstream: Upstream) -> list[str]:
     """Ways to fetch the pinned commit into ``refs/series/git/<commit>``: the ref, the id."""
-    ref = f"refs/series/git/{upstream.commit}"
+    ref = refs.git_pin(upstream.commit)
     tag = upstream.ref if upstream.ref.startswith("refs/") else f"refs/tags/{upstream.ref}"
     return [f"+{tag}:{ref}", f"+{upstream.commit}:{ref}"]
 
@@ -215,7 +216,7 @@ def _sdist(
             "and run the command again to download it afresh",
             exit_code=Exit.BAD_INPUT if named else Exit.FAILED,
         )
-    ref = f"refs/series/sdist/{name}-{digest[:16]}"
+    ref = refs.sdist(name, digest)
     label = f"{sd.package}=={sd.version} sdist (stands in for {upstream.ref})"
     commit = repo.rev(ref)
     if commit is None:
@@ -266,6 +267,23 @@ def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Up
         f"sdist sha256: {digest}\n"
     )
     return repo.commit_tree(tree, [], message, when)
+
+
+def keep_pin(repo: Repo, source: Path, ref: str, commit: str) -> str | None:
+    """Keep ``commit`` (``ref`` of the repository at ``source``) as a git pin: None, or why not.
+
+    ``series rebase`` does this for the pin it moved to, so that ``series
+    apply`` needs no network for it.
+    """
+    pin = refs.git_pin(commit)
+
+    def accept(tried: str) -> str | None:
+        return None if repo.rev(pin) == commit else "no ref"
+
+    fetched = fetch(
+        repo, Want(str(source), pin, [[f"+{ref}:{pin}"]]), Policy(depth=None), accept=accept
+    )
+    return None if fetched.ok else fetched.why() or "no ref"
 
 
 def fetch_base(checkout: Repo, cache: Repo, base: Base, ref: str) -> None:

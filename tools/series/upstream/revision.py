@@ -24,10 +24,10 @@ from series.manifest import Sdist, Upstream
 from series.ui import Ui
 from series.upstream.fetch import DEPTH, Policy, Want, fetch
 from series.upstream.pin import Base, pin_refspecs, resolve
+from series.upstream.refs import SCRATCH
 
 SCAN_LIMIT = 2000  # upstream commits read when REV shares no history with the pin
 
-SCRATCH = "refs/series/scratch/"
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from series.git import Repo
 from series.manifest import Upstream
-from series.upstream.pin import Base, cache_repo, resolve
+from series.upstream.pin import Base, cache_repo, keep_pin, resolve
 from series.upstream.revision import Revision, resolve_revision
 from series.upstream.unreachable import stall
 
@@ -67,3 +67,10 @@ class UpstreamSource:
         return resolve_revision(
             self.pinned, self.cache_dir, into, base, rev, self.override, scratch
         )
+
+    def keep(self, commit: str, *, source: Path, ref: str) -> str | None:
+        """Keep ``commit``, ``ref`` in the repository at ``source``, as a pin in the cache.
+
+        None when it is kept, else why not (git's words).
+        """
+        return keep_pin(self.cache, source, ref, commit)
