@@ -134,8 +134,13 @@ class Series:
             self._pins[key] = base
         return self._pins[key]
 
-    def upstream(self, ui: Ui, override: str | None = None) -> UpstreamSource:
-        """Where upstream revisions come from: [upstream], the cache, ``--upstream``."""
+    def upstream(self, ui: Ui | None = None, override: str | None = None) -> UpstreamSource:
+        """Where upstream revisions come from: [upstream], the cache, ``--upstream``.
+
+        ``ui`` gets a status line before anything that may wait (none: quiet).
+        """
+        if ui is None:
+            return UpstreamSource(self.manifest.upstream, self.cache_dir, override)
         return UpstreamSource(self.manifest.upstream, self.cache_dir, override, ui.status)
 
     def stack(

@@ -132,7 +132,7 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
             hint="run `series apply` (the whole series) first",
         )
     if not series.cache.has_object(state.base):  # a new cache: bring the base back
-        series.cache.fetch(str(checkout.path), [f"+{BASE_REF}:refs/series/checkout/{state.base}"])
+        series.upstream().keep(state.base, source=checkout.path, ref=BASE_REF, pin=False)
     built = series.stack(state.base)
     if built.tip != state.synced:
         raise RefusedError(

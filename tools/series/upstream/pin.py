@@ -269,20 +269,20 @@ def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Up
     return repo.commit_tree(tree, [], message, when)
 
 
-def keep_pin(repo: Repo, source: Path, ref: str, commit: str) -> str | None:
-    """Keep ``commit`` (``ref`` of the repository at ``source``) as a git pin: None, or why not.
+def keep(repo: Repo, source: Path, ref: str, commit: str, *, pin: bool) -> str | None:
+    """Keep ``commit`` (``ref`` of the repository at ``source``) in the cache: None, or why not.
 
-    ``series rebase`` does this for the pin it moved to, so that ``series
-    apply`` needs no network for it.
+    ``pin``: as a git pin (``series rebase`` keeps the pin it moved to, so
+    that ``series apply`` needs no network for it), else as a checkout's
+    base brought back into a new cache.
     """
-    pin = refs.git_pin(commit)
+    name = refs.git_pin(commit) if pin else refs.checkout_base(commit)
 
     def accept(tried: str) -> str | None:
-        return None if repo.rev(pin) == commit else "no ref"
+        return None if not pin or repo.rev(name) == commit else "no ref"
 
-    fetched = fetch(
-        repo, Want(str(source), pin, [[f"+{ref}:{pin}"]]), Policy(depth=None), accept=accept
-    )
+    want = Want(str(source), name, [[f"+{ref}:{name}"]])
+    fetched = fetch(repo, want, Policy(depth=None), accept=accept)
     return None if fetched.ok else fetched.why() or "no ref"
 
 

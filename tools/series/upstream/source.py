@@ -5,8 +5,8 @@ series.toml's ``[upstream]``, the per-user cache, the ``--upstream``
 override and the status line the UI prints. It answers the pin's base
 (:meth:`pin`: git or the sdist, ``auto``'s fallback, the memory of an
 unreachable URL), a revision with the upstream commits since the pin
-(:meth:`revision`: what ``--onto`` needs), and keeps a revision fetched
-elsewhere as a pin in the cache (:meth:`keep`). Every fetch goes through
+(:meth:`revision`: what ``--onto`` needs), and keeps a revision found in
+a checkout in the cache (:meth:`keep`). Every fetch goes through
 series.upstream.fetch with the policy that says how.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from series.git import Repo
 from series.manifest import Upstream
-from series.upstream.pin import Base, cache_repo, keep_pin, resolve
+from series.upstream.pin import Base, cache_repo, keep, resolve
 from series.upstream.revision import Revision, resolve_revision
 from series.upstream.unreachable import stall
 
@@ -68,9 +68,10 @@ class UpstreamSource:
             self.pinned, self.cache_dir, into, base, rev, self.override, scratch
         )
 
-    def keep(self, commit: str, *, source: Path, ref: str) -> str | None:
-        """Keep ``commit``, ``ref`` in the repository at ``source``, as a pin in the cache.
+    def keep(self, commit: str, *, source: Path, ref: str, pin: bool = True) -> str | None:
+        """Keep ``commit``, ``ref`` in the repository at ``source``, in the cache.
 
-        None when it is kept, else why not (git's words).
+        ``pin``: as a git pin, else as a checkout's base. None when it is
+        kept, else why not (git's words).
         """
-        return keep_pin(self.cache, source, ref, commit)
+        return keep(self.cache, source, ref, commit, pin=pin)
