@@ -2,12 +2,14 @@
 
 All of it happens in the per-user cache repository: the user's checkout,
 index and refs are never touched. A revision fetched for ``--onto`` lands
-under a scratch ref prefix that is deleted in a ``finally`` block.
+under a scratch ref prefix of the run, deleted when the merges are done,
+also after a failure (``UpstreamSource.scratch``).
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from series.conflicts import alone
@@ -18,7 +20,7 @@ from series.conflicts.report import report
 from series.conflicts.target import resolve_target
 from series.errors import SeriesError
 from series.ui import Ui
-from series.upstream import Base, drop_scratch, scratch_prefix
+from series.upstream import Base
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -46,11 +48,11 @@ def check(
         f"stack: {built} of {len(stacked.steps)} patches on {base.commit[:12]}"
         f" ({stacked.reused} memoised)"
     )
-    scratch = scratch_prefix()
-    try:
+    with ExitStack() as fetched:  # what --onto fetched is deleted once the merges are done
         target = None
         if onto:
             upstream = series.upstream(ui, url)
+            scratch = fetched.enter_context(upstream.scratch(repo))
             target = resolve_target(
                 upstream, onto, base=base, into=repo, scratch=scratch, announce=True
             )
@@ -58,9 +60,6 @@ def check(
         with repo.scratch_objects() as env:
             merger = Merger(repo, env, merge_mode)
             analysis = analyse(merger, stacked, target, matrix=matrix)
-    finally:
-        if onto:
-            drop_scratch(repo, scratch, ui)
     seconds = time.perf_counter() - started
     stats = {
         "merges": merger.merges,

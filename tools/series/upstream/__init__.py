@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from series.upstream.pin import Base, cache_repo, fetch_base, import_sdist, resolve
 from series.upstream.refs import SCRATCH
-from series.upstream.revision import Revision, drop_scratch, scratch_prefix
+from series.upstream.revision import Revision
 from series.upstream.source import UpstreamSource
 
 __all__ = [
@@ -24,9 +24,7 @@ __all__ = [
     "Revision",
     "UpstreamSource",
     "cache_repo",
-    "drop_scratch",
     "fetch_base",
     "import_sdist",
     "resolve",
-    "scratch_prefix",
 ]

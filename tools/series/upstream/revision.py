@@ -15,13 +15,13 @@ import dataclasses
 import os
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, LogEntry, RefMoved, Repo
 from series.manifest import Sdist, Upstream
-from series.ui import Ui
 from series.upstream.fetch import DEPTH, Policy, Want, fetch
 from series.upstream.pin import Base, pin_refspecs, resolve
 from series.upstream.refs import SCRATCH
@@ -191,14 +191,14 @@ def _range(repo: Repo, pin: str, rev: str, real: str | None) -> tuple[list[str],
     )
 
 
-def drop_scratch(repo: Repo, prefix: str, ui: Ui) -> None:
+def drop_scratch(repo: Repo, prefix: str, say: Callable[[str], None]) -> None:
     """Delete the run's scratch refs; runs in a ``finally``, so it never raises."""
     try:
         with repo.transaction("series check-conflicts: drop scratch refs") as txn:
             for name, old in repo.refs(prefix).items():
                 txn.delete(name, old)
     except RefMoved as exc:
-        ui.status(
+        say(
             f"warning: could not delete the scratch refs {prefix}* in {repo.path}: "
             f"{exc.why.splitlines()[0]} (they are safe to delete by hand)"
         )

@@ -5,21 +5,23 @@ series.toml's ``[upstream]``, the per-user cache, the ``--upstream``
 override and the status line the UI prints. It answers the pin's base
 (:meth:`pin`: git or the sdist, ``auto``'s fallback, the memory of an
 unreachable URL), a revision with the upstream commits since the pin
-(:meth:`revision`: what ``--onto`` needs), and keeps a revision found in
+(:meth:`revision`: what ``--onto`` needs, fetched under a run's
+:meth:`scratch` refs or the caller's own), and keeps a revision found in
 a checkout in the cache (:meth:`keep`). Every fetch goes through
 series.upstream.fetch with the policy that says how.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from series.git import Repo
 from series.manifest import Upstream
 from series.upstream.pin import Base, cache_repo, keep, resolve
-from series.upstream.revision import Revision, resolve_revision
+from series.upstream.revision import Revision, drop_scratch, resolve_revision, scratch_prefix
 from series.upstream.unreachable import stall
 
 Say = Callable[[str], None]
@@ -50,6 +52,15 @@ class UpstreamSource:
             why=why,
             say=self.say,
         )
+
+    @contextmanager
+    def scratch(self, repo: Repo) -> Iterator[str]:
+        """A ref prefix of its own in ``repo`` for what one run fetches; deleted at the end."""
+        prefix = scratch_prefix()
+        try:
+            yield prefix
+        finally:
+            drop_scratch(repo, prefix, self.say)
 
     def revision(
         self, rev: str, *, base: Base, into: Repo, scratch: str, announce: bool = False
