@@ -1,8 +1,9 @@
 """An upstream revision (``--onto REV``) and the upstream commits since the pin.
 
 The revision comes from the cache repository, from ``--upstream`` or from
-the manifest's repository (fetched under a scratch ref prefix that the
-caller deletes when the run ends, :func:`drop_scratch`), or, for
+the manifest's repository (fetched under a scratch ref prefix that is
+deleted when the run ends, ``UpstreamSource.scratch``; rebase names its
+own), or, for
 ``sdist:VERSION``, from a PyPI sdist imported like the pin's stand-in.
 "upstream since the pin" is the range of commits the revision has that
 the pin has not: the evidence that a patch is already upstream, and the
@@ -49,12 +50,18 @@ class Revision:
 def resolve_revision(
     pinned: Upstream,
     cache_dir: Path,
-    repo: Repo,
-    base: Base,
     onto: str,
+    *,
+    base: Base,
+    repo: Repo,
     url: str | None,
     scratch: str,
 ) -> Revision:
+    """``onto`` in ``repo`` (from ``url``, else ``pinned.repository``) and what came since ``base``.
+
+    A git REV is fetched under ``scratch`` as ``<scratch>onto``; ``sdist:VERSION``
+    is imported into the cache.
+    """
     if onto.startswith("sdist:"):
         commit, label = _sdist(pinned, cache_dir, onto.removeprefix("sdist:"), url)
         real = None

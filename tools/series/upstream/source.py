@@ -76,7 +76,13 @@ class UpstreamSource:
                 f"up after {stall()} s without data (SERIES_NET_TIMEOUT)"
             )
         return resolve_revision(
-            self.pinned, self.cache_dir, into, base, rev, self.override, scratch
+            self.pinned,
+            self.cache_dir,
+            rev,
+            base=base,
+            repo=into,
+            url=self.override,
+            scratch=scratch,
         )
 
     def keep(self, commit: str, *, source: Path, ref: str, pin: bool = True) -> str | None:
