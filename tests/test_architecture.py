@@ -158,3 +158,49 @@ def test_parsing_imports_only_the_command_that_runs() -> None:
     commands = {m for m in out if m.startswith("series.commands.")}
     assert commands == {"series.commands.list", "series.commands.options"}
     assert not [m for m in out if m.startswith(("series.runs", "series.conflicts"))], out
+
+
+# -- the upstream package (docs/architecture.md, rule 6) ---------------------------
+
+UPSTREAM = "series.upstream"
+# The repository methods that reach an upstream (a URL or another repository's refs).
+UPSTREAM_CALLS = ("fetch", "remote_rev", "reachable")
+
+
+def _in_upstream(name: str) -> bool:
+    return name == UPSTREAM or name.startswith(UPSTREAM + ".")
+
+
+def _strings(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if not _in_upstream(n)))
+def test_only_the_upstream_package_names_the_pin_refs(name: str) -> None:
+    lines = [line for line, text in _strings(MODULES[name]) if "refs/series/git/" in text]
+    assert not lines, f"{name} spells refs/series/git/ on lines {lines}: use series.upstream"
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n in MODULES if n.startswith(("series.conflicts", "series.stack")))
+)
+def test_workflows_fetch_upstream_only_through_the_upstream_package(name: str) -> None:
+    path = MODULES[name]
+    calls = [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in UPSTREAM_CALLS
+    ]
+    assert not calls, f"{name} fetches on lines {calls}: ask series.upstream's UpstreamSource"
+    inner = [
+        n for n in _uses(imports(path), UPSTREAM) if n != UPSTREAM and n in MODULES
+    ]  # a module of the package, not a name of its API
+    assert not inner, f"{name} imports {inner}: use what series.upstream exports"
+    assert not _uses(imports(path), "series.git.remote"), name

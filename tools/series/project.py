@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from series import upstream
 from series.checkout import Checkout
 from series.errors import SeriesError
 from series.files import clear_stale_temps, confined
@@ -38,6 +37,7 @@ from series.stack import memo
 from series.stack.build import Built, PatchFile
 from series.stack.build import build as build_stack
 from series.ui import Ui
+from series.upstream import Base, UpstreamSource, cache_repo
 
 # What commands may use of the git layer's values, without importing it.
 __all__ = ["FileStat", "MailInfo", "Series", "default_cache_dir", "find_root"]
@@ -87,9 +87,7 @@ class Series:
     root: Path
     manifest: Manifest
     cache_dir: Path
-    _pins: dict[tuple[str | None, str | None], upstream.Base] = field(
-        default_factory=dict, repr=False
-    )
+    _pins: dict[tuple[str | None, str | None], Base] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(
@@ -132,7 +130,7 @@ class Series:
     @cached_property
     def cache(self) -> Repo:
         """The per-user cache repository: upstream bases and memoised stacks."""
-        return upstream.cache_repo(self.cache_dir)
+        return cache_repo(self.cache_dir)
 
     def pin(
         self,
@@ -141,21 +139,23 @@ class Series:
         source: str | None = None,
         override: str | None = None,
         why: str = "--source",
-    ) -> upstream.Base:
+    ) -> Base:
         """The pinned upstream base in the cache repository, said once on stderr."""
         key = (source, override)
         if key not in self._pins:
-            base = upstream.resolve(
-                self.manifest.upstream,
-                self.cache_dir,
-                source=source,
-                override=override,
-                why=why,
-                say=ui.status,
-            )
+            base = self.upstream(ui, override).pin(source=source, why=why)
             ui.status(f"upstream: {base.label} [{base.source}: {base.reason}]")
             self._pins[key] = base
         return self._pins[key]
+
+    def upstream(self, ui: Ui | None = None, override: str | None = None) -> UpstreamSource:
+        """Where upstream revisions come from: [upstream], the cache, ``--upstream``.
+
+        ``ui`` gets a status line before anything that may wait (none: quiet).
+        """
+        if ui is None:
+            return UpstreamSource(self.manifest.upstream, self.cache_dir, override)
+        return UpstreamSource(self.manifest.upstream, self.cache_dir, override, ui.status)
 
     def stack(
         self, base: str, patches: list[Patch] | None = None, *, memoised: bool = True

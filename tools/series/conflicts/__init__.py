@@ -2,7 +2,7 @@
 
 * :mod:`~series.conflicts.merger`: batched three-way merges with chosen bases;
 * :mod:`~series.conflicts.pinstack`: the stack on its pin, as merge inputs;
-* :mod:`~series.conflicts.target`: the ``--onto`` revision and upstream since the pin;
+* :mod:`~series.conflicts.target`: the ``--onto`` revision (from series.upstream) as a merge target;
 * :mod:`~series.conflicts.analysis`: the matrix and the replay (the verdicts);
 * :mod:`~series.conflicts.report`: the report dict and its tables;
 * :mod:`~series.conflicts.check`: all of it, for ``series check-conflicts``.

@@ -33,7 +33,6 @@ from series.conflicts.pinstack import Stacked
 from series.git import LogEntry, MergeMessage, Repo, TreeMerge
 from series.manifest import Patch
 
-SCAN_LIMIT = 2000  # upstream commits read when REV shares no history with the pin
 _PR = (re.compile(r"\(#(\d+)\)\s*$"), re.compile(r"^Merge pull request #(\d+)\b"))
 
 

@@ -2,21 +2,22 @@
 
 All of it happens in the per-user cache repository: the user's checkout,
 index and refs are never touched. A revision fetched for ``--onto`` lands
-under a scratch ref prefix that is deleted in a ``finally`` block.
+under a scratch ref prefix of the run, deleted when the merges are done,
+also after a failure (``UpstreamSource.scratch``).
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from series import unreachable
 from series.conflicts import alone
 from series.conflicts.analysis import analyse
 from series.conflicts.merger import Merger
 from series.conflicts.pinstack import build_stack
 from series.conflicts.report import report
-from series.conflicts.target import drop_scratch, resolve_target, scratch_prefix
+from series.conflicts.target import resolve_target
 from series.errors import SeriesError
 from series.ui import Ui
 from series.upstream import Base
@@ -47,26 +48,18 @@ def check(
         f"stack: {built} of {len(stacked.steps)} patches on {base.commit[:12]}"
         f" ({stacked.reused} memoised)"
     )
-    scratch = scratch_prefix()
-    try:
+    with ExitStack() as fetched:  # what --onto fetched is deleted once the merges are done
         target = None
         if onto:
-            if not onto.startswith("sdist:"):
-                where = url or series.manifest.upstream.repository
-                ui.status(
-                    f"onto: {onto} from the cache, else fetched from {where}; a fetch gives "
-                    f"up after {unreachable.stall()} s without data (SERIES_NET_TIMEOUT)"
-                )
+            upstream = series.upstream(ui, url)
+            scratch = fetched.enter_context(upstream.scratch(repo))
             target = resolve_target(
-                series.manifest, series.cache_dir, repo, base, onto, url, scratch
+                upstream, onto, base=base, into=repo, scratch=scratch, announce=True
             )
             ui.status(f"onto: {target.label}; upstream since the pin: {target.range}")
         with repo.scratch_objects() as env:
             merger = Merger(repo, env, merge_mode)
             analysis = analyse(merger, stacked, target, matrix=matrix)
-    finally:
-        if onto:
-            drop_scratch(repo, scratch, ui)
     seconds = time.perf_counter() - started
     stats = {
         "merges": merger.merges,

@@ -1,234 +1,31 @@
-"""The ``--onto`` target of check-conflicts: an upstream revision and the commits since the pin.
+"""The ``--onto`` target of check-conflicts and rebase: the upstream revision as a merge node.
 
-The revision comes from the cache repository, from ``--upstream`` or from
-the manifest's repository (fetched under a scratch ref prefix that the
-caller deletes when the run ends, :func:`drop_scratch`), or, for
-``sdist:VERSION``, from a PyPI sdist imported like the pin's stand-in.
-"upstream since the pin" is the range of commits the revision has that
-the pin has not: the evidence that a patch is already upstream, and the
-commits that touched a patch's files, are looked for there.
+Getting the revision and the upstream commits since the pin is the
+upstream package's (series.upstream); this only turns its answer into
+the :class:`~series.conflicts.analysis.Target` the analysis reads.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import re
-import secrets
-from pathlib import Path
-
-from series import upstream
-from series.conflicts.analysis import SCAN_LIMIT, Target
+from series.conflicts.analysis import Target
 from series.conflicts.merger import Node
-from series.errors import Exit, SeriesError, UsageError
-from series.git import ZERO, RefMoved, Repo
-from series.manifest import Manifest, Sdist, Upstream
-from series.ui import Ui
-
-SCRATCH = "refs/series/scratch/"
-_HEX = re.compile(r"^[0-9a-f]{7,40}$")
-# A fetch that gave up on a silent source (series.git.remote's bound, curl's, TCP's).
-_SILENCE = re.compile(r"no answer|too slow|timed out", re.IGNORECASE)
-
-
-def scratch_prefix() -> str:
-    return f"{SCRATCH}{os.getpid()}-{secrets.token_hex(4)}/"
+from series.git import Repo
+from series.upstream import Base, UpstreamSource
 
 
 def resolve_target(
-    manifest: Manifest,
-    cache_dir: Path,
-    repo: Repo,
-    base: upstream.Base,
+    upstream: UpstreamSource,
     onto: str,
-    url: str | None,
+    *,
+    base: Base,
+    into: Repo,
     scratch: str,
+    announce: bool = False,
 ) -> Target:
-    if onto.startswith("sdist:"):
-        commit, label = _sdist(manifest, cache_dir, onto.removeprefix("sdist:"), url)
-        real = None
-    else:
-        real = base.commit if base.source == "git" else manifest.upstream.commit
-        commit = _fetch(repo, onto, url, manifest.upstream, scratch, real)
-        label = f"{onto} ({commit[:12]})" + (f" from {url}" if url else "")
-    revs, described, unrelated = _range(repo, base.commit, commit, real)
-    commits = repo.log_files(revs, max_count=SCAN_LIMIT if unrelated else None) if revs else []
-    if not unrelated and revs:
-        described += f", {len(commits)} commits"
-    return Target(label, Node(repo.tree_of(commit), commit), revs, described, commits)
+    """``onto`` as a merge node in ``into``, with the upstream commits since ``base``.
 
-
-def _sdist(
-    manifest: Manifest, cache_dir: Path, version: str, archive: str | None
-) -> tuple[str, str]:
-    pinned = manifest.upstream
-    package = pinned.sdist.package if pinned.sdist else pinned.name
-    other = dataclasses.replace(
-        pinned,
-        ref=f"v{version}",
-        commit=ZERO,  # no git commit is known for it
-        sdist=Sdist(package, version, None),
-    )
-    try:
-        found = upstream.resolve(other, cache_dir, source="sdist", override=archive)
-    except SeriesError as exc:
-        raise UsageError(
-            f"cannot get the {package} {version} sdist for --onto",
-            why=f"{exc.message}\n{exc.why}",
-            hint=exc.hint or "check the version, or pass --upstream FILE.tar.gz",
-        ) from None
-    return found.commit, found.label
-
-
-def _fetch(
-    repo: Repo, rev: str, url: str | None, pinned: Upstream, scratch: str, real: str | None
-) -> str:
-    """REV in ``repo``, fetched with no more history than the range since the pin needs."""
-    if url is None:
-        local = repo.rev(rev)
-        if local is not None:
-            deepen_to_pin(repo, pinned.repository, [], local, real)
-            return local
-    source = url or pinned.repository
-    if Path(source).exists():
-        source = str(Path(source).resolve())
-    wanted = f"{scratch}onto"
-    pin_specs = [] if real is None or repo.has_object(real) else upstream.pin_refspecs(pinned)
-    known = _remote_commit(repo, source, rev)
-    if known is not None and not pin_specs and repo.rev(known) == known:
-        # Here already (a warm run): name it, fetch nothing.
-        old = repo.ref_value(wanted)
-        with repo.transaction(f"series onto: keep {rev} ({known[:12]})") as txn:
-            txn.update(wanted, known, old)
-        deepen_to_pin(repo, source, [f"+{rev}:{wanted}"], known, real)
-        return known
-    status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}", *pin_specs[:1]], known)
-    if status != 0 and _SILENCE.search(failure):
-        raise _unreachable(rev, source, failure)  # asking again would wait as long again
-    if status != 0 and pin_specs:  # the pin is not there: REV alone, the range falls back
-        status, failure = fetch_history(repo, source, [f"+{rev}:{wanted}"], known)
-    commit = repo.rev(wanted) if status == 0 else None
-    if status != 0:
-        if _HEX.match(rev):
-            # A commit id that no ref names at its tip: servers refuse to send
-            # it alone, so fetch every branch and tag and look for it.
-            every = [f"+refs/heads/*:{scratch}heads/*", f"+refs/tags/*:{scratch}tags/*"]
-            found = repo.fetch(source, every)[0] == 0
-            commit = repo.rev(rev) if found else None
-        if commit is None:
-            raise _not_fetched(repo, rev, source, failure.strip())
-    if commit is None:
-        raise UsageError(
-            f"{rev} in {source} is not a commit",
-            hint="name a branch, a tag or a commit id for --onto",
-        )
-    deepen_to_pin(repo, source, [f"+{rev}:{wanted}", *pin_specs[:1]], commit, real)
-    return commit
-
-
-DEPTH = 256  # commits fetched at first; upstream moves a few dozen to a few hundred per release
-MAX_DEPTH = 1 << 15
-
-
-def fetch_history(
-    repo: Repo, source: str, refspecs: list[str], known: str | None
-) -> tuple[int, str]:
-    """Fetch ``refspecs`` shallow (``DEPTH`` commits), unless REV (``known``) is here already.
-
-    ``known`` is the commit REV names in ``source`` (None if unknown). A
-    commit already in ``repo`` is fetched without a depth: a depth would
-    cut the history the repository has of it.
+    ``announce``: say first where REV comes from (the network may wait).
     """
-    depth = None if known and repo.has_object(known) else DEPTH
-    return repo.fetch(source, refspecs, depth=depth)
-
-
-def _remote_commit(repo: Repo, source: str, rev: str) -> str | None:
-    """The commit REV names in ``source``: REV itself if it is a full commit id."""
-    if _HEX.fullmatch(rev) and len(rev) == 40:
-        return rev
-    return repo.remote_rev(source, rev)
-
-
-def deepen_to_pin(repo: Repo, source: str, refspecs: list[str], rev: str, real: str | None) -> None:
-    """Deepen a shallow history until REV and the pin's real commit meet (or it ends)."""
-    if real is None or not repo.has_object(real) or not refspecs:
-        return
-    depth = DEPTH
-    while repo.merge_base(real, rev) is None and depth <= MAX_DEPTH:
-        roots = repo.shallow_roots()
-        if not roots:
-            return  # complete history: they share none
-        status, _ = repo.fetch(source, refspecs, deepen=depth)
-        if status != 0 or repo.shallow_roots() == roots:
-            return
-        depth *= 2
-
-
-def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError:
-    """Why ``rev`` could not be fetched: no such revision (2), or no such source (2 or 1)."""
-    reachable, answer = repo.reachable(source)
-    if reachable:
-        return UsageError(
-            f"cannot find {rev} in {source}",
-            why=failure or "git fetch failed",
-            hint="check the revision name, and pass --upstream URL|PATH where it lives",
-        )
-    if Path(source).exists():
-        return UsageError(
-            f"{source} is not a git repository, so --onto {rev} cannot be fetched from it",
-            why=answer.strip(),
-            hint="pass --upstream with the path of a clone that has the revision",
-        )
-    return _unreachable(rev, source, answer.strip() or failure)
-
-
-def _unreachable(rev: str, source: str, why: str) -> SeriesError:
-    return SeriesError(
-        f"cannot reach {source} to fetch {rev}",
-        why=why.strip(),
-        hint="check the network, or pass --upstream PATH of a local clone that has the "
-        "revision; if the remote is only slow, raise SERIES_NET_TIMEOUT (seconds without data)",
-        exit_code=Exit.FAILED,
-    )
-
-
-def _range(repo: Repo, pin: str, rev: str, real: str | None) -> tuple[list[str], str, bool]:
-    """The upstream commits since the pin, as rev-list arguments, and what they are.
-
-    ``real`` is the pin's real upstream commit (the pin itself, or the
-    commit an sdist pin stands for): the range is ``REV ^real``, the
-    commits REV has that the pin has not, as ``git rebase`` counts them.
-    Only when that commit cannot be had are the last SCAN_LIMIT commits
-    of REV read instead, and the range says so.
-    """
-    if rev in (pin, real):
-        return [], "none (the revision is the pin)", False
-    if real is not None and repo.has_object(real):
-        merge_base = repo.merge_base(real, rev)
-        if merge_base is not None:
-            what = "" if real == pin else " (the commit the sdist pin stands for)"
-            return (
-                [rev, f"^{real}"],
-                f"{real[:12]}{what}..{rev[:12]}, merge base {merge_base[:12]}",
-                False,
-            )
-    why = "the pin's upstream commit could not be fetched" if real else "an sdist has no history"
-    return (
-        [rev, f"^{pin}"],
-        f"the last {SCAN_LIMIT} commits of {rev[:12]} ({why}; none shared with the pin)",
-        True,
-    )
-
-
-def drop_scratch(repo: Repo, prefix: str, ui: Ui) -> None:
-    """Delete the run's scratch refs; runs in a ``finally``, so it never raises."""
-    try:
-        with repo.transaction("series check-conflicts: drop scratch refs") as txn:
-            for name, old in repo.refs(prefix).items():
-                txn.delete(name, old)
-    except RefMoved as exc:
-        ui.status(
-            f"warning: could not delete the scratch refs {prefix}* in {repo.path}: "
-            f"{exc.why.splitlines()[0]} (they are safe to delete by hand)"
-        )
+    rev = upstream.revision(onto, base=base, into=into, scratch=scratch, announce=announce)
+    node = Node(into.tree_of(rev.commit), rev.commit)
+    return Target(rev.label, node, rev.revs, rev.range, rev.commits)

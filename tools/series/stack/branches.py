@@ -24,7 +24,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from series import unreachable
 from series.backup import free_ref
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
@@ -47,6 +46,7 @@ from series.stack.branch_plan import (
 from series.stack.branch_record import RECORD_REF, BranchSet, Record
 from series.stack.build import Failure
 from series.ui import Ui
+from series.upstream import UpstreamSource
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -251,7 +251,7 @@ def _refused(checkout: Checkout, opts: Options, refusals: list[str]) -> RefusedE
 
 
 def _bound() -> str:
-    return f"gives up after {unreachable.stall()} s without data (SERIES_NET_TIMEOUT)"
+    return UpstreamSource.patience()
 
 
 def _write(

@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from series import unreachable, upstream
 from series.checkout import BASE_REF, Checkout, finish_cut_move, refuse_dirty
 from series.conflicts.analysis import Evidence, Target, find_evidence
 from series.conflicts.merger import Job, Merger, Node
@@ -37,6 +36,7 @@ from series.stack.message import series_id
 from series.stack.rebase_state import RebaseState, StepState, Stop
 from series.stack.snapshot import save_project
 from series.ui import Ui
+from series.upstream import Base
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -78,8 +78,7 @@ def start(
     _guard(series, checkout, cstate.applied)
     tip = checkout.tip()
     assert tip is not None
-    base = upstream.Base(cstate.base, cstate.source, "", "")
-    target = _target(series, ui, repo, base, onto, url)
+    target = _target(series, ui, repo, Base(cstate.base, cstate.source, "", ""), onto, url)
     if target is None:
         ui.result(f"nothing to do: the series already sits on {onto}")
         return
@@ -134,7 +133,7 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
             hint="run `series apply` (the whole series) first",
         )
     if not series.cache.has_object(state.base):  # a new cache: bring the base back
-        series.cache.fetch(str(checkout.path), [f"+{BASE_REF}:refs/series/checkout/{state.base}"])
+        series.upstream().keep(state.base, source=checkout.path, ref=BASE_REF, pin=False)
     built = series.stack(state.base)
     if built.tip != state.synced:
         raise RefusedError(
@@ -146,19 +145,20 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
 
 
 def _target(
-    series: Series, ui: Ui, repo: Repo, base: upstream.Base, onto: str, url: str | None
+    series: Series, ui: Ui, repo: Repo, base: Base, onto: str, url: str | None
 ) -> Target | None:
     """REV fetched into the checkout (None: the series sits on it already)."""
-    bound = f"gives up after {unreachable.stall()} s without data (SERIES_NET_TIMEOUT)"
+    upstream = series.upstream(ui, url)
     if url:
-        ui.status(f"rebase: fetching {onto} from {url}; {bound}")
+        ui.status(f"rebase: fetching {onto} from {url}; {upstream.patience()}")
     else:
         where = series.manifest.upstream.repository
-        ui.status(f"rebase: {onto} from the checkout, else fetched from {where}; a fetch {bound}")
-    try:
-        target = resolve_target(
-            series.manifest, series.cache_dir, repo, base, onto, url, rstate.PREFIX
+        ui.status(
+            f"rebase: {onto} from the checkout, else fetched from {where}; "
+            f"a fetch {upstream.patience()}"
         )
+    try:
+        target = resolve_target(upstream, onto, base=base, into=repo, scratch=rstate.PREFIX)
     except BaseException:
         _drop_refs(repo)
         raise

@@ -69,12 +69,10 @@ def finish(ctx: Context) -> None:
         if d.file:
             remove(series.root / d.file, within=series.root)
     # The new pin, in the cache: `series apply` needs no network for it now.
-    status, err = series.cache.fetch(
-        str(ctx.checkout.path), [f"+{rstate.ONTO_REF}:refs/series/git/{st.onto}"]
-    )
-    if status != 0 or series.cache.rev(f"refs/series/git/{st.onto}") != st.onto:
+    failed = series.upstream(ctx.ui).keep(st.onto, source=ctx.checkout.path, ref=rstate.ONTO_REF)
+    if failed is not None:
         ctx.ui.status(
-            f"warning: could not keep the new pin in the cache ({err.strip() or 'no ref'}): "
+            f"warning: could not keep the new pin in the cache ({failed}): "
             "`series apply` will fetch it (pass --upstream)"
         )
     tip = commits[-1] if commits else st.onto

@@ -7,7 +7,7 @@ downloads nothing:
 * ``git``: fetch the pinned ref (or the commit itself) from the repository
   URL, a local mirror or a clone, and check that it is the pinned commit.
 * ``sdist``: take ``<package>==<version>`` from the package index (as data:
-  series.sdist_download, never pip, which would run the sdist's
+  series.upstream.sdist_download, never pip, which would run the sdist's
   ``setup.py``; kept in the cache), check its sha256, and import
   its tree as one commit with a fixed identity and date, like
   ``gbp import-orig``: the same sdist always gives the same commit id.
@@ -25,11 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from series import sdist_download, unreachable
 from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, EnvironmentFault, Ident, Repo
 from series.locks import exclusive
 from series.manifest import Upstream
+from series.upstream import refs
+from series.upstream.fetch import Memory, Policy, RememberedUnreachable, Want, fetch
+from series.upstream.sdist_download import download
+from series.upstream.unreachable import advice, stall, ttl
 
 Say = Callable[[str], None]
 
@@ -98,34 +101,30 @@ def _resolve(
     if wanted == "sdist":
         return _sdist(upstream, repo, cache_dir, None, why)
     url = override or upstream.repository
-    remembered = unreachable.recall(cache_dir, url) if wanted == "auto" else None
-    if remembered is not None:
-        git_error = SeriesError(f"{url} was unreachable", why=remembered)
-        reason = f"git: {remembered}"
-    else:
-        try:
-            base = _git(upstream, repo, override, say)
-            unreachable.forget(cache_dir, url)
-            return base
-        except EnvironmentFault:
-            raise  # a disk or a damaged repository: falling back would only hide it
-        except SeriesError as exc:
-            if wanted == "git" and upstream.sdist is None:
-                raise SeriesError(
-                    exc.message,
-                    why=f"{exc.why}\nno sdist stands in for this pin: series.toml has no "
-                    "[upstream.sdist] (series rebase removes it; docs/rebase.md)",
-                    hint="pass --upstream PATH of a clone that has the pinned commit; once "
-                    "fetched, the per-user cache keeps it",
-                ) from None
-            if wanted == "git":
-                raise
-            git_error = exc
-        first = git_error.why.splitlines()[0] if git_error.why else git_error.message
-        ttl = unreachable.remember(cache_dir, url, first)
+    memory = Memory(cache_dir, url, consult=wanted == "auto")
+    try:
+        return _git(upstream, repo, override, memory, say)
+    except RememberedUnreachable as exc:
+        git_error: SeriesError = exc
+        reason = f"git: {exc.why}"
+    except EnvironmentFault:
+        raise  # a disk or a damaged repository: falling back would only hide it
+    except SeriesError as exc:
+        if wanted == "git" and upstream.sdist is None:
+            raise SeriesError(
+                exc.message,
+                why=f"{exc.why}\nno sdist stands in for this pin: series.toml has no "
+                "[upstream.sdist] (series rebase removes it; docs/rebase.md)",
+                hint="pass --upstream PATH of a clone that has the pinned commit; once "
+                "fetched, the per-user cache keeps it",
+            ) from None
+        if wanted == "git":
+            raise
+        git_error = exc
+        first = exc.why.splitlines()[0] if exc.why else exc.message
         reason = (
             f"git was not reachable ({first}); falling back to the sdist as "
-            f'upstream.source = "auto" allows. {unreachable.advice(ttl)}'
+            f'upstream.source = "auto" allows. {advice(ttl())}'
         )
         say(f"upstream: {url} did not answer; using the sdist instead")
     try:
@@ -138,47 +137,51 @@ def _resolve(
         ) from None
 
 
-def _git(upstream: Upstream, repo: Repo, override: str | None, say: Say = _quiet) -> Base:
+def _git(
+    upstream: Upstream, repo: Repo, override: str | None, memory: Memory, say: Say = _quiet
+) -> Base:
     url = override or upstream.repository
-    ref = f"refs/series/git/{upstream.commit}"
+    ref = refs.git_pin(upstream.commit)
     label = f"{url} {upstream.ref} ({upstream.commit[:12]})"
-    if repo.rev(ref) == upstream.commit:
-        return Base(upstream.commit, "git", label, "cached")
     if override and Path(override).exists():
         url = str(Path(override).resolve())
-    errors = []
-    stall = unreachable.stall()
-    say(
-        f"upstream: fetching {upstream.ref} ({upstream.commit[:12]}) from {url}; "
-        f"gives up after {stall} s without data (SERIES_NET_TIMEOUT)"
-    )
-    for refspec in pin_refspecs(upstream):
-        # Only the pin's tree is needed here; check-conflicts and rebase
-        # deepen the history to the merge base when they need the range.
-        status, err = repo.fetch(url, [refspec], depth=1, stall=stall)
-        if status != 0:
-            errors.append(err.strip())
-            if unreachable.network_failure(err):
-                break  # the second refspec would wait just as long for the same silence
-            continue
+
+    def accept(tried: str) -> str | None:
         got = repo.rev(ref)
         if got == upstream.commit:
-            return Base(upstream.commit, "git", label, f"fetched from {url}")
+            return None
         if repo.has_object(upstream.commit):
             with repo.transaction("series upstream: pin the upstream commit") as txn:
                 txn.update(ref, upstream.commit, repo.ref_value(ref) or ZERO)
-            return Base(upstream.commit, "git", label, f"fetched from {url}")
-        errors.append(f"{refspec.split(':')[0].lstrip('+')} is {got}, not the pinned commit")
+            return None
+        return f"{tried.split(':')[0].lstrip('+')} is {got}, not the pinned commit"
+
+    # Only the pin's tree is needed here (depth 1); check-conflicts and
+    # rebase deepen the history to the merge base when they need the range.
+    fetched = fetch(
+        repo,
+        Want(url, ref, [[spec] for spec in pin_refspecs(upstream)]),
+        Policy(depth=1, memory=memory),
+        have=lambda: repo.rev(ref) == upstream.commit,
+        accept=accept,
+        announce=f"upstream: fetching {upstream.ref} ({upstream.commit[:12]}) from {url}; "
+        f"gives up after {stall()} s without data (SERIES_NET_TIMEOUT)",
+        say=say,
+    )
+    if fetched.ok:
+        return Base(
+            upstream.commit, "git", label, "cached" if fetched.cached else f"fetched from {url}"
+        )
     raise SeriesError(
         f"cannot fetch {upstream.commit[:12]} from {url}",
-        why="\n".join(dict.fromkeys(e for e in errors if e)),  # each distinct error once
+        why=fetched.why(),
         hint="check the URL, or use --source sdist",
     )
 
 
 def pin_refspecs(upstream: Upstream) -> list[str]:
     """Ways to fetch the pinned commit into ``refs/series/git/<commit>``: the ref, the id."""
-    ref = f"refs/series/git/{upstream.commit}"
+    ref = refs.git_pin(upstream.commit)
     tag = upstream.ref if upstream.ref.startswith("refs/") else f"refs/tags/{upstream.ref}"
     return [f"+{tag}:{ref}", f"+{upstream.commit}:{ref}"]
 
@@ -213,7 +216,7 @@ def _sdist(
             "and run the command again to download it afresh",
             exit_code=Exit.BAD_INPUT if named else Exit.FAILED,
         )
-    ref = f"refs/series/sdist/{name}-{digest[:16]}"
+    ref = refs.sdist(name, digest)
     label = f"{sd.package}=={sd.version} sdist (stands in for {upstream.ref})"
     commit = repo.rev(ref)
     if commit is None:
@@ -241,9 +244,9 @@ def _download(package: str, version: str, dest: Path) -> Path:
         found = dest / f"{package}-{version}{ext}"
         if found.is_file():
             return found
-    # Not pip: it runs an sdist's setup.py to read its metadata (series.sdist_download).
+    # Not pip: it runs an sdist's setup.py to read its metadata (series.upstream.sdist_download).
     target = dest / f"{package}-{version}.tar.gz"
-    return sdist_download.download(package, version, target, timeout=unreachable.stall())
+    return download(package, version, target, timeout=stall())
 
 
 def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Upstream) -> str:
@@ -264,6 +267,23 @@ def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Up
         f"sdist sha256: {digest}\n"
     )
     return repo.commit_tree(tree, [], message, when)
+
+
+def keep(repo: Repo, source: Path, ref: str, commit: str, *, pin: bool) -> str | None:
+    """Keep ``commit`` (``ref`` of the repository at ``source``) in the cache: None, or why not.
+
+    ``pin``: as a git pin (``series rebase`` keeps the pin it moved to, so
+    that ``series apply`` needs no network for it), else as a checkout's
+    base brought back into a new cache.
+    """
+    name = refs.git_pin(commit) if pin else refs.checkout_base(commit)
+
+    def accept(tried: str) -> str | None:
+        return None if not pin or repo.rev(name) == commit else "no ref"
+
+    want = Want(str(source), name, [[f"+{ref}:{name}"]])
+    fetched = fetch(repo, want, Policy(depth=None), accept=accept)
+    return None if fetched.ok else fetched.why() or "no ref"
 
 
 def fetch_base(checkout: Repo, cache: Repo, base: Base, ref: str) -> None:

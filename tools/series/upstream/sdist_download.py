@@ -6,8 +6,8 @@ naming another package in ``[upstream.sdist]`` would run that package's
 code. So the archive is fetched as data: the index's file list for the
 package (the JSON simple API, PEP 691, or the HTML one, PEP 503), the
 ``NAME-VERSION.tar.gz`` in it, its bytes checked against the sha256 the
-index gives. Nothing is unpacked here (upstream.import_sdist reads the
-tar with ``filter="data"``).
+index gives. Nothing is unpacked here (series.upstream.pin.import_sdist
+reads the tar with ``filter="data"``).
 
 The index is pip's: ``PIP_INDEX_URL``, else the ``index-url`` of pip's
 configuration (``pip config list``, which runs no package), else PyPI.

@@ -1,0 +1,211 @@
+"""An upstream revision (``--onto REV``) and the upstream commits since the pin.
+
+The revision comes from the cache repository, from ``--upstream`` or from
+the manifest's repository (fetched under a scratch ref prefix that is
+deleted when the run ends, ``UpstreamSource.scratch``; rebase names its
+own), or, for
+``sdist:VERSION``, from a PyPI sdist imported like the pin's stand-in.
+"upstream since the pin" is the range of commits the revision has that
+the pin has not: the evidence that a patch is already upstream, and the
+commits that touched a patch's files, are looked for there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from series.errors import Exit, SeriesError, UsageError
+from series.git import ZERO, LogEntry, RefMoved, Repo
+from series.manifest import Sdist, Upstream
+from series.upstream.fetch import DEPTH, Policy, Want, fetch
+from series.upstream.pin import Base, pin_refspecs, resolve
+from series.upstream.refs import SCRATCH
+
+SCAN_LIMIT = 2000  # upstream commits read when REV shares no history with the pin
+
+_HEX = re.compile(r"^[0-9a-f]{7,40}$")
+
+
+def scratch_prefix() -> str:
+    return f"{SCRATCH}{os.getpid()}-{secrets.token_hex(4)}/"
+
+
+@dataclass(frozen=True)
+class Revision:
+    """An upstream revision in a repository, and the upstream commits since the pin."""
+
+    label: str
+    commit: str
+    revs: list[str]  # the upstream commits since the pin, as rev-list arguments
+    range: str
+    commits: list[LogEntry]
+
+
+def resolve_revision(
+    pinned: Upstream,
+    cache_dir: Path,
+    onto: str,
+    *,
+    base: Base,
+    repo: Repo,
+    url: str | None,
+    scratch: str,
+) -> Revision:
+    """``onto`` in ``repo`` (from ``url``, else ``pinned.repository``) and what came since ``base``.
+
+    A git REV is fetched under ``scratch`` as ``<scratch>onto``; ``sdist:VERSION``
+    is imported into the cache.
+    """
+    if onto.startswith("sdist:"):
+        commit, label = _sdist(pinned, cache_dir, onto.removeprefix("sdist:"), url)
+        real = None
+    else:
+        real = base.commit if base.source == "git" else pinned.commit
+        commit = _fetch(repo, onto, url, pinned, scratch, real)
+        label = f"{onto} ({commit[:12]})" + (f" from {url}" if url else "")
+    revs, described, unrelated = _range(repo, base.commit, commit, real)
+    commits = repo.log_files(revs, max_count=SCAN_LIMIT if unrelated else None) if revs else []
+    if not unrelated and revs:
+        described += f", {len(commits)} commits"
+    return Revision(label, commit, revs, described, commits)
+
+
+def _sdist(pinned: Upstream, cache_dir: Path, version: str, archive: str | None) -> tuple[str, str]:
+    package = pinned.sdist.package if pinned.sdist else pinned.name
+    other = dataclasses.replace(
+        pinned,
+        ref=f"v{version}",
+        commit=ZERO,  # no git commit is known for it
+        sdist=Sdist(package, version, None),
+    )
+    try:
+        found = resolve(other, cache_dir, source="sdist", override=archive)
+    except SeriesError as exc:
+        raise UsageError(
+            f"cannot get the {package} {version} sdist for --onto",
+            why=f"{exc.message}\n{exc.why}",
+            hint=exc.hint or "check the version, or pass --upstream FILE.tar.gz",
+        ) from None
+    return found.commit, found.label
+
+
+def _fetch(
+    repo: Repo, rev: str, url: str | None, pinned: Upstream, scratch: str, real: str | None
+) -> str:
+    """REV in ``repo``, fetched with no more history than the range since the pin needs."""
+    if url is None:
+        local = repo.rev(rev)
+        if local is not None:
+            return local  # in the cache already: no source was named to fetch it from
+    source = url or pinned.repository
+    if Path(source).exists():
+        source = str(Path(source).resolve())
+    wanted = f"{scratch}onto"
+    pin_specs = [] if real is None or repo.has_object(real) else pin_refspecs(pinned)
+    known = _remote_commit(repo, source, rev)
+
+    def have() -> bool:
+        if known is None or pin_specs or repo.rev(known) != known:
+            return False
+        # Here already (a warm run): name it, fetch nothing.
+        old = repo.ref_value(wanted)
+        with repo.transaction(f"series onto: keep {rev} ({known[:12]})") as txn:
+            txn.update(wanted, known, old)
+        return True
+
+    tries = [[f"+{rev}:{wanted}", *pin_specs[:1]]]
+    if pin_specs:  # the pin is not there: REV alone, the range falls back
+        tries.append([f"+{rev}:{wanted}"])
+    policy = Policy(
+        # A commit here already is fetched without a depth: one would cut its history.
+        depth=None if known and repo.has_object(known) else DEPTH,
+        deepen_to=real,
+        every_ref_under=scratch if _HEX.match(rev) else None,
+    )
+    fetched = fetch(repo, Want(source, wanted, tries), policy, have=have)
+    commit = repo.rev(wanted) if fetched.ok else repo.rev(rev) if fetched.every_ref else None
+    if not fetched.ok and commit is None:
+        raise _not_fetched(repo, rev, source, fetched.errors[-1] if fetched.errors else "")
+    if commit is None:
+        raise UsageError(
+            f"{rev} in {source} is not a commit",
+            hint="name a branch, a tag or a commit id for --onto",
+        )
+    return commit
+
+
+def _remote_commit(repo: Repo, source: str, rev: str) -> str | None:
+    """The commit REV names in ``source``: REV itself if it is a full commit id."""
+    if _HEX.fullmatch(rev) and len(rev) == 40:
+        return rev
+    return repo.remote_rev(source, rev)
+
+
+def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError:
+    """Why ``rev`` could not be fetched: no such revision (2), or no such source (2 or 1)."""
+    reachable, answer = repo.reachable(source)
+    if reachable:
+        return UsageError(
+            f"cannot find {rev} in {source}",
+            why=failure or "git fetch failed",
+            hint="check the revision name, and pass --upstream URL|PATH where it lives",
+        )
+    if Path(source).exists():
+        return UsageError(
+            f"{source} is not a git repository, so --onto {rev} cannot be fetched from it",
+            why=answer.strip(),
+            hint="pass --upstream with the path of a clone that has the revision",
+        )
+    return SeriesError(
+        f"cannot reach {source} to fetch {rev}",
+        why=answer.strip() or failure,
+        hint="check the network, or pass --upstream PATH of a local clone that has the revision",
+        exit_code=Exit.FAILED,
+    )
+
+
+def _range(repo: Repo, pin: str, rev: str, real: str | None) -> tuple[list[str], str, bool]:
+    """The upstream commits since the pin, as rev-list arguments, and what they are.
+
+    ``real`` is the pin's real upstream commit (the pin itself, or the
+    commit an sdist pin stands for): the range is ``REV ^real``, the
+    commits REV has that the pin has not, as ``git rebase`` counts them.
+    Only when that commit cannot be had are the last SCAN_LIMIT commits
+    of REV read instead, and the range says so.
+    """
+    if rev in (pin, real):
+        return [], "none (the revision is the pin)", False
+    if real is not None and repo.has_object(real):
+        merge_base = repo.merge_base(real, rev)
+        if merge_base is not None:
+            what = "" if real == pin else " (the commit the sdist pin stands for)"
+            return (
+                [rev, f"^{real}"],
+                f"{real[:12]}{what}..{rev[:12]}, merge base {merge_base[:12]}",
+                False,
+            )
+    why = "the pin's upstream commit could not be fetched" if real else "an sdist has no history"
+    return (
+        [rev, f"^{pin}"],
+        f"the last {SCAN_LIMIT} commits of {rev[:12]} ({why}; none shared with the pin)",
+        True,
+    )
+
+
+def drop_scratch(repo: Repo, prefix: str, say: Callable[[str], None]) -> None:
+    """Delete the run's scratch refs; runs in a ``finally``, so it never raises."""
+    try:
+        with repo.transaction("series check-conflicts: drop scratch refs") as txn:
+            for name, old in repo.refs(prefix).items():
+                txn.delete(name, old)
+    except RefMoved as exc:
+        say(
+            f"warning: could not delete the scratch refs {prefix}* in {repo.path}: "
+            f"{exc.why.splitlines()[0]} (they are safe to delete by hand)"
+        )
