@@ -37,6 +37,11 @@ class Scene:
     remote: Path | None = None  # the fork `branches --push` pushes to
 
 
+def fresh(tmp: Path) -> Scene:
+    """patches/ and series.toml only: no checkout, no cache yet."""
+    return Scene(make_project(tmp))
+
+
 def applied(tmp: Path) -> Scene:
     project = make_project(tmp)
     code, _, err = project.run("apply")
@@ -44,9 +49,17 @@ def applied(tmp: Path) -> Scene:
     return Scene(project)
 
 
-def unexported(tmp: Path) -> Scene:
-    """Applied, then a commit on the series branch that patches/ does not have."""
+def exported(tmp: Path) -> Scene:
+    """Applied and exported once: patches/ are as series writes them."""
     scene = applied(tmp)
+    code, _, err = scene.project.run("export")
+    assert code == 0, err
+    return scene
+
+
+def unexported(tmp: Path) -> Scene:
+    """Exported, then a commit on the series branch that patches/ does not have."""
+    scene = exported(tmp)
     work = scene.project.work
     replace_line(work / "pkg" / "util.py", "VALUE_7 = 7\n", "VALUE_7 = 77\n")
     git(work, "commit", "-qam", "util: VALUE_7 is 77")
@@ -97,6 +110,12 @@ ONTO_MAIN = ("--onto", "main", "--upstream", UPSTREAM)
 
 # (golden file name, how to reach the state, the command's arguments)
 CASES: list[tuple[str, Callable[[Path], Scene], tuple[str, ...]]] = [
+    ("apply", fresh, ("apply",)),
+    ("apply.json", fresh, ("apply", "--json")),
+    ("export-nothing", exported, ("export",)),
+    ("export-nothing.json", exported, ("export", "--json")),
+    ("export-unexported", unexported, ("export",)),
+    ("export-unexported.json", unexported, ("export", "--json")),
     ("list", applied, ("list",)),
     ("list.json", applied, ("list", "--json")),
     ("show", applied, ("show", "P2")),
@@ -116,8 +135,12 @@ CASES: list[tuple[str, Callable[[Path], Scene], tuple[str, ...]]] = [
     ("rebase-summary", moved, ("rebase", *ONTO_MAIN)),
     ("rebase-stop", moved_into_p1, ("rebase", *ONTO_MAIN)),
     ("rebase-continue", rebase_resolved, ("rebase", "--continue")),
+    ("rebase-skip", rebase_stopped, ("rebase", "--skip")),
+    ("rebase-abort", rebase_stopped, ("rebase", "--abort")),
     ("range-diff", rebased, ("range-diff",)),
     ("range-diff.json", rebased, ("range-diff", "--json")),
+    ("branches-local-dry-run", applied, ("branches", "--dry-run")),
+    ("branches-local-dry-run.json", applied, ("branches", "--dry-run", "--json")),
     ("branches-dry-run", with_fork, ("branches", "--push", REMOTE, "--dry-run")),
     ("branches-dry-run.json", with_fork, ("branches", "--push", REMOTE, "--dry-run", "--json")),
 ]
@@ -130,6 +153,9 @@ VARIES = (
     # settings, not durations, and stay
     (re.compile(r"\b\d+\.\d+ s\b"), "<secs> s"),
     (re.compile(r'"seconds": \d+(?:\.\d+)?'), '"seconds": "<secs>"'),
+    # the UTC time in the name of a backup (.series/backups/export-<time>),
+    # with the -N that a second backup within the same second gets
+    (re.compile(r"\b\d{8}T\d{6}Z(?:-\d+)?"), "<utc time>"),
     # the signature `git format-patch` ends a patch with (`show --diff`): the
     # machine's git version, as text and escaped in a JSON string
     (re.compile(r"^-- \n\d+(?:\.\d+)+[\w.+-]*$", re.MULTILINE), "-- \n<git version>"),
@@ -138,7 +164,7 @@ VARIES = (
 
 
 def normalise(text: str, tmp: Path) -> str:
-    """Hide what varies between runs, and only that: tmp paths, durations, git's version."""
+    """Hide what varies between runs, and only that: tmp paths, times, git's version."""
     for root in sorted({str(tmp.resolve()), str(tmp)}, key=len, reverse=True):
         text = text.replace(root, "<tmp>")
     for pattern, stand_in in VARIES:
