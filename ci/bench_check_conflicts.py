@@ -343,7 +343,8 @@ def measure(tmp: Path, keras: Path | None, repeat: int) -> Figures:
         shutil.rmtree(scratch, ignore_errors=True)
     author.git("fetch", "-q", str(upstream.path), "next")
     onto = report["onto"]["commit"]
-    hand, result = [], {}
+    hand: list[float] = []
+    result: dict[str, Any] = {}
     for i in range(max(1, repeat // 2)):
         seconds, result = by_hand(author, pin, onto, tmp / f"hand-{i}")
         hand.append(seconds)

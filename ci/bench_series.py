@@ -59,7 +59,8 @@ def _git(cwd: Path, *args: str) -> str:
 
 def _checkout(project: Path) -> Path:
     manifest = tomllib.loads((project / "series.toml").read_text())
-    return project / manifest["series"].get("checkout", "work")
+    checkout: str = manifest["series"].get("checkout", "work")
+    return project / checkout
 
 
 def build_trees(project: Path, trees: Path) -> tuple[list[Arm], list[Arm], list[Pair]]:

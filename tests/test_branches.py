@@ -36,8 +36,8 @@ def heads(repo: str | Path) -> dict[str, str]:
     return found
 
 
-def actions(data: dict[str, Any], key: str = "action") -> dict[str, str]:
-    found = {}
+def actions(data: dict[str, Any], key: str = "action") -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
     for b in data["branches"]:
         found[b["branch"]] = b[key] if key == "action" else (b.get("remote") or {}).get("action")
     return found
@@ -159,10 +159,10 @@ def test_dry_run_changes_nothing(tmp_path: Path) -> None:
     assert git(project.work, "for-each-ref", "refs/series/branches") == ""
     assert branches(project, "--push", remote)[0] == 0
     amend_p2(project)
-    before = (heads(project.work), heads(remote))
+    both = (heads(project.work), heads(remote))
     code, data, _ = branches(project, "--push", remote, "--dry-run")
     assert actions(data)["perf-P2"] == "move" and not data["changed"]
-    assert (heads(project.work), heads(remote)) == before
+    assert (heads(project.work), heads(remote)) == both
 
 
 def test_a_local_branch_series_did_not_make_is_refused(tmp_path: Path) -> None:

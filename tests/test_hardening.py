@@ -44,7 +44,11 @@ def edit_manifest(project: Project, old: str, new: str) -> None:
 
 
 def series_cli(
-    root: Path, *args: str, env: dict[str, str] | None = None, **kw: object
+    root: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "series", "-C", str(root), *args],
@@ -52,7 +56,8 @@ def series_cli(
         text=True,
         env={**os.environ, **(env or {})},
         check=False,
-        **kw,  # type: ignore[arg-type]
+        input=input,
+        timeout=timeout,
     )
 
 

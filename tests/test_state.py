@@ -190,7 +190,7 @@ def test_an_internal_error_exits_70_and_says_it_is_a_bug(
     monkeypatch.setattr(list_cmd, "run", broken)
     err = io.StringIO()
     code = cli.main(["-C", str(project.root), "list"], out=io.StringIO(), err=err)
-    assert code == Exit.INTERNAL == 70
+    assert code == Exit.INTERNAL and int(code) == 70
     text = err.getvalue()
     assert text.startswith("series: internal error: git rev-parse HEAD failed unexpectedly")
     assert "fatal: bad object HEAD" in text and "bug in series" in text

@@ -105,7 +105,7 @@ def status_json(project: Project, n: object) -> dict[str, object]:
     return data
 
 
-def check_next(case: Case, n: object) -> None:
+def check_next(case: Case, n: int) -> None:
     """After a kill: status clean of series' leftovers; then --continue, and --abort, each right."""
     project = case.project
     data = status_json(project, n)
