@@ -58,7 +58,8 @@ def parser() -> argparse.ArgumentParser:
         prog="series",
         description="Carry an ordered series of patches on a pinned upstream Keras.",
         epilog="exit codes: 0 ok, 1 failed, 2 bad input, 3 conflict, "
-        "4 refused (would lose work), 70 internal error. Manual: docs/.",
+        "4 refused (would lose work), 70 internal error (a bug in series); 130 interrupted "
+        "(143 terminated, 129 hung up), 141 stdout closed. Manual: docs/.",
     )
     top.add_argument("--version", action="version", version=f"series {__version__}")
     top.add_argument(
