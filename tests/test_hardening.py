@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -124,13 +125,12 @@ def test_manifest_checkout_outside_the_project_is_refused(tmp_path: Path) -> Non
     assert not (tmp_path / "work-elsewhere").exists()
 
 
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A small tmpfs (256 KiB), or a skip where mounting is not allowed."""
-    mnt = tmp_path / "tmpfs"
+@contextmanager
+def mounted_tmpfs(mnt: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` at ``mnt`` for the block, or a skip where mounting is not allowed."""
     mnt.mkdir()
     proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
         capture_output=True,
         text=True,
         check=False,
@@ -141,6 +141,13 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A small tmpfs (256 KiB), or a skip where mounting is not allowed."""
+    with mounted_tmpfs(tmp_path / "tmpfs", "256k") as mnt:
+        yield mnt
 
 
 def _project_on(mnt: Path, tmp_path: Path) -> Project:

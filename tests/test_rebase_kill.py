@@ -41,6 +41,7 @@ of a finished rebase (the summary's diffs), only the summary is printed.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -85,7 +86,13 @@ def result(project: Project) -> tuple[object, ...]:
         project.patch_bytes(),
         (project.root / "series.toml").read_bytes(),
         {str(p.relative_to(resolved)): p.read_bytes() for p in sorted(resolved.rglob("*.patch"))},
-        git(work, "for-each-ref", "--format=%(refname) %(objectname)"),
+        # a backup ref's name holds the time it was made: compare what it keeps
+        re.sub(
+            r"^(refs/series/backup/)\d{8}T\d{6}Z(-\d+)?-",
+            r"\1<time>-",
+            git(work, "for-each-ref", "--format=%(refname) %(objectname)"),
+            flags=re.M,
+        ),
         head or git(work, "rev-parse", "HEAD"),
         git(work, "ls-files", "-s"),
         git(work, "status", "--porcelain", "--untracked-files=all"),

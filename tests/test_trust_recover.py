@@ -40,6 +40,7 @@ import pytest
 
 from helpers import Project, git, make_project
 from rebase_helpers import commit_upstream, snapshot
+from test_hardening import mounted_tmpfs
 from test_rebase_kill import Case, abort, go_on, restore, result, start_args, steps
 
 GENERATED = 120  # files the upstream adds: the rebase's final move writes them all
@@ -349,20 +350,8 @@ exec cat
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 4 MiB tmpfs, or a skip where mounting is not allowed (not root)."""
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {proc.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "4m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def test_a_full_disk_during_the_move_fails_clearly_and_the_next_command_finishes_it(

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 from series import backup
 from series.backup import Kept
 from series.errors import RefusedError, SeriesError
-from series.files import alive
 from series.git import ZERO, Repo, Transaction, lock_fault
+from series.pids import alive
 from series.ui import Ui
 
 if TYPE_CHECKING:

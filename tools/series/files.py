@@ -31,6 +31,7 @@ from pathlib import Path
 
 from series import faults
 from series.errors import Exit, SeriesError
+from series.pids import alive
 
 TEMP_PREFIX = ".series-tmp-"
 
@@ -218,16 +219,4 @@ def clear_stale_temps(*directories: Path) -> list[Path]:
                 continue
             gone.append(directory / name)
     return gone
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` still runs (one of another user counts as running)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True

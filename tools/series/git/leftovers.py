@@ -35,6 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from series.pids import alive
+
 log = logging.getLogger("series")
 
 RECORD_PREFIX = "series-git-"
@@ -130,7 +132,7 @@ def dead_records(where: Path) -> list[Record]:
             pid, argv, mtime = int(data["pid"]), list(data["argv"]), path.stat().st_mtime
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if data.get("failed") or not _alive(pid):
+        if data.get("failed") or not alive(pid):
             found.append(Record(path, pid, [str(a) for a in argv], mtime))
     return found
 
@@ -184,15 +186,4 @@ def _open_by_anyone(path: Path) -> bool:
             except OSError:
                 continue
     return False
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
