@@ -75,7 +75,7 @@ def test_only_the_git_package_runs_git(name: str) -> None:
         outside = [
             n
             for n in _uses(found, "series")
-            if not n.startswith(("series.git", "series.errors", "series.faults"))
+            if not n.startswith(("series.git", "series.errors", "series.faults", "series.refnames"))
         ]
         assert not outside, f"{name} (the git layer) imports {outside}"
         return
@@ -204,3 +204,36 @@ def test_workflows_fetch_upstream_only_through_the_upstream_package(name: str) -
     ]  # a module of the package, not a name of its API
     assert not inner, f"{name} imports {inner}: use what series.upstream exports"
     assert not _uses(imports(path), "series.git.remote"), name
+
+
+# -- the registry of refs/series/* names (docs/architecture.md, rule 9) ------------
+
+REGISTRY = ("series.refnames",)
+
+
+def _code_strings(path: Path) -> list[tuple[int, str]]:
+    """The string constants of a module but its docstrings (which may name refs to explain)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n not in REGISTRY))
+def test_only_the_registry_spells_series_refs(name: str) -> None:
+    lines = [line for line, text in _code_strings(MODULES[name]) if "refs/series/" in text]
+    assert not lines, f"{name} spells refs/series/ on lines {lines}: use series.refnames"
+
+
+def test_the_registry_imports_nothing_of_series() -> None:
+    assert not _uses(imports(MODULES["series.refnames"]), "series")

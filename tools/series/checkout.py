@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from series import backup
+from series import backup, refnames
 from series.backup import Kept
 from series.errors import RefusedError, SeriesError
 from series.files import alive
@@ -46,9 +46,9 @@ from series.ui import Ui
 if TYPE_CHECKING:
     from series.project import Series
 
-BASE_REF = "refs/series/base"
-SYNCED_REF = "refs/series/synced"
-STATE_REF = "refs/series/state"
+BASE_REF = refnames.BASE
+SYNCED_REF = refnames.SYNCED
+STATE_REF = refnames.STATE
 BACKUP_PREFIX = backup.PREFIX
 STATE_FORMAT = 2
 LEGACY_STATE = "series/state.json"  # format 1, before the state moved into a ref
@@ -291,7 +291,7 @@ def refuse_dirty(checkout: Checkout, action: str) -> None:
         )
 
 
-REBASE_STATE_REF = "refs/series/rebase/state"  # series.stack.rebase_state.STATE_REF
+REBASE_STATE_REF = refnames.REBASE_STATE
 
 
 def refuse_during_rebase(checkout: Checkout, action: str) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from series import refnames
 from series.stack.build import Failure
 
 CREATE, MOVE, UNCHANGED, DELETE, SKIP = "create", "move", "unchanged", "delete", "skip"
 CHANGES = (CREATE, MOVE, DELETE)
-LOCAL_BACKUP = "refs/series/backup/branches/"
-REMOTE_BACKUP = "refs/series/backup/remote/"
+LOCAL_BACKUP = refnames.BACKUP_BRANCHES
+REMOTE_BACKUP = refnames.BACKUP_REMOTE
 
 
 @dataclass(frozen=True)

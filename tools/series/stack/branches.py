@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from series import refnames
 from series.backup import free_ref
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
@@ -246,7 +247,7 @@ def _refused(checkout: Checkout, opts: Options, refusals: list[str]) -> RefusedE
         why="\n".join(refusals) + "\nnothing was changed, locally or on a remote",
         hint=f"look first ({look}); to keep that work, fold it into its patch "
         "(series apply, commit, series export) and run again; to replace it, run again "
-        "with --force (series keeps the old commits under refs/series/backup/)",
+        f"with --force (series keeps the old commits under {refnames.BACKUP})",
     )
 
 

@@ -104,7 +104,7 @@ def _prepare(series: Series, ui: Ui, checkout: Checkout) -> tuple[CheckoutState,
         raise RefusedError(
             f"refusing to export: branch {checkout.branch} in {checkout.path} does not "
             "sit on the upstream base",
-            hint="rebase it onto refs/series/base, or run `series apply --force`",
+            hint=f"rebase it onto {BASE_REF}, or run `series apply --force`",
         )
     if repo.merges(state.base, tip):
         raise RefusedError(

@@ -17,6 +17,7 @@ import hashlib
 import logging
 from pathlib import Path
 
+from series import refnames
 from series.git import RefMoved, Repo
 from series.git import index as git_index
 from series.git import repo as git_repo
@@ -25,7 +26,7 @@ from series.stack import message as message_module
 from series.stack.build import Built, PatchFile, Step
 
 log = logging.getLogger("series.stack")
-MEMO = "refs/series/stack/"
+MEMO = refnames.MEMO
 MEMO_LIMIT = 256
 
 
