@@ -65,7 +65,7 @@ def _uses(names: set[str], prefix: str) -> list[str]:
 
 def test_the_rules_see_the_package() -> None:
     assert "series.git.repo" in MODULES and "series.commands.apply" in MODULES
-    assert "series.git" in imports(MODULES["series.stack.build"])
+    assert "series.git" in imports(MODULES["series.builder.build"])
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -90,9 +90,19 @@ def test_commands_never_import_the_git_layer(name: str) -> None:
     assert not _uses(imports(MODULES[name]), "series.git"), name
 
 
-@pytest.mark.parametrize("name", ["series.stack.build", "series.stack.memo"])
-def test_building_the_stack_needs_no_series_object(name: str) -> None:
-    assert not _uses(imports(MODULES[name]), "series.project"), name
+BUILDER_MAY_IMPORT = ("series.builder", "series.git", "series.errors", "series.refnames")
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("series.builder")))
+def test_the_builder_needs_nothing_above_git(name: str) -> None:
+    """Patch files -> commits takes patch entries with their paths: no Series, no manifest,
+    no workflow (stack, conflicts, runs, upstream, cli, commands)."""
+    found = [
+        n
+        for n in _uses(imports(MODULES[name]), "series")
+        if n != "series" and not n.startswith(BUILDER_MAY_IMPORT)
+    ]
+    assert not found, f"{name} (the stack builder) imports {found}"
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

@@ -19,7 +19,7 @@ In a checkout:
 
 In the cache repository:
 
-* ``MEMO``: the built stack, one ref per patch content (series.stack.memo);
+* ``MEMO``: the built stack, one ref per patch content (series.builder.memo);
 * ``UPSTREAM_ROOT``: the prefix under which series.upstream.refs names its refs.
 """
 

@@ -1,7 +1,7 @@
 """The stack on its pin, as check-conflicts needs it.
 
 check-conflicts needs the series as commits (the patch files applied in
-order on the pin by ``series.stack.build(..., memo=True)``) plus, for each,
+order on the pin by ``series.builder.build(..., memo=True)``) plus, for each,
 its tree, parent and the files it changes, and a per-patch status (clean,
 empty, conflict, not checked).
 
@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from series.builder import memo
+from series.builder.build import Failure
 from series.conflicts.merger import Node
 from series.git import Repo
 from series.manifest import Patch
-from series.stack import memo
-from series.stack.build import Failure
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -67,7 +67,7 @@ def build_stack(series: Series, base: str) -> Stacked:
 
 
 def _pin_steps(
-    patches: list[Patch], nodes: list[Node], three: list[bool], failure: Failure | None
+    patches: list[Patch], nodes: list[Node], three: list[bool], failure: Failure[Patch] | None
 ) -> list[PinStep]:
     steps = []
     for i, patch in enumerate(patches):

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from series import refnames
-from series.stack.build import Failure
+from series.builder.build import Failure
+from series.manifest import Patch
 
 CREATE, MOVE, UNCHANGED, DELETE, SKIP = "create", "move", "unchanged", "delete", "skip"
 CHANGES = (CREATE, MOVE, DELETE)
@@ -86,7 +87,7 @@ class Outcome:
     upstream_ref: str
     prune: bool
     items: list[Item] = field(default_factory=list)
-    failure: Failure | None = None
+    failure: Failure[Patch] | None = None
     backups: list[str] = field(default_factory=list)
 
     @property

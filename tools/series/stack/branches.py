@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from series import refnames
 from series.backup import free_ref
+from series.builder.build import Failure
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import PushUpdate, Repo, Transaction
@@ -45,7 +46,6 @@ from series.stack.branch_plan import (
     Outcome,
 )
 from series.stack.branch_record import RECORD_REF, BranchSet, Record
-from series.stack.build import Failure
 from series.ui import Ui
 from series.upstream import UpstreamSource
 
@@ -103,7 +103,7 @@ def _remote(repo: Repo, remote: str) -> str:
     return str(Path(remote).resolve())
 
 
-def _targets(series: Series, pin: str, alone: bool) -> tuple[list[_Target], Failure | None]:
+def _targets(series: Series, pin: str, alone: bool) -> tuple[list[_Target], Failure[Patch] | None]:
     patches = list(series.manifest.patches)
     if alone:
         found = []
