@@ -247,3 +247,90 @@ def test_only_the_registry_spells_series_refs(name: str) -> None:
 
 def test_the_registry_imports_nothing_of_series() -> None:
     assert not _uses(imports(MODULES["series.refnames"]), "series")
+
+
+# -- engines below workflows, no cycles between packages (rules 10 and 11) ---------
+
+ENGINES = ("git", "builder", "merge", "evidence", "upstream")
+WORKFLOWS = ("stack", "conflicts", "runs", "commands", "cli")
+
+
+def _unit(module: str) -> str:
+    """The package of ``series.<pkg>.x`` (``<pkg>``), or the top-level module itself."""
+    return module.split(".")[1] if module.count(".") >= 1 else module
+
+
+def _owner(name: str) -> str | None:
+    """The module an imported name belongs to (``series.merge.Node`` -> ``series.merge``)."""
+    while name not in MODULES and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name if name in MODULES and name != "series" else None
+
+
+def package_graph() -> dict[str, dict[str, set[str]]]:
+    """package -> imported package -> the modules (``a -> b``) that make the edge."""
+    graph: dict[str, dict[str, set[str]]] = {}
+    for name, path in MODULES.items():
+        for imported in _uses(imports(path), "series"):
+            owner = _owner(imported)
+            if owner is None or _unit(owner) == _unit(name):
+                continue
+            graph.setdefault(_unit(name), {}).setdefault(_unit(owner), set()).add(
+                f"{name} -> {owner}"
+            )
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, set[str]]]) -> list[list[str]]:
+    """The strongly connected components of more than one package (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_between_packages() -> None:
+    graph = package_graph()
+    assert "merge" in graph and "stack" in graph  # the graph sees the packages
+    shown = [
+        f"{sorted(c)}: " + "; ".join(sorted(e for a in c for b in c for e in graph[a].get(b, ())))
+        for c in _cycles(graph)
+    ]
+    assert not shown, "import cycles between packages: " + " | ".join(shown)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_engines_never_import_workflows(engine: str) -> None:
+    edges = package_graph().get(engine, {})
+    found = sorted(e for w in WORKFLOWS for e in edges.get(w, ()))
+    assert not found, f"the engine {engine}/ imports workflows: {found}"
+
+
+@pytest.mark.parametrize("a, b", [("stack", "conflicts"), ("conflicts", "stack")])
+def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
+    """check-conflicts and rebase share engines (merge, evidence), not each other."""
+    assert not sorted(package_graph().get(a, {}).get(b, ())), f"{a}/ imports {b}/"

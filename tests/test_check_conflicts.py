@@ -16,10 +16,10 @@ from series import upstream
 from series.builder import memo
 from series.cli import main
 from series.commands import check_conflicts
-from series.conflicts.merger import Job, Merger, Node
 from series.errors import SeriesError
 from series.git import Repo
 from series.manifest import Sdist, Upstream
+from series.merge import Job, Merger, Node
 from series.project import Series
 from series.ui import Ui
 
