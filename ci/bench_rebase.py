@@ -41,7 +41,7 @@ from typing import Any
 from git.cmd import Git as GitCmd
 
 from series.cli import main
-from series.conflicts import merger as merger_module
+from series.merge import merger as merger_module
 
 ROOT = Path(__file__).resolve().parent.parent
 TARBALL = ROOT.parent / "shared" / "upstream" / "keras-2026-07-21.git.tar.gz"

@@ -65,7 +65,7 @@ def _uses(names: set[str], prefix: str) -> list[str]:
 
 def test_the_rules_see_the_package() -> None:
     assert "series.git.repo" in MODULES and "series.commands.apply" in MODULES
-    assert "series.git" in imports(MODULES["series.stack.build"])
+    assert "series.git" in imports(MODULES["series.builder.build"])
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -75,7 +75,9 @@ def test_only_the_git_package_runs_git(name: str) -> None:
         outside = [
             n
             for n in _uses(found, "series")
-            if not n.startswith(("series.git", "series.errors", "series.faults", "series.pids"))
+            if not n.startswith(
+                ("series.git", "series.errors", "series.faults", "series.pids", "series.refnames")
+            )
         ]
         assert not outside, f"{name} (the git layer) imports {outside}"
         return
@@ -90,9 +92,19 @@ def test_commands_never_import_the_git_layer(name: str) -> None:
     assert not _uses(imports(MODULES[name]), "series.git"), name
 
 
-@pytest.mark.parametrize("name", ["series.stack.build", "series.stack.memo"])
-def test_building_the_stack_needs_no_series_object(name: str) -> None:
-    assert not _uses(imports(MODULES[name]), "series.project"), name
+BUILDER_MAY_IMPORT = ("series.builder", "series.git", "series.errors", "series.refnames")
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("series.builder")))
+def test_the_builder_needs_nothing_above_git(name: str) -> None:
+    """Patch files -> commits takes patch entries with their paths: no Series, no manifest,
+    no workflow (stack, conflicts, runs, upstream, cli, commands)."""
+    found = [
+        n
+        for n in _uses(imports(MODULES[name]), "series")
+        if n != "series" and not n.startswith(BUILDER_MAY_IMPORT)
+    ]
+    assert not found, f"{name} (the stack builder) imports {found}"
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -204,3 +216,123 @@ def test_workflows_fetch_upstream_only_through_the_upstream_package(name: str) -
     ]  # a module of the package, not a name of its API
     assert not inner, f"{name} imports {inner}: use what series.upstream exports"
     assert not _uses(imports(path), "series.git.remote"), name
+
+
+# -- the registry of refs/series/* names (docs/architecture.md, rule 9) ------------
+
+REGISTRY = ("series.refnames",)
+
+
+def _code_strings(path: Path) -> list[tuple[int, str]]:
+    """The string constants of a module but its docstrings (which may name refs to explain)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n not in REGISTRY))
+def test_only_the_registry_spells_series_refs(name: str) -> None:
+    lines = [line for line, text in _code_strings(MODULES[name]) if "refs/series/" in text]
+    assert not lines, f"{name} spells refs/series/ on lines {lines}: use series.refnames"
+
+
+def test_the_registry_imports_nothing_of_series() -> None:
+    assert not _uses(imports(MODULES["series.refnames"]), "series")
+
+
+# -- engines below workflows, no cycles between packages (rules 10 and 11) ---------
+
+ENGINES = ("git", "builder", "merge", "evidence", "upstream")
+WORKFLOWS = ("stack", "conflicts", "runs", "commands", "cli")
+
+
+def _unit(module: str) -> str:
+    """The package of ``series.<pkg>.x`` (``<pkg>``), or the top-level module itself."""
+    return module.split(".")[1] if module.count(".") >= 1 else module
+
+
+def _owner(name: str) -> str | None:
+    """The module an imported name belongs to (``series.merge.Node`` -> ``series.merge``)."""
+    while name not in MODULES and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name if name in MODULES and name != "series" else None
+
+
+def package_graph() -> dict[str, dict[str, set[str]]]:
+    """package -> imported package -> the modules (``a -> b``) that make the edge."""
+    graph: dict[str, dict[str, set[str]]] = {}
+    for name, path in MODULES.items():
+        for imported in _uses(imports(path), "series"):
+            owner = _owner(imported)
+            if owner is None or _unit(owner) == _unit(name):
+                continue
+            graph.setdefault(_unit(name), {}).setdefault(_unit(owner), set()).add(
+                f"{name} -> {owner}"
+            )
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, set[str]]]) -> list[list[str]]:
+    """The strongly connected components of more than one package (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_between_packages() -> None:
+    graph = package_graph()
+    assert "merge" in graph and "stack" in graph  # the graph sees the packages
+    shown = [
+        f"{sorted(c)}: " + "; ".join(sorted(e for a in c for b in c for e in graph[a].get(b, ())))
+        for c in _cycles(graph)
+    ]
+    assert not shown, "import cycles between packages: " + " | ".join(shown)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_engines_never_import_workflows(engine: str) -> None:
+    edges = package_graph().get(engine, {})
+    found = sorted(e for w in WORKFLOWS for e in edges.get(w, ()))
+    assert not found, f"the engine {engine}/ imports workflows: {found}"
+
+
+@pytest.mark.parametrize("a, b", [("stack", "conflicts"), ("conflicts", "stack")])
+def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
+    """check-conflicts and rebase share engines (merge, evidence), not each other."""
+    assert not sorted(package_graph().get(a, {}).get(b, ())), f"{a}/ imports {b}/"

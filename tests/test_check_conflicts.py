@@ -13,14 +13,14 @@ import pytest
 from conflict_helpers import RealGit, make_case, real_matrix, upstream_commit
 from helpers import DEFAULT_SPECS, PatchSpec, git
 from series import upstream
+from series.builder import memo
 from series.cli import main
 from series.commands import check_conflicts
-from series.conflicts.merger import Job, Merger, Node
 from series.errors import SeriesError
 from series.git import Repo
 from series.manifest import Sdist, Upstream
+from series.merge import Job, Merger, Node
 from series.project import Series
-from series.stack import memo
 from series.ui import Ui
 
 CORE, UTIL = "pkg/core.py", "pkg/util.py"

@@ -24,9 +24,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from series import refnames
 from series.git import ZERO, Ident, Repo, Transaction
 
-PREFIX = "refs/series/backup/"
+PREFIX = refnames.BACKUP
 CHANGES = "uncommitted changes"  # the label of a snapshot made by :func:`uncommitted`
 
 

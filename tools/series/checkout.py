@@ -34,21 +34,18 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from series import backup
+from series import backup, refnames
 from series.backup import Kept
 from series.errors import RefusedError, SeriesError
 from series.git import ZERO, Repo, Transaction, lock_fault
 from series.pids import alive
 from series.ui import Ui
 
-if TYPE_CHECKING:
-    from series.project import Series
-
-BASE_REF = "refs/series/base"
-SYNCED_REF = "refs/series/synced"
-STATE_REF = "refs/series/state"
+BASE_REF = refnames.BASE
+SYNCED_REF = refnames.SYNCED
+STATE_REF = refnames.STATE
 BACKUP_PREFIX = backup.PREFIX
 STATE_FORMAT = 2
 LEGACY_STATE = "series/state.json"  # format 1, before the state moved into a ref
@@ -291,7 +288,7 @@ def refuse_dirty(checkout: Checkout, action: str) -> None:
         )
 
 
-REBASE_STATE_REF = "refs/series/rebase/state"  # series.stack.rebase_state.STATE_REF
+REBASE_STATE_REF = refnames.REBASE_STATE
 
 
 def refuse_during_rebase(checkout: Checkout, action: str) -> None:
@@ -466,15 +463,15 @@ def move_in(built: Checkout, final: Checkout, ui: Ui) -> None:
     )
 
 
-def warn_unexported(series: Series, ui: Ui) -> None:
+def warn_unexported(checkout: Checkout, ui: Ui) -> None:
     """For commands that read patches/: say which checkout commits they do not see.
 
     ``test``, ``lint`` and ``check-conflicts`` check patches/ (what CI and
     every other maintainer get), not the checkout; a commit that was never
     exported is not in it, and silently testing the old file would pass
-    the old result off as the new one.
+    the old result off as the new one. ``checkout`` is the project's
+    (``Series.checkout()``).
     """
-    checkout = series.checkout()
     try:
         state = checkout.state() if checkout.exists() else None
     except SeriesError:

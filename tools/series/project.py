@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from series.builder import memo
+from series.builder.build import Built, PatchFile
+from series.builder.build import build as build_stack
 from series.checkout import Checkout
 from series.errors import SeriesError
 from series.files import clear_stale_temps, confined
 from series.git import FileStat, MailInfo, Repo, patch_stat, read_mail
 from series.locks import exclusive, holder
 from series.manifest import Manifest, Patch, load
-from series.stack import memo
-from series.stack.build import Built, PatchFile
-from series.stack.build import build as build_stack
 from series.ui import Ui
 from series.upstream import Base, UpstreamSource, cache_repo
 
@@ -159,7 +159,7 @@ class Series:
 
     def stack(
         self, base: str, patches: list[Patch] | None = None, *, memoised: bool = True
-    ) -> Built:
+    ) -> Built[Patch]:
         """``patches`` (default: all) applied in order on ``base``, in the cache repository."""
         files = self.patch_files(list(self.manifest.patches) if patches is None else patches)
         if memoised:
@@ -170,7 +170,7 @@ class Series:
     def patch_path(self, patch: Patch) -> Path:
         return self.root / patch.file
 
-    def patch_files(self, patches: list[Patch]) -> list[PatchFile]:
+    def patch_files(self, patches: list[Patch]) -> list[PatchFile[Patch]]:
         return [PatchFile(p, self.patch_path(p)) for p in patches]
 
     def project_repo(self) -> Repo | None:

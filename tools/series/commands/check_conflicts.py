@@ -89,7 +89,7 @@ def run(
     from series.conflicts import check, render
 
     _check_options(onto, upstream_url)
-    warn_unexported(series, ui)
+    warn_unexported(series.checkout(), ui)
     data = check(
         series, ui, onto=onto, url=upstream_url, source=source, matrix=matrix, merge_mode=merge_mode
     )

@@ -21,6 +21,6 @@ def run(series: Series, ui: Ui, *, ids: list[str] | None = None, as_json: bool =
     from series.checkout import warn_unexported
     from series.runs.lint import emit, lint
 
-    warn_unexported(series, ui)
+    warn_unexported(series.checkout(), ui)
     reports = lint(series, ui, series.select(ids))
     return emit(ui, reports, as_json=as_json)

@@ -81,7 +81,7 @@ def run(
             return Exit.OK
         selected = [p for p in selected if part is None or shards[p.id] == part.index]
         ui.status(f"shard {shard}: {len(selected)} patch(es), balanced by {by}")
-    warn_unexported(series, ui)
+    warn_unexported(series.checkout(), ui)
     ctx = context(series, ui)
     targets = plan(ctx, selected, mode)
     results = execute(ctx, ui, targets, jobs, use_cache)

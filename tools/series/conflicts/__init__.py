@@ -1,8 +1,7 @@
 """Conflicts: does the series still fit its pin, and another upstream?
 
-* :mod:`~series.conflicts.merger`: batched three-way merges with chosen bases;
-* :mod:`~series.conflicts.pinstack`: the stack on its pin, as merge inputs;
-* :mod:`~series.conflicts.target`: the ``--onto`` revision (from series.upstream) as a merge target;
+* :mod:`~series.conflicts.pinstack`: the stack on its pin, as merge inputs
+  (merged by series.merge);
 * :mod:`~series.conflicts.analysis`: the matrix and the replay (the verdicts);
 * :mod:`~series.conflicts.report`: the report dict and its tables;
 * :mod:`~series.conflicts.check`: all of it, for ``series check-conflicts``.

@@ -1,6 +1,6 @@
 """What ``series check-conflicts`` computes, without a work tree or an index.
 
-Three questions, all answered with merges (series.conflicts.merger) in the per-user
+Three questions, all answered with merges (series.merge) in the per-user
 cache repository:
 
 * the stack on its pin: the patch files applied in order (series.stack, memoised,
@@ -9,8 +9,8 @@ cache repository:
   pin, and for each pair whether the two results merge (they commute), or
   whether the later one applies only on top of the earlier one;
 * a replay onto another upstream revision, patch by patch as ``git rebase``
-  does, with evidence that a patch is already upstream (patch-id, or the
-  PR number at the end of an upstream subject).
+  does, with evidence that a patch is already upstream (series.evidence:
+  patch-id, or the PR number at the end of an upstream subject).
 
 The replay runs two chains. The *skip* chain drops a conflicting patch and
 goes on, like ``git rebase --skip``. The *favoured* chain resolves the
@@ -25,15 +25,12 @@ into the revision, then verify every step against the prediction before it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from series.conflicts.merger import Job, Merger, Node
-from series.conflicts.pinstack import Stacked
-from series.git import LogEntry, MergeMessage, Repo, TreeMerge
+from series.evidence import Evidence, find_evidence
+from series.git import LogEntry, MergeMessage, TreeMerge
 from series.manifest import Patch
-
-_PR = (re.compile(r"\(#(\d+)\)\s*$"), re.compile(r"^Merge pull request #(\d+)\b"))
+from series.merge import Job, Merger, Node, Stacked, Target
 
 
 @dataclass(frozen=True)
@@ -52,13 +49,6 @@ class Pair:
     files: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Evidence:
-    kind: str  # patch-id | pr
-    commit: str
-    subject: str
-
-
 @dataclass
 class Replayed:
     patch: Patch
@@ -72,15 +62,6 @@ class Replayed:
     upstream: tuple[LogEntry, ...] = ()
     tree: str | None = None  # the rebased tree after this patch (skip chain)
     note: str = ""
-
-
-@dataclass
-class Target:
-    label: str
-    node: Node
-    revs: list[str]  # the upstream commits since the pin, as rev-list arguments
-    range: str
-    commits: list[LogEntry] = field(default_factory=list)
 
 
 # -- the pairwise matrix and the replay -------------------------------------------
@@ -264,35 +245,3 @@ class _Chain:
     def _touching(self, files: tuple[str, ...], limit: int = 10) -> list[LogEntry]:
         wanted = set(files)
         return [c for c in self.target.commits if wanted & set(c.files)][:limit]
-
-
-def find_evidence(repo: Repo, stacked: Stacked, target: Target) -> dict[str, tuple[Evidence, ...]]:
-    """patch id -> upstream commits with the same patch-id, or naming its PR."""
-    if not target.revs:
-        return {}
-    paths = sorted({f for files in stacked.files.values() for f in files})
-    pin, tip = stacked.pin.commit, stacked.nodes[-1].commit
-    ids = repo.patch_ids([str(tip), *target.revs, f"^{pin}"], paths) if paths else {}
-    ours = {str(node.commit) for node in stacked.nodes[1:]}
-    upstream_ids: dict[str, list[str]] = {}
-    for commit, pid in ids.items():
-        if commit not in ours:
-            upstream_ids.setdefault(pid, []).append(commit)
-    subjects = {c.commit: c.subject for c in target.commits}
-    prs: dict[int, list[str]] = {}
-    for c in target.commits:
-        for pattern in _PR:
-            match = pattern.search(c.subject)
-            if match:
-                prs.setdefault(int(match.group(1)), []).append(c.commit)
-    found: dict[str, tuple[Evidence, ...]] = {}
-    for node, patch in zip(stacked.nodes[1:], stacked.patches, strict=True):
-        items = [
-            Evidence("patch-id", c, subjects.get(c, ""))
-            for c in upstream_ids.get(ids.get(str(node.commit), ""), [])
-        ]
-        if patch.pr is not None:
-            items += [Evidence("pr", c, subjects.get(c, "")) for c in prs.get(patch.pr, [])]
-        if items:
-            found[patch.id] = tuple(items)
-    return found

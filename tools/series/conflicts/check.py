@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from series.conflicts import alone
 from series.conflicts.analysis import analyse
-from series.conflicts.merger import Merger
 from series.conflicts.pinstack import build_stack
 from series.conflicts.report import report
-from series.conflicts.target import resolve_target
 from series.errors import SeriesError
+from series.merge import Merger, resolve_target
 from series.ui import Ui
 from series.upstream import Base
 

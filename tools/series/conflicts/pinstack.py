@@ -1,7 +1,7 @@
 """The stack on its pin, as check-conflicts needs it.
 
 check-conflicts needs the series as commits (the patch files applied in
-order on the pin by ``series.stack.build(..., memo=True)``) plus, for each,
+order on the pin by ``series.builder.build(..., memo=True)``) plus, for each,
 its tree, parent and the files it changes, and a per-patch status (clean,
 empty, conflict, not checked).
 
@@ -9,45 +9,21 @@ The memo refs are only a cache: a concurrent run may hold their locks, or
 prune them, so trees are read from them when they are there and asked of
 git otherwise (parents need neither: each stack commit's is the one
 before). A patch file that git cannot parse is bad input (exit 2, raised
-by series.stack), not a conflict: no rebase would make it apply.
+by series.builder), not a conflict: no rebase would make it apply.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from series.conflicts.merger import Node
+from series.builder import memo
+from series.builder.build import Failure
 from series.git import Repo
 from series.manifest import Patch
-from series.stack import memo
-from series.stack.build import Failure
+from series.merge import Node, PinStep, Stacked
 
 if TYPE_CHECKING:
     from series.project import Series
-
-
-@dataclass(frozen=True)
-class PinStep:
-    patch: Patch
-    status: str  # clean | empty | conflict | not-checked
-    commit: str | None = None
-    three_way: bool = False
-    files: tuple[str, ...] = ()  # conflicted files, or hunks that failed
-    detail: str = ""
-
-
-@dataclass
-class Stacked:
-    pin: Node
-    steps: list[PinStep]
-    nodes: list[Node]  # pin, then one per patch that applied
-    files: dict[str, tuple[str, ...]]  # patch id -> files it changes
-    reused: int = 0
-
-    @property
-    def patches(self) -> list[Patch]:
-        return [s.patch for s in self.steps[: len(self.nodes) - 1]]
 
 
 def build_stack(series: Series, base: str) -> Stacked:
@@ -67,7 +43,7 @@ def build_stack(series: Series, base: str) -> Stacked:
 
 
 def _pin_steps(
-    patches: list[Patch], nodes: list[Node], three: list[bool], failure: Failure | None
+    patches: list[Patch], nodes: list[Node], three: list[bool], failure: Failure[Patch] | None
 ) -> list[PinStep]:
     steps = []
     for i, patch in enumerate(patches):

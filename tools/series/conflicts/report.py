@@ -12,9 +12,9 @@ from typing import Any
 
 from rich.table import Table
 
-from series.conflicts.analysis import Analysis, Replayed, Target
-from series.conflicts.pinstack import Stacked
+from series.conflicts.analysis import Analysis, Replayed
 from series.errors import Exit
+from series.merge import Stacked, Target
 from series.project import Series
 from series.ui import Ui
 from series.upstream import Base

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from series.errors import InternalError, SeriesError
 from series.git.run import GitFailed, Runner, environment_fault, execute
+from series.refnames import ROOT as SERIES_REFS
 
 if TYPE_CHECKING:
     from series.git.repo import Repo
@@ -195,7 +196,7 @@ class RemoteMixin(Runner):
         if not missing:
             return
         named: dict[str, str] = {}
-        for name, sha in source.refs("refs/series/").items():
+        for name, sha in source.refs(SERIES_REFS).items():
             named.setdefault(sha, name)
         unnamed = [c for c in missing if c not in named]
         if unnamed:

@@ -23,6 +23,7 @@ from series.git.refs import RefsMixin
 from series.git.remote import RemoteMixin
 from series.git.run import HERMETIC, GitFailed, Ident, input_file, run
 from series.git.worktree import WorktreeMixin
+from series.refnames import ROOT as SERIES_REFS
 
 
 @dataclass(frozen=True)
@@ -346,7 +347,7 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
         """Copy ``commit`` and its history from ``source`` (which has a ref on it)."""
         if self.has_object(commit):
             return
-        names = source.refs_pointing_at(commit, "refs/series/")
+        names = source.refs_pointing_at(commit, SERIES_REFS)
         if not names:
             raise InternalError(f"{commit[:12]} has no ref in {source.path}")
         status, err = self.fetch(str(source.path), [names[0]])

@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from series.builder.message import TRAILER
 from series.manifest import Patch
-from series.stack.message import TRAILER
 
 SUBJECT_MAX = 72
 _SUBJECT = re.compile(r"^[\w./-]+(?:, ?[\w./-]+)*: \S")

@@ -1,10 +1,8 @@
-"""The stack: patch files turned into commits, memoised, and written back.
+"""The stack workflows: a checkout written from the patches, and back.
 
-* :mod:`~series.stack.build`: patch files -> commits, in memory, as ``git am -3``;
-* :mod:`~series.stack.memo`: the memo of built commits in the cache repository;
+* :mod:`~series.stack.apply`: the stack (built by :mod:`series.builder`) -> a checkout;
 * :mod:`~series.stack.export`: a checkout's commits -> patch files and manifest;
-* :mod:`~series.stack.message`: the ``Series-Id`` trailer.
-
-Nothing here knows the ``Series`` object: callers hand over the patches
-with the paths of their files (:class:`~series.stack.build.PatchFile`).
+* :mod:`~series.stack.branches`: one branch per patch (``series branches``);
+* :mod:`~series.stack.rebase`: the series moved onto a new upstream (``series rebase``);
+* :mod:`~series.stack.rangediff`: what a rebase changed, per patch (``series range-diff``).
 """

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from series import upstream
 from series.backup import Kept
+from series.builder.build import Built, Failure
 from series.checkout import BASE_REF, Checkout, CheckoutState, guard_apply, move_in, staging
 from series.errors import ConflictError
 from series.git import Repo
 from series.manifest import Patch
-from series.stack.build import Built, Failure
 from series.stack.export_files import refuse_if_interrupted
 from series.ui import Ui
 from series.upstream import Base
@@ -94,7 +94,7 @@ def _write(
     checkout: Checkout,
     prior: tuple[CheckoutState | None, str | None],
     base: Base,
-    built: Built,
+    built: Built[Patch],
 ) -> tuple[bool, Kept | None]:
     """Bring the stack into ``checkout`` and record it; whether nothing had changed.
 
@@ -128,7 +128,7 @@ def _write(
     return unchanged, kept
 
 
-def _conflict(series: Series, checkout: Checkout, f: Failure) -> ConflictError:
+def _conflict(series: Series, checkout: Checkout, f: Failure[Patch]) -> ConflictError:
     where = "\n".join(
         [
             *(f"conflict: {p}" for p in f.conflicted),

@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from series.stack.build import Failure
+from series import refnames
+from series.builder.build import Failure
+from series.manifest import Patch
 
 CREATE, MOVE, UNCHANGED, DELETE, SKIP = "create", "move", "unchanged", "delete", "skip"
 CHANGES = (CREATE, MOVE, DELETE)
-LOCAL_BACKUP = "refs/series/backup/branches/"
-REMOTE_BACKUP = "refs/series/backup/remote/"
+LOCAL_BACKUP = refnames.BACKUP_BRANCHES
+REMOTE_BACKUP = refnames.BACKUP_REMOTE
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class Outcome:
     upstream_ref: str
     prune: bool
     items: list[Item] = field(default_factory=list)
-    failure: Failure | None = None
+    failure: Failure[Patch] | None = None
     backups: list[str] = field(default_factory=list)
 
     @property

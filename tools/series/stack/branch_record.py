@@ -25,10 +25,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from series import refnames
 from series.errors import SeriesError
 from series.git import Repo
 
-RECORD_REF = "refs/series/branches"
+RECORD_REF = refnames.BRANCHES
 FORMAT = 1
 MODES = ("stacked", "alone")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -127,7 +128,7 @@ def _damaged(where: str, why: str) -> SeriesError:
     return SeriesError(
         f"the record of series-made branches in {where} is damaged",
         why=why,
-        hint="nothing was changed; look at it (git cat-file -p refs/series/branches), "
-        "or delete it (git update-ref -d refs/series/branches): series then treats "
+        hint=f"nothing was changed; look at it (git cat-file -p {RECORD_REF}), "
+        f"or delete it (git update-ref -d {RECORD_REF}): series then treats "
         "every existing branch as someone else's and refuses to move it",
     )

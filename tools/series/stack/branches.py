@@ -24,7 +24,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from series import refnames
 from series.backup import free_ref
+from series.builder.build import Failure
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import PushUpdate, Repo, Transaction
@@ -44,7 +46,6 @@ from series.stack.branch_plan import (
     Outcome,
 )
 from series.stack.branch_record import RECORD_REF, BranchSet, Record
-from series.stack.build import Failure
 from series.ui import Ui
 from series.upstream import UpstreamSource
 
@@ -102,7 +103,7 @@ def _remote(repo: Repo, remote: str) -> str:
     return str(Path(remote).resolve())
 
 
-def _targets(series: Series, pin: str, alone: bool) -> tuple[list[_Target], Failure | None]:
+def _targets(series: Series, pin: str, alone: bool) -> tuple[list[_Target], Failure[Patch] | None]:
     patches = list(series.manifest.patches)
     if alone:
         found = []
@@ -246,7 +247,7 @@ def _refused(checkout: Checkout, opts: Options, refusals: list[str]) -> RefusedE
         why="\n".join(refusals) + "\nnothing was changed, locally or on a remote",
         hint=f"look first ({look}); to keep that work, fold it into its patch "
         "(series apply, commit, series export) and run again; to replace it, run again "
-        "with --force (series keeps the old commits under refs/series/backup/)",
+        f"with --force (series keeps the old commits under {refnames.BACKUP})",
     )
 
 

@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from series.backup import Kept
+from series.builder.build import PatchFile, build
+from series.builder.message import series_id, with_trailer
 from series.checkout import BASE_REF, finish_cut_move, refuse_during_rebase
 from series.errors import InternalError, RefusedError, SeriesError
 from series.git import RefMoved, Repo
 from series.manifest import Patch, load
 from series.manifest_write import PatchUpdate, write_patches
 from series.stack import export_files
-from series.stack.build import PatchFile, build
-from series.stack.message import series_id, with_trailer
 from series.ui import Ui
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def _prepare(series: Series, ui: Ui, checkout: Checkout) -> tuple[CheckoutState,
         raise RefusedError(
             f"refusing to export: branch {checkout.branch} in {checkout.path} does not "
             "sit on the upstream base",
-            hint="rebase it onto refs/series/base, or run `series apply --force`",
+            hint=f"rebase it onto {BASE_REF}, or run `series apply --force`",
         )
     if repo.merges(state.base, tip):
         raise RefusedError(

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from series import upstream
+from series.builder import memo
+from series.builder.build import PatchFile
 from series.errors import UsageError
 from series.git import Repo
 from series.manifest import load
-from series.stack import memo
-from series.stack.build import PatchFile
 from series.stack.rebase_state import LAST_REF
 from series.stack.snapshot import saved_files
 from series.ui import Ui

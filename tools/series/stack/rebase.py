@@ -22,17 +22,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from series.builder.message import series_id
 from series.checkout import BASE_REF, Checkout, finish_cut_move, refuse_dirty
-from series.conflicts.analysis import Evidence, Target, find_evidence
-from series.conflicts.merger import Job, Merger, Node
-from series.conflicts.pinstack import PinStep, Stacked
-from series.conflicts.target import resolve_target
 from series.errors import ConflictError, RefusedError, UsageError
+from series.evidence import Evidence, find_evidence
 from series.git import HERMETIC, CommitInfo, Repo, TreeMerge
 from series.manifest import Patch
+from series.merge import Job, Merger, Node, PinStep, Stacked, Target, resolve_target
 from series.stack import rebase_state as rstate
 from series.stack import resolutions
-from series.stack.message import series_id
 from series.stack.rebase_state import RebaseState, StepState, Stop
 from series.stack.snapshot import save_project
 from series.ui import Ui

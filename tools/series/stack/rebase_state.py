@@ -23,15 +23,16 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from series import refnames
 from series.errors import SeriesError
 from series.git import ZERO, Repo, Transaction
 
-PREFIX = "refs/series/rebase/"
-STATE_REF = PREFIX + "state"  # also series.checkout.REBASE_STATE_REF
-ONTO_REF = PREFIX + "onto"
-SAVED_REF = PREFIX + "saved"
-CURRENT_REF = PREFIX + "current"
-LAST_REF = PREFIX + "last"
+PREFIX = refnames.REBASE
+STATE_REF = refnames.REBASE_STATE  # also series.checkout.REBASE_STATE_REF
+ONTO_REF = refnames.REBASE_ONTO
+SAVED_REF = refnames.REBASE_SAVED
+CURRENT_REF = refnames.REBASE_CURRENT
+LAST_REF = refnames.REBASE_LAST
 FORMAT = 1
 STATUSES = ("pending", "picked", "resolved", "empty", "dropped", "skipped")
 

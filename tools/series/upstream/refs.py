@@ -10,10 +10,12 @@ into a new cache. No other module spells them (tests/test_architecture.py).
 
 from __future__ import annotations
 
-GIT = "refs/series/git/"
-SDIST = "refs/series/sdist/"
-SCRATCH = "refs/series/scratch/"
-CHECKOUT = "refs/series/checkout/"
+from series.refnames import UPSTREAM_ROOT
+
+GIT = UPSTREAM_ROOT + "git/"
+SDIST = UPSTREAM_ROOT + "sdist/"
+SCRATCH = UPSTREAM_ROOT + "scratch/"
+CHECKOUT = UPSTREAM_ROOT + "checkout/"
 
 
 def git_pin(commit: str) -> str:

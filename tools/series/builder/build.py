@@ -6,7 +6,11 @@ which uses the blob ids in the patch's index lines), and committed with
 ``commit-tree`` using the patch's author, date and message for both author
 and committer. The result depends only on the base and the patch bytes, so
 the same inputs always give the same commit ids, and no work tree is
-touched. That is what lets :mod:`series.stack.memo` keep the results.
+touched. That is what lets :mod:`series.builder.memo` keep the results.
+
+It takes any patch entry that has an ``id`` (the manifest's ``Patch``,
+:class:`Entry`) and hands the same entries back in its steps and failure,
+so nothing here reads series.toml.
 """
 
 from __future__ import annotations
@@ -15,32 +19,41 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn
+from typing import Generic, NoReturn, Protocol, TypeVar
 
+from series.builder.message import with_trailer
 from series.errors import UsageError
 from series.git import Repo, mailinfo
-from series.manifest import Patch
-from series.stack.message import with_trailer
+
+
+class Entry(Protocol):
+    """What the builder needs of a patch: its id (the ``Series-Id`` trailer)."""
+
+    @property
+    def id(self) -> str: ...
+
+
+P = TypeVar("P", bound=Entry)
 
 
 @dataclass(frozen=True)
-class PatchFile:
+class PatchFile(Generic[P]):
     """A manifest entry and the file that holds its patch."""
 
-    patch: Patch
+    patch: P
     path: Path
 
 
 @dataclass(frozen=True)
-class Step:
-    patch: Patch
+class Step(Generic[P]):
+    patch: P
     commit: str
     three_way: bool
 
 
 @dataclass(frozen=True)
-class Failure:
-    patch: Patch
+class Failure(Generic[P]):
+    patch: P
     conflicted: tuple[str, ...]
     failed_hunks: tuple[str, ...]
     stderr: str
@@ -62,10 +75,10 @@ _CORRUPT = re.compile(
 
 
 @dataclass
-class Built:
+class Built(Generic[P]):
     base: str
-    steps: list[Step] = field(default_factory=list)
-    failure: Failure | None = None
+    steps: list[Step[P]] = field(default_factory=list)
+    failure: Failure[P] | None = None
     reused: int = 0  # leading steps taken from the memo
 
     @property
@@ -90,9 +103,9 @@ class Built:
         return "an earlier patch does not apply"
 
 
-def build(repo: Repo, base: str, files: list[PatchFile]) -> Built:
+def build(repo: Repo, base: str, files: list[PatchFile[P]]) -> Built[P]:
     """Apply ``files`` in order on ``base`` in ``repo``; stop at the first that fails."""
-    built = Built(base)
+    built: Built[P] = Built(base)
     with tempfile.TemporaryDirectory(prefix="series-stack-") as tmp:
         scratch = Path(tmp)
         for item in files:
@@ -104,7 +117,7 @@ def build(repo: Repo, base: str, files: list[PatchFile]) -> Built:
     return built
 
 
-def _apply(repo: Repo, parent: str, item: PatchFile, scratch: Path) -> Step | Failure:
+def _apply(repo: Repo, parent: str, item: PatchFile[P], scratch: Path) -> Step[P] | Failure[P]:
     info = mailinfo(item.path, scratch)
     escapes = unsafe_paths(info.diff)
     if escapes:
@@ -157,7 +170,7 @@ def unsafe_paths(diff: bytes) -> list[str]:
     return list(found)
 
 
-def _refuse_corrupt(item: PatchFile, stderr: str) -> NoReturn:
+def _refuse_corrupt(item: PatchFile[P], stderr: str) -> NoReturn:
     lines = dict.fromkeys(line for line in stderr.splitlines() if line.strip())
     raise UsageError(
         f"{item.path} is corrupt: git apply cannot read its diff",

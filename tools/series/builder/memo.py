@@ -1,6 +1,6 @@
 """The memo of built stacks, kept as refs in the per-user cache repository.
 
-Each commit :func:`series.stack.build.build` makes is kept under
+Each commit :func:`series.builder.build.build` makes is kept under
 ``refs/series/stack/<key>`` (``<key>.3way`` when it needed a 3-way apply),
 where the key hashes the base, the id and bytes of every patch up to it,
 and the source of the code that makes the commits. An unchanged series
@@ -17,26 +17,27 @@ import hashlib
 import logging
 from pathlib import Path
 
+from series import refnames
+from series.builder import build as build_module
+from series.builder import message as message_module
+from series.builder.build import Built, P, PatchFile, Step
 from series.git import RefMoved, Repo
 from series.git import index as git_index
 from series.git import repo as git_repo
-from series.stack import build as build_module
-from series.stack import message as message_module
-from series.stack.build import Built, PatchFile, Step
 
 log = logging.getLogger("series.stack")
-MEMO = "refs/series/stack/"
+MEMO = refnames.MEMO
 MEMO_LIMIT = 256
 
 
-def build(repo: Repo, base: str, files: list[PatchFile]) -> Built:
-    """:func:`series.stack.build.build`, reusing and recording commits in ``repo``."""
+def build(repo: Repo, base: str, files: list[PatchFile[P]]) -> Built[P]:
+    """:func:`series.builder.build.build`, reusing and recording commits in ``repo``."""
     keys = memo_keys(base, files)
     known: dict[str, tuple[str, bool]] = {}
     for name, commit in repo.refs(MEMO).items():
         key, _, flag = name.removeprefix(MEMO).partition(".")
         known[key] = (commit, flag == "3way")
-    built = Built(base)
+    built: Built[P] = Built(base)
     for item, key in zip(files, keys, strict=True):
         if key not in known:
             break
@@ -53,7 +54,7 @@ def build(repo: Repo, base: str, files: list[PatchFile]) -> Built:
 
 
 def _record(
-    repo: Repo, known: dict[str, tuple[str, bool]], keys: list[str], at: int, steps: list[Step]
+    repo: Repo, known: dict[str, tuple[str, bool]], keys: list[str], at: int, steps: list[Step[P]]
 ) -> None:
     lines = [
         f"update {MEMO}{keys[at + i]}{'.3way' if s.three_way else ''} {s.commit} {'0' * 40}"
@@ -78,7 +79,7 @@ def _salt() -> bytes:
     return digest.digest()
 
 
-def memo_keys(base: str, files: list[PatchFile]) -> list[str]:
+def memo_keys(base: str, files: list[PatchFile[P]]) -> list[str]:
     key = hashlib.sha1(_salt() + base.encode()).hexdigest()
     keys = []
     for item in files:

@@ -2,15 +2,25 @@
 
 Getting the revision and the upstream commits since the pin is the
 upstream package's (series.upstream); this only turns its answer into
-the :class:`~series.conflicts.analysis.Target` the analysis reads.
+the :class:`Target` the merges and the evidence read.
 """
 
 from __future__ import annotations
 
-from series.conflicts.analysis import Target
-from series.conflicts.merger import Node
-from series.git import Repo
+from dataclasses import dataclass, field
+
+from series.git import LogEntry, Repo
+from series.merge.merger import Node
 from series.upstream import Base, UpstreamSource
+
+
+@dataclass
+class Target:
+    label: str
+    node: Node
+    revs: list[str]  # the upstream commits since the pin, as rev-list arguments
+    range: str
+    commits: list[LogEntry] = field(default_factory=list)
 
 
 def resolve_target(

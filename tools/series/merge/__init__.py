@@ -1,0 +1,17 @@
+"""The merge engine: three-way merges of trees, in memory, in batches.
+
+* :mod:`~series.merge.merger`: merge jobs (``Node``, ``Job``) and the
+  batched ``git merge-tree`` that runs them (``Merger``);
+* :mod:`~series.merge.stacked`: the series as merge inputs (``Stacked``, ``PinStep``);
+* :mod:`~series.merge.target`: the ``--onto`` revision (from series.upstream)
+  as a merge target (``Target``, ``resolve_target``).
+
+Used by check-conflicts (series.conflicts) and rebase (series.stack.rebase)
+alike; it imports no workflow (tests/test_architecture.py).
+"""
+
+from series.merge.merger import Job, Merger, Node
+from series.merge.stacked import PinStep, Stacked
+from series.merge.target import Target, resolve_target
+
+__all__ = ["Job", "Merger", "Node", "PinStep", "Stacked", "Target", "resolve_target"]
