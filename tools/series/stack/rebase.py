@@ -80,7 +80,7 @@ def start(
     if target is None:
         ui.result(f"nothing to do: the series already sits on {onto}")
         return
-    infos = repo.commit_infos(cstate.base, tip)
+    infos = repo.history.commit_infos(cstate.base, tip)
     steps = [StepState(series_id(i.message) or "?", i.commit) for i in infos]
     onto_commit = str(target.node.commit)
     saved = save_project(repo, series.root, [series.patch_path(p) for p in series.manifest.patches])
@@ -96,7 +96,7 @@ def start(
         steps=steps,
         current=onto_commit,
     )
-    with repo.transaction(f"series rebase: start onto {onto} ({onto_commit[:12]})") as txn:
+    with repo.refs.transaction(f"series rebase: start onto {onto} ({onto_commit[:12]})") as txn:
         rstate.save(repo, txn, state, None)
         txn.update(rstate.SAVED_REF, saved, None)
     ui.status(f"rebase: {len(steps)} patches onto {target.label}; upstream since: {target.range}")
@@ -120,7 +120,7 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
     if lost:
         raise RefusedError(
             f"refusing to rebase: {len(lost)} commit(s) on {checkout.branch} were never exported",
-            why="\n".join(checkout.repo.oneline(c) for c in lost[:10]),
+            why="\n".join(checkout.repo.history.oneline(c) for c in lost[:10]),
             hint="run `series export` first, so patches/ holds what is rebased",
         )
     ids = [p.id for p in series.manifest.patches]
@@ -130,7 +130,7 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
             why=f"applied: {', '.join(applied) or 'none'}\nseries.toml: {', '.join(ids)}",
             hint="run `series apply` (the whole series) first",
         )
-    if not series.cache.has_object(state.base):  # a new cache: bring the base back
+    if not series.cache.objects.has(state.base):  # a new cache: bring the base back
         series.upstream().keep(state.base, source=checkout.path, ref=BASE_REF, pin=False)
     built = series.stack(state.base)
     if built.tip != state.synced:
@@ -167,8 +167,8 @@ def _target(
 
 
 def _drop_refs(repo: Repo) -> None:
-    with repo.transaction("series rebase: drop the fetched revision") as txn:
-        for name, old in repo.refs(rstate.PREFIX).items():
+    with repo.refs.transaction("series rebase: drop the fetched revision") as txn:
+        for name, old in repo.refs.under(rstate.PREFIX).items():
             if name != rstate.LAST_REF:
                 txn.delete(name, old)
 
@@ -176,13 +176,13 @@ def _drop_refs(repo: Repo) -> None:
 def _with_target(ctx: Context, target: Target) -> None:
     """Evidence that a patch is upstream, and who touched which files, for the report."""
     repo, st = ctx.repo, ctx.state
-    nodes = [Node(repo.tree_of(st.base), st.base)]
+    nodes = [Node(repo.objects.tree_of(st.base), st.base)]
     steps = []
     for s in st.steps:
         info = ctx.infos[s.commit]
         nodes.append(Node(info.tree, info.commit, info.parent))
         steps.append(PinStep(_patch(ctx, s.id), "clean", info.commit))
-    files_by_commit = {e.commit: e.files for e in repo.log_files([st.tip, f"^{st.base}"])}
+    files_by_commit = {e.commit: e.files for e in repo.history.log_files([st.tip, f"^{st.base}"])}
     files = {s.id: files_by_commit.get(s.commit, ()) for s in st.steps}
     stacked = Stacked(nodes[0], steps, nodes, files)
     ctx.evidence = find_evidence(repo, stacked, target)
@@ -201,10 +201,12 @@ def resume_target(ctx: Context) -> None:
     st = ctx.state
     revs = [st.onto, f"^{st.base}"]
     real = ctx.series.manifest.upstream.commit
-    if ctx.repo.has_object(real) and ctx.repo.merge_base(real, st.onto):
+    if ctx.repo.objects.has(real) and ctx.repo.history.merge_base(real, st.onto):
         revs = [st.onto, f"^{real}"]
-    commits = ctx.repo.log_files(revs, max_count=2000)
-    target = Target(st.onto_label, Node(ctx.repo.tree_of(st.onto), st.onto), revs, "", commits)
+    commits = ctx.repo.history.log_files(revs, max_count=2000)
+    target = Target(
+        st.onto_label, Node(ctx.repo.objects.tree_of(st.onto), st.onto), revs, "", commits
+    )
     _with_target(ctx, target)
 
 
@@ -226,7 +228,7 @@ def replay(ctx: Context) -> None:
     st, repo = ctx.state, ctx.repo
     merger = Merger(repo, HERMETIC)
     todo = [k for k, step in enumerate(st.steps) if step.status == "pending"]
-    actual = repo.tree_of(st.current)
+    actual = repo.objects.tree_of(st.current)
     guesses = _speculate(ctx, merger, todo, actual)
     made: list[tuple[int, str]] = []
     for k in todo:
@@ -269,7 +271,7 @@ def _drop(step: StepState, status: str, why: str, evidence: tuple[Evidence, ...]
 
 def _parent(ctx: Context, info: CommitInfo) -> Node:
     parent = ctx.infos.get(info.parent)
-    tree = parent.tree if parent is not None else ctx.repo.tree_of(info.parent)
+    tree = parent.tree if parent is not None else ctx.repo.objects.tree_of(info.parent)
     return Node(tree, info.parent)
 
 
@@ -281,7 +283,7 @@ def _speculate(
     if not todo or st.current != st.onto or len(todo) != len(st.steps):
         return {}
     infos = [ctx.infos[st.steps[k].commit] for k in todo]
-    pin = Node(ctx.repo.tree_of(st.base), st.base)
+    pin = Node(ctx.repo.objects.tree_of(st.base), st.base)
     onto = Node(actual, st.onto)
     predicted = merger.run([Job(pin, onto, Node(i.tree, i.commit, i.parent)) for i in infos])
     ontos = [actual] + [m.tree if m.clean else "" for m in predicted[:-1]]
@@ -303,7 +305,7 @@ def _commit(ctx: Context, made: list[tuple[int, str]]) -> None:
     for k, tree in made:
         info = ctx.infos[st.steps[k].commit]
         chain.append((tree, info.message, info.author))
-    ids = ctx.repo.write_commits(chain, st.current)
+    ids = ctx.repo.objects.write_commits(chain, st.current)
     for (k, _), commit in zip(made, ids, strict=True):
         st.steps[k].new = commit
     st.current = ids[-1]
@@ -341,13 +343,13 @@ def stop(ctx: Context, k: int, merge: TreeMerge, conflicted: str, key: str, note
     st, repo = ctx.state, ctx.repo
     files = list(merge.files)
     touched = [f"{c} {subject}" for c, subject, fs in ctx.commits if set(fs) & set(files)][:10]
-    index_tree = repo.index_tree()
+    index_tree = repo.worktree.index_tree()
     assert index_tree is not None, "the checkout was clean when the rebase began"
     stages = [(e.mode, e.oid, e.stage, e.path) for e in merge.entries]
     st.stop = Stop(k, conflicted, key, files, stages, index_tree, touched, note)
-    old_blob = repo.ref_value(rstate.STATE_REF)
-    head = repo.head()
-    with repo.transaction(f"series rebase: stop at {st.steps[k].id}") as txn:
+    old_blob = repo.refs.value(rstate.STATE_REF)
+    head = repo.refs.head()
+    with repo.refs.transaction(f"series rebase: stop at {st.steps[k].id}") as txn:
         rstate.save(repo, txn, st, old_blob)
         if head != st.current:
             txn.detach_head(st.current, head or "0" * 40)
@@ -357,8 +359,8 @@ def stop(ctx: Context, k: int, merge: TreeMerge, conflicted: str, key: str, note
 
 def write_conflict(repo: Repo, s: Stop) -> None:
     """The conflicted files with markers into the work tree, their stages into the index."""
-    repo.checkout_tree(s.written_from, s.conflict_tree)
-    repo.stage_conflicts(s.stages)
+    repo.worktree.checkout_tree(s.written_from, s.conflict_tree)
+    repo.worktree.stage_conflicts(s.stages)
 
 
 def conflict_error(ctx: Context) -> ConflictError:

@@ -50,7 +50,7 @@ def finish(ctx: Context) -> None:
     old_text = saved_files(repo, st.saved)["series.toml"].decode("utf-8")
     old = {str(t["id"]): t for t in tomllib.loads(old_text)["patch"]}
     kept = [s for s in st.steps if s.status in ("picked", "resolved")]
-    exported = repo.format_patches(st.onto, st.current) if kept else []
+    exported = repo.diffs.format_patches(st.onto, st.current) if kept else []
     data = {s.id: d for s, d in zip(kept, exported, strict=True)}
     commits = _verify(ctx, kept, data, old)
     dropped = _dropped(st, old)
@@ -130,8 +130,12 @@ def _verify(
             path = Path(tmp) / f"{i:04d}.patch"
             path.write_bytes(data[s.id])
             files.append(path)
-        tree = repo.apply_all(repo.tree_of(st.onto), files) if files else repo.tree_of(st.onto)
-    if tree != repo.tree_of(st.current):
+        tree = (
+            repo.index.apply_all(repo.objects.tree_of(st.onto), files)
+            if files
+            else repo.objects.tree_of(st.onto)
+        )
+    if tree != repo.objects.tree_of(st.current):
         raise InternalError(
             "the re-exported patches would not reproduce the rebased commits",
             why="nothing was written; the rebase stays where it is",
@@ -145,7 +149,7 @@ def _summary(ctx: Context, dropped: list[Dropped], kept: int) -> None:
     for column in ("#", "id", "result", "details"):
         table.add_column(column, overflow="fold")
     picked = [c for s in st.steps if s.status == "picked" for c in (s.commit, str(s.new))]
-    diffs = repo.commit_diffs(picked)
+    diffs = repo.diffs.commits(picked)
     for n, s in enumerate(st.steps, 1):
         if s.status == "picked":
             result, detail = classify_diffs(diffs[s.commit], diffs[str(s.new)]), ""
@@ -184,7 +188,7 @@ def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
         abort(series, ui, checkout, st)
         return
     _check_moved(checkout, st, head_may_move=action == "skip")
-    infos = repo.commit_infos(st.base, st.tip)
+    infos = repo.history.commit_infos(st.base, st.tip)
     ctx = Context(series, ui, checkout, st, {i.commit: i for i in infos})
     resume_target(ctx)
     if action == "skip":
@@ -203,7 +207,7 @@ def _check_moved(checkout: Checkout, st: rstate.RebaseState, *, head_may_move: b
             why=f"it was {st.tip[:12]}, it is {(tip or 'gone')[:12]}",
             hint="`series rebase --abort` (it leaves the branch as it is now), then start again",
         )
-    onto = repo.rev(rstate.ONTO_REF)
+    onto = repo.objects.rev(rstate.ONTO_REF)
     if onto != st.onto:
         raise RefusedError(
             "refusing to go on: the target of the rebase moved",
@@ -211,7 +215,7 @@ def _check_moved(checkout: Checkout, st: rstate.RebaseState, *, head_may_move: b
             hint="`series rebase --abort`, then start again with --onto",
         )
     expected = st.current if st.stop is not None else st.tip
-    head = repo.head()
+    head = repo.refs.head()
     if head != expected and not (head_may_move and st.stop is not None):
         raise RefusedError(
             f"refusing to go on: the checkout moved (HEAD is {(head or 'nothing')[:12]}, "
@@ -245,7 +249,7 @@ def _continue(ctx: Context) -> None:
     step.status, step.resolution = "resolved", str(path.relative_to(ctx.series.root))
     step.note = "resolved by hand, recorded"
     ctx.ui.status(f"  {step.id:<4} resolution recorded in {step.resolution}")
-    step.new = repo.commit_tree(resolved, [st.current], info.message, info.author)
+    step.new = repo.objects.commit_tree(resolved, [st.current], info.message, info.author)
     st.current, st.stop = step.new, None
     replay(ctx)
 
@@ -253,7 +257,7 @@ def _continue(ctx: Context) -> None:
 def _resolved_tree(ctx: Context, s: rstate.Stop, sid: str) -> str:
     """The tree staged as the resolution; refuse what is not one (yet)."""
     repo, where = ctx.repo, ctx.checkout.path
-    unmerged = repo.unmerged()
+    unmerged = repo.worktree.unmerged()
     if not unmerged:
         _finish_stop(ctx, s)  # raises when the stop itself was cut short
     if unmerged:
@@ -263,16 +267,16 @@ def _resolved_tree(ctx: Context, s: rstate.Stop, sid: str) -> str:
             hint=f"edit them, `git -C {where} add` them, then `series rebase --continue`; "
             f"or `series rebase --skip` drops {sid}, `series rebase --abort` undoes the rebase",
         )
-    if not repo.files_match_index():
+    if not repo.worktree.files_match_index():
         raise RefusedError(
             "refusing to go on: the checkout has changes that are not staged",
-            why="\n".join(repo.dirty()[:10]),
+            why="\n".join(repo.worktree.dirty()[:10]),
             hint=f"`git -C {where} add` what belongs to the resolution "
             "(or `git checkout --` what does not), then `series rebase --continue`",
         )
-    resolved = repo.index_tree()
+    resolved = repo.worktree.index_tree()
     assert resolved is not None
-    if resolved == repo.tree_of(ctx.state.current):
+    if resolved == repo.objects.tree_of(ctx.state.current):
         raise UsageError(
             f"nothing of {sid} is left after the resolution",
             hint="`series rebase --skip` drops it with a record; or stage its changes",
@@ -290,8 +294,8 @@ def _finish_stop(ctx: Context, s: rstate.Stop) -> None:
     put the markers into the series; a conflict added back unedited is the
     same tree, and is refused the same way.
     """
-    repo, index = ctx.repo, ctx.repo.index_tree()
-    if index == s.written_from and repo.files_match_index():
+    repo, index = ctx.repo, ctx.repo.worktree.index_tree()
+    if index == s.written_from and repo.worktree.files_match_index():
         ctx.ui.status(
             "the conflict had not been written into the checkout (interrupted); it is now"
         )
@@ -302,7 +306,7 @@ def _finish_stop(ctx: Context, s: rstate.Stop) -> None:
             "the conflicted files are staged with their markers (an interrupted stop, or "
             "`git add` of unedited files): their conflict stages are back in the index"
         )
-        repo.stage_conflicts(s.stages)
+        repo.worktree.stage_conflicts(s.stages)
         raise conflict_error(ctx)
 
 
@@ -316,7 +320,9 @@ def _skip(ctx: Context) -> None:
     step.status = "skipped"
     step.upstream_commit = s.upstream[0].split()[0] if s.upstream else st.onto
     step.note = f"conflicts with upstream in {', '.join(s.files)}"
-    repo.checkout_tree(None, st.current)  # the conflict is thrown away, as git rebase --skip
+    repo.worktree.checkout_tree(
+        None, st.current
+    )  # the conflict is thrown away, as git rebase --skip
     st.stop = None
     ctx.ui.status(f"  {step.id:<4} skipped; series.toml will record why")
     replay(ctx)
@@ -326,13 +332,13 @@ def abort(series: Series, ui: Ui, checkout: Checkout, st: rstate.RebaseState) ->
     repo = checkout.repo
     gone = [rstate.STATE_REF, rstate.ONTO_REF, rstate.SAVED_REF, rstate.CURRENT_REF]
     keep_stop(checkout, st, "rebase --abort", ui, gone=gone)
-    repo.set_head(checkout.branch_ref)
+    repo.refs.set_head(checkout.branch_ref)
     tip = checkout.tip()
     assert tip is not None
-    repo.checkout_tree(None, tip)
+    repo.worktree.checkout_tree(None, tip)
     written = [series.patch_path(p) for p in series.manifest.patches]
     changed = restore_project(repo, series.root, st.saved, written)
-    with repo.transaction("series rebase: abort") as txn:
+    with repo.refs.transaction("series rebase: abort") as txn:
         rstate.forget(repo, txn, keep_last=False)
     moved = "" if tip == st.tip else f" (the branch had moved to {tip[:12]}; it stays there)"
     ui.result(
@@ -359,11 +365,11 @@ def keep_stop(
     back there in it. The rebase's own commits are not kept.
     """
     repo = checkout.repo
-    known = [repo.tree_of(c) for c in (st.current, st.tip)]
+    known = [repo.objects.tree_of(c) for c in (st.current, st.tip)]
     if st.stop is not None:
         known += [st.stop.conflict_tree, st.stop.written_from]
     changes = backup.uncommitted(repo, what, known)
-    with repo.transaction(f"series {what}: keep what the checkout held") as txn:
+    with repo.refs.transaction(f"series {what}: keep what the checkout held") as txn:
         kept = checkout.keep_lost(
             txn,
             what,
@@ -371,7 +377,7 @@ def keep_stop(
             extra=[(backup.CHANGES, changes)],
             gone=gone or (),
         )
-        head = repo.head()
+        head = repo.refs.head()
         if back_to is not None and head is not None and head != back_to:
             txn.detach_head(back_to, head)
     if kept is not None:
@@ -395,23 +401,25 @@ def _finish_interrupted_end(checkout: Checkout, ui: Ui) -> bool:
     repo = checkout.repo
     state = checkout.state()
     tip = checkout.tip()
-    if state is None or tip is None or repo.rev(rstate.LAST_REF) is None:
+    if state is None or tip is None or repo.objects.rev(rstate.LAST_REF) is None:
         return finish_interrupted_move(checkout, ui)
-    if checkout.on_branch() or state.synced != tip or repo.symbolic_head() is not None:
+    if checkout.on_branch() or state.synced != tip or repo.refs.symbolic_head() is not None:
         return finish_interrupted_move(checkout, ui)
-    if repo.unmerged() or not repo.files_match_index():
+    if repo.worktree.unmerged() or not repo.worktree.files_match_index():
         return False
-    repo.checkout_tree(None, tip)
-    repo.set_head(checkout.branch_ref)
+    repo.worktree.checkout_tree(None, tip)
+    repo.refs.set_head(checkout.branch_ref)
     return True
 
 
 def _leftovers(checkout: Checkout) -> bool:
     """Delete the refs a start killed before its first transaction left; any found?"""
     repo = checkout.repo
-    left = {n: v for n, v in repo.refs(rstate.PREFIX).items() if n != rstate.LAST_REF}
+    left = {n: v for n, v in repo.refs.under(rstate.PREFIX).items() if n != rstate.LAST_REF}
     if left:
-        with repo.transaction("series rebase: drop the leftovers of an interrupted start") as txn:
+        with repo.refs.transaction(
+            "series rebase: drop the leftovers of an interrupted start"
+        ) as txn:
             for name, old in left.items():
                 txn.delete(name, old)
     return bool(left)

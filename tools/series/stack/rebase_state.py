@@ -93,12 +93,12 @@ class RebaseState:
 
 def load(repo: Repo) -> RebaseState | None:
     """The rebase in progress in ``repo``, validated, or None."""
-    blob = repo.ref_value(STATE_REF)
+    blob = repo.refs.value(STATE_REF)
     if blob is None:
         return None
     where = f"{STATE_REF} in {repo.path}"
     try:
-        data = json.loads(repo.read_blob(blob).decode("utf-8"))
+        data = json.loads(repo.objects.read_blob(blob).decode("utf-8"))
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         if data.get("format") != FORMAT:
@@ -129,14 +129,14 @@ def load(repo: Repo) -> RebaseState | None:
 def save(repo: Repo, txn: Transaction, state: RebaseState, old_blob: str | None) -> None:
     """Add the writes of ``state`` (state blob and current ref) to ``txn``."""
     raw = (json.dumps(state.to_json(), indent=2) + "\n").encode()
-    blob = repo.write_objects("blob", [raw])[0]
+    blob = repo.objects.write("blob", [raw])[0]
     txn.update(STATE_REF, blob, old_blob or ZERO)
-    txn.update(CURRENT_REF, state.current, repo.ref_value(CURRENT_REF) or ZERO)
+    txn.update(CURRENT_REF, state.current, repo.refs.value(CURRENT_REF) or ZERO)
 
 
 def forget(repo: Repo, txn: Transaction, *, keep_last: bool) -> None:
     """Add the deletion of every rebase ref to ``txn`` (``keep_last``: the snapshot as last)."""
-    refs = repo.refs(PREFIX)
+    refs = repo.refs.under(PREFIX)
     for name in (STATE_REF, ONTO_REF, SAVED_REF, CURRENT_REF):
         if name in refs:
             txn.delete(name, refs[name])
