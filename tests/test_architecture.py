@@ -400,7 +400,7 @@ REBASE_PURE = ("series.stack.rebase_plan", "series.stack.rebase_step")
 def test_the_rebase_step_is_pure(name: str) -> None:
     """The plan and the step function import no git and no effectful module: only each other."""
     found = imports(MODULES[name])
-    series_imports = {_owner(n) for n in _uses(found, "series")} - {None}
+    series_imports = {o for n in _uses(found, "series") if (o := _owner(n)) is not None}
     assert series_imports <= set(REBASE_PURE), f"{name} imports {sorted(series_imports)}"
     assert not _uses(found, "git"), f"{name} imports GitPython"
     top = {n.split(".")[0] for n in found} - {"series", "__future__"}

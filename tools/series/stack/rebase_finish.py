@@ -28,18 +28,24 @@ from series.manifest import Dropped, Patch
 from series.manifest_write import PatchUpdate, write_patches, write_pin
 from series.stack import rebase_state as rstate
 from series.stack.rangediff import classify_diffs
-from series.stack.rebase_plan import RebaseState
+from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
 from series.stack.snapshot import saved_files
 from series.ui import Ui
 
 if TYPE_CHECKING:
     from series.project import Series
 
-REASONS = {
+REASONS = {  # why a patch left the series, by its outcome (drops say their own: rebase_plan)
     "empty": "empty on the new base",
-    "dropped": "already upstream (--drop-merged)",
     "skipped": "skipped at a conflict (series rebase --skip)",
 }
+
+
+def reason(action: Action, outcome: Outcome) -> str | None:
+    """Why the rebase removed the patch (the start of its [[dropped]] reason), or None."""
+    if outcome.status == "dropped":
+        return DROP_REASONS[action.reason][1]
+    return REASONS.get(outcome.status)
 
 
 def finish(
@@ -104,14 +110,14 @@ def _dropped(st: RebaseState, old: Mapping[str, Patch]) -> list[Dropped]:
         Dropped(
             id=a.id,
             title=old[a.id].title if a.id in old else a.id,
-            reason=f"{REASONS[o.status]}: {o.note}" if o.note else REASONS[o.status],
+            reason=f"{why}: {o.note}" if o.note else why,
             pr=old[a.id].pr if a.id in old else None,
             upstream_commit=o.upstream_commit,
             onto=st.onto,
             file=old[a.id].file if a.id in old else "",
         )
         for a, o in st.walked()
-        if o.status in REASONS
+        if (why := reason(a, o)) is not None
     ]
 
 
@@ -149,7 +155,7 @@ def _summary(repo: Repo, ui: Ui, st: RebaseState, dropped: list[Dropped], kept: 
         elif o.status == "resolved":
             result, detail = "resolved (recorded)", o.resolution
         else:
-            result, detail = f"dropped ({REASONS[o.status]})", o.note
+            result, detail = f"dropped ({reason(a, o)})", o.note
         table.add_row(str(n), a.id, result, detail)
     ui.table(table)
     ui.result(

@@ -30,8 +30,9 @@ KINDS = ("pick", "drop")
 # What became of an action; a patch with no outcome yet is "pending".
 STATUSES = ("picked", "resolved", "empty", "dropped", "skipped")
 PENDING = "pending"
-# The reasons a ``drop`` action may give (each names a [[dropped]] reason: rebase_finish).
-DROP_REASONS = ("dropped",)
+# Why a ``drop`` action drops its patch: reason -> (the note of its outcome, what
+# series.toml's [[dropped]] record and the summary say). A new way to drop is an entry.
+DROP_REASONS = {"upstream": ("already upstream", "already upstream (--drop-merged)")}
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ def plan_rebase(
     patch turns out empty.
     """
     return tuple(
-        Action("drop", pid, commit, reason="dropped", upstream=evidence[pid])
+        Action("drop", pid, commit, reason="upstream", upstream=evidence[pid])
         if drop_merged and pid in evidence
         else Action("pick", pid, commit, upstream=evidence.get(pid))
         for pid, commit in patches

@@ -61,7 +61,7 @@ def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
 
 
 def _since_pin(run: Run, st: RebaseState) -> list[LogEntry]:
-    """The upstream commits since the pin, as the start had them (for a stop's report)."""
+    """The upstream commits since the pin (REV's that the real pin lacks), for a stop's report."""
     revs = [st.onto, f"^{st.base}"]
     real = run.series.manifest.upstream.commit
     if run.repo.has_object(real) and run.repo.merge_base(real, st.onto):

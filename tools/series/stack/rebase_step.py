@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from series.stack.rebase_plan import Action, Outcome, RebaseState, Stop, Upstream
+from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState, Stop, Upstream
 
 
 @dataclass(frozen=True)
@@ -182,8 +182,7 @@ def _merged(state: RebaseState, event: Merged) -> RebaseState:
 
 
 def _dropped(action: Action) -> Outcome:
-    assert action.upstream is not None, "a drop names what upstream has"
-    return _noted(Outcome("dropped"), "already upstream", action)
+    return _noted(Outcome("dropped"), DROP_REASONS[action.reason][0], action)
 
 
 def _noted(outcome: Outcome, why: str, action: Action) -> Outcome:
