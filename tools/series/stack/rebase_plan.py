@@ -15,8 +15,9 @@ another one (:class:`OtherFormat`) and validates every key and type of
 this one (:class:`ValueError`), so a damaged or foreign state is named,
 never half-read. docs/rebase.md ("State") documents the format.
 
-Pure: no git, no files. New kinds of action (edit, squash, a partly
-upstream remainder) are new entries in ``KINDS`` and new plan builders.
+Pure: no git, no files. A new kind of action (edit, squash, a partly
+upstream remainder) is an entry in ``KINDS``, its walk in
+``rebase_step.WALK``, and a plan builder that uses it.
 """
 
 from __future__ import annotations

@@ -105,13 +105,27 @@ def step(state: RebaseState, event: Event) -> tuple[RebaseState, Effect]:
         return state, _write(state) or Halt()
     while state.position < len(state.plan):
         action = state.plan[state.position]
-        if action.kind == "drop":
-            state = _add(state, _dropped(action))
-            continue
-        if action.kind == "pick":
-            return state, Replay(state.position, action.id, action.commit, tip_tree(state))
-        raise StepError(f"no step for an action of kind {action.kind!r}")
+        walk = WALK.get(action.kind)
+        if walk is None:
+            raise StepError(f"no step for an action of kind {action.kind!r}")
+        state, effect = walk(state, action)
+        if effect is not None:
+            return state, effect
     return state, _write(state) or Finish()
+
+
+def _pick(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | None]:
+    """Replay the patch onto the tree so far (its Merged result comes back to ``_merged``)."""
+    return state, Replay(state.position, action.id, action.commit, tip_tree(state))
+
+
+def _drop(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | None]:
+    return _add(state, _noted(Outcome("dropped"), DROP_REASONS[action.reason][0], action)), None
+
+
+# How each kind of action is walked: the state after it, and an effect to perform
+# (None: done without one, walk on). A new kind of action is a new entry.
+WALK = {"pick": _pick, "drop": _drop}
 
 
 def tip_tree(state: RebaseState) -> str:
@@ -179,10 +193,6 @@ def _merged(state: RebaseState, event: Merged) -> RebaseState:
         return _add(state, Outcome("picked", event.tree))
     note = "resolved by the recorded resolution"
     return _add(state, Outcome("resolved", event.tree, note=note, resolution=event.resolution))
-
-
-def _dropped(action: Action) -> Outcome:
-    return _noted(Outcome("dropped"), DROP_REASONS[action.reason][0], action)
 
 
 def _noted(outcome: Outcome, why: str, action: Action) -> Outcome:
