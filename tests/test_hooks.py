@@ -1,11 +1,10 @@
-"""The pre-push hook, through real `git push` to a local bare remote.
+"""The hooks, through real `git commit` and `git push` to a local bare remote.
 
 Each test copies this repository's .pre-commit-config.yaml and the hook
-wrapper (ci/hooks/series-check-conflicts) into a small project on a tiny
-upstream, installs the hook with pre-commit, and pushes. PATH is set per
-test: with this virtualenv's bin (an active venv), or only the system
-directories (a shell without it). Commits made after `pre-commit install`
-use --no-verify: the pre-commit stage would build the ruff environment.
+wrapper (ci/hooks/project-tool) into a small project on a tiny upstream,
+installs the hooks with pre-commit (its store in the test's own home), and
+commits or pushes. PATH is set per test: with this virtualenv's bin (an
+active venv), or only the system directories (a shell without it).
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ VENV_BIN = Path(sys.executable).parent
 SYSTEM_PATH = "/usr/bin:/bin"
 PRE_COMMIT = shutil.which("pre-commit", path=str(VENV_BIN))
 HOOK = "series-check-conflicts"
+WRAPPER = "ci/hooks/project-tool"
 
 pytestmark = pytest.mark.skipif(PRE_COMMIT is None, reason="pre-commit is not installed")
 
@@ -37,7 +37,7 @@ def hooked_project(tmp_path: Path) -> tuple[Project, Path]:
     root = project.root
     shutil.copy2(ROOT / ".pre-commit-config.yaml", root)
     (root / "ci/hooks").mkdir(parents=True)
-    shutil.copy2(ROOT / "ci/hooks" / HOOK, root / "ci/hooks" / HOOK)
+    shutil.copy2(ROOT / WRAPPER, root / WRAPPER)
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "the series")
@@ -133,4 +133,83 @@ def test_the_published_hook_matches_the_local_one() -> None:
     for key in ("name", "files", "stages", "pass_filenames"):
         assert local[key] == published[key], key
     assert published["entry"] == "series check-conflicts"
-    assert local["entry"] == f"ci/hooks/{HOOK} check-conflicts"
+    assert local["entry"] == f"{WRAPPER} series check-conflicts"
+
+
+def commit(root: Path, path: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": path}
+    argv = ["git", "commit", "-qm", "a tool change"]
+    return subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, check=False)
+
+
+def environments(home: Path) -> list[str]:
+    """What pre-commit installed in its store: a directory per hook environment."""
+    store = home / ".cache" / "pre-commit"
+    return sorted(p.name for p in store.iterdir() if p.is_dir()) if store.is_dir() else []
+
+
+def test_commit_runs_the_virtualenvs_ruff_and_builds_no_environment(
+    tmp_path: Path, hermetic: Path
+) -> None:
+    project, _ = hooked_project(tmp_path)
+    (project.root / "tools").mkdir()
+    (project.root / "tools/tool.py").write_text("x  =  1\n")
+    git(project.root, "add", "tools/tool.py")
+    proc = commit(project.root, f"{VENV_BIN}:{SYSTEM_PATH}")
+    assert proc.returncode != 0, "an unformatted file was committed"
+    assert "ruff format" in proc.stdout + proc.stderr
+    assert "tools/tool.py" in proc.stdout + proc.stderr
+    assert "1 file would be reformatted" in proc.stdout + proc.stderr
+    (project.root / "tools/tool.py").write_text("x = 1\n")
+    git(project.root, "add", "tools/tool.py")
+    proc = commit(project.root, f"{VENV_BIN}:{SYSTEM_PATH}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert environments(hermetic) == []
+
+
+def test_commit_without_ruff_says_how_to_install_it(tmp_path: Path) -> None:
+    assert shutil.which("ruff", path=SYSTEM_PATH) is None, "a ruff is installed system-wide"
+    project, _ = hooked_project(tmp_path)
+    (project.root / "tools").mkdir()
+    (project.root / "tools/tool.py").write_text("x = 1\n")
+    git(project.root, "add", "tools/tool.py")
+    proc = commit(project.root, SYSTEM_PATH)
+    assert proc.returncode != 0
+    output = proc.stdout + proc.stderr
+    assert "the ruff command is not installed" in output
+    assert "pip install -c ci/constraints.txt -e '.[test]'" in output
+
+
+def on_a_terminal(argv: list[str], cwd: Path, path: str) -> tuple[int, str]:
+    """Run argv as the session leader of a new pseudo-terminal; its exit code and screen."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.chdir(cwd)
+        os.environ["PATH"] = path
+        os.execvp(argv[0], argv)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        screen += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), screen.decode(errors="replace")
+
+
+def test_push_says_on_the_terminal_what_it_starts(tmp_path: Path) -> None:
+    # pre-commit shows a hook's output only when it ends: a first push that
+    # fetches the pin would sit silent. The wrapper writes to the terminal.
+    project, remote = hooked_project(tmp_path)
+    argv = ["git", "push", "target", "HEAD:refs/heads/main"]
+    code, screen = on_a_terminal(argv, project.root, f"{VENV_BIN}:{SYSTEM_PATH}")
+    assert code == 0, screen
+    assert remote_main(remote) == git(project.root, "rev-parse", "HEAD")
+    first = screen.index("series check-conflicts: running")
+    assert first < screen.index("Passed"), screen
