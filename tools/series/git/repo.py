@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -325,11 +325,16 @@ class Repo(RefsMixin, IndexMixin, MergeTreeMixin, WorktreeMixin, MailMixin, Remo
         """``git range-diff OLD NEW`` (two revision ranges), without colour."""
         return self.git("range-diff", "--no-color", "--creation-factor=100", old, new, env=HERMETIC)
 
-    def apply_exact(self, tree: str, diff: bytes) -> str | None:
-        """``tree`` with ``diff`` applied exactly (no fuzz, no 3-way), or None."""
-        with self.scratch_index(tree) as env, input_file(diff) as path:
-            status, _, _ = self.git_status("apply", "--cached", str(path), env=env)
-            return self.write_tree(env) if status == 0 else None
+    def apply_exact(
+        self, tree: str, diff: bytes, env: Mapping[str, str] | None = None
+    ) -> str | None:
+        """``tree`` with ``diff`` applied exactly (no fuzz, no 3-way), or None.
+
+        ``env``: a scratch-object environment ``tree`` lives in, if any.
+        """
+        with self.scratch_index(tree, env) as index, input_file(diff) as path:
+            status, _, _ = self.git_status("apply", "--cached", str(path), env=index)
+            return self.write_tree(index) if status == 0 else None
 
     # -- history boundaries and copies --------------------------------------------
     def shallow_roots(self) -> frozenset[str]:

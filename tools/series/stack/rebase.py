@@ -5,7 +5,7 @@ The sequencer replays the checkout's commits (pin..tip) onto REV as
 far and the patch's commit over the patch's parent (``merge-tree``, no
 index, no work tree), committed with ``commit-tree``. Nothing visible moves
 while patches apply. At the first conflict that no recorded resolution
-(series.stack.resolutions) answers, the state is written (one ref
+(series.merge.resolutions) answers, the state is written (one ref
 transaction, series.stack.rebase_state), HEAD is detached at the commit
 so far and the conflicted files are written into the checkout with
 markers; ``--continue``, ``--skip`` and ``--abort`` pick it up from there.
@@ -28,9 +28,8 @@ from series.errors import ConflictError, RefusedError, UsageError
 from series.evidence import Evidence, find_evidence
 from series.git import HERMETIC, CommitInfo, Repo, TreeMerge
 from series.manifest import Patch
-from series.merge import Job, Merger, Node, PinStep, Stacked, Target, resolve_target
+from series.merge import Job, Merger, Node, PinStep, Stacked, Target, resolutions, resolve_target
 from series.stack import rebase_state as rstate
-from series.stack import resolutions
 from series.stack.rebase_state import RebaseState, StepState, Stop
 from series.stack.snapshot import save_project
 from series.ui import Ui

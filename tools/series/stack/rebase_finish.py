@@ -28,8 +28,9 @@ from series.errors import ConflictError, InternalError, RefusedError, UsageError
 from series.files import confined, remove, write_atomic
 from series.manifest import Dropped
 from series.manifest_write import PatchUpdate, write_patches, write_pin
+from series.merge import resolutions
 from series.stack import rebase_state as rstate
-from series.stack import resolution_check, resolutions
+from series.stack import resolution_check
 from series.stack.rangediff import classify_diffs
 from series.stack.rebase import Context, conflict_error, replay, resume_target, write_conflict
 from series.stack.snapshot import restore_project, saved_files

@@ -52,7 +52,7 @@ class StepState:
 class Stop:
     index: int  # the step that conflicts
     conflict_tree: str  # the merge with conflict markers, as written into the checkout
-    key: str  # what the conflict is (series.stack.resolutions.conflict_key)
+    key: str  # what the conflict is (series.merge.resolutions.conflict_key)
     files: list[str]
     stages: list[tuple[str, str, int, str]]  # (mode, oid, stage, path)
     written_from: str  # the index tree the conflict was written over
