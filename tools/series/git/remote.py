@@ -187,10 +187,32 @@ class RemoteMixin(Runner):
         status, _, err = _bounded(self.path, argv, None, users_ssh=True)
         return status == 0, err
 
+    def remote_has(self, remote: str, commit: str) -> tuple[bool, str]:
+        """Whether ``remote`` has ``commit``, which this repository has: (has, git's stderr).
+
+        Asks for it by id, a depth of one (``fetch --depth=1``: without a
+        depth git trusts what it has and asks nothing); a commit this
+        repository already has at its shallow boundary fetches nothing.
+        "not our ref" is git's answer for a commit the remote lacks. Bounded
+        like every fetch (``_bounded``): a remote that stops answering
+        raises :class:`RemoteUnreachable`.
+        """
+        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth=1"]
+        status, _, err = _bounded(self.path, [*argv, "--", remote, commit], None, users_ssh=True)
+        if status != 0 and err.startswith(_SILENT):
+            raise RemoteUnreachable(
+                f"cannot ask {remote} whether it has {commit[:12]}: git was stopped",
+                why=err.strip(),
+                hint=f"check that you can reach {remote}" + _SLOW,
+            )
+        return status == 0, err
+
     def fetch_commits(self, source: Repo, commits: Sequence[str]) -> None:
         """Copy ``commits`` and their history from ``source`` (a ref there names each).
 
         One ``for-each-ref`` and one ``fetch``, however many commits.
+        ``--update-shallow``: ``source`` (the cache) may hold them without
+        their history, and git refuses those commits silently otherwise.
         """
         missing = [c for c in dict.fromkeys(commits) if self.git_status("cat-file", "-e", c)[0]]
         if not missing:
@@ -201,7 +223,8 @@ class RemoteMixin(Runner):
         unnamed = [c for c in missing if c not in named]
         if unnamed:
             raise InternalError(f"{unnamed[0][:12]} has no ref in {source.path}")
-        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", str(source.path)]
+        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--update-shallow"]
+        argv += ["--", str(source.path)]
         status, _, err = execute(self.path, [*argv, *(named[c] for c in missing)])
         if status != 0:
             what = f"cannot copy {len(missing)} commit(s) from {source.path}"
