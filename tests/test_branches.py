@@ -11,6 +11,7 @@ from series.errors import Exit
 from series.git import PushUpdate, Repo
 
 RECORD = "refs/series/branches"
+BASE = "upstream-v1.0"  # the branch at the pin: the first pull request's base
 
 
 def setup(tmp_path: Path, specs: list[PatchSpec] | None = None) -> tuple[Project, str]:
@@ -33,12 +34,14 @@ def heads(repo: str | Path) -> dict[str, str]:
     out = git(Path(repo), "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/")
     found = dict(line.split(" ") for line in out.splitlines() if line)
     found.pop("main", None)  # the fork's upstream branch (setup), not series'
-    return found
+    return {k: v for k, v in found.items() if not k.endswith(BASE)}  # the patches' branches
 
 
 def actions(data: dict[str, Any], key: str = "action") -> dict[str, str | None]:
     found: dict[str, str | None] = {}
     for b in data["branches"]:
+        if b["position"] == 0:
+            continue  # the branch at the pin
         found[b["branch"]] = b[key] if key == "action" else (b.get("remote") or {}).get("action")
     return found
 
@@ -62,11 +65,12 @@ def test_first_push_makes_stacked_branches_with_their_pr_bases(tmp_path: Path) -
     assert git(work, "rev-parse", "perf-P3^") == local["perf-P2"]
     assert git(work, "rev-parse", "perf-P2^") == local["perf-P1"]
     assert git(work, "rev-parse", "perf-P1^") == project.commit
-    assert [b["base"] for b in data["branches"]] == ["v1.0", "perf-P1", "perf-P2"]
+    assert [b["base"] for b in data["branches"]] == [None, BASE, "perf-P1", "perf-P2"]
+    assert git(Path(remote), "rev-parse", f"refs/heads/{BASE}") == project.commit
     assert set(actions(data).values()) == {"create"}
     assert set(actions(data, "remote").values()) == {"create"}
     reflog = git(work, "reflog", "show", "--format=%gs", "refs/heads/perf-P1")
-    assert reflog.startswith("series branches: 3 create")
+    assert reflog.startswith("series branches: 4 create")
     assert data["changed"] is True
 
 
@@ -195,11 +199,12 @@ def test_alone_branches_skip_patches_that_need_earlier_ones(tmp_path: Path) -> N
         "alone/perf-P2": "skip",
         "alone/perf-P3": "create",
     }
-    assert "does not apply alone" in data["branches"][1]["why"]
+    assert "does not apply alone" in data["branches"][2]["why"]
     local = heads(project.work)
     for branch in ("alone/perf-P1", "alone/perf-P3"):
         assert git(project.work, "rev-parse", f"{branch}^") == project.commit
-    assert {b["base"] for b in data["branches"] if b["action"] == "create"} == {"v1.0"}
+    patches = [b for b in data["branches"] if b["action"] == "create" and b["position"]]
+    assert {b["base"] for b in patches} == {f"alone/{BASE}"}
     # another naming is another set: pruning one never deletes the other's branches
     code, data, _ = branches(project, "--prune")
     assert code == 0 and not data["changed"]

@@ -277,7 +277,7 @@ def test_push_to_a_local_remote_that_hangs_gives_up(
         assert "branches: reading the branches of slow; gives up after 2 s" in text
         assert "cannot read the branches of remote 'slow'" in text
     else:
-        assert "branches: pushing 3 branch(es) to slow; gives up after 2 s" in text
+        assert "branches: pushing 4 branch(es) to slow; gives up after 2 s" in text
         assert "the push to slow did not finish: git was stopped" in text
         assert "took every update or none" in text
     assert git(remote, "for-each-ref", "refs/heads/").count("\n") == 0  # main only

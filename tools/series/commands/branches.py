@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 EPILOG = (
     "exit status: 0 done (or nothing to change); 2 bad input; 3 a patch does not apply "
     "(the branches before it were made); 4 refused: a branch series did not leave as it "
-    "is, locally or on REMOTE (nothing changed; --force replaces it after a backup); "
-    "1 REMOTE unreachable. Manual: docs/branches.md."
+    "is, locally or on REMOTE (nothing changed; --force replaces it after a backup), or "
+    "REMOTE lacks the upstream history the push needs; 1 REMOTE unreachable, or "
+    "upstream's pinned commit cannot be fetched. Manual: docs/branches.md."
 )
 OPTIONS = (
     DIR,
@@ -32,6 +33,13 @@ OPTIONS = (
         "push the branches too, each leased against what REMOTE had",
         type=URL,
         metavar="REMOTE",
+    ),
+    Option(
+        "--upstream",
+        "fetch upstream's pinned commit from this URL or clone (a checkout made from the "
+        "sdist; default: upstream.repository)",
+        type=URL,
+        metavar="URL|PATH",
     ),
     Option(
         "--prune",
@@ -56,6 +64,7 @@ def run(
     alone: bool = False,
     dry_run: bool = False,
     push: str | None = None,
+    upstream: str | None = None,
     prune: bool = False,
     force: bool = False,
     as_json: bool = False,
@@ -64,7 +73,7 @@ def run(
     from series.stack.branches import branches
     from series.stack.branches import conflict as conflict_error
 
-    options = Options(prefix, alone, dry_run, push, prune, force)
+    options = Options(prefix, alone, dry_run, push, prune, force, upstream)
     checkout = series.checkout(directory)
     outcome = branches(series, ui, checkout, options)
     if as_json:
@@ -86,7 +95,8 @@ def _show(ui: Ui, outcome: Outcome) -> None:
     for column in ("branch", "patch", "local", *(["remote"] if remote else []), "PR base"):
         table.add_column(column, overflow="fold")
     for item in outcome.items:
-        row = [item.branch, item.patch or "-", _local(item, outcome.prune)]
+        patch = item.patch or ("the pin" if item.position == 0 else "-")
+        row = [item.branch, patch, _local(item, outcome.prune)]
         if remote:
             row.append(_remote(item))
         table.add_row(*row, item.base or "-")

@@ -21,16 +21,23 @@ conflicts in the favoured chain conflicts by itself. Until the first
 conflict both chains are one, and the whole chain is checked in two
 batches: predict the result after patch k as one merge of the stack up to k
 into the revision, then verify every step against the prediction before it.
+
+A conflict the project has a recorded resolution for (resolutions/<id>/,
+series.merge.resolutions) is resolved by it, as ``series rebase`` does:
+the patch is ``resolved``, not a conflict, and both chains go on from the
+resolved tree. A recorded resolution that does not fit this conflict is
+not used, and the note says so.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from series.evidence import Evidence, find_evidence
 from series.git import LogEntry, MergeMessage, TreeMerge
 from series.manifest import Patch
-from series.merge import Job, Merger, Node, Stacked, Target
+from series.merge import Job, Merger, Node, Stacked, Target, resolutions
 
 
 @dataclass(frozen=True)
@@ -52,8 +59,8 @@ class Pair:
 @dataclass
 class Replayed:
     patch: Patch
-    status: str  # clean | conflict | already-upstream | empty (| not-checked, in the report)
-    replay: str  # clean | conflict | empty | skipped (what the rebase did) | not-checked
+    status: str  # clean | conflict | resolved | already-upstream | empty (| not-checked)
+    replay: str  # clean | conflict | resolved | empty | skipped (what the rebase did) | not-checked
     cause: str | None = None  # self | earlier (conflicts only)
     blocked_by: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
@@ -62,6 +69,7 @@ class Replayed:
     upstream: tuple[LogEntry, ...] = ()
     tree: str | None = None  # the rebased tree after this patch (skip chain)
     note: str = ""
+    resolution: str | None = None  # resolutions/<id>/<key>.patch, when one resolved it
 
 
 # -- the pairwise matrix and the replay -------------------------------------------
@@ -74,7 +82,15 @@ class Analysis:
     replayed: list[Replayed] = field(default_factory=list)
 
 
-def analyse(merger: Merger, stacked: Stacked, target: Target | None, *, matrix: bool) -> Analysis:
+def analyse(
+    merger: Merger,
+    stacked: Stacked,
+    target: Target | None,
+    *,
+    matrix: bool,
+    recorded: Path | None = None,
+) -> Analysis:
+    """``recorded``: the project root whose resolutions/ the replay uses (None: none)."""
     s, pin = stacked.nodes, stacked.pin
     n = len(s) - 1
     alone_jobs = [Job(s[k - 1], pin, s[k]) for k in range(1, n + 1)] if matrix else []
@@ -98,7 +114,7 @@ def analyse(merger: Merger, stacked: Stacked, target: Target | None, *, matrix: 
         )
     result.pairs = _pairs(stacked, result.alone, pair_keys, pair_out)
     if target:
-        chain = _Chain(merger, stacked, target, predicted, checked)
+        chain = _Chain(merger, stacked, target, predicted, checked, recorded)
         result.replayed = chain.run()
     return result
 
@@ -154,9 +170,10 @@ class _Chain:
         target: Target,
         predicted: list[TreeMerge],
         checked: list[TreeMerge | None],
+        recorded: Path | None,
     ) -> None:
         self.merger, self.stacked, self.target = merger, stacked, target
-        self.predicted, self.checked = predicted, checked
+        self.predicted, self.checked, self.recorded = predicted, checked, recorded
         self.evidence = find_evidence(merger.repo, stacked, target)
 
     def run(self) -> list[Replayed]:
@@ -191,15 +208,63 @@ class _Chain:
                     jobs.append(Job(s[k - 1], self.fav, s[k]))
                 outs = self.merger.run(jobs)
                 skip_out, fav_out = outs[0], outs[-1]
+            found = self._recorded(patch, skip_out)
+            if found is not None and found.tree is not None:
+                step = self._resolved(patch, evidence, skip_out, found)
+                skip = Node(found.tree)
+                same = fav_out is skip_out  # one merge for both chains
+                self.fav = skip if same else Node(self._favour(patch, fav_out))
+                out.append(step)
+                step.tree = skip.tree
+                continue
             step = self._verdict(patch, evidence, skip, skip_out, fav_out, conflicted)
+            if found is not None and found.note:
+                step.note = found.note
             out.append(step)
             if skip_out.clean:
                 skip = Node(skip_out.tree)
-            self.fav = Node(self.merger.favour_theirs(fav_out))
+            self.fav = Node(self._favour(patch, fav_out))
             if step.replay == "conflict":
                 conflicted.append(patch)
             step.tree = skip.tree
         return out
+
+    def _recorded(self, patch: Patch, merge: TreeMerge) -> resolutions.Found | None:
+        """What the project's recorded resolutions say about a conflicted merge."""
+        if merge.clean or self.recorded is None:
+            return None
+        if not resolutions.recorded(self.recorded, patch.id):
+            return None  # the usual case: nothing recorded, nothing to mark up
+        env = self.merger.env
+        return resolutions.lookup(self.merger.repo, self.recorded, patch.id, merge, env)
+
+    def _favour(self, patch: Patch, merge: TreeMerge) -> str:
+        """The favoured chain's tree: a recorded resolution if one fits, else ``-X theirs``."""
+        found = self._recorded(patch, merge)
+        if found is not None and found.tree is not None:
+            return found.tree
+        return self.merger.favour_theirs(merge)
+
+    def _resolved(
+        self,
+        patch: Patch,
+        evidence: tuple[Evidence, ...],
+        merge: TreeMerge,
+        found: resolutions.Found,
+    ) -> Replayed:
+        assert self.recorded is not None
+        name = found.name(self.recorded)
+        return Replayed(
+            patch,
+            "already-upstream" if evidence else "resolved",
+            "resolved",
+            files=merge.files,
+            conflicts=merge.conflicts,
+            evidence=evidence,
+            upstream=tuple(self._touching(merge.files)),
+            note=f"conflicts, resolved by {name}",
+            resolution=name,
+        )
 
     def _verdict(
         self,

@@ -58,7 +58,7 @@ def check(
             ui.status(f"onto: {target.label}; upstream since the pin: {target.range}")
         with repo.merge.scratch_objects() as env:
             merger = Merger(repo, env, merge_mode)
-            analysis = analyse(merger, stacked, target, matrix=matrix)
+            analysis = analyse(merger, stacked, target, matrix=matrix, recorded=series.root)
     seconds = time.perf_counter() - started
     stats = {
         "merges": merger.merges,

@@ -159,6 +159,8 @@ def _judge(r: Replayed, onto: str | None, problems: list[str], notes: list[str])
     elif r.replay == "conflict":
         why = "by itself" if r.cause == "self" else f"because {', '.join(r.blocked_by)} does"
         problems.append(f"{r.patch.id} conflicts on {onto} {why} ({where})")
+    elif r.replay == "resolved":
+        notes.append(f"{r.patch.id} conflicts on {onto} ({where}), resolved by {r.resolution}")
     elif r.status == "already-upstream" and r.replay in ("skipped", "empty"):
         notes.append(f"{r.patch.id} is already upstream ({ev}): drop it when moving the pin")
     elif r.status == "already-upstream":
@@ -187,6 +189,7 @@ def _replayed(r: Replayed) -> dict[str, Any]:
         ],
         "tree": r.tree,
         "note": r.note,
+        "resolution": r.resolution,
     }
 
 

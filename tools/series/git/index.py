@@ -100,11 +100,16 @@ class Index(Part):
             status, _, _ = self._run.git_status(*argv, env=env)
             return self.write_tree(env) if status == 0 else None
 
-    def apply_exact(self, tree: str, diff: bytes) -> str | None:
-        """``tree`` with ``diff`` applied exactly (no fuzz, no 3-way), or None."""
-        with self.scratch(tree) as env, input_file(diff) as path:
-            status, _, _ = self._run.git_status("apply", "--cached", str(path), env=env)
-            return self.write_tree(env) if status == 0 else None
+    def apply_exact(
+        self, tree: str, diff: bytes, env: Mapping[str, str] | None = None
+    ) -> str | None:
+        """``tree`` with ``diff`` applied exactly (no fuzz, no 3-way), or None.
+
+        ``env``: a scratch-object environment ``tree`` lives in, if any.
+        """
+        with self.scratch(tree, env) as index, input_file(diff) as path:
+            status, _, _ = self._run.git_status("apply", "--cached", str(path), env=index)
+            return self.write_tree(index) if status == 0 else None
 
     def entries(self, rev: str, paths: Sequence[str]) -> list[str]:
         """``update-index --index-info`` lines that give ``paths`` their state in ``rev``.

@@ -217,6 +217,26 @@ class Remote(Part):
         status, _, err = _bounded(self.path, argv, None, users_ssh=True)
         return status == 0, err
 
+    def has(self, remote: str, commit: str) -> tuple[bool, str]:
+        """Whether ``remote`` has ``commit``, which this repository has: (has, git's stderr).
+
+        Asks for it by id, a depth of one (``fetch --depth=1``: without a
+        depth git trusts what it has and asks nothing); a commit this
+        repository already has at its shallow boundary fetches nothing.
+        "not our ref" is git's answer for a commit the remote lacks. Bounded
+        like every fetch (``_bounded``): a remote that stops answering
+        raises :class:`RemoteUnreachable`.
+        """
+        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth=1"]
+        status, _, err = _bounded(self.path, [*argv, "--", remote, commit], None, users_ssh=True)
+        if status != 0 and err.startswith(_SILENT):
+            raise RemoteUnreachable(
+                f"cannot ask {remote} whether it has {commit[:12]}: git was stopped",
+                why=err.strip(),
+                hint=f"check that you can reach {remote}" + _SLOW,
+            )
+        return status == 0, err
+
     def copy_from(self, source: Store, commits: Sequence[str]) -> None:
         """Copy ``commits`` and their history from ``source``, writing no ref here.
 

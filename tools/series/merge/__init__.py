@@ -5,6 +5,8 @@
 * :mod:`~series.merge.stacked`: the series as merge inputs (``Stacked``, ``PinStep``);
 * :mod:`~series.merge.target`: the ``--onto`` revision (from series.upstream)
   as a merge target (``Target``, ``resolve_target``).
+* :mod:`~series.merge.resolutions`: recorded resolutions of conflicted
+  merges (``resolutions/<id>/``): looked up and replayed, and recorded.
 
 Used by check-conflicts (series.conflicts) and rebase (series.stack.rebase)
 alike; it imports no workflow (tests/test_architecture.py).

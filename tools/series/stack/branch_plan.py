@@ -27,6 +27,7 @@ class Options:
     push: str | None = None  # a remote name, URL or path
     prune: bool = False
     force: bool = False
+    upstream: str | None = None  # --upstream: where the pinned commit is fetched from
 
     @property
     def mode(self) -> str:
@@ -38,7 +39,7 @@ class Item:
     """One branch: what it is, what it should be, and what this run does to it."""
 
     branch: str
-    patch: str | None  # None: a branch series made whose patch left series.toml
+    patch: str | None  # None: the branch at the pin (position 0), or one whose patch left
     position: int | None
     old: str | None  # the local branch before the run
     new: str | None  # what it should be (None: delete, or skipped)

@@ -2,7 +2,10 @@
 
 Branch k (named by the patch's ``branch`` in series.toml, after
 ``--prefix``) is the pin plus patches 1..k: the commits ``Series.stack``
-builds (memoised in the cache repository) are fetched into the checkout,
+builds (memoised in the cache repository) on upstream's real pinned commit
+(series.stack.branch_base: fetched with git when the checkout was made
+from the sdist) are fetched into the checkout, next to a branch at the pin
+that is the first pull request's base,
 and every branch is created, moved or deleted in one compare-and-swap
 transaction with the reflog message ``series branches: ...``. With
 ``--alone`` branch k is the pin plus patch k only, for the patches that
@@ -31,7 +34,7 @@ from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import PushUpdate, Repo, Transaction
 from series.manifest import Patch
-from series.stack import branch_record
+from series.stack import branch_base, branch_record
 from series.stack.branch_plan import (
     CHANGES,
     CREATE,
@@ -55,7 +58,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class _Target:
-    patch: Patch
+    patch: Patch | None  # None: the branch at the pin
     position: int
     commit: str | None
     why: str = ""
@@ -65,10 +68,10 @@ def branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outco
     state = checkout.require()
     if opts.push is not None:
         opts = replace(opts, push=_remote(checkout.repo, opts.push))
-    base = series.pin(ui, source=state.source, why="the source this checkout was made from")
+    base = branch_base.upstream_base(series, ui, checkout, state, opts.upstream)
     targets, failure = _targets(series, base.commit, opts.alone)
     repo = checkout.repo
-    repo.remote.copy_from(series.cache, [t.commit for t in targets if t.commit])
+    repo.remote.copy_from(series.cache, [base.commit] + [t.commit for t in targets if t.commit])
     record = branch_record.load(repo)
     bset = record.get(opts.prefix, opts.mode)
     upstream_ref = series.manifest.upstream.ref
@@ -76,12 +79,14 @@ def branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outco
         opts.mode, opts.prefix, opts.push, opts.dry_run, base.commit, upstream_ref, opts.prune
     )
     outcome.failure = failure
-    outcome.items = _items(repo, bset, targets, opts, upstream_ref)
+    first = _Target(None, 0, base.commit)  # the first pull request's base: the pin
+    outcome.items = _items(repo, bset, [first, *targets], opts, upstream_ref)
     refusals = _check_local(checkout, record, outcome.items, opts)
     heads: dict[str, str] = {}
     if opts.push:
         ui.status(f"branches: reading the branches of {opts.push}; {_bound()}")
         heads = repo.remote.heads(opts.push)
+        branch_base.check_history(ui, repo, base.commit, opts.push, heads)
         refusals += _plan_remote(record, bset, outcome.items, heads, opts)
     if refusals:
         raise _refused(checkout, opts, refusals)
@@ -135,40 +140,48 @@ def _items(
 ) -> list[Item]:
     local = repo.refs.under("refs/heads/")
     items: list[Item] = []
-    previous = upstream_ref
+    previous: str | None = None
     for t in targets:
-        name = opts.prefix + t.patch.branch
+        if t.patch is None:
+            name = branch_base.base_branch(opts.prefix, upstream_ref)
+            why = f"the first pull request's base: upstream's {upstream_ref}"
+        else:
+            name, why = opts.prefix + t.patch.branch, ""
         _check_name(repo, name, t.patch, opts.prefix, [i.branch for i in items])
+        pid = t.patch.id if t.patch else None
         old = local.get(f"refs/heads/{name}")
         if t.commit is None:
-            items.append(Item(name, t.patch.id, t.position, old, None, None, SKIP, t.why))
+            items.append(Item(name, pid, t.position, old, None, None, SKIP, t.why))
             continue
         action = CREATE if old is None else UNCHANGED if old == t.commit else MOVE
-        items.append(Item(name, t.patch.id, t.position, old, t.commit, previous, action))
-        if not opts.alone:
+        items.append(Item(name, pid, t.position, old, t.commit, previous, action, why))
+        if previous is None or not opts.alone:
             previous = name
     planned = {i.branch for i in items}
     made = set(bset.branches) | set(bset.pushed.get(opts.push or "", {}))
     for name in sorted(made - planned):
-        why = "its patch is no longer in series.toml" + (
-            "" if opts.prune else "; --prune deletes it"
-        )
+        gone = "its patch is no longer in series.toml"
+        if name.startswith(opts.prefix + branch_base.BASE_PREFIX):
+            gone = "the branch at a former pin (series.toml pins another upstream commit now)"
+        why = gone + ("" if opts.prune else "; --prune deletes it")
         old = local.get(f"refs/heads/{name}")
         items.append(Item(name, None, None, old, None, None, DELETE, why))
     return items
 
 
-def _check_name(repo: Repo, name: str, patch: Patch, prefix: str, taken: list[str]) -> None:
+def _check_name(repo: Repo, name: str, patch: Patch | None, prefix: str, taken: list[str]) -> None:
+    what = patch.id if patch else "the pin"
     if not repo.refs.valid_branch(name):
         raise UsageError(
-            f"cannot make branch {name!r} for {patch.id}: it is not a valid branch name",
-            why=f"--prefix {prefix!r} + branch {patch.branch!r} from series.toml",
+            f"cannot make branch {name!r} for {what}: it is not a valid branch name",
+            why=f"--prefix {prefix!r} + "
+            + (f"branch {patch.branch!r} from series.toml" if patch else "upstream-<ref>"),
             hint="pass a --prefix like 'me/' (letters, digits, '-', '_', '.', '/')",
         )
     if name in taken:
         raise UsageError(
-            f"two patches would share branch {name!r}",
-            hint=f"give {patch.id} its own branch in series.toml",
+            f"two branches would be named {name!r}",
+            hint=f"give {what} its own branch in series.toml",
         )
 
 

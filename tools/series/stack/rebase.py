@@ -28,9 +28,8 @@ from series.errors import RefusedError, UsageError
 from series.evidence import find_evidence
 from series.git import CommitInfo, Repo
 from series.manifest import Patch
-from series.merge import Node, PinStep, Stacked, Target, resolve_target
+from series.merge import Node, PinStep, Stacked, Target, resolutions, resolve_target
 from series.stack import rebase_state as rstate
-from series.stack import resolutions
 from series.stack.rebase_driver import Run, drive
 from series.stack.rebase_plan import Upstream, begin, plan_rebase
 from series.stack.snapshot import save_project

@@ -13,7 +13,7 @@ decides nothing about the plan; it knows how to do each effect:
   target, then cherry-pick every patch onto the prediction before it; a
   Replay whose tree was predicted is that cherry-pick, the rest are merged
   one by one. A conflict is looked up in the recorded resolutions
-  (series.stack.resolutions) before it stops anything.
+  (series.merge.resolutions) before it stops anything.
 * Write: the commits of the patches replayed so far, with one ``hash-object``.
 * Halt: the state is saved (one ref transaction), HEAD detached at the
   commit so far, the conflicted files written with markers and their
@@ -33,9 +33,8 @@ from typing import TYPE_CHECKING
 from series.checkout import Checkout
 from series.errors import ConflictError
 from series.git import HERMETIC, CommitInfo, LogEntry, Repo, TreeMerge
-from series.merge import Job, Merger, Node
+from series.merge import Job, Merger, Node, resolutions
 from series.stack import rebase_state as rstate
-from series.stack import resolutions
 from series.stack.rebase_finish import finish
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import (

@@ -81,7 +81,7 @@ class Stop:
 
     index: int
     conflict_tree: str  # the merge with conflict markers, as written into the checkout
-    key: str  # what the conflict is (series.stack.resolutions.conflict_key)
+    key: str  # what the conflict is (series.merge.resolutions.conflict_key)
     files: tuple[str, ...]
     stages: tuple[Stage, ...]
     written_from: str  # the index tree the conflict was written over

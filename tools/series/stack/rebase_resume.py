@@ -1,7 +1,7 @@
 """``series rebase --continue``, ``--skip`` and ``--abort``: a stopped rebase taken up again.
 
 ``--continue`` checks what the user staged at the stop (series.stack.
-resolution_check), records it (series.stack.resolutions) and hands it to
+resolution_check), records it (series.merge.resolutions) and hands it to
 the driver as the stop's resolution; ``--skip`` hands it the stop as
 skipped; both then walk on (series.stack.rebase_driver). ``--abort`` puts
 HEAD back on the branch, the checkout's files back to the branch,
@@ -21,8 +21,9 @@ from series import backup
 from series.checkout import Checkout, finish_cut_move, finish_interrupted_move
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import LogEntry
+from series.merge import resolutions
 from series.stack import rebase_state as rstate
-from series.stack import resolution_check, resolutions
+from series.stack import resolution_check
 from series.stack.rebase_driver import Run, conflict_error, drive, write_conflict
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import Resolved, Skipped

@@ -17,12 +17,19 @@ resolutions/ arrives with the project's commits, so it is read and
 written only inside the project (:func:`series.files.confined`): a
 ``resolutions/<id>`` that is a symlink out of it is refused, never
 written through, and a resolution outside is never replayed into a commit.
+
+The format lives in the merge engine because two workflows read it:
+rebase replays a resolution into the commit it makes, and check-conflicts
+asks the same question of the same merge (:func:`lookup`), so both give
+the same verdict on the same conflict. Only rebase writes one
+(:func:`record`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from series.files import confined, write_atomic
@@ -42,10 +49,13 @@ def conflict_key(patch_id: str, entries: Sequence[StageEntry]) -> str:
     return hashlib.sha1("\n".join([patch_id, *lines]).encode()).hexdigest()
 
 
-def conflict_tree(repo: Repo, merge: TreeMerge, patch_id: str) -> str:
+def conflict_tree(
+    repo: Repo, merge: TreeMerge, patch_id: str, env: Mapping[str, str] | None = None
+) -> str:
     """The merged tree with each content conflict marked up by ``merge-file`` (fixed labels).
 
     Other conflicts (modify/delete, modes) keep what ``merge-tree`` wrote.
+    ``env``: the scratch object store the merge was written to, if any.
     """
     stages: dict[str, dict[int, StageEntry]] = {}
     for entry in merge.entries:
@@ -58,7 +68,7 @@ def conflict_tree(repo: Repo, merge: TreeMerge, patch_id: str) -> str:
     if not content:
         return merge.tree
     oids = sorted({e.oid for st in content.values() for e in st.values()})
-    blobs = repo.objects.read_blobs(oids)
+    blobs = repo.objects.read_blobs(oids, env=env)
     merged = []
     for path, st in sorted(content.items()):
         base = blobs[st[1].oid] if 1 in st else b""
@@ -66,9 +76,9 @@ def conflict_tree(repo: Repo, merge: TreeMerge, patch_id: str) -> str:
             base, blobs[st[2].oid], blobs[st[3].oid], favour=None, labels=labels(patch_id)
         )
         merged.append((st[3].mode, path, data))
-    ids = repo.objects.write("blob", [m[2] for m in merged])
+    ids = repo.objects.write("blob", [m[2] for m in merged], env=env)
     info = [f"{mode} {oid}\t{path}" for (mode, path, _), oid in zip(merged, ids, strict=True)]
-    return repo.index.rewrite(merge.tree, info)
+    return repo.index.rewrite(merge.tree, info, env)
 
 
 def path_for(root: Path, patch_id: str, key: str) -> Path:
@@ -115,9 +125,58 @@ def record(
     return target
 
 
-def replay(repo: Repo, path: Path, key: str, conflicted: str) -> str | None:
+def replay(
+    repo: Repo, path: Path, key: str, conflicted: str, env: Mapping[str, str] | None = None
+) -> str | None:
     """The resolved tree, if ``path`` is the resolution of conflict ``key`` and applies."""
     data = path.read_bytes()
     if f"# conflict: {key}\n".encode() not in data.split(b"\ndiff --git", 1)[0] + b"\n":
         return None
-    return repo.index.apply_exact(conflicted, data)
+    return repo.index.apply_exact(conflicted, data, env=env)
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the recorded resolutions say about one conflicted merge of one patch."""
+
+    key: str  # the conflict (:func:`conflict_key`)
+    conflicted: str  # the tree with the conflicts marked up (:func:`conflict_tree`)
+    path: Path  # where its resolution is, or would be, kept
+    tree: str | None  # the resolved tree, when a recorded resolution applies
+    note: str  # why none was used, when some are recorded ("" otherwise)
+
+    def name(self, root: Path) -> str:
+        """The resolution as the project names it: ``resolutions/<id>/<key>.patch``."""
+        return str(self.path.relative_to(root))
+
+
+def lookup(
+    repo: Repo,
+    root: Path,
+    patch_id: str,
+    merge: TreeMerge,
+    env: Mapping[str, str] | None = None,
+) -> Found:
+    """The recorded resolution of ``merge`` (patch ``patch_id``'s conflict), replayed if it applies.
+
+    A resolution recorded for this conflict that no longer applies, or
+    resolutions recorded for another conflict of the patch (upstream or the
+    patch changed since), are not used; ``note`` says so.
+    """
+    key = conflict_key(patch_id, merge.entries)
+    conflicted = conflict_tree(repo, merge, patch_id, env)
+    path = path_for(root, patch_id, key)
+    note = ""
+    if path.is_file():
+        resolved = replay(repo, path, key, conflicted, env)
+        if resolved is not None:
+            return Found(key, conflicted, path, resolved, "")
+        note = f"{path.name} is recorded for this conflict but does not apply to it"
+    others = [p for p in recorded(root, patch_id) if p != path]
+    if others and not note:
+        names = ", ".join(str(p.relative_to(root)) for p in others)
+        note = (
+            f"recorded resolution(s) {names} were made for another conflict "
+            "(upstream or the patch changed since): not replayed"
+        )
+    return Found(key, conflicted, path, None, note)
