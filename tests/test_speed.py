@@ -1,0 +1,91 @@
+"""The everyday commands start few git processes when nothing changed (issue 23).
+
+Speed is measured by ci/bench_commands.py, never asserted here; what is
+asserted is the number of git processes a command starts, counted by a
+``git`` shim first on PATH (GitPython's own ``git version`` calls count
+too), and that the answers from the cache are the answers git gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import Project, make_project, replace_line
+
+BOUND = 120
+
+
+class Counted:
+    """``series`` run as its own process, every git process it starts logged."""
+
+    def __init__(self, project: Project, tmp: Path) -> None:
+        self.project = project
+        self.log = tmp / "git-argv.log"
+        shim = tmp / "shim"
+        shim.mkdir()
+        real = shutil.which("git")
+        (shim / "git").write_text(f'#!/bin/sh\necho "$*" >> "{self.log}"\nexec "{real}" "$@"\n')
+        (shim / "git").chmod(0o755)
+        self.cache = tmp / "cache"
+        self.env = {
+            **os.environ,
+            "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
+            "SERIES_CACHE_DIR": str(self.cache),
+        }
+
+    def run(self, *args: str) -> tuple[str, list[str]]:
+        """stdout, and the argv of each git process started."""
+        self.log.unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "series", "-C", str(self.project.root), *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=BOUND,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        calls = self.log.read_text().splitlines() if self.log.exists() else []
+        return proc.stdout, calls
+
+
+def test_list_and_show_start_no_git_when_the_patch_files_did_not_change(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    first_list, calls = counted.run("list", "--json")
+    assert any(c.startswith("apply --numstat") for c in calls)
+    first_show, _ = counted.run("show", "P2", "--json", "--diff")
+    again_list, calls_list = counted.run("list", "--json")
+    again_show, calls_show = counted.run("show", "P2", "--json", "--diff")
+    assert (calls_list, calls_show) == ([], [])
+    assert (again_list, again_show) == (first_list, first_show)
+
+
+def test_a_changed_patch_file_is_read_again_never_its_old_answer(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("list")
+    counted.run("show", "P2")
+    patch = project.root / "patches" / "perf-P2.patch"
+    replace_line(patch, "Subject: [PATCH] util: VALUE_5 is 55", "Subject: [PATCH] util: renamed")
+    shown, calls = counted.run("show", "P2", "--json")
+    assert calls, "a changed file is read by git again"
+    assert json.loads(shown)["title"] == "util: renamed"
+
+
+def test_a_damaged_cache_record_is_asked_of_git_again(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    first, _ = counted.run("show", "P1", "--json", "--diff")
+    records = sorted((counted.cache / "patchinfo").glob("*.json"))
+    assert records
+    for record in records:
+        record.write_text('{"format": 1, "key": "x", "mail": {"subject": 3}}')
+    again, calls = counted.run("show", "P1", "--json", "--diff")
+    assert calls and again == first
+
