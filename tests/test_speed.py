@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import Project, make_project, replace_line
+from helpers import Project, git, make_project, replace_line
 
 BOUND = 120
 
@@ -89,3 +89,66 @@ def test_a_damaged_cache_record_is_asked_of_git_again(tmp_path: Path) -> None:
     again, calls = counted.run("show", "P1", "--json", "--diff")
     assert calls and again == first
 
+
+def fresh_status(counted: Counted) -> dict[str, object]:
+    """``series status --json`` worked out from scratch (its kept report removed first)."""
+    shutil.rmtree(counted.cache / "status", ignore_errors=True)
+    out, calls = counted.run("status", "--json")
+    assert len(calls) > 3
+    return dict(json.loads(out))
+
+
+def test_status_starts_at_most_three_git_processes_when_nothing_changed(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    first = fresh_status(counted)
+    again, calls = counted.run("status", "--json")
+    assert len(calls) <= 3, calls
+    assert [c for c in calls if c != "version"] == [
+        "--no-optional-locks status --porcelain=v1 -z --untracked-files=all"
+    ]
+    assert json.loads(again) == first
+
+
+def test_status_sees_every_change_since_the_report_it_kept(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    counted.run("status")
+
+    (project.work / "new.txt").write_text("not committed\n")  # the work tree: asked each time
+    out, _ = counted.run("status", "--json")
+    assert json.loads(out)["uncommitted"] == ["new.txt"]
+    assert json.loads(out) == fresh_status(counted)
+
+    git(project.work, "add", "new.txt")  # a commit: refs and index move
+    git(project.work, "commit", "-qm", "work: a new file")
+    out, calls = counted.run("status", "--json")
+    assert len(calls) > 3
+    assert [u.split(" ", 1)[1] for u in json.loads(out)["unexported"]] == ["work: a new file"]
+    assert json.loads(out)["uncommitted"] == []
+    counted.run("status")
+
+    replace_line(project.root / "patches" / "perf-P1.patch", "+    return 101", "+    return 111")
+    out, calls = counted.run("status", "--json")  # a patch file: drift
+    assert len(calls) > 3
+    assert json.loads(out)["drift"]["patches"][0] == "P1"
+    assert json.loads(out) == fresh_status(counted)
+
+    git(project.work, "update-ref", "refs/series/backup/by-hand", "HEAD")  # any ref
+    out, calls = counted.run("status", "--json")
+    assert [b["ref"] for b in json.loads(out)["backups"]] == ["refs/series/backup/by-hand"]
+
+
+def test_a_damaged_status_record_is_worked_out_again(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    first = fresh_status(counted)
+    (record,) = (counted.cache / "status").glob("*.json")
+    kept = json.loads(record.read_text())
+    kept["report"]["rebase"] = {"onto": "x"}
+    record.write_text(json.dumps(kept))
+    out, calls = counted.run("status", "--json")
+    assert len(calls) > 3 and json.loads(out) == first

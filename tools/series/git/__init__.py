@@ -13,7 +13,7 @@ object store (:mod:`~series.git.mergetree`), commits are made with
 from series.git.index import ApplyResult
 from series.git.mail import FileStat, MailInfo, mailinfo, patch_stat, read_mail
 from series.git.mergetree import MergeMessage, StageEntry, TreeMerge, parse_merge_tree
-from series.git.refs import RefMoved, Transaction
+from series.git.refs import RefMoved, Transaction, files_key
 from series.git.remote import PushResult, PushUpdate, RemoteUnreachable
 from series.git.repo import CommitInfo, LogEntry, Repo
 from series.git.run import (
@@ -47,6 +47,7 @@ __all__ = [
     "StageEntry",
     "Transaction",
     "TreeMerge",
+    "files_key",
     "lock_fault",
     "mailinfo",
     "parse_merge_tree",
