@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import Project, git, make_project, replace_line
 
 BOUND = 120
@@ -152,3 +154,35 @@ def test_a_damaged_status_record_is_worked_out_again(tmp_path: Path) -> None:
     record.write_text(json.dumps(kept))
     out, calls = counted.run("status", "--json")
     assert len(calls) > 3 and json.loads(out) == first
+
+
+def imported_after(*argv: str) -> set[str]:
+    """The modules a fresh interpreter has imported after ``series argv``."""
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['series', *{list(argv)!r}]\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=BOUND, check=True
+    )
+    return set(proc.stdout.split("\n")[-2].split())
+
+
+def test_version_imports_neither_the_cli_nor_gitpython() -> None:
+    modules = imported_after("--version")
+    assert not {"git", "rich", "series.cli"} & modules
+
+
+def test_a_command_that_starts_no_git_does_not_import_gitpython(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("list")  # the patch files read once
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
+    modules = imported_after("-C", str(project.root), "list")
+    assert "git" not in modules and "series.git" in modules
