@@ -13,11 +13,15 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from helpers import Project, git, make_project, replace_line
+from conflict_helpers import Case, make_case, upstream_commit
+from helpers import PatchSpec, Project, git, make_project, replace_line
+from series.git import TreeMerge
+from series.merge import Job, Merger, predict
 
 BOUND = 120
 
@@ -186,3 +190,74 @@ def test_a_command_that_starts_no_git_does_not_import_gitpython(
     monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
     modules = imported_after("-C", str(project.root), "list")
     assert "git" not in modules and "series.git" in modules
+
+
+# -- the replay's predictions grow linearly with the number of patches ------------------
+
+UTIL = "pkg/util.py"
+MANY = [
+    PatchSpec(
+        f"P{i}",
+        f"util: VALUE_{i} is {i}{i}",
+        {UTIL: (f"VALUE_{i} = {i}\n", f"VALUE_{i} = {i}{i}\n")},
+    )
+    for i in range(1, 13)
+]
+
+
+def replay(tmp_path: Path, conflict: bool) -> Case:
+    case = make_case(tmp_path, MANY)
+    upstream_commit(
+        case.project.upstream,
+        "next",
+        "util: VALUE_25",
+        {UTIL: ("VALUE_25 = 25\n", "VALUE_25 = 0\n")},
+    )
+    if conflict:  # P8 conflicts: the replay goes on step by step from there
+        upstream_commit(
+            case.project.upstream,
+            "next",
+            "util: VALUE_8",
+            {UTIL: ("VALUE_8 = 8\n", "VALUE_8 = -8\n")},
+        )
+    return case
+
+
+def test_a_replay_in_chunks_is_the_replay_in_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for conflict in (False, True):
+        case = replay(tmp_path / str(conflict), conflict)
+        code, whole, err = case.run_json("--onto", "next", "--no-matrix")
+        assert code == (3 if conflict else 0), err
+        monkeypatch.setattr(predict, "CHUNK", 3)
+        code, chunked, err = case.run_json("--onto", "next", "--no-matrix")
+        monkeypatch.setattr(predict, "CHUNK", 16)
+        assert chunked["onto"] == whole["onto"]
+        assert ("conflict" in [p["status"] for p in whole["onto"]["patches"]]) == conflict
+
+
+def test_no_prediction_merges_more_than_a_chunk_of_patches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = replay(tmp_path, conflict=False)
+    case.run_json("--no-matrix")  # the stack built and memoised
+    jobs: list[Job] = []
+    original = Merger.run
+
+    def spy(self: Merger, batch: Sequence[Job]) -> list[TreeMerge]:
+        jobs.extend(batch)
+        return original(self, batch)
+
+    monkeypatch.setattr(predict, "CHUNK", 3)
+    monkeypatch.setattr(Merger, "run", spy)
+    code, report, err = case.run_json("--onto", "next", "--no-matrix")
+    assert code == 0, err
+    assert {p["status"] for p in report["onto"]["patches"]} == {"clean"}
+    cache = tmp_path / "home" / ".cache" / "keras-series" / "upstream.git"
+    spans = [
+        int(git(cache, "rev-list", "--count", f"{j.base.commit}..{j.theirs.commit}"))
+        for j in jobs
+        if j.theirs.commit is not None and j.base.commit is not None
+    ]
+    assert len(spans) >= len(MANY) and max(spans) <= 3
