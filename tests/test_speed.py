@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,8 @@ from conflict_helpers import Case, make_case, upstream_commit
 from helpers import PatchSpec, Project, git, make_project, replace_line
 from series.git import TreeMerge
 from series.merge import Job, Merger, predict
+from series.project import Series
+from series.upstream import Base, UpstreamSource
 
 BOUND = 120
 
@@ -261,3 +264,26 @@ def test_no_prediction_merges_more_than_a_chunk_of_patches(
         if j.theirs.commit is not None and j.base.commit is not None
     ]
     assert len(spans) >= len(MANY) and max(spans) <= 3
+
+
+def test_check_conflicts_enters_upstream_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = replay(tmp_path, conflict=True)
+    entries: list[str] = []
+    upstream, pin = Series.upstream, Series.pin
+
+    def entering(self: Series, *args: Any, **kwargs: Any) -> UpstreamSource:
+        entries.append("upstream")
+        return upstream(self, *args, **kwargs)
+
+    def pinning(self: Series, *args: Any, **kwargs: Any) -> Base:
+        entries.append("pin")
+        return pin(self, *args, **kwargs)
+
+    monkeypatch.setattr(Series, "upstream", entering)
+    monkeypatch.setattr(Series, "pin", pinning)
+    code, report, err = case.run_json("--onto", "next", "--upstream", str(case.project.upstream))
+    assert code == 3, err
+    assert entries == ["upstream"]
+    assert report["onto"]["patches"][7]["status"] == "conflict"
