@@ -11,7 +11,8 @@ them (series.git.files_key, read from files, no git started). When the
 key matches, that report stands and only what the key cannot see is
 asked of git: the uncommitted changes (one ``git status``). A report is
 kept only when it is quiet: no rebase in progress, no move of the files
-cut short (their reports depend on the work tree). The record is
+cut short (their reports depend on the work tree), and drift known (an
+unknown drift waits for the cache, which the digest does not see). The record is
 versioned and validated on read; anything else is worked out again.
 Deleting the cache deletes the record with the memoised stack it relied on.
 """
@@ -84,7 +85,9 @@ def recall(series: Series, checkout_path: Path, digest: str | None) -> dict[str,
 
 def keep(series: Series, checkout_path: Path, digest: str | None, report: dict[str, Any]) -> None:
     """Keep a quiet report under ``digest`` (a cache that cannot be written costs only speed)."""
-    if digest is None or report["rebase"] is not None or report["interrupted_move"]:
+    quiet = report["rebase"] is None and not report["interrupted_move"]
+    # drift unknown: the base is not in the cache yet, which the digest does not see
+    if digest is None or not quiet or not (report["drift"] or {}).get("known"):
         return
     record = {"format": FORMAT, "key": digest, "report": report}
     with contextlib.suppress(OSError):
@@ -104,6 +107,7 @@ def _valid(report: object) -> bool:
     return (
         isinstance(checkout, dict)
         and isinstance(drift, dict)
+        and drift.get("known") is True
         and all(isinstance(report[k], list) for k in lists)
         and report["rebase"] is None
         and report["interrupted_move"] is False
