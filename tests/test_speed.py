@@ -287,3 +287,18 @@ def test_check_conflicts_enters_upstream_once(
     assert code == 3, err
     assert entries == ["upstream"]
     assert report["onto"]["patches"][7]["status"] == "conflict"
+
+
+def test_export_formats_every_patch_in_one_process(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    counted.run("export")  # the first export writes the canonical form
+    before = project.patch_bytes(), (project.root / "series.toml").read_bytes()
+    tip = git(project.work, "rev-parse", "series")
+    _, calls = counted.run("export")
+    verbs = [c.split()[0] for c in calls]
+    assert verbs.count("format-patch") == 1  # every patch in one process
+    assert verbs.count("log") == 2 * 3  # each message and author read once
+    assert (project.patch_bytes(), (project.root / "series.toml").read_bytes()) == before
+    assert git(project.work, "rev-parse", "series") == tip
