@@ -18,7 +18,11 @@ of the medians and the range of the per-round ratios; and the load average.
     git worktree add ../series-old REV
     python3 -m venv ../series-old/.venv
     ../series-old/.venv/bin/pip install -q -c ci/constraints.txt -e ../series-old
-    python ci/bench_versions.py --other ../series-old/.venv/bin/python [--rounds 7]
+    python ci/bench_versions.py --other ../series-old/.venv/bin/python [--rounds 7] [--upstream URL]
+
+``--upstream`` (a git clone holding the pin, e.g. ../shared/upstream's
+keras.git unpacked) lets apply run where GitHub cannot be reached; the
+check-conflicts project is then built on that clone's HEAD.
 """
 
 from __future__ import annotations
@@ -61,10 +65,11 @@ def timed(python: str, argv: list[str], cache: Path) -> tuple[float, float]:
 
 
 def one_round(
-    python: str, tmp: Path, name: str, project: Path, source: str
+    python: str, tmp: Path, name: str, project: Path, source: str, upstream: str | None
 ) -> list[tuple[float, float]]:
     cache, work = tmp / f"cache-{name}", tmp / f"work-{name}"
     apply = ["-C", str(ROOT), "apply", "--source", source, "--dir", str(work)]
+    apply += ["--upstream", upstream] if upstream else []
     fresh = timed(python, apply, cache)
     rerun = timed(python, apply, cache)
     check = timed(
@@ -78,23 +83,28 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--other", required=True, help="the python of the other version's venv")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--upstream", help="where apply takes the pin from (a git URL or path; default: the pin's)"
+    )
     args = parser.parse_args()
     versions = {"new": sys.executable, "old": args.other}
     print(f"machine: {load()} at the start")
     with tempfile.TemporaryDirectory(prefix="series-bench-versions-") as tmp_name:
         tmp = Path(tmp_name)
-        upstream, label = keras_base(tmp, None)
+        upstream, label = keras_base(tmp, Path(args.upstream) if args.upstream else None)
         project, _, _ = build(tmp, upstream)
         series = Series.load(ROOT, default_cache_dir())
         source = resolve(series.manifest.upstream, series.cache_dir, source=None, override=None)
         print(f"base: {label}; apply on this project, check-conflicts on the bench project")
         for name, python in versions.items():  # fill each cache, untimed
-            one_round(python, tmp, name, project, source.source)
+            one_round(python, tmp, name, project, source.source, args.upstream)
         times: dict[str, list[list[tuple[float, float]]]] = {name: [] for name in versions}
         for r in range(args.rounds):
             order = list(versions) if r % 2 == 0 else list(reversed(versions))
             for name in order:
-                times[name].append(one_round(versions[name], tmp, name, project, source.source))
+                times[name].append(
+                    one_round(versions[name], tmp, name, project, source.source, args.upstream)
+                )
     report(times)
     print(f"machine: {load()} at the end")
     return 0

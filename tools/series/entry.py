@@ -14,6 +14,9 @@ module runs, is Python's to report.)
 stderr that the handler is installed, then waits, so a test can interrupt
 the import deterministically.
 
+``series --version`` alone is answered here, as the CLI's parser would
+answer it: it needs nothing the CLI imports.
+
 stdout and stderr escape what their encoding cannot hold (a commit subject
 with "é" under an ASCII locale prints as ``\\xe9``) instead of ending the
 command with ``UnicodeEncodeError``.
@@ -27,6 +30,8 @@ import signal
 import sys
 import time
 from types import FrameType
+
+from series import __version__
 
 _STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _received: list[int] = []  # the signal that is stopping this process, once one came
@@ -53,6 +58,9 @@ def main() -> int:
         os.write(2, b"series: test: importing\n")
         time.sleep(float(window))
     _lenient_streams()
+    if sys.argv[1:] == ["--version"]:  # what argparse prints, without importing the CLI
+        sys.stdout.write(f"series {__version__}\n")
+        return 0
     from series.cli import main as cli_main
 
     for sig in stops:

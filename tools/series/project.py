@@ -27,13 +27,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from series import patchinfo
 from series.builder import memo
 from series.builder.build import Built, PatchFile
 from series.builder.build import build as build_stack
 from series.checkout import Checkout
 from series.errors import SeriesError
 from series.files import clear_stale_temps, confined
-from series.git import FileStat, MailInfo, Repo, patch_stat, read_mail
+from series.git import FileStat, MailInfo, Repo
 from series.locks import exclusive, holder
 from series.manifest import Manifest, Patch, load
 from series.ui import Ui
@@ -194,12 +195,12 @@ class Series:
         return list(self.manifest.patches[: self.manifest.index(patch_id) + 1])
 
     def mail(self, patch: Patch) -> MailInfo:
-        """The patch file read as ``git am`` reads it."""
-        return read_mail(self.patch_path(patch))
+        """The patch file read as ``git am`` reads it (kept by content: series.patchinfo)."""
+        return patchinfo.mail(self.cache_dir, self.patch_path(patch))
 
     def stat(self, patch: Patch) -> list[FileStat]:
-        """Per-file line counts of the patch file."""
-        return patch_stat(self.patch_path(patch))
+        """Per-file line counts of the patch file (kept by content: series.patchinfo)."""
+        return patchinfo.stat(self.cache_dir, self.patch_path(patch))
 
 
 def _lock(

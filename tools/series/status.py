@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from series import status_memo
 from series.checkout import BACKUP_PREFIX, Checkout, CheckoutState
 from series.errors import SeriesError
 from series.stack import rebase_state
@@ -17,7 +18,24 @@ if TYPE_CHECKING:
 
 
 def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
-    """Where the checkout stands, for ``series status`` (docs/status.md has the keys)."""
+    """Where the checkout stands, for ``series status`` (docs/status.md has the keys).
+
+    A quiet report is kept while nothing it depends on changed
+    (series.status_memo); then only the uncommitted changes are asked of git.
+    """
+    digest = status_memo.key(series, checkout.path, checkout.branch)
+    known = status_memo.recall(series, checkout.path, digest)
+    if known is not None and checkout.repo.worktree.unfinished_move() is None:
+        known["uncommitted"] = checkout.repo.worktree.dirty(read_only=True)
+        known["next"] = _next(known)
+        return known
+    report = _work_out(series, checkout)
+    if digest is not None and status_memo.key(series, checkout.path, checkout.branch) == digest:
+        status_memo.keep(series, checkout.path, digest, report)
+    return report
+
+
+def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
     up = series.manifest.upstream
     sdist = f"{up.sdist.package}=={up.sdist.version}" if up.sdist else None
     report: dict[str, Any] = {

@@ -19,8 +19,9 @@ predecessors. A patch that conflicts in the skip chain but not in the
 favoured one conflicts only because an earlier patch did; one that
 conflicts in the favoured chain conflicts by itself. Until the first
 conflict both chains are one, and the whole chain is checked in two
-batches: predict the result after patch k as one merge of the stack up to k
-into the revision, then verify every step against the prediction before it.
+batches per chunk of patches: predict the result after each patch, then
+verify every step against the prediction before it (series.merge.predict:
+the work grows linearly with the number of patches).
 
 A conflict the project has a recorded resolution for (resolutions/<id>/,
 series.merge.resolutions) is resolved by it, as ``series rebase`` does:
@@ -38,6 +39,7 @@ from series.evidence import Evidence, find_evidence
 from series.git import LogEntry, MergeMessage, TreeMerge
 from series.manifest import Patch
 from series.merge import Job, Merger, Node, Stacked, Target, resolutions
+from series.merge.predict import clean_node, predict_jobs, verify_jobs
 
 
 @dataclass(frozen=True)
@@ -94,16 +96,12 @@ def analyse(
     s, pin = stacked.nodes, stacked.pin
     n = len(s) - 1
     alone_jobs = [Job(s[k - 1], pin, s[k]) for k in range(1, n + 1)] if matrix else []
-    predict = [Job(pin, target.node, s[k]) for k in range(1, n + 1)] if target else []
+    predict = predict_jobs(s, 0, target.node) if target else []  # the first chunk
     first = merger.run(alone_jobs + predict)
     alone_out, predicted = first[: len(alone_jobs)], first[len(alone_jobs) :]
     result = Analysis()
     pair_jobs, pair_keys = _pair_jobs(stacked, alone_out) if matrix else ([], [])
-    verify = []
-    if target:
-        for k in range(1, n + 1):
-            prev = target.node if k == 1 else _node(predicted[k - 2])
-            verify.append(Job(s[k - 1], prev, s[k]) if prev else None)
+    verify = verify_jobs(s, 0, target.node, predicted) if target else []
     second = merger.run(pair_jobs + [j for j in verify if j is not None])
     pair_out, verified = second[: len(pair_jobs)], iter(second[len(pair_jobs) :])
     checked = [next(verified) if j is not None else None for j in verify]
@@ -117,10 +115,6 @@ def analyse(
         chain = _Chain(merger, stacked, target, predicted, checked, recorded)
         result.replayed = chain.run()
     return result
-
-
-def _node(merge: TreeMerge) -> Node | None:
-    return Node(merge.tree) if merge.clean else None
 
 
 def _pair_jobs(
@@ -195,9 +189,14 @@ class _Chain:
                 step.tree = skip.tree
                 out.append(step)
                 continue
-            expected = self.target.node.tree if k == 1 else self.predicted[k - 2].tree
-            check = self.checked[k - 1]
-            if speculating and check is not None and expected == skip.tree:
+            while speculating and len(self.predicted) < k and self._next_chunk():
+                pass
+            check = self.checked[k - 1] if k - 1 < len(self.checked) else None
+            if (
+                speculating
+                and check is not None
+                and (self.target.node.tree if k == 1 else self.predicted[k - 2].tree) == skip.tree
+            ):
                 if not check.clean or check.tree != self.predicted[k - 1].tree:
                     speculating = False
                 skip_out = fav_out = check
@@ -228,6 +227,20 @@ class _Chain:
                 conflicted.append(patch)
             step.tree = skip.tree
         return out
+
+    def _next_chunk(self) -> bool:
+        """Predict and verify the next chunk (series.merge.predict); False when there is none."""
+        start = len(self.predicted)
+        onto = clean_node(self.predicted[start - 1]) if start else None
+        if onto is None or start >= len(self.stacked.nodes) - 1:
+            return False  # no clean prediction to go on from: replayed step by step
+        s = self.stacked.nodes
+        predicted = self.merger.run(predict_jobs(s, start, onto))
+        verify = verify_jobs(s, start, onto, predicted)
+        verified = iter(self.merger.run([j for j in verify if j is not None]))
+        self.predicted += predicted
+        self.checked += [next(verified) if j is not None else None for j in verify]
+        return True
 
     def _recorded(self, patch: Patch, merge: TreeMerge) -> resolutions.Found | None:
         """What the project's recorded resolutions say about a conflicted merge."""

@@ -16,7 +16,7 @@ from series.git.history import CommitInfo, LogEntry
 from series.git.index import ApplyResult
 from series.git.mail import FileStat, MailInfo, mailinfo, patch_stat, read_mail
 from series.git.mergetree import MergeMessage, StageEntry, TreeMerge, parse_merge_tree
-from series.git.refs import RefMoved, Transaction
+from series.git.refs import RefMoved, Transaction, files_key
 from series.git.remote import PushResult, PushUpdate, RemoteUnreachable
 from series.git.repo import Repo
 from series.git.run import (
@@ -50,6 +50,7 @@ __all__ = [
     "StageEntry",
     "Transaction",
     "TreeMerge",
+    "files_key",
     "lock_fault",
     "mailinfo",
     "parse_merge_tree",

@@ -35,14 +35,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from git.cmd import Git as _Cmd
+if TYPE_CHECKING:
+    from git.cmd import Git as _Cmd
 
 GRACE = 2.0  # seconds git has to clean up after SIGTERM before SIGKILL
 TICK = 0.5  # seconds between two looks at what git does
 _PROC = Path("/proc")
 _STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+def gitpython(cwd: Path) -> _Cmd:
+    """GitPython's command runner for ``cwd``, GitPython imported on first use.
+
+    Importing GitPython costs more than a short command's whole work (it
+    also runs ``git version``), so a command that starts no git (``series
+    --version``, ``--help``, a usage error) does not pay for it.
+    """
+    from git.cmd import Git
+
+    return Git(str(cwd))
 
 
 @dataclass(frozen=True)
@@ -64,7 +77,7 @@ def run_child(
     """Run ``argv`` (``git ...``) to its end, or until ``stall`` seconds of silence."""
     held = _Held()
     with held:  # a signal while git starts would leave it running, out of reach
-        handle = _Cmd(str(cwd)).execute(list(argv), istream=stdin, as_process=True, env=dict(env))
+        handle = gitpython(cwd).execute(list(argv), istream=stdin, as_process=True, env=dict(env))
     proc = handle.proc
     assert proc is not None
     try:

@@ -11,9 +11,12 @@ is changed.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from series.errors import SeriesError
@@ -158,3 +161,32 @@ class Refs(Part):
     def valid_branch(self, name: str) -> bool:
         """Whether ``name`` is a valid branch name (``check-ref-format``)."""
         return self._run.git_status("check-ref-format", f"refs/heads/{name}")[0] == 0
+
+
+def files_key(work_tree: Path) -> str | None:
+    """A digest of what git reads to answer about ``work_tree``'s refs and index, no git started.
+
+    HEAD, every loose ref, ``packed-refs``, and the index's size, time and
+    inode, as the files of its ``.git`` directory hold them: while the
+    digest is the same, no ref moved and the index was not written, so an
+    answer computed from them still holds (series.status_memo). None where
+    that cannot be told from files (no ``.git`` directory, reftable refs).
+    """
+    git_dir = work_tree / ".git"
+    if not git_dir.is_dir() or (git_dir / "reftable").exists():
+        return None
+    digest = hashlib.sha256()
+    try:
+        for name in ("HEAD", "packed-refs"):
+            path = git_dir / name
+            digest.update(f"{name}\0".encode() + (path.read_bytes() if path.is_file() else b"-"))
+        for where, dirs, files in os.walk(git_dir / "refs"):
+            dirs.sort()
+            for name in sorted(files):
+                path = Path(where, name)
+                digest.update(f"\0{path.relative_to(git_dir)}\0".encode() + path.read_bytes())
+        index = (git_dir / "index").stat()
+        digest.update(f"\0index {index.st_size} {index.st_mtime_ns} {index.st_ino}".encode())
+    except OSError:
+        return None  # a ref being written meanwhile, no index yet: ask git
+    return digest.hexdigest()

@@ -49,19 +49,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 # Without git on PATH, importing GitPython raises ImportError with a page of
 # advice; "quiet" defers that to the first command, where execute() says it.
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
-from git.cmd import Git as _Cmd
-from git.compat import defenc as _defenc
-from git.exc import GitCommandNotFound
-
 from series.errors import InternalError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
-from series.git.child import run_child
+from series.git.child import gitpython, run_child
+
+if TYPE_CHECKING:
+    from git.cmd import Git as _Cmd
 
 log = logging.getLogger("series.git")
 
@@ -282,7 +282,11 @@ def execute(
     try:
         done = run_child(cwd, ["git", *argv], env=_environment(env), stdin=stream, stall=stall)
         status = done.status
-    except GitCommandNotFound:  # no git, or (GitPython says the same) no such cwd
+    except Exception as exc:  # no git, or (GitPython says the same) no such cwd
+        from git.exc import GitCommandNotFound  # imported by now: run_child started GitPython
+
+        if not isinstance(exc, GitCommandNotFound):
+            raise
         if shutil.which("git") is None:
             raise GitMissing() from None
         raise FileNotFoundError(errno.ENOENT, "no such directory to run git in", str(cwd)) from None
@@ -316,7 +320,9 @@ def _utf8(value: str | bytes) -> str:
     ``LC_ALL=C``); that is undone, so non-ASCII text stays itself.
     """
     if isinstance(value, str):
-        value = value.encode(_defenc, "surrogateescape")
+        from git.compat import defenc
+
+        value = value.encode(defenc, "surrogateescape")
     return value.decode("utf-8", "surrogateescape")
 
 
@@ -329,7 +335,7 @@ def _strip_inherited() -> None:
 def _command(cwd: Path) -> _Cmd:
     """GitPython's runner for ``cwd``, with the inherited repository variables gone."""
     _strip_inherited()
-    return _Cmd(str(cwd))
+    return gitpython(cwd)
 
 
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:

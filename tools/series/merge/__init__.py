@@ -3,6 +3,8 @@
 * :mod:`~series.merge.merger`: merge jobs (``Node``, ``Job``) and the
   batched ``git merge-tree`` that runs them (``Merger``);
 * :mod:`~series.merge.stacked`: the series as merge inputs (``Stacked``, ``PinStep``);
+* :mod:`~series.merge.predict`: a replay predicted and verified in batches,
+  chunk by chunk, so the work grows linearly with the patches;
 * :mod:`~series.merge.target`: the ``--onto`` revision (from series.upstream)
   as a merge target (``Target``, ``resolve_target``).
 * :mod:`~series.merge.resolutions`: recorded resolutions of conflicted
@@ -14,6 +16,6 @@ alike; it imports no workflow (tests/test_architecture.py).
 
 from series.merge.merger import Job, Merger, Node
 from series.merge.stacked import PinStep, Stacked
-from series.merge.target import Target, resolve_target
+from series.merge.target import Target, resolve_target, target_of
 
-__all__ = ["Job", "Merger", "Node", "PinStep", "Stacked", "Target", "resolve_target"]
+__all__ = ["Job", "Merger", "Node", "PinStep", "Stacked", "Target", "resolve_target", "target_of"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from series.git import LogEntry, Repo
 from series.merge.merger import Node
-from series.upstream import Base, UpstreamSource
+from series.upstream import Base, Revision, UpstreamSource
 
 
 @dataclass
@@ -37,5 +37,10 @@ def resolve_target(
     ``announce``: say first where REV comes from (the network may wait).
     """
     rev = upstream.revision(onto, base=base, into=into, scratch=scratch, announce=announce)
+    return target_of(rev, into)
+
+
+def target_of(rev: Revision, into: Repo) -> Target:
+    """A revision series.upstream found in ``into``, as a merge target."""
     node = Node(into.objects.tree_of(rev.commit), rev.commit)
     return Target(rev.label, node, rev.revs, rev.range, rev.commits)

@@ -211,6 +211,7 @@ def _refuse_fixups(plan: list[_Entry], checkout: Checkout) -> None:
 class _Entry:
     commit: str
     patch: Patch
+    message: str  # the commit's, as the user left it
 
 
 def _plan(series: Series, commits: list[str], repo: Repo, where: Path) -> list[_Entry]:
@@ -238,21 +239,21 @@ def _plan(series: Series, commits: list[str], repo: Repo, where: Path) -> list[_
         else:
             patch = known[pid]
         seen.add(pid)
-        plan.append(_Entry(commit, Patch(**{**patch.__dict__, "title": subject})))
+        plan.append(_Entry(commit, Patch(**{**patch.__dict__, "title": subject}), message))
     return plan
 
 
 def _normalise(series: Series, repo: Repo, base: str, plan: list[_Entry]) -> list[Exported]:
     parent = base
-    out = []
+    commits = []
     for entry in plan:
-        message = with_trailer(repo.history.message(entry.commit), entry.patch.id)
-        commit = repo.objects.commit_tree(
+        message = with_trailer(entry.message, entry.patch.id)
+        parent = repo.objects.commit_tree(
             repo.objects.tree_of(entry.commit), [parent], message, repo.history.author(entry.commit)
         )
-        out.append(Exported(entry.patch, commit, repo.diffs.format_patch(commit)))
-        parent = commit
-    return out
+        commits.append(parent)
+    data = repo.diffs.format_patches(base, parent) if plan else []  # one process for all
+    return [Exported(e.patch, c, d) for e, c, d in zip(plan, commits, data, strict=True)]
 
 
 def _verify(series: Series, repo: Repo, base: str, exported: list[Exported], tip: str) -> None:

@@ -16,11 +16,12 @@ from __future__ import annotations
 from series.upstream.pin import Base, cache_repo, import_sdist, resolve
 from series.upstream.refs import SCRATCH
 from series.upstream.revision import Revision
-from series.upstream.source import UpstreamSource
+from series.upstream.source import Onto, UpstreamSource
 
 __all__ = [
     "SCRATCH",
     "Base",
+    "Onto",
     "Revision",
     "UpstreamSource",
     "cache_repo",

@@ -27,7 +27,6 @@ import sys
 import tempfile
 import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -120,6 +119,8 @@ def pick(files: list[IndexFile], package: str, version: str) -> IndexFile | None
 
 
 def _get(url: str, timeout: float, accept: str | None = None) -> tuple[bytes, str, str]:
+    import urllib.request  # only here: with ssl and http, it costs every command a moment
+
     request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     with urllib.request.urlopen(request, timeout=timeout) as answer:
         return answer.read(), answer.headers.get("Content-Type", ""), answer.geturl()

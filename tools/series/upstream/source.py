@@ -13,11 +13,13 @@ series.upstream.fetch with the policy that says how.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from series.errors import SeriesError
 from series.git import Repo
 from series.manifest import Upstream
 from series.upstream.pin import Base, cache_repo, keep, resolve
@@ -29,6 +31,25 @@ Say = Callable[[str], None]
 
 def _quiet(text: str) -> None:
     pass
+
+
+@dataclass(frozen=True)
+class Onto:
+    """What :meth:`UpstreamSource.onto` found: the pin, and REV on demand."""
+
+    source: UpstreamSource
+    base: Base
+    rev: str | None
+    into: Repo
+    scratch: str
+
+    def revision(self) -> Revision | None:
+        """REV in ``into`` with the upstream commits since the pin (None without REV)."""
+        if self.rev is None:
+            return None
+        return self.source.revision(
+            self.rev, base=self.base, into=self.into, scratch=self.scratch, announce=True
+        )
 
 
 @dataclass(frozen=True)
@@ -88,6 +109,31 @@ class UpstreamSource:
             url=self.override,
             scratch=scratch,
         )
+
+    @contextmanager
+    def onto(self, rev: str | None, *, source: str | None, into: Repo) -> Iterator[Onto]:
+        """The pin, and REV when there is one: everything check-conflicts asks of upstream.
+
+        The pin comes from the ``--upstream`` URL when REV is fetched from
+        git there (a git URL has the pin's real commit too, as a rule), else,
+        or when the URL does not have it, as series.toml says. REV is
+        fetched when :meth:`Onto.revision` asks for it, under a scratch
+        prefix of the run in ``into``, deleted when the block ends.
+        """
+        sdist = (rev is not None and rev.startswith("sdist:")) or source == "sdist"
+        base = None
+        if rev is not None and self.override and not sdist:
+            # not there: the usual source, and REV reports the URL's problem
+            with contextlib.suppress(SeriesError):
+                base = self.pin(source=source)
+        if base is None:
+            base = replace(self, override=None).pin(source=source)
+        self.say(f"upstream: {base.label} [{base.source}: {base.reason}]")
+        if rev is None:
+            yield Onto(self, base, None, into, "")
+            return
+        with self.scratch(into) as prefix:
+            yield Onto(self, base, rev, into, prefix)
 
     def keep(self, commit: str, *, source: Path, ref: str, pin: bool = True) -> str | None:
         """Keep ``commit``, ``ref`` in the repository at ``source``, in the cache.

@@ -1,0 +1,530 @@
+"""Benchmark every everyday command against what a maintainer would run instead (issue 23).
+
+Each row is a ``series`` command, as its own ``python -m series`` process
+(interpreter start and imports included, as a person runs it), next to
+its competitor: the git (or shell) commands that answer the same
+question or do the same job. Rows are interleaved round by round, so the
+machine's load hits both sides alike; the table shows the medians, the
+ratio series / competitor, and the load average at the start and end.
+Only the ratios count on a shared machine.
+
+The project is a copy of this one (13 patches) applied on the real Keras
+pin from ``../shared/upstream`` (a shallow clone of keras with ``master``
+62 commits past the pin), in a temporary directory with its own cache.
+
+``--scale`` adds the synthetic rows (slow: minutes): N patches generated
+on the Keras tree against K upstream commits generated on top of the pin
+(not committed; built by this script), for ``rebase --onto`` (13 patches
+over 60 / 1,000 / 5,000 commits) and ``check-conflicts --onto`` (200
+patches over the same), each against the git commands that do the same
+job (``git rebase`` + ``format-patch``; a ``git merge-tree`` loop).
+
+    python ci/bench_commands.py [--rounds 5] [--scale] [--only NAME...]
+"""
+
+# ruff: noqa: E501  (the rows read best one command to a line)
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARBALL = ROOT.parent / "shared" / "upstream" / "keras-2026-07-21.git.tar.gz"
+P18_FILE = "keras/src/tree/torchtree_impl.py"
+RERERE = ["-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true"]
+IDENT = {
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@keras-series.invalid",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@keras-series.invalid",
+}
+
+
+def load() -> str:
+    return f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
+
+
+def sh(cwd: Path, *argv: str, ok: bool = True, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(
+        argv,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **IDENT, **(env or {})},
+    )
+    if ok and proc.returncode not in (0, 3):
+        raise RuntimeError(f"{' '.join(argv)}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
+    return proc.stdout
+
+
+def series(project: Path, *args: str, ok: bool = True) -> str:
+    return sh(project, sys.executable, "-m", "series", "-C", str(project), *args, ok=ok)
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+@dataclass
+class Row:
+    """One line of the table: ``mine`` and ``theirs`` each return one timed run's seconds."""
+
+    name: str
+    instead: str
+    mine: Callable[[], float]
+    theirs: Callable[[], float]
+    times: dict[str, list[float]] = field(default_factory=lambda: {"mine": [], "theirs": []})
+    error: str = ""
+
+
+class Bench:
+    """The applied project, a plain git clone of its checkout, and the upstream."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        os.environ["SERIES_CACHE_DIR"] = str(tmp / "cache")
+        with tarfile.open(TARBALL) as tar:
+            tar.extractall(tmp / "up", filter="data")
+        self.shared = tmp / "up" / "keras.git"
+        self.project = tmp / "project"
+        self.project.mkdir()
+        shutil.copy2(ROOT / "series.toml", self.project / "series.toml")
+        shutil.copytree(ROOT / "patches", self.project / "patches")
+        shutil.copytree(ROOT / "resolutions", self.project / "resolutions")
+        series(self.project, "apply", "--source", "git", "--upstream", str(self.shared))
+        self.work = self.project / "work"
+        sh(
+            self.work,
+            "git",
+            "fetch",
+            "-q",
+            "--update-shallow",
+            str(self.shared),
+            "+master:refs/bench/master",
+        )
+        self.pin = sh(self.work, "git", "rev-parse", "refs/series/base").strip()
+        self.clone = tmp / "clone"
+        sh(tmp, "git", "clone", "-q", str(self.work), str(self.clone))
+        sh(
+            self.clone,
+            "git",
+            "fetch",
+            "-q",
+            "--update-shallow",
+            str(self.shared),
+            "+master:refs/bench/master",
+        )
+        sh(self.clone, "git", "checkout", "-q", "series")
+        self._train_rerere()
+        series(self.project, "status")  # warm: the kept report, the patch info
+        series(self.project, "list")
+
+    def _train_rerere(self) -> None:
+        """Resolve P18 once in the clone (with series' recorded result), so rerere knows it."""
+        trial = self.tmp / "trial"
+        shutil.copytree(self.project, trial, symlinks=True)
+        series(trial, "rebase", "--onto", "master", "--upstream", str(self.shared))
+        resolved = (trial / "work" / P18_FILE).read_bytes()
+        shutil.rmtree(trial)
+        sh(
+            self.clone,
+            "git",
+            *RERERE,
+            "rebase",
+            "-q",
+            "--onto",
+            "refs/bench/master",
+            self.pin,
+            ok=False,
+        )
+        (self.clone / P18_FILE).write_bytes(resolved)
+        sh(self.clone, "git", "add", P18_FILE)
+        sh(self.clone, "git", *RERERE, "rebase", "--continue", env={"GIT_EDITOR": "true"})
+        sh(self.clone, "git", "checkout", "-q", "-B", "series", "origin/series")
+
+    # -- copies that one run may change ------------------------------------------------
+    def copy(self, what: Path, name: str) -> Path:
+        target = self.tmp / "runs" / name
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(what, target, symlinks=True)
+        return target
+
+    def rows(self) -> list[Row]:
+        p, w, up = self.project, self.work, str(self.shared)
+        py = sys.executable
+        patches = sorted(str(f) for f in (p / "patches").glob("*.patch"))
+        p5 = next((f for f in patches if "P5" in Path(f).name), patches[0])
+        out = self.tmp / "fp"
+        return [
+            Row("series --version", "python -c pass",
+                lambda: timed(lambda: sh(p, py, "-m", "series", "--version")),
+                lambda: timed(lambda: sh(p, py, "-c", "pass"))),
+            Row("series --help", "python -c pass",
+                lambda: timed(lambda: series(p, "--help")),
+                lambda: timed(lambda: sh(p, py, "-c", "pass"))),
+            Row("status, nothing changed since the last", "git status + git log --oneline BASE..",
+                self._status,
+                lambda: timed(lambda: (sh(w, "git", "status"), sh(w, "git", "log", "--oneline", f"{self.pin}..")))),
+            Row("list", "reading the files (cat)",
+                lambda: timed(lambda: series(p, "list")),
+                lambda: timed(lambda: sh(p, "cat", "series.toml", *patches))),
+            Row("show P5", "reading the file (cat)",
+                lambda: timed(lambda: series(p, "show", "P5")),
+                lambda: timed(lambda: sh(p, "cat", p5))),
+            Row("export, nothing changed", "git format-patch pin..",
+                lambda: timed(lambda: series(p, "export")),
+                lambda: timed(lambda: sh(w, "git", "format-patch", "-q", "-o", str(out), f"{self.pin}.."))),
+            Row("apply, re-run, up to date", "a no-op (git status)",
+                lambda: timed(lambda: series(p, "apply")),
+                lambda: timed(lambda: sh(w, "git", "status", "--porcelain"))),
+            Row("rebase --onto master (P18 recorded)", "git rebase --onto + rerere + format-patch",
+                self._rebase, self._git_rebase),
+            Row("rebase --abort (stopped at P18)", "git rebase --abort",
+                lambda: self._stopped("--abort"), lambda: self._git_stopped("--abort")),
+            Row("rebase --skip (stopped at P18)", "git rebase --skip",
+                lambda: self._stopped("--skip"), lambda: self._git_stopped("--skip")),
+            Row("rebase --continue (P18 resolved)", "git rebase --continue",
+                lambda: self._stopped("--continue"), lambda: self._git_stopped("--continue")),
+            Row("range-diff (pin vs master)", "git range-diff",
+                self._range_diff, self._git_range_diff),
+            Row("branches --dry-run", "git rev-list + for-each-ref",
+                lambda: timed(lambda: series(p, "branches", "--dry-run")),
+                lambda: timed(lambda: (sh(w, "git", "for-each-ref", "refs/heads/"), sh(w, "git", "rev-list", f"{self.pin}..series")))),
+            Row("check-conflicts (pin)", "a git merge-tree loop",
+                lambda: timed(lambda: series(p, "check-conflicts", "--json")),
+                lambda: self._merge_tree_loop(None)),
+            Row("check-conflicts --onto master", "a git merge-tree loop",
+                lambda: timed(lambda: series(p, "check-conflicts", "--onto", "master", "--upstream", up, "--json")),
+                lambda: self._merge_tree_loop("refs/bench/master")),
+            Row("apply, fresh directory", "git am -3",
+                self._apply_fresh, self._git_am),
+        ]  # fmt: skip
+
+    def _status(self) -> float:
+        """A status after a status: the other rows' commands write the checkout's refs."""
+        series(self.project, "status")
+        return timed(lambda: series(self.project, "status"))
+
+    def _rebase(self) -> float:
+        run = self.copy(self.project, "rebase")
+        return timed(
+            lambda: series(run, "rebase", "--onto", "master", "--upstream", str(self.shared))
+        )
+
+    def _git_rebase(self) -> float:
+        clone = self.copy(self.clone, "git-rebase")
+
+        def job() -> None:
+            sh(
+                clone,
+                "git",
+                *RERERE,
+                "rebase",
+                "-q",
+                "--onto",
+                "refs/bench/master",
+                self.pin,
+                ok=False,
+            )
+            sh(clone, "git", *RERERE, "rebase", "--continue", env={"GIT_EDITOR": "true"})
+            sh(
+                clone,
+                "git",
+                "format-patch",
+                "-q",
+                "-o",
+                str(self.tmp / "by-hand"),
+                "refs/bench/master..",
+            )
+
+        return timed(job)
+
+    def _stopped(self, how: str) -> float:
+        """A copy stopped at P18 (its recorded resolution removed), then ``rebase how`` timed."""
+        run = self.copy(self.project, "stopped")
+        shutil.rmtree(run / "resolutions", ignore_errors=True)
+        series(run, "rebase", "--onto", "master", "--upstream", str(self.shared), ok=False)
+        if how == "--continue":
+            trial = self.tmp / "runs" / "rebase" / "work" / P18_FILE
+            if trial.exists():
+                (run / "work" / P18_FILE).write_bytes(trial.read_bytes())
+            sh(run / "work", "git", "add", P18_FILE)
+        return timed(lambda: series(run, "rebase", how, ok=False))
+
+    def _git_stopped(self, how: str) -> float:
+        clone = self.copy(self.clone, "git-stopped")
+        sh(clone, "git", "rebase", "-q", "--onto", "refs/bench/master", self.pin, ok=False)
+        if how == "--continue":
+            sh(clone, "git", "checkout", "--theirs", P18_FILE, ok=False)
+            sh(clone, "git", "add", P18_FILE)
+        return timed(lambda: sh(clone, "git", "rebase", how, env={"GIT_EDITOR": "true"}, ok=False))
+
+    def _range_diff(self) -> float:
+        run = self.tmp / "runs" / "rebase"
+        if not (run / "work").exists():
+            self._rebase()
+        return timed(lambda: series(run, "range-diff", ok=False))
+
+    def _git_range_diff(self) -> float:
+        clone = self.tmp / "runs" / "git-rebase"
+        if not clone.exists():
+            self._git_rebase()
+        return timed(
+            lambda: sh(
+                clone, "git", "range-diff", f"{self.pin}..origin/series", "refs/bench/master..HEAD"
+            )
+        )
+
+    def _merge_tree_loop(self, onto: str | None) -> float:
+        """What check-conflicts answers, as a loop of merge-tree: each patch alone, each pair,
+        and (``onto``) each patch replayed onto it in order."""
+        commits = sh(
+            self.clone, "git", "rev-list", "--reverse", f"{self.pin}..origin/series"
+        ).split()
+
+        def job() -> None:
+            for i, c in enumerate(commits):
+                sh(
+                    self.clone,
+                    "git",
+                    "merge-tree",
+                    "--write-tree",
+                    f"--merge-base={c}^",
+                    self.pin,
+                    c,
+                    ok=False,
+                )
+                for d in commits[i + 1 :]:
+                    sh(
+                        self.clone,
+                        "git",
+                        "merge-tree",
+                        "--write-tree",
+                        f"--merge-base={self.pin}",
+                        c,
+                        d,
+                        ok=False,
+                    )
+            if onto:
+                prev = onto
+                for c in commits:
+                    tree = sh(
+                        self.clone,
+                        "git",
+                        "merge-tree",
+                        "--write-tree",
+                        f"--merge-base={c}^",
+                        prev,
+                        c,
+                        ok=False,
+                    ).split("\n")[0]
+                    prev = (
+                        sh(
+                            self.clone, "git", "commit-tree", tree, "-p", c, "-m", "x", ok=False
+                        ).strip()
+                        or prev
+                    )
+
+        return timed(job)
+
+    def _apply_fresh(self) -> float:
+        target = self.tmp / "runs" / "fresh"
+        shutil.rmtree(target, ignore_errors=True)
+        return timed(lambda: series(self.project, "apply", "--dir", str(target)))
+
+    def _git_am(self) -> float:
+        target = self.tmp / "runs" / "git-am"
+        shutil.rmtree(target, ignore_errors=True)
+        patches = sorted(str(f) for f in (self.project / "patches").glob("*.patch"))
+
+        def job() -> None:
+            sh(self.tmp, "git", "clone", "-q", "--no-checkout", str(self.clone), str(target))
+            sh(target, "git", "checkout", "-q", "-b", "am", self.pin)
+            sh(target, "git", "am", "-q", "-3", *patches)
+
+        return timed(job)
+
+
+def scale_rows(bench: Bench) -> list[Row]:
+    """The synthetic rows (``--scale``): generated upstream commits and patches."""
+    rows = []
+    for commits in (60, 1000, 5000):
+        up = synthetic_upstream(bench, commits)
+        for patches, what in ((13, "rebase"), (200, "check-conflicts")):
+            project = synthetic_project(bench, up, patches, commits)
+            if what == "rebase":
+                rows.append(Row(f"rebase --onto, {patches} synthetic over {commits}",
+                                "git rebase + format-patch",
+                                functools.partial(_synthetic_rebase, bench, project, up),
+                                functools.partial(_synthetic_git_rebase, bench, project)))  # fmt: skip
+            else:
+                rows.append(Row(f"check-conflicts --onto, {patches} over {commits}",
+                                "a git merge-tree loop",
+                                functools.partial(_synthetic_check, project, up),
+                                functools.partial(_synthetic_loop, project)))  # fmt: skip
+    return rows
+
+
+def synthetic_upstream(bench: Bench, commits: int) -> Path:
+    """The pin plus ``commits`` commits on ``next``, each editing one of a hundred Keras files."""
+    up = bench.tmp / f"up-{commits}"
+    if up.exists():
+        return up
+    sh(bench.tmp, "git", "clone", "-q", "--bare", str(bench.shared), str(up))
+    files = sh(up, "git", "ls-tree", "-r", "--name-only", bench.pin, "keras/src/").split()
+    files = [f for f in files if f.endswith(".py") and "test" not in f][:100]
+    # fast-import: one process for thousands of commits. Each commit adds a line at the
+    # top of a file; the synthetic patches add theirs at the end: merged, never conflicting.
+    content = {f: sh(up, "git", "cat-file", "blob", f"{bench.pin}:{f}").encode() for f in files}
+    chunks = [f"reset refs/heads/next\nfrom {bench.pin}\n".encode()]
+    for i in range(commits):
+        path = files[i % len(files)]
+        content[path] = f"# upstream change {i}\n".encode() + content[path]
+        msg = f"upstream change {i}\n".encode()
+        chunks.append(
+            f"commit refs/heads/next\ncommitter Up <up@x> {1700000000 + i} +0000\n".encode()
+            + f"data {len(msg)}\n".encode() + msg
+            + f"M 100644 inline {path}\ndata {len(content[path])}\n".encode() + content[path] + b"\n"
+        )  # fmt: skip
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=up, input=b"".join(chunks), check=True)
+    return up
+
+
+def synthetic_project(bench: Bench, up: Path, patches: int, commits: int) -> Path:
+    """A project of ``patches`` generated patches (one line added at the end of a Keras file each)."""
+    project = bench.tmp / f"synthetic-{patches}-{commits}"
+    if project.exists():
+        return project
+    author = bench.tmp / f"author-{patches}-{commits}"
+    sh(bench.tmp, "git", "clone", "-q", str(up), str(author))
+    sh(author, "git", "checkout", "-q", "-b", "series", bench.pin)
+    files = sh(author, "git", "ls-files", "keras/src/").split()
+    files = [f for f in files if f.endswith(".py") and "test" not in f][:150]
+    for k in range(patches):
+        path = author / files[(k * 7) % len(files)]
+        with path.open("a") as fh:
+            fh.write(f"\n\ndef _series_patch_{k}():\n    return {k}\n")
+        sh(author, "git", "commit", "-qam", f"synthetic: patch {k}")
+    (project / "patches").mkdir(parents=True)
+    sh(author, "git", "format-patch", "-q", "-o", str(project / "patches"), f"{bench.pin}..series")
+    toml = (bench.project / "series.toml").read_text().split("\n[[patch]]")[0]
+    entries = []
+    for k, f in enumerate(sorted((project / "patches").glob("*.patch"))):
+        entries.append(
+            f'\n[[patch]]\nid = "P{k + 1}"\ntitle = "synthetic: patch {k}"\n'
+            f'file = "patches/{f.name}"\nbranch = "p-{k + 1}"\nstate = "open"\nsubset = []\n'
+        )
+    (project / "series.toml").write_text(toml + "".join(entries))
+    sh(project, "git", "init", "-q")
+    series(project, "apply", "--source", "git", "--upstream", str(bench.shared))
+    sh(project / "work", "git", "fetch", "-q", str(up), "+next:refs/bench/next")
+    return project
+
+
+def _synthetic_rebase(bench: Bench, project: Path, up: Path) -> float:
+    run = bench.copy(project, "synthetic-rebase")
+    return timed(lambda: series(run, "rebase", "--onto", "next", "--upstream", str(up), ok=False))
+
+
+def _synthetic_git_rebase(bench: Bench, project: Path) -> float:
+    work = bench.copy(project / "work", "synthetic-git")
+
+    def job() -> None:
+        sh(work, "git", "rebase", "-q", "--onto", "refs/bench/next", bench.pin, ok=False)
+        sh(
+            work,
+            "git",
+            "format-patch",
+            "-q",
+            "-o",
+            str(bench.tmp / "synthetic-fp"),
+            "refs/bench/next..",
+        )
+
+    return timed(job)
+
+
+def _synthetic_check(project: Path, up: Path) -> float:
+    argv = ["check-conflicts", "--onto", "next", "--upstream", str(up), "--no-matrix", "--json"]
+    return timed(lambda: series(project, *argv))
+
+
+def _synthetic_loop(project: Path) -> float:
+    work = project / "work"
+    pin = sh(work, "git", "rev-parse", "refs/series/base").strip()
+    commits = sh(work, "git", "rev-list", "--reverse", f"{pin}..series").split()
+
+    def job() -> None:
+        prev = "refs/bench/next"
+        for c in commits:
+            tree = sh(
+                work, "git", "merge-tree", "--write-tree", f"--merge-base={c}^", prev, c, ok=False
+            ).split("\n")[0]
+            prev = (
+                sh(work, "git", "commit-tree", tree, "-p", c, "-m", "x", ok=False).strip() or prev
+            )
+
+    return timed(job)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--scale", action="store_true", help="add the synthetic rows (slow)")
+    parser.add_argument("--only", nargs="*", help="rows whose name starts with one of these")
+    args = parser.parse_args()
+    if not TARBALL.is_file():
+        raise SystemExit(f"no {TARBALL}: ../shared/upstream is not beside the checkout")
+    print(f"machine: {load()} at the start")
+    with tempfile.TemporaryDirectory(prefix="bench-commands-") as tmp_name:
+        bench = Bench(Path(tmp_name))
+        rows = bench.rows() + (scale_rows(bench) if args.scale else [])
+        if args.only:
+            rows = [r for r in rows if any(r.name.startswith(o) for o in args.only)]
+        for r in range(args.rounds):
+            for row in rows if r % 2 == 0 else reversed(rows):
+                if row.error:
+                    continue
+                try:
+                    sides = ("mine", "theirs") if r % 2 == 0 else ("theirs", "mine")
+                    for side in sides:
+                        row.times[side].append(getattr(row, side)())
+                except Exception as exc:  # a row that cannot run says why, the rest go on
+                    row.error = str(exc).splitlines()[0][:100]
+    report(rows, args.rounds)
+    print(f"machine: {load()} at the end")
+    return 0
+
+
+def report(rows: list[Row], rounds: int) -> None:
+    med = statistics.median
+    print(
+        f"\n| command | instead | series | instead | series / instead |  ({rounds} rounds, medians)"
+    )
+    print("| --- | --- | --- | --- | --- |")
+    for row in rows:
+        if row.error or not row.times["mine"]:
+            print(f"| `{row.name}` | {row.instead} | - | - | not measured: {row.error} |")
+            continue
+        mine, theirs = med(row.times["mine"]), med(row.times["theirs"])
+        print(
+            f"| `{row.name}` | {row.instead} | {mine:.3f} s | {theirs:.3f} s | {mine / theirs:.2f}x |"
+        )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,304 @@
+"""The everyday commands start few git processes when nothing changed (issue 23).
+
+Speed is measured by ci/bench_commands.py, never asserted here; what is
+asserted is the number of git processes a command starts, counted by a
+``git`` shim first on PATH (GitPython's own ``git version`` calls count
+too), and that the answers from the cache are the answers git gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conflict_helpers import Case, make_case, upstream_commit
+from helpers import PatchSpec, Project, git, make_project, replace_line
+from series.git import TreeMerge
+from series.merge import Job, Merger, predict
+from series.project import Series
+from series.upstream import Base, UpstreamSource
+
+BOUND = 120
+
+
+class Counted:
+    """``series`` run as its own process, every git process it starts logged."""
+
+    def __init__(self, project: Project, tmp: Path) -> None:
+        self.project = project
+        self.log = tmp / "git-argv.log"
+        shim = tmp / "shim"
+        shim.mkdir()
+        real = shutil.which("git")
+        (shim / "git").write_text(f'#!/bin/sh\necho "$*" >> "{self.log}"\nexec "{real}" "$@"\n')
+        (shim / "git").chmod(0o755)
+        self.cache = tmp / "cache"
+        self.env = {
+            **os.environ,
+            "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
+            "SERIES_CACHE_DIR": str(self.cache),
+        }
+
+    def run(self, *args: str) -> tuple[str, list[str]]:
+        """stdout, and the argv of each git process started."""
+        self.log.unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "series", "-C", str(self.project.root), *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=BOUND,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        calls = self.log.read_text().splitlines() if self.log.exists() else []
+        return proc.stdout, calls
+
+
+def test_list_and_show_start_no_git_when_the_patch_files_did_not_change(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    first_list, calls = counted.run("list", "--json")
+    assert any(c.startswith("apply --numstat") for c in calls)
+    first_show, _ = counted.run("show", "P2", "--json", "--diff")
+    again_list, calls_list = counted.run("list", "--json")
+    again_show, calls_show = counted.run("show", "P2", "--json", "--diff")
+    assert (calls_list, calls_show) == ([], [])
+    assert (again_list, again_show) == (first_list, first_show)
+
+
+def test_a_changed_patch_file_is_read_again_never_its_old_answer(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("list")
+    counted.run("show", "P2")
+    patch = project.root / "patches" / "perf-P2.patch"
+    replace_line(patch, "Subject: [PATCH] util: VALUE_5 is 55", "Subject: [PATCH] util: renamed")
+    shown, calls = counted.run("show", "P2", "--json")
+    assert calls, "a changed file is read by git again"
+    assert json.loads(shown)["title"] == "util: renamed"
+
+
+def test_a_damaged_cache_record_is_asked_of_git_again(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    first, _ = counted.run("show", "P1", "--json", "--diff")
+    records = sorted((counted.cache / "patchinfo").glob("*.json"))
+    assert records
+    for record in records:
+        record.write_text('{"format": 1, "key": "x", "mail": {"subject": 3}}')
+    again, calls = counted.run("show", "P1", "--json", "--diff")
+    assert calls and again == first
+
+
+def fresh_status(counted: Counted) -> dict[str, object]:
+    """``series status --json`` worked out from scratch (its kept report removed first)."""
+    shutil.rmtree(counted.cache / "status", ignore_errors=True)
+    out, calls = counted.run("status", "--json")
+    assert len(calls) > 3
+    return dict(json.loads(out))
+
+
+def test_status_starts_at_most_three_git_processes_when_nothing_changed(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    first = fresh_status(counted)
+    again, calls = counted.run("status", "--json")
+    assert len(calls) <= 3, calls
+    assert [c for c in calls if c != "version"] == [
+        "--no-optional-locks status --porcelain=v1 -z --untracked-files=all"
+    ]
+    assert json.loads(again) == first
+
+
+def test_status_sees_every_change_since_the_report_it_kept(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    counted.run("status")
+
+    (project.work / "new.txt").write_text("not committed\n")  # the work tree: asked each time
+    out, _ = counted.run("status", "--json")
+    assert json.loads(out)["uncommitted"] == ["new.txt"]
+    assert json.loads(out) == fresh_status(counted)
+
+    git(project.work, "add", "new.txt")  # a commit: refs and index move
+    git(project.work, "commit", "-qm", "work: a new file")
+    out, calls = counted.run("status", "--json")
+    assert len(calls) > 3
+    assert [u.split(" ", 1)[1] for u in json.loads(out)["unexported"]] == ["work: a new file"]
+    assert json.loads(out)["uncommitted"] == []
+    counted.run("status")
+
+    replace_line(project.root / "patches" / "perf-P1.patch", "+    return 101", "+    return 111")
+    out, calls = counted.run("status", "--json")  # a patch file: drift
+    assert len(calls) > 3
+    assert json.loads(out)["drift"]["patches"][0] == "P1"
+    assert json.loads(out) == fresh_status(counted)
+
+    git(project.work, "update-ref", "refs/series/backup/by-hand", "HEAD")  # any ref
+    out, calls = counted.run("status", "--json")
+    assert [b["ref"] for b in json.loads(out)["backups"]] == ["refs/series/backup/by-hand"]
+
+
+def test_a_damaged_status_record_is_worked_out_again(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    first = fresh_status(counted)
+    (record,) = (counted.cache / "status").glob("*.json")
+    kept = json.loads(record.read_text())
+    kept["report"]["rebase"] = {"onto": "x"}
+    record.write_text(json.dumps(kept))
+    out, calls = counted.run("status", "--json")
+    assert len(calls) > 3 and json.loads(out) == first
+
+
+def imported_after(*argv: str) -> set[str]:
+    """The modules a fresh interpreter has imported after ``series argv``."""
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['series', *{list(argv)!r}]\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=BOUND, check=True
+    )
+    return set(proc.stdout.split("\n")[-2].split())
+
+
+def test_version_imports_neither_the_cli_nor_gitpython() -> None:
+    modules = imported_after("--version")
+    assert not {"git", "rich", "series.cli"} & modules
+
+
+def test_a_command_that_starts_no_git_does_not_import_gitpython(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("list")  # the patch files read once
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
+    modules = imported_after("-C", str(project.root), "list")
+    assert "git" not in modules and "series.git" in modules
+
+
+# -- the replay's predictions grow linearly with the number of patches ------------------
+
+UTIL = "pkg/util.py"
+MANY = [
+    PatchSpec(
+        f"P{i}",
+        f"util: VALUE_{i} is {i}{i}",
+        {UTIL: (f"VALUE_{i} = {i}\n", f"VALUE_{i} = {i}{i}\n")},
+    )
+    for i in range(1, 13)
+]
+
+
+def replay(tmp_path: Path, conflict: bool) -> Case:
+    case = make_case(tmp_path, MANY)
+    upstream_commit(
+        case.project.upstream,
+        "next",
+        "util: VALUE_25",
+        {UTIL: ("VALUE_25 = 25\n", "VALUE_25 = 0\n")},
+    )
+    if conflict:  # P8 conflicts: the replay goes on step by step from there
+        upstream_commit(
+            case.project.upstream,
+            "next",
+            "util: VALUE_8",
+            {UTIL: ("VALUE_8 = 8\n", "VALUE_8 = -8\n")},
+        )
+    return case
+
+
+def test_a_replay_in_chunks_is_the_replay_in_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for conflict in (False, True):
+        case = replay(tmp_path / str(conflict), conflict)
+        code, whole, err = case.run_json("--onto", "next", "--no-matrix")
+        assert code == (3 if conflict else 0), err
+        monkeypatch.setattr(predict, "CHUNK", 3)
+        code, chunked, err = case.run_json("--onto", "next", "--no-matrix")
+        monkeypatch.setattr(predict, "CHUNK", 16)
+        assert chunked["onto"] == whole["onto"]
+        assert ("conflict" in [p["status"] for p in whole["onto"]["patches"]]) == conflict
+
+
+def test_no_prediction_merges_more_than_a_chunk_of_patches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = replay(tmp_path, conflict=False)
+    case.run_json("--no-matrix")  # the stack built and memoised
+    jobs: list[Job] = []
+    original = Merger.run
+
+    def spy(self: Merger, batch: Sequence[Job]) -> list[TreeMerge]:
+        jobs.extend(batch)
+        return original(self, batch)
+
+    monkeypatch.setattr(predict, "CHUNK", 3)
+    monkeypatch.setattr(Merger, "run", spy)
+    code, report, err = case.run_json("--onto", "next", "--no-matrix")
+    assert code == 0, err
+    assert {p["status"] for p in report["onto"]["patches"]} == {"clean"}
+    cache = tmp_path / "home" / ".cache" / "keras-series" / "upstream.git"
+    spans = [
+        int(git(cache, "rev-list", "--count", f"{j.base.commit}..{j.theirs.commit}"))
+        for j in jobs
+        if j.theirs.commit is not None and j.base.commit is not None
+    ]
+    assert len(spans) >= len(MANY) and max(spans) <= 3
+
+
+def test_check_conflicts_enters_upstream_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = replay(tmp_path, conflict=True)
+    entries: list[str] = []
+    upstream, pin = Series.upstream, Series.pin
+
+    def entering(self: Series, *args: Any, **kwargs: Any) -> UpstreamSource:
+        entries.append("upstream")
+        return upstream(self, *args, **kwargs)
+
+    def pinning(self: Series, *args: Any, **kwargs: Any) -> Base:
+        entries.append("pin")
+        return pin(self, *args, **kwargs)
+
+    monkeypatch.setattr(Series, "upstream", entering)
+    monkeypatch.setattr(Series, "pin", pinning)
+    code, report, err = case.run_json("--onto", "next", "--upstream", str(case.project.upstream))
+    assert code == 3, err
+    assert entries == ["upstream"]
+    assert report["onto"]["patches"][7]["status"] == "conflict"
+
+
+def test_export_formats_every_patch_in_one_process(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    counted.run("export")  # the first export writes the canonical form
+    before = project.patch_bytes(), (project.root / "series.toml").read_bytes()
+    tip = git(project.work, "rev-parse", "series")
+    _, calls = counted.run("export")
+    verbs = [c.split()[0] for c in calls]
+    assert verbs.count("format-patch") == 1  # every patch in one process
+    assert verbs.count("log") == 2 * 3  # each message and author read once
+    assert (project.patch_bytes(), (project.root / "series.toml").read_bytes()) == before
+    assert git(project.work, "rev-parse", "series") == tip

@@ -1,0 +1,114 @@
+"""What a patch file says (``git mailinfo``, ``git apply --numstat``), kept by its content.
+
+``series list`` and ``series show`` read every patch file's header and
+diffstat; asking git costs a process per file per command (and GitPython's
+import and its own ``git version`` calls on top). The answer depends on
+the file's bytes alone, so it is kept in the per-user cache under the
+sha256 of those bytes (``patchinfo/<sha256>.json``): a changed file has
+another key, so an old answer is never shown for it, and nothing needs
+invalidating. A record is versioned and validated on read; one that does
+not validate (another format, a truncated write, a hand edit) is asked of
+git again and rewritten. A cache that cannot be written costs only speed.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from series.files import write_atomic
+from series.git import FileStat, Ident, MailInfo, patch_stat, read_mail
+
+FORMAT = 1
+DIR = "patchinfo"
+
+
+def stat(cache_dir: Path, patch: Path) -> list[FileStat]:
+    """Per-file line counts of ``patch`` (as :func:`series.git.patch_stat`)."""
+    key, record = _recall(cache_dir, patch)
+    found = _stats(record.get("stat"))
+    if found is None:
+        found = patch_stat(patch)
+        record["stat"] = [[s.path, s.added, s.deleted] for s in found]
+        _keep(cache_dir, key, record)
+    return found
+
+
+def mail(cache_dir: Path, patch: Path) -> MailInfo:
+    """``patch`` split as ``git am`` splits it (as :func:`series.git.read_mail`)."""
+    key, record = _recall(cache_dir, patch)
+    found = _mail(record.get("mail"))
+    if found is None:
+        found = read_mail(patch)
+        record["mail"] = {
+            "author": [found.author.name, found.author.email, found.author.date],
+            "subject": found.subject,
+            "body": found.body,
+            "diff": base64.b64encode(found.diff).decode("ascii"),
+        }
+        _keep(cache_dir, key, record)
+    return found
+
+
+def _path(cache_dir: Path, key: str) -> Path:
+    return cache_dir / DIR / f"{key}.json"
+
+
+def _recall(cache_dir: Path, patch: Path) -> tuple[str, dict[str, Any]]:
+    """The file's key and its record (empty when there is none or it does not validate)."""
+    data = patch.read_bytes()  # a missing file fails here, as git would
+    key = hashlib.sha256(data).hexdigest()
+    try:
+        record = json.loads(_path(cache_dir, key).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return key, {}
+    if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:
+        return key, {}
+    return key, record
+
+
+def _keep(cache_dir: Path, key: str, record: dict[str, Any]) -> None:
+    record.update(format=FORMAT, key=key)
+    # a read-only or full cache: the answer was computed, only not kept
+    with contextlib.suppress(OSError):
+        write_atomic(_path(cache_dir, key), json.dumps(record), within=None, durable=False)
+
+
+def _stats(value: object) -> list[FileStat] | None:
+    if not isinstance(value, list):
+        return None
+    stats = []
+    for row in value:
+        if not (
+            isinstance(row, list)
+            and len(row) == 3
+            and isinstance(row[0], str)
+            and all(n is None or (isinstance(n, int) and not isinstance(n, bool)) for n in row[1:])
+        ):
+            return None
+        stats.append(FileStat(row[0], row[1], row[2]))
+    return stats
+
+
+def _mail(value: object) -> MailInfo | None:
+    if not isinstance(value, dict):
+        return None
+    author, subject, body, diff = (value.get(k) for k in ("author", "subject", "body", "diff"))
+    if not (
+        isinstance(author, list)
+        and len(author) == 3
+        and all(isinstance(a, str) for a in author)
+        and isinstance(subject, str)
+        and isinstance(body, str)
+        and isinstance(diff, str)
+    ):
+        return None
+    try:
+        raw = base64.b64decode(diff, validate=True)
+    except ValueError:
+        return None
+    return MailInfo(Ident(author[0], author[1], author[2]), subject, body, raw)
