@@ -3,13 +3,14 @@
 Both against the shared shallow clone of real keras (../shared/upstream,
 unpacked into a temporary directory), measured side by side in one run:
 
-1. ``series rebase --onto master`` of the real 13 patches, P18's conflict
-   replayed from resolutions/P18/ (a ``series`` process, everything
-   included: start-up, fetch of the already-present target, 13 merges, the
-   re-export of patches/ with its verification, the summary), against
-   what a competent user does by hand: ``git rebase --onto master PIN`` of
-   the same commits in a work tree, with ``rerere`` trained on the same
-   resolution (``rerere.autoupdate``), then ``git rebase --continue``.
+1. ``series rebase --onto master`` of the real series (18 patches), the
+   conflicts of P18 and P23 replayed from resolutions/ (a ``series``
+   process, everything included: start-up, fetch of the already-present
+   target, one merge per patch, the re-export of patches/ with its
+   verification, the summary), against what a competent user does by
+   hand: ``git rebase --onto master PIN`` of the same commits in a work
+   tree, with ``rerere`` trained on the same resolutions
+   (``rerere.autoupdate``), then ``git rebase --continue`` at each stop.
    Each repetition starts from a fresh copy of the same state (not timed).
 2. ``series check-conflicts --onto master`` warm (in process, second run
    on), against its floor: the time of the batched ``merge-tree`` calls it
@@ -45,7 +46,7 @@ from series.merge import merger as merger_module
 
 ROOT = Path(__file__).resolve().parent.parent
 TARBALL = ROOT.parent / "shared" / "upstream" / "keras-2026-07-21.git.tar.gz"
-P18_FILE = "keras/src/tree/torchtree_impl.py"
+RERERE = ["-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true"]
 
 
 def sh(cwd: Path, *argv: str, env: dict[str, str] | None = None, ok: bool = True) -> str:
@@ -86,18 +87,41 @@ def prepare(tmp: Path, shared: Path) -> tuple[Path, Path, str]:
     return project, clone, pin
 
 
+def _rebasing(clone: Path) -> bool:
+    git_dir = Path(sh(clone, "git", "rev-parse", "--absolute-git-dir").strip())
+    return (git_dir / "rebase-merge").exists() or (git_dir / "rebase-apply").exists()
+
+
+def _continue_until_done(clone: Path) -> None:
+    """``git rebase --continue`` at every stop rerere has resolved."""
+    for _ in range(100):
+        if not _rebasing(clone):
+            return
+        sh(clone, "git", *RERERE, "rebase", "--continue", env={"GIT_EDITOR": "true"}, ok=False)
+    raise SystemExit(f"git rebase in {clone} does not finish: rerere left a stop unresolved")
+
+
 def _train_rerere(tmp: Path, project: Path, clone: Path, pin: str, shared: Path) -> None:
-    """Resolve P18 once in the clone (with series' recorded result), so rerere knows it."""
+    """Resolve every stop once in the clone (series' recorded results), so rerere knows them."""
     trial = tmp / "trial"
     shutil.copytree(project, trial, symlinks=True)
     series(trial, "rebase", "--onto", "master", "--upstream", str(shared))
-    resolved = (trial / "work" / P18_FILE).read_bytes()
+    log = sh(trial / "work", "git", "log", "--format=%H %s", "refs/bench/master..series")
+    by_subject = {line[41:]: line[:40] for line in log.splitlines()}
+    sh(clone, "git", *RERERE, "rebase", "-q", "--onto", "refs/bench/master", pin, ok=False)
+    while _rebasing(clone):
+        subject = sh(clone, "git", "log", "-1", "--format=%s", "REBASE_HEAD").strip()
+        resolved = by_subject[subject]
+        conflicted = sh(clone, "git", "diff", "--name-only", "--diff-filter=U").split()
+        for name in conflicted:
+            content = subprocess.run(
+                ["git", "show", f"{resolved}:{name}"],
+                cwd=trial / "work", capture_output=True, check=True,
+            ).stdout  # fmt: skip
+            (clone / name).write_bytes(content)
+            sh(clone, "git", "add", name)
+        sh(clone, "git", *RERERE, "rebase", "--continue", env={"GIT_EDITOR": "true"}, ok=False)
     shutil.rmtree(trial)
-    rerere = ["-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true"]
-    sh(clone, "git", *rerere, "rebase", "-q", "--onto", "refs/bench/master", pin, ok=False)
-    (clone / P18_FILE).write_bytes(resolved)
-    sh(clone, "git", "add", P18_FILE)
-    sh(clone, "git", *rerere, "rebase", "--continue", env={"GIT_EDITOR": "true"})
     sh(clone, "git", "checkout", "-q", "-B", "series", "origin/series")
 
 
@@ -171,10 +195,9 @@ def time_rebase(tmp: Path, project: Path, clone: Path, pin: str, shared: Path) -
     series(run_dir, *args)
     fast = time.perf_counter() - start
     inner, spent, calls = in_process(inner_dir, args)
-    rerere = ["-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true"]
     start = time.perf_counter()
-    sh(git_dir, "git", *rerere, "rebase", "-q", "--onto", "refs/bench/master", pin, ok=False)
-    sh(git_dir, "git", *rerere, "rebase", "--continue", env={"GIT_EDITOR": "true"})
+    sh(git_dir, "git", *RERERE, "rebase", "-q", "--onto", "refs/bench/master", pin, ok=False)
+    _continue_until_done(git_dir)
     slow = time.perf_counter() - start
     start = time.perf_counter()
     sh(git_dir, "git", "format-patch", "-q", "-o", str(tmp / "by-hand"), "refs/bench/master..")
@@ -200,7 +223,8 @@ def report_rebase(runs: list[RebaseRun], startup: float) -> None:
     by_hand = med(r.git_rebase + r.format_patch for r in runs)
     git_time = med(sum(r.git.values()) for r in runs)
     floor = med(r.floor for r in runs)
-    print(f"rebase of 13 onto master (P18 from its recorded resolution), median of {len(runs)}:")
+    print(f"rebase of the series onto master (P18, P23 from their recorded resolutions), "
+          f"median of {len(runs)}:")  # fmt: skip
     print(f"  series rebase, a process               {fast:.2f} s")
     print(f"    start-up (interpreter, imports)      {startup:.2f} s")
     print(f"    in process                           {med(r.in_process for r in runs):.2f} s, "

@@ -283,3 +283,29 @@ def test_scorecard_flags_a_state_that_adds_a_graph_break(
     again = run_scorecard(states, ["dense"], cache_dir=bench_cache)
     assert [r.cached for r in again.results] == [True, True]
     assert again.results[1].trace == printed.trace
+
+
+def test_the_tree_workload_and_the_raw_torch_llm_twins(pin: Path, bench_cache: Path) -> None:
+    """keras.tree has a workload; both LLM workloads have a raw torch floor."""
+    report = run_bench(
+        [Arm("pin", pin)],
+        ["keras_tree", "lm_forward", "lm_generate"],
+        cache_dir=bench_cache,
+        quick=True,
+        rounds=3,
+    )
+    assert report.workloads == [
+        "keras_tree",
+        "lm_forward",
+        "lm_generate",
+        "torch_lm_forward",
+        "torch_lm_generate",
+    ]
+    for workload in report.workloads:
+        assert report.samples[("pin", workload)].cpu
+    floors = {(f.workload, f.torch) for f in report.floors}
+    assert floors == {
+        ("lm_forward", "torch_lm_forward"),
+        ("lm_generate", "torch_lm_generate"),
+    }
+    assert all(f.ratio > 0 for f in report.floors)

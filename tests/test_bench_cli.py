@@ -64,7 +64,7 @@ def test_bench_says_which_patches_have_no_alone_arm(project: Path) -> None:
 def test_profile_shows_the_pin_and_the_stack(project: Path) -> None:
     code, data, err = run(project, "bench", "--profile", "layer_call")
     assert code == Exit.OK, err
-    assert [p["arm"] for p in data["profiles"]] == ["pin", "1..P18"]
+    assert [p["arm"] for p in data["profiles"]] == ["pin", "1..P23"]
     assert all(p["frames"] for p in data["profiles"])
 
 

@@ -1,8 +1,9 @@
 """The real series moved to the real upstream master of the shared shallow clone.
 
-Only P18 conflicts (upstream cd5bfc1 rewrote the same lines of
-keras/src/tree/torchtree_impl.py); this repository records its resolution
-in resolutions/P18/, so the rebase runs through without asking.
+P18 and P23 conflict (upstream cd5bfc1 rewrote the lines of
+keras/src/tree/torchtree_impl.py that both change); this repository
+records their resolutions in resolutions/P18/ and resolutions/P23/, so
+the rebase runs through without asking.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def test_real_series_rebases_with_the_recorded_resolution(
     code, out, err = project.run("rebase", "--onto", "master", "--upstream", str(shared_upstream))
     assert code == 0, err
     assert "resolved (recorded)" in out
-    assert len(list((project.root / "patches").glob("*.patch"))) == 13
+    assert len(list((project.root / "patches").glob("*.patch"))) == 18
+    assert "P23" in out and out.count("resolved (recorded)") == 2
     code, out, err = project.run("apply")
     assert code == 0 and "up to date" in out, err
     code, out, err = project.run("export")

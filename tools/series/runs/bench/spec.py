@@ -49,15 +49,22 @@ _ALL = [
     Workload("standardize_dtype", 'standardize_dtype("float32")', {}),
     Workload("convert_to_tensor", "convert_to_tensor of a tensor on the device", {"x": _f(8, 32)}),
     Workload(
+        "keras_tree",
+        "keras.tree traverse, flatten, pack_sequence_as over nested dicts",
+        {"x": _f(8, 32)},
+    ),
+    Workload(
         "lm_forward",
         "small LM (2 blocks, d 128) forward, T = 32",
         {"ids": Input((1, 32), "int32")},
+        floor="torch_lm_forward",
     ),
     Workload(
         "lm_generate",
         f"small LM greedy generate {GENERATE} tokens",
         {"ids": Input((1, PROMPT), "int32")},
         exact_ids=True,
+        floor="torch_lm_generate",
     ),
     Workload(
         "cnn",
@@ -70,6 +77,18 @@ _ALL = [
         "torch_mha", "raw torch causal SDPA MHA (control)", {"x": _f(2, 16, 64)}, control=True
     ),
     Workload("torch_cnn", "raw torch CNN (control)", {"x": _f(8, 32, 32, 3)}, control=True),
+    Workload(
+        "torch_lm_forward",
+        "raw torch twin of the small LM, forward (control)",
+        {"ids": Input((1, 32), "int32")},
+        control=True,
+    ),
+    Workload(
+        "torch_lm_generate",
+        f"raw torch twin of the small LM, generate {GENERATE} tokens (control)",
+        {"ids": Input((1, PROMPT), "int32")},
+        control=True,
+    ),
 ]
 WORKLOADS: dict[str, Workload] = {w.name: w for w in _ALL}
 CONTROLS = tuple(w.name for w in _ALL if w.control)

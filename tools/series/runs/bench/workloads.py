@@ -82,6 +82,30 @@ def _convert_to_tensor(keras: Any, torch: Any, x: Any) -> Built:
     return Built(call, _keras_out(keras, call))
 
 
+def _tree(keras: Any, torch: Any, x: Any) -> Built:
+    """``keras.tree`` over nested dicts built in another key order (P18, P23)."""
+    tree = keras.tree
+    rows = [x[i] for i in range(8)]
+    structure = {
+        "layers": [
+            {"kernel": rows[0], "bias": rows[1], "extra": {"scale": rows[2]}},
+            {"kernel": rows[3], "bias": rows[4], "extra": {"scale": rows[5]}},
+        ],
+        "embedding": {"table": rows[6], "positions": (rows[7],)},
+    }
+
+    def call() -> Any:
+        visited = tree.traverse(lambda v: None, structure, top_down=True)
+        leaves = tree.flatten(visited)
+        return tree.pack_sequence_as(structure, leaves)
+
+    def outputs() -> dict[str, np.ndarray]:
+        leaves = tree.flatten(call())
+        return {"y": np.stack([_np(leaf) for leaf in leaves])}
+
+    return Built(call, outputs)
+
+
 def _lm(keras: Any) -> Any:
     layers, ops = keras.layers, keras.ops
 
@@ -203,18 +227,90 @@ def _torch_cnn(keras: Any, torch: Any, x: Any) -> Built:
     return Built(call, _torch_out(call))
 
 
+def _torch_lm(torch: Any) -> Any:
+    """The small LM of ``_lm`` in raw torch: the same layers and shapes."""
+    nn, functional = torch.nn, torch.nn.functional
+    head_dim = D_MODEL // HEADS
+
+    class Block(nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1 = nn.LayerNorm(D_MODEL, eps=1e-3)
+            self.qkv = nn.Linear(D_MODEL, 3 * D_MODEL)
+            self.proj = nn.Linear(D_MODEL, D_MODEL)
+            self.ln2 = nn.LayerNorm(D_MODEL, eps=1e-3)
+            self.ff1 = nn.Linear(D_MODEL, 4 * D_MODEL)
+            self.ff2 = nn.Linear(4 * D_MODEL, D_MODEL)
+
+        def forward(self, x: Any) -> Any:
+            batch, seq, _ = x.shape
+            qkv = self.qkv(self.ln1(x)).view(batch, seq, 3, HEADS, head_dim)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4)
+            att = functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(att.transpose(1, 2).reshape(batch, seq, D_MODEL))
+            return x + self.ff2(functional.gelu(self.ff1(self.ln2(x))))
+
+    class LM(nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok = nn.Embedding(VOCAB, D_MODEL)
+            self.pos = nn.Embedding(MAX_LEN, D_MODEL)
+            self.blocks = nn.ModuleList([Block(), Block()])
+            self.ln = nn.LayerNorm(D_MODEL, eps=1e-3)
+            self.head = nn.Linear(D_MODEL, VOCAB)
+
+        def forward(self, ids: Any) -> Any:
+            positions = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
+            x = self.tok(ids) + self.pos(positions)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.ln(x))
+
+    torch.manual_seed(0)
+    return LM().eval()
+
+
+def _torch_lm_forward(keras: Any, torch: Any, ids: Any) -> Built:
+    model = _torch_lm(torch)
+    ids = ids.long()
+
+    def call() -> Any:
+        with torch.no_grad():
+            return model(ids)
+
+    return Built(call, _torch_out(call))
+
+
+def _torch_lm_generate(keras: Any, torch: Any, ids: Any) -> Built:
+    model = _torch_lm(torch)
+    ids = ids.long()
+
+    def generate() -> Any:
+        out = ids
+        with torch.no_grad():
+            for _ in range(GENERATE):
+                token = model(out)[:, -1, :].argmax(dim=-1, keepdim=True)
+                out = torch.cat([out, token], dim=1)
+        return out
+
+    return Built(generate, _torch_out(generate))
+
+
 BUILDERS: dict[str, Callable[..., Built]] = {
     "dense": _dense,
     "layer_call": _layer_call,
     "mha": _mha,
     "standardize_dtype": _standardize_dtype,
     "convert_to_tensor": _convert_to_tensor,
+    "keras_tree": _tree,
     "lm_forward": _lm_forward,
     "lm_generate": _lm_generate,
     "cnn": _cnn,
     "torch_linear": _torch_linear,
     "torch_mha": _torch_mha,
     "torch_cnn": _torch_cnn,
+    "torch_lm_forward": _torch_lm_forward,
+    "torch_lm_generate": _torch_lm_generate,
 }
 
 
