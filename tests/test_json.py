@@ -142,7 +142,10 @@ def test_every_command_takes_json_and_prints_one_envelope(tmp_path: Path) -> Non
     empty = tmp_path / "no-project"
     empty.mkdir()
     for command in COMMANDS:
-        required = ["P1" for o in flat(command.load().OPTIONS) if o.positional and o.nargs is None]
+        declared = flat(command.load().OPTIONS)
+        required = [
+            o.choices[0] if o.choices else "P1" for o in declared if o.positional and not o.nargs
+        ]
         argv = ["-C", str(empty), command.name, *required, "--json"]
         out, err = io.StringIO(), io.StringIO()
         code = main(argv, out=out, err=err)
