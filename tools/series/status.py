@@ -86,6 +86,8 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
 
 def _drift(series: Series, checkout: Checkout, state: CheckoutState) -> dict[str, Any]:
     """Which patches differ between patches/ and the commits apply or export last wrote."""
+    from series.stack.rangediff import CONTENT, classify_diffs
+
     pin_moved = state.source == "git" and state.base != series.manifest.upstream.commit
     if not series.cache.has_object(state.base):
         return {"known": False, "patches": [], "pin": pin_moved}
@@ -97,15 +99,20 @@ def _drift(series: Series, checkout: Checkout, state: CheckoutState) -> dict[str
     synced = checkout.repo.commits(state.base, state.synced) if state.synced else []
     ours = dict(zip(state.applied, synced, strict=False))
     differ, before_same = [], True
+    # A patch after a changed one has another commit id even when it did not change:
+    # it drifted only when its own change (its diff, not its whole tree, which holds
+    # the earlier patches' changes too) or its message differs.
+    moved = [s for s in built.steps if ours.get(s.patch.id) not in (None, s.commit)]
+    theirs = series.cache.commit_diffs([s.commit for s in moved])
+    mine = checkout.repo.commit_diffs([ours[s.patch.id] for s in moved])
     for step in built.steps:
-        mine = ours.get(step.patch.id)
-        same = mine == step.commit
-        # A patch whose parent differs has another commit id, though only what
-        # came before it changed: it drifted when its own tree differs too.
+        commit = ours.get(step.patch.id)
+        same = commit == step.commit
         if not same and (
             before_same
-            or mine is None
-            or checkout.repo.tree_of(mine) != series.cache.tree_of(step.commit)
+            or commit is None
+            or classify_diffs(mine.get(commit, b""), theirs.get(step.commit, b"")) == CONTENT
+            or checkout.repo.message(commit) != series.cache.message(step.commit)
         ):
             differ.append(step.patch.id)
         before_same = same
