@@ -107,3 +107,21 @@ def test_drift_lists_only_the_patches_that_were_edited(tmp_path: Path) -> None:
     assert project.run("apply")[0] == 0
     assert status(project)["drift"]["patches"] == []
     assert "return 111" in (project.work / "pkg/core.py").read_text()
+
+
+def test_status_says_what_it_could_not_check_and_how(tmp_path: Path) -> None:
+    """Not "drift: unknown" and then "nothing to do": what was not checked, and how to."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    assert project.run("cache", "clean")[0] == 0  # the base is no longer in the cache
+    data = status(project)
+    assert data["drift"]["known"] is False and "not in the cache" in data["drift"]["why"]
+    assert "nothing to do" not in data["next"]
+    assert data["next"].startswith("drift not checked: `series check-conflicts --no-matrix`")
+    _, out, _ = project.run("status")
+    assert "drift:      not checked: the checkout's base" in out and "nothing to do" not in out
+    # doing what it says makes the check possible
+    assert project.run("check-conflicts", "--no-matrix")[0] == 0
+    data = status(project)
+    assert data["drift"] == {"known": True, "patches": [], "pin": False}
+    assert data["next"].startswith("nothing to do")

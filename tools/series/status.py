@@ -90,12 +90,20 @@ def _drift(series: Series, checkout: Checkout, state: CheckoutState) -> dict[str
 
     pin_moved = state.source == "git" and state.base != series.manifest.upstream.commit
     if not series.cache.has_object(state.base):
-        return {"known": False, "patches": [], "pin": pin_moved}
+        why = f"the checkout's base {state.base[:12]} is not in the cache ({series.cache_dir})"
+        how = (
+            "`series check-conflicts --no-matrix` puts the pin in the cache (`series apply` "
+            "if the checkout is not on the pin); then `series status` compares patches/ "
+            "with the checkout"
+        )
+        return {"known": False, "patches": [], "pin": pin_moved, "why": why, "how": how}
     applied = [p for p in series.manifest.patches if p.id in set(state.applied)]
     try:
         built = series.stack(state.base, applied)
-    except SeriesError:
-        return {"known": False, "patches": [], "pin": pin_moved}
+    except SeriesError as exc:
+        why = f"patches/ could not be built on the checkout's base: {exc.message}"
+        how = "`series check-conflicts` says which patch does not apply, and why"
+        return {"known": False, "patches": [], "pin": pin_moved, "why": why, "how": how}
     synced = checkout.repo.commits(state.base, state.synced) if state.synced else []
     ours = dict(zip(state.applied, synced, strict=False))
     differ, before_same = [], True
@@ -135,6 +143,8 @@ def _next(report: dict[str, Any]) -> str:
     if report["unexported"]:
         return "`series export` writes the unexported commits to patches/"
     drift = report["drift"]
+    if drift and not drift["known"]:
+        return f"drift not checked: {drift['how']}"
     if drift and (drift["patches"] or drift["pin"]):
         return "`series apply` takes patches/ into the checkout (or `series export` the reverse)"
     if any(not p["applied"] for p in report["patches"]):
