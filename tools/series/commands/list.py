@@ -38,17 +38,40 @@ def run(series: Series, ui: Ui, *, as_json: bool = False) -> Exit:
         ui.json({"patches": rows})
         return Exit.OK
     table = Table(title=f"{len(rows)} patches on {series.manifest.upstream.ref}")
-    for column in ("#", "id", "PR", "upstream", "title", "files", "subset"):
+    for column in ("#", "id", "PR", "title", "files", "subset"):
         table.add_column(column, overflow="fold")
     for row in rows:
+        pr = f"#{row['pr']}" if row["pr"] else "-"
         table.add_row(
             str(row["position"]),
             str(row["id"]),
-            f"#{row['pr']}" if row["pr"] else "-",
-            str(row["state"]),
-            str(row["title"]),
+            f"{pr} {row['state']}",
+            _cut(str(row["title"]), TITLE),
             str(len(row["files"])),
-            "\n".join(s.removeprefix("keras/src/") for s in row["subset"]) or "-",
+            _subset(row["subset"]),
         )
     ui.table(table)
     return Exit.OK
+
+
+# The table fits 100 columns: long titles are cut and the subset is counted;
+# `series show ID` and --json have them whole.
+TITLE = 44
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def _subset(subset: list[str]) -> str:
+    """``2 files``, or ``20 tests in 1 file`` when node ids are named; ``-`` for none."""
+    if not subset:
+        return "-"
+    files = {s.split("::", 1)[0] for s in subset}
+    named = sum(1 for s in subset if "::" in s)
+    where = f"{len(files)} file" + ("s" if len(files) > 1 else "")
+    if not named:
+        return where
+    whole = len(subset) - named
+    tests = f"{named} test" + ("s" if named > 1 else "")
+    return f"{tests} in {where}" if not whole else f"{tests}, {whole} whole, in {where}"
