@@ -20,8 +20,10 @@ import conftest
 from helpers import make_project
 
 ROOT = Path(__file__).resolve().parent.parent
-# Fast files that use the cache under HOME (fetches, sdists) and the project's own files.
+# Fast files that use the cache under HOME (fetches, sdists) and the project's own files;
+# with a read-only HOME also every command once (test_json: test, lint and the others).
 PART = ("tests/test_status.py", "tests/test_upstream.py", "tests/test_manifest_pin.py")
+EVERY_COMMAND = "tests/test_json.py"
 
 
 def outer_env(home: Path) -> dict[str, str]:
@@ -32,9 +34,9 @@ def outer_env(home: Path) -> dict[str, str]:
     return env
 
 
-def run_part(tmp_path: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def run_part(tmp_path: Path, home: Path, *more: str) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    argv += ["--basetemp", str(tmp_path / "basetemp"), *PART]
+    argv += ["--basetemp", str(tmp_path / "basetemp"), *PART, *more]
     return subprocess.run(
         argv, cwd=ROOT, env=outer_env(home), capture_output=True, text=True, check=False
     )
@@ -71,7 +73,7 @@ def test_part_of_the_suite_passes_with_a_read_only_home(tmp_path: Path) -> None:
     home.mkdir()
     home.chmod(0o555)  # root may still write: the tree is compared afterwards too
     try:
-        proc = run_part(tmp_path, home)
+        proc = run_part(tmp_path, home, EVERY_COMMAND)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
         assert tree(home) == []
     finally:
