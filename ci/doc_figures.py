@@ -67,6 +67,15 @@ SOURCES: dict[tuple[str, str], Source] = {
     ("benchmarks.md", "Before and after the restructure (222a6a7 against 553e163)"): script(
         "ci/bench_versions.py --other PYTHON"
     ),
+    ("benchmarks.md", "The everyday commands against what a maintainer would run instead"): script(
+        "ci/bench_commands.py [--scale]"
+    ),
+    ("benchmarks.md", "Bytecode"): Source(
+        "by hand", "`time series --help` with and without PYTHONDONTWRITEBYTECODE"
+    ),
+    ("benchmarks.md", "This branch against main (`ci/bench_versions.py`)"): script(
+        "ci/bench_versions.py --other OLD --rounds 5 --upstream KERAS.git"
+    ),
     ("rebase.md", "Speed"): script("ci/bench_rebase.py"),
     ("testing.md", "Speed"): script("ci/bench_test.py"),
     ("testing.md", "Parallel runs and work trees"): Source(

@@ -89,7 +89,7 @@ def test_list_fits_100_columns_with_many_node_ids_and_long_titles(
     project = make_project(tmp_path, specs)
     code, out, _ = project.run("list")
     assert code == 0 and max(map(len, out.splitlines())) <= 100, out
-    assert "20 tests in 1 file" in out and title[:30] in out
+    assert "20 tests, 1 file" in out and title[:30] in out
     code, out, _ = project.run("list", "--json")  # whole in --json
     row = json.loads(out)["patches"][0]
     assert row["title"] == title and row["subset"] == list(ids)
@@ -98,7 +98,7 @@ def test_list_fits_100_columns_with_many_node_ids_and_long_titles(
     code, out, err = Project(real, real, "").run("list")
     assert code == 0, err
     assert max(map(len, out.splitlines())) <= 100, out
-    assert "20 tests in 1 file" in out
+    assert "20 tests, 1 file" in out
 
 
 def test_a_table_too_wide_for_the_terminal_is_plain_not_cut(tmp_path: Path) -> None:

@@ -64,14 +64,18 @@ def _cut(text: str, width: int) -> str:
 
 
 def _subset(subset: list[str]) -> str:
-    """``2 files``, or ``20 tests in 1 file`` when node ids are named; ``-`` for none."""
+    """``2 files``; ``20 tests, 1 file`` when node ids are named (``3 tests + 2 files``
+    when whole files are named too); ``-`` for none."""
     if not subset:
         return "-"
-    files = {s.split("::", 1)[0] for s in subset}
-    named = sum(1 for s in subset if "::" in s)
-    where = f"{len(files)} file" + ("s" if len(files) > 1 else "")
+    named = [s.split("::", 1)[0] for s in subset if "::" in s]
+    whole = len(subset) - len(named)
     if not named:
-        return where
-    whole = len(subset) - named
-    tests = f"{named} test" + ("s" if named > 1 else "")
-    return f"{tests} in {where}" if not whole else f"{tests}, {whole} whole, in {where}"
+        return _count(whole, "file")
+    if not whole:
+        return f"{_count(len(named), 'test')}, {_count(len(set(named)), 'file')}"
+    return f"{_count(len(named), 'test')} + {_count(whole, 'file')}"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("s" if n != 1 else "")
