@@ -57,14 +57,16 @@ BREAK = (MATMUL, "        _ = inputs.sum().item()\n" + MATMUL)
 
 
 @pytest.fixture(scope="module")
-def pin(tmp_path_factory: pytest.TempPathFactory, keras_cache: Path) -> Iterator[Path]:
+def pin(
+    tmp_path_factory: pytest.TempPathFactory, keras_cache: Path, project_copy: Path
+) -> Iterator[Path]:
     """The pinned upstream tree, from `series apply` on a copy of this project."""
     root = tmp_path_factory.mktemp("bench-project")
     home = root / "home"
     home.mkdir()
     (home / ".gitconfig").write_text("[user]\n\tname = T\n\temail = t@series.invalid\n")
-    shutil.copy2(ROOT / "series.toml", root / "series.toml")
-    shutil.copytree(ROOT / "patches", root / "patches")
+    shutil.copy2(project_copy / "series.toml", root / "series.toml")
+    shutil.copytree(project_copy / "patches", root / "patches")
     with pytest.MonkeyPatch.context() as env:
         for name, value in {
             **IDENT_ENV,

@@ -20,16 +20,17 @@ from series.cli import main
 from series.errors import Exit
 
 pytestmark = pytest.mark.keras
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def project(tmp_path: Path, keras_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def project(
+    tmp_path: Path, keras_cache: Path, project_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     root = tmp_path / "project"
     root.mkdir()
-    text = (ROOT / "series.toml").read_text()
+    text = (project_copy / "series.toml").read_text()
     (root / "series.toml").write_text(text.replace('source = "auto"', 'source = "sdist"', 1))
-    shutil.copytree(ROOT / "patches", root / "patches")
+    shutil.copytree(project_copy / "patches", root / "patches")
     monkeypatch.setenv("SERIES_CACHE_DIR", str(keras_cache))
     return root
 

@@ -7,6 +7,7 @@ workload catalogue's additions, and the tree id the cache is keyed by.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -105,3 +106,36 @@ def test_tree_id_follows_code_not_tests_or_place(tmp_path: Path) -> None:
     first = tree_id(tree(tmp_path / "a", "x = 1\n", "t = 1\n"), "keras")
     assert tree_id(tree(tmp_path / "b", "x = 1\n", "t = 2\n"), "keras") == first
     assert tree_id(tree(tmp_path / "c", "x = 2\n", "t = 1\n"), "keras") != first
+
+
+@pytest.mark.parametrize("paired", [True, False], ids=["paired", "unpaired"])
+@pytest.mark.parametrize("size", [10, 25])
+def test_the_interval_agrees_with_scipys_bootstrap(paired: bool, size: int) -> None:
+    """The hand-written percentile bootstrap against scipy.stats.bootstrap, on the same samples."""
+    from scipy.stats import bootstrap
+
+    draw = np.random.default_rng(size)
+    base = 100 * draw.lognormal(0, 0.05, size)
+    cand = 80 * draw.lognormal(0, 0.05, size)
+    ours = ratio(list(base), list(cand), paired=paired, resamples=20000, seed=3)
+
+    def statistic(*xs: np.ndarray, axis: int) -> Any:
+        # the paired statistic: the median of per-round ratios; unpaired: the ratio of medians
+        return np.median(xs[0], axis=axis) / (1 if paired else np.median(xs[1], axis=axis))
+
+    samples = (base / cand,) if paired else (base, cand)
+    theirs = bootstrap(
+        samples,
+        statistic,
+        method="percentile",
+        n_resamples=20000,
+        confidence_level=0.95,
+        rng=np.random.default_rng(3),
+        vectorized=True,
+    )
+    ci = theirs.confidence_interval
+    # medians of resamples take few distinct values: both samplers land on the same ones
+    assert ours.low == pytest.approx(ci.low, rel=0.002)
+    assert ours.high == pytest.approx(ci.high, rel=0.002)
+    assert ours.median == pytest.approx(float(statistic(*samples, axis=-1)))
+    assert ours.paired is paired

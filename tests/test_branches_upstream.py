@@ -213,12 +213,12 @@ def test_an_sdist_checkout_without_upstream_is_refused_and_takes_upstream(
 
 
 def test_the_real_series_on_a_fork_of_the_shared_excerpt(
-    tmp_path: Path, shared_upstream: Path
+    tmp_path: Path, shared_upstream: Path, project_copy: Path
 ) -> None:
-    """The real 13 patches on v3.15.1, pushed to a fork of (shallow) real keras."""
+    """The real series on v3.15.1, pushed to a fork of (shallow) real keras."""
     from test_shallow import PIN, real_project
 
-    project = real_project(tmp_path)
+    project = real_project(tmp_path, project_copy)
     code, _, err = project.run("apply", "--source", "git", "--upstream", str(shared_upstream))
     assert code == 0, err
     fork = tmp_path / "fork.git"

@@ -416,10 +416,10 @@ def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert "2 bad input" in text
 
 
-def test_pre_push_hook_definition() -> None:
+def test_pre_push_hook_definition(project_copy: Path) -> None:
     from pre_commit.clientlib import load_manifest
 
-    hooks = load_manifest(Path(__file__).parent.parent / ".pre-commit-hooks.yaml")
+    hooks = load_manifest(project_copy / ".pre-commit-hooks.yaml")
     hook = next(h for h in hooks if h["id"] == "series-check-conflicts")
     assert hook["entry"].startswith("series check-conflicts")
     assert hook["stages"] == ["pre-push"]

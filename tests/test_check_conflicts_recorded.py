@@ -90,10 +90,10 @@ def test_a_resolution_made_for_another_conflict_leaves_the_conflict(tmp_path: Pa
 
 
 def test_the_real_series_check_agrees_with_its_rebase_onto_master(
-    tmp_path: Path, shared_upstream: Path
+    tmp_path: Path, shared_upstream: Path, project_copy: Path
 ) -> None:
-    """The issue's scenario: P18's recorded resolution, the shared excerpt's master."""
-    project = applied(tmp_path, shared_upstream, recorded=True)
+    """The issue's scenario: the recorded resolutions (P18's), the shared excerpt's master."""
+    project = applied(tmp_path, shared_upstream, project_copy, recorded=True)
     code, data = check(project, "master", shared_upstream)
     assert code == 0, data["problems"]
     verdicts = {pid: row["status"] for pid, row in rows(data).items()}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import git, make_project
+from helpers import PatchSpec, git, make_project
 from series import cli
 from series.errors import Exit
 
@@ -92,3 +92,28 @@ def test_a_corrupt_patch_file_is_bad_input_named_by_path(tmp_path: Path) -> None
         code, _, err = project.run(command)
         assert code == Exit.BAD_INPUT, err
         assert "perf-P2.patch" in err and "hint:" in err
+
+
+def test_patch_ids_on_the_command_line_ignore_case(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    code, out, err = project.run("show", "p2", "--json")
+    assert code == 0 and json.loads(out)["id"] == "P2", err
+    code, out, err = project.run("apply", "--to", "p2", "--json")
+    assert code == 0 and json.loads(out)["applied"] == ["P1", "P2"], err
+    assert git(project.work, "log", "--format=%s", "-2").splitlines() == [
+        "util: VALUE_5 is 55",
+        "core: f1 returns 101",
+    ]
+
+
+def test_two_ids_that_differ_only_in_case_cannot_be(tmp_path: Path) -> None:
+    """Why ignoring case is never ambiguous: such a series.toml is refused on load."""
+    specs = [
+        PatchSpec("P1", "core: f1 returns 101", {"pkg/core.py": ("return 1\n", "return 101\n")}),
+        PatchSpec(
+            "p1", "util: VALUE_5 is 55", {"pkg/util.py": ("VALUE_5 = 5\n", "VALUE_5 = 55\n")}
+        ),
+    ]
+    project = make_project(tmp_path, specs)
+    code, _, err = project.run("show", "p1")
+    assert code == Exit.BAD_INPUT and "patch[1].id" in err

@@ -21,7 +21,6 @@ import yaml
 
 from helpers import Project, git, make_project, replace_line
 
-ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 SYSTEM_PATH = "/usr/bin:/bin"
 PRE_COMMIT = shutil.which("pre-commit", path=str(VENV_BIN))
@@ -31,13 +30,13 @@ WRAPPER = "ci/hooks/project-tool"
 pytestmark = pytest.mark.skipif(PRE_COMMIT is None, reason="pre-commit is not installed")
 
 
-def hooked_project(tmp_path: Path) -> tuple[Project, Path]:
+def hooked_project(tmp_path: Path, source: Path) -> tuple[Project, Path]:
     """A committed project with the pre-push hook installed, and an empty bare remote."""
     project = make_project(tmp_path)
     root = project.root
-    shutil.copy2(ROOT / ".pre-commit-config.yaml", root)
+    shutil.copy2(source / ".pre-commit-config.yaml", root)
     (root / "ci/hooks").mkdir(parents=True)
-    shutil.copy2(ROOT / WRAPPER, root / WRAPPER)
+    shutil.copy2(source / WRAPPER, root / WRAPPER)
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "the series")
@@ -67,8 +66,8 @@ def remote_main(remote: Path) -> str | None:
     return proc.stdout.strip() or None
 
 
-def test_push_runs_check_conflicts_and_nothing_else(tmp_path: Path) -> None:
-    project, remote = hooked_project(tmp_path)
+def test_push_runs_check_conflicts_and_nothing_else(tmp_path: Path, project_copy: Path) -> None:
+    project, remote = hooked_project(tmp_path, project_copy)
     proc = push(project.root, f"{VENV_BIN}:{SYSTEM_PATH}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert remote_main(remote) == git(project.root, "rev-parse", "HEAD")
@@ -77,8 +76,8 @@ def test_push_runs_check_conflicts_and_nothing_else(tmp_path: Path) -> None:
     assert "ruff" not in output.replace("local:ruff==", "")  # ruff is pre-commit only
 
 
-def test_push_is_refused_when_a_patch_no_longer_applies(tmp_path: Path) -> None:
-    project, remote = hooked_project(tmp_path)
+def test_push_is_refused_when_a_patch_no_longer_applies(tmp_path: Path, project_copy: Path) -> None:
+    project, remote = hooked_project(tmp_path, project_copy)
     replace_line(project.root / "patches/perf-P2.patch", "-VALUE_5 = 5\n", "-VALUE_5 = 6\n")
     git(project.root, "commit", "-nqam", "a patch that does not apply")
     proc = push(project.root, f"{VENV_BIN}:{SYSTEM_PATH}")
@@ -87,9 +86,9 @@ def test_push_is_refused_when_a_patch_no_longer_applies(tmp_path: Path) -> None:
     assert "P2" in proc.stdout + proc.stderr
 
 
-def test_push_without_series_says_how_to_install_it(tmp_path: Path) -> None:
+def test_push_without_series_says_how_to_install_it(tmp_path: Path, project_copy: Path) -> None:
     assert shutil.which("series", path=SYSTEM_PATH) is None, "a series is installed system-wide"
-    project, remote = hooked_project(tmp_path)
+    project, remote = hooked_project(tmp_path, project_copy)
     proc = push(project.root, SYSTEM_PATH)
     assert proc.returncode != 0
     assert remote_main(remote) is None
@@ -99,8 +98,8 @@ def test_push_without_series_says_how_to_install_it(tmp_path: Path) -> None:
     assert "Executable `series` not found" not in output
 
 
-def test_push_finds_series_in_the_project_venv(tmp_path: Path) -> None:
-    project, remote = hooked_project(tmp_path)
+def test_push_finds_series_in_the_project_venv(tmp_path: Path, project_copy: Path) -> None:
+    project, remote = hooked_project(tmp_path, project_copy)
     venv_bin = project.root / ".venv/bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "series").symlink_to(VENV_BIN / "series")
@@ -112,12 +111,12 @@ def test_push_finds_series_in_the_project_venv(tmp_path: Path) -> None:
     assert remote_main(remote) == git(project.root, "rev-parse", "HEAD")
 
 
-def load(name: str) -> Any:
-    return yaml.safe_load((ROOT / name).read_text())
+def load(root: Path, name: str) -> Any:
+    return yaml.safe_load((root / name).read_text())
 
 
-def test_only_check_conflicts_runs_at_pre_push() -> None:
-    config = load(".pre-commit-config.yaml")
+def test_only_check_conflicts_runs_at_pre_push(project_copy: Path) -> None:
+    config = load(project_copy, ".pre-commit-config.yaml")
     default = config.get("default_stages", ["pre-commit", "pre-push", "manual"])
     for repo in config["repos"]:
         for hook in repo["hooks"]:
@@ -125,9 +124,9 @@ def test_only_check_conflicts_runs_at_pre_push() -> None:
             assert ("pre-push" in stages) == (hook["id"] == HOOK), hook["id"]
 
 
-def test_the_published_hook_matches_the_local_one() -> None:
-    (published,) = load(".pre-commit-hooks.yaml")
-    hooks = [h for r in load(".pre-commit-config.yaml")["repos"] for h in r["hooks"]]
+def test_the_published_hook_matches_the_local_one(project_copy: Path) -> None:
+    (published,) = load(project_copy, ".pre-commit-hooks.yaml")
+    hooks = [h for r in load(project_copy, ".pre-commit-config.yaml")["repos"] for h in r["hooks"]]
     (local,) = [h for h in hooks if h["id"] == HOOK]
     assert local["id"] == published["id"] == HOOK
     for key in ("name", "files", "stages", "pass_filenames"):
@@ -149,9 +148,9 @@ def environments(home: Path) -> list[str]:
 
 
 def test_commit_runs_the_virtualenvs_ruff_and_builds_no_environment(
-    tmp_path: Path, hermetic: Path
+    tmp_path: Path, hermetic: Path, project_copy: Path
 ) -> None:
-    project, _ = hooked_project(tmp_path)
+    project, _ = hooked_project(tmp_path, project_copy)
     (project.root / "tools").mkdir()
     (project.root / "tools/tool.py").write_text("x  =  1\n")
     git(project.root, "add", "tools/tool.py")
@@ -167,9 +166,9 @@ def test_commit_runs_the_virtualenvs_ruff_and_builds_no_environment(
     assert environments(hermetic) == []
 
 
-def test_commit_without_ruff_says_how_to_install_it(tmp_path: Path) -> None:
+def test_commit_without_ruff_says_how_to_install_it(tmp_path: Path, project_copy: Path) -> None:
     assert shutil.which("ruff", path=SYSTEM_PATH) is None, "a ruff is installed system-wide"
-    project, _ = hooked_project(tmp_path)
+    project, _ = hooked_project(tmp_path, project_copy)
     (project.root / "tools").mkdir()
     (project.root / "tools/tool.py").write_text("x = 1\n")
     git(project.root, "add", "tools/tool.py")
@@ -203,10 +202,10 @@ def on_a_terminal(argv: list[str], cwd: Path, path: str) -> tuple[int, str]:
     return os.waitstatus_to_exitcode(status), screen.decode(errors="replace")
 
 
-def test_push_says_on_the_terminal_what_it_starts(tmp_path: Path) -> None:
+def test_push_says_on_the_terminal_what_it_starts(tmp_path: Path, project_copy: Path) -> None:
     # pre-commit shows a hook's output only when it ends: a first push that
     # fetches the pin would sit silent. The wrapper writes to the terminal.
-    project, remote = hooked_project(tmp_path)
+    project, remote = hooked_project(tmp_path, project_copy)
     argv = ["git", "push", "target", "HEAD:refs/heads/main"]
     code, screen = on_a_terminal(argv, project.root, f"{VENV_BIN}:{SYSTEM_PATH}")
     assert code == 0, screen

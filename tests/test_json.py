@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from helpers import Project, git, make_project
-from jsonschema_mini import errors
+from rebase_helpers import moving_project
+from series.cli import main
 from series.errors import Exit
+from test_rebase import resolve_p1
 from tinytests import make_tiny_project
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/json-schema.json").read_text())
+Draft202012Validator.check_schema(SCHEMA)
+VALIDATOR = Draft202012Validator(SCHEMA)
+
+
+def errors(schema: dict[str, Any], value: Any) -> list[str]:
+    """Every way ``value`` breaks ``schema`` (empty when it is valid), where and why."""
+    validator = VALIDATOR if schema is SCHEMA else Draft202012Validator(schema)
+    found = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    return [f"{e.json_path}: {e.message}" for e in found]
 
 
 def envelope(project: Project, *args: str) -> tuple[int, dict[str, Any]]:
@@ -103,7 +116,7 @@ def test_a_conflict_is_a_payload_with_exit_3_not_an_error(tmp_path: Path) -> Non
 
 def test_the_validator_catches_a_broken_envelope() -> None:
     good = {"format": 1, "command": "list", "ok": True, "exit_code": 0, "error": None}
-    assert errors(SCHEMA, good) == ["$: missing 'patches'"]
+    assert errors(SCHEMA, good) == ["$: 'patches' is a required property"]
     assert errors(SCHEMA, {**good, "patches": []}) == []
     assert errors(SCHEMA, {**good, "format": True, "patches": []})
     assert errors(SCHEMA, {**good, "ok": True, "error": {"message": "x"}, "patches": []})
@@ -117,3 +130,42 @@ def test_a_usage_error_under_json_prints_the_envelope(tmp_path: Path) -> None:
     data = json.loads(out)
     assert code == Exit.BAD_INPUT and data["command"] is None and not errors(SCHEMA, data)
     assert "invalid choice" in err
+
+
+def test_every_command_takes_json_and_prints_one_envelope(tmp_path: Path) -> None:
+    """docs/json.md: every command takes --json. Each row of the command table, run with
+    --json (and its required arguments) where there is no project: one envelope, the
+    command's own error, never a usage error about --json."""
+    from series.cli import COMMANDS
+    from series.commands.options import flat
+
+    empty = tmp_path / "no-project"
+    empty.mkdir()
+    for command in COMMANDS:
+        declared = flat(command.load().OPTIONS)
+        required = [
+            o.choices[0] if o.choices else "P1" for o in declared if o.positional and not o.nargs
+        ]
+        argv = ["-C", str(empty), command.name, *required, "--json"]
+        out, err = io.StringIO(), io.StringIO()
+        code = main(argv, out=out, err=err)
+        data = json.loads(out.getvalue())  # exactly one JSON document
+        assert not errors(SCHEMA, data), (command.name, errors(SCHEMA, data))
+        assert data["command"] == command.name and data["exit_code"] == code, data
+        assert "unrecognized arguments" not in err.getvalue(), (command.name, err.getvalue())
+        assert "series.toml" in data["error"]["message"], (command.name, data["error"])
+
+
+def test_rebase_json_says_where_the_checkout_stands(tmp_path: Path) -> None:
+    project = moving_project(tmp_path, conflict=True)
+    up = str(project.upstream)
+    code, data = envelope(project, "rebase", "--onto", "main", "--upstream", up)
+    assert code == Exit.CONFLICT and "P1" in data["error"]["message"]
+    resolve_p1(project)
+    code, data = envelope(project, "rebase", "--continue")
+    assert code == 0 and data["error"] is None, data
+    main_commit = git(project.upstream, "rev-parse", "main")
+    assert data["action"] == "continue" and data["in_progress"] is False
+    assert data["base"] == main_commit == git(project.work, "rev-parse", "refs/series/base")
+    assert data["tip"] == git(project.work, "rev-parse", "series")
+    assert data["applied"] == ["P1", "P2", "P3"]

@@ -32,11 +32,13 @@ HARNESS = ROOT / "tools" / "series" / "runs" / "harness"
 
 
 @pytest.fixture(scope="session")
-def keras_project(tmp_path_factory: pytest.TempPathFactory, keras_cache: Path) -> Series:
+def keras_project(
+    tmp_path_factory: pytest.TempPathFactory, keras_cache: Path, project_copy: Path
+) -> Series:
     """A copy of this project's manifest and patches, applied on the sdist."""
     root = tmp_path_factory.mktemp("keras-project")
-    shutil.copy2(ROOT / "series.toml", root / "series.toml")
-    shutil.copytree(ROOT / "patches", root / "patches")
+    shutil.copy2(project_copy / "series.toml", root / "series.toml")
+    shutil.copytree(project_copy / "patches", root / "patches")
     series = Series.load(root, keras_cache)
     code = apply.run(series, Ui(io.StringIO(), io.StringIO()), source="sdist")
     assert code == 0

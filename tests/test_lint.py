@@ -55,3 +55,15 @@ def test_a_patch_that_does_not_apply_is_not_clean(tmp_path: Path) -> None:
     assert [p["status"] for p in patches.values()] == ["does not apply"] * 3
     assert "tiny/ops.py" in patches["P1"]["detail"]
     assert patches["P2"]["detail"] == "an earlier patch does not apply"
+
+
+def test_each_result_is_printed_once(tmp_path: Path) -> None:
+    """The report is on stdout (each issue, then one table row per patch); stderr says
+    where the upstream came from and does not repeat a patch's result."""
+    project = make_tiny_project(tmp_path)
+    code, out, err = project.run("lint")
+    assert code == 1
+    rows = [line.split()[1] for line in out.splitlines() if line[:1].isdigit()]
+    assert rows == ["P1", "P2", "P3"], out
+    assert out.count("tiny/extra.py:1:8: F401") == 1
+    assert not any(pid in err for pid in ("P1", "P2", "P3")), err

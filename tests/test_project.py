@@ -13,26 +13,26 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def readme_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+def readme_commands(root: Path) -> list[str]:
+    text = (root / "README.md").read_text()
     setup = text.split("## Set up", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```sh\n(.+?)\n```", setup)
 
 
-def test_readme_has_exactly_two_setup_commands() -> None:
-    commands = readme_commands()
+def test_readme_has_exactly_two_setup_commands(project_copy: Path) -> None:
+    commands = readme_commands(project_copy)
     assert len(commands) == 2
     assert commands[0].endswith("series apply")
     assert "-c ci/constraints.txt" in commands[1] and "pytest" in commands[1]
 
 
-def test_ci_runs_the_readme_test_command() -> None:
-    ci = (ROOT / ".ci/run").read_text().splitlines()
-    assert readme_commands()[1] in ci
+def test_ci_runs_the_readme_test_command(project_copy: Path) -> None:
+    ci = (project_copy / ".ci/run").read_text().splitlines()
+    assert readme_commands(project_copy)[1] in ci
 
 
-def test_constraints_pin_torch_to_the_cpu_wheel() -> None:
-    text = (ROOT / "ci/constraints.txt").read_text()
+def test_constraints_pin_torch_to_the_cpu_wheel(project_copy: Path) -> None:
+    text = (project_copy / "ci/constraints.txt").read_text()
     assert re.search(r"^torch==2\.13\.0$", text, re.MULTILINE)
 
 

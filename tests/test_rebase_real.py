@@ -13,22 +13,22 @@ import subprocess
 from pathlib import Path
 
 from helpers import Project, git
-from test_shallow import ROOT, real_project
+from test_shallow import real_project
 
 
-def applied(tmp: Path, shared: Path, *, recorded: bool) -> Project:
-    project = real_project(tmp)
+def applied(tmp: Path, shared: Path, source: Path, *, recorded: bool) -> Project:
+    project = real_project(tmp, source)
     if recorded:
-        shutil.copytree(ROOT / "resolutions", project.root / "resolutions")
+        shutil.copytree(source / "resolutions", project.root / "resolutions")
     code, _, err = project.run("apply", "--source", "git", "--upstream", str(shared))
     assert code == 0, err
     return project
 
 
 def test_real_series_stops_at_p18_without_the_recorded_resolution(
-    tmp_path: Path, shared_upstream: Path
+    tmp_path: Path, shared_upstream: Path, project_copy: Path
 ) -> None:
-    project = applied(tmp_path, shared_upstream, recorded=False)
+    project = applied(tmp_path, shared_upstream, project_copy, recorded=False)
     code, _, err = project.run("rebase", "--onto", "master", "--upstream", str(shared_upstream))
     assert code == 3, err
     assert "rebase stopped: P18" in err and "cd5bfc1938a9" in err
@@ -53,9 +53,9 @@ def test_real_series_stops_at_p18_without_the_recorded_resolution(
 
 
 def test_real_series_rebases_with_the_recorded_resolution(
-    tmp_path: Path, shared_upstream: Path
+    tmp_path: Path, shared_upstream: Path, project_copy: Path
 ) -> None:
-    project = applied(tmp_path, shared_upstream, recorded=True)
+    project = applied(tmp_path, shared_upstream, project_copy, recorded=True)
     code, out, err = project.run("rebase", "--onto", "master", "--upstream", str(shared_upstream))
     assert code == 0, err
     assert "resolved (recorded)" in out
@@ -67,14 +67,17 @@ def test_real_series_rebases_with_the_recorded_resolution(
     assert code == 0 and "0 file(s) changed" in out, err
 
 
-def test_the_rebase_benchmark_agrees_with_git_and_prints_its_floor(shared_upstream: Path) -> None:
+def test_the_rebase_benchmark_agrees_with_git_and_prints_its_floor(
+    shared_upstream: Path, project_copy: Path
+) -> None:
     """ci/bench_rebase.py runs (once each): its trees equal git rebase's, the floor is printed."""
     import sys
 
-    script = ROOT / "ci" / "bench_rebase.py"
-    proc = subprocess.run(
-        [sys.executable, str(script), "--repeat", "1"], capture_output=True, text=True, check=False
-    )
+    from conftest import SHARED_UPSTREAM
+
+    script = project_copy / "ci" / "bench_rebase.py"  # it reads the series beside it
+    argv = [sys.executable, str(script), "--repeat", "1", "--shared", str(SHARED_UPSTREAM)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "git rebase + rerere + --continue" in proc.stdout
     assert "the floor: git work it cannot skip" in proc.stdout

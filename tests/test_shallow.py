@@ -17,21 +17,22 @@ from helpers import Project, git
 from series import upstream
 from series.manifest import load
 
-ROOT = Path(__file__).resolve().parent.parent
 PIN = "250b42181ce9f37df68319d8f4753ec89a349a43"
 MERGE_BASE = "9d1bbf9aae73"
 
 
-def real_project(tmp: Path) -> Project:
+def real_project(tmp: Path, source: Path) -> Project:
     root = tmp / "project"
     root.mkdir()
-    shutil.copy2(ROOT / "series.toml", root / "series.toml")
-    shutil.copytree(ROOT / "patches", root / "patches")
+    shutil.copy2(source / "series.toml", root / "series.toml")
+    shutil.copytree(source / "patches", root / "patches")
     return Project(root, root, PIN)
 
 
-def test_apply_from_a_shallow_clone(tmp_path: Path, shared_upstream: Path) -> None:
-    project = real_project(tmp_path)
+def test_apply_from_a_shallow_clone(
+    tmp_path: Path, shared_upstream: Path, project_copy: Path
+) -> None:
+    project = real_project(tmp_path, project_copy)
     code, _, err = project.run("apply", "--source", "git", "--upstream", str(shared_upstream))
     assert code == 0, err
     assert git(project.work, "rev-parse", "refs/series/base") == PIN
@@ -39,9 +40,9 @@ def test_apply_from_a_shallow_clone(tmp_path: Path, shared_upstream: Path) -> No
 
 
 def test_check_conflicts_onto_master_of_a_shallow_clone(
-    tmp_path: Path, shared_upstream: Path
+    tmp_path: Path, shared_upstream: Path, project_copy: Path
 ) -> None:
-    project = real_project(tmp_path)
+    project = real_project(tmp_path, project_copy)
     code, out, err = project.run(
         "check-conflicts", "--source", "git", "--no-matrix", "--json",
         "--upstream", str(shared_upstream), "--onto", "master",
@@ -65,10 +66,14 @@ def test_check_conflicts_onto_master_of_a_shallow_clone(
 
 @pytest.mark.keras
 def test_sdist_pin_scans_the_real_range(
-    tmp_path: Path, shared_upstream: Path, keras_cache: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    shared_upstream: Path,
+    keras_cache: Path,
+    project_copy: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """With the sdist stand-in as the pin, the range is the real one since v3.15.1."""
-    project = real_project(tmp_path)
+    project = real_project(tmp_path, project_copy)
     # The sdist from the session's cache, in a cache of this test's own.
     upstream.resolve(load(project.root / "series.toml").upstream, keras_cache,
                      source="sdist", override=None)  # fmt: skip

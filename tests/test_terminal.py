@@ -7,8 +7,10 @@ width; the pipe cases are the in-process runs every other test uses.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
+import shutil
 import struct
 import subprocess
 import sys
@@ -64,19 +66,46 @@ def run_pty(
     return proc.wait(timeout=120), b"".join(chunks).decode("utf-8", "replace")
 
 
-def test_tables_in_a_pipe_are_plain_and_keep_paths_whole(tmp_path: Path) -> None:
+def test_tables_in_a_pipe_are_plain_and_keep_cells_whole(tmp_path: Path) -> None:
     project = _project(tmp_path)
     code, out, _ = project.run("list")
     assert code == 0
     assert not BOX & set(out)
-    assert LONG.removeprefix("keras/src/") in out  # one piece, never folded
+    assert "util: VALUE_5 is 55" in out and "1 file" in out  # one piece, never folded
+    code, out, _ = project.run("show", "P2")
+    assert code == 0 and LONG in out  # the subset whole: show has it
+
+
+def test_list_fits_100_columns_with_many_node_ids_and_long_titles(
+    tmp_path: Path, project_copy: Path
+) -> None:
+    """Issue 20: P9's 20 node ids made `series list` about 200 columns wide."""
+    ids = tuple(f"{LONG}::TestModelSaving::test_case_number_{n}" for n in range(20))
+    title = "layers: a title long enough that the table would wrap at 100 columns if whole"
+    specs = [
+        PatchSpec("P1", title, {"pkg/core.py": ("return 1\n", "return 101\n")}, subset=ids),
+        PatchSpec("P2", "util: VALUE_5", {"pkg/util.py": ("VALUE_5 = 5\n", "VALUE_5 = 55\n")}),
+    ]
+    project = make_project(tmp_path, specs)
+    code, out, _ = project.run("list")
+    assert code == 0 and max(map(len, out.splitlines())) <= 100, out
+    assert "20 tests, 1 file" in out and title[:30] in out
+    code, out, _ = project.run("list", "--json")  # whole in --json
+    row = json.loads(out)["patches"][0]
+    assert row["title"] == title and row["subset"] == list(ids)
+    real = tmp_path / "real"
+    shutil.copytree(project_copy, real)  # the real series, P9's 20 node ids included
+    code, out, err = Project(real, real, "").run("list")
+    assert code == 0, err
+    assert max(map(len, out.splitlines())) <= 100, out
+    assert "20 tests, 1 file" in out
 
 
 def test_a_table_too_wide_for_the_terminal_is_plain_not_cut(tmp_path: Path) -> None:
     project = _project(tmp_path)
     code, out = run_pty(project.root, "list", cols=40)
     assert code == 0, out
-    assert LONG in out and not BOX & set(out)
+    assert "util: VALUE_5 is 55" in out and not BOX & set(out)
 
 
 def test_a_wide_terminal_gets_boxes_unless_no_color_or_dumb(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ real work trees, as the command does for Keras.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -333,3 +334,16 @@ def test_two_patches_on_the_real_keras_tree(
     code, warm, _ = run_json(project)
     assert code == 0
     assert all(p["cached"] and p["baseline_cached"] for p in warm["patches"])
+
+
+def test_the_table_counts_skipped_tests(tiny: Project) -> None:
+    """133 tests, 131 passed: the table says where the other two went."""
+    code, out, err = tiny.run("test", "P1")
+    assert code == 0, err
+    lines = out.splitlines()
+    header = next(line for line in lines if line.lstrip().startswith("patch"))
+    columns = re.split(r"\s{2,}", header.strip())
+    row = next(line for line in lines if line.startswith("P1 "))
+    values = dict(zip(columns, re.split(r"\s{2,}|\s(?=\d)", row.strip()), strict=False))
+    assert columns[:4] == ["patch", "tests", "passed", "skipped"], header
+    assert (values["tests"], values["passed"], values["skipped"]) == ("5", "3", "1"), row

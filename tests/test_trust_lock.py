@@ -28,10 +28,9 @@ from pathlib import Path
 import pytest
 
 from helpers import Project, git, make_project, replace_line
-from jsonschema_mini import errors
 from rebase_helpers import moving_project, snapshot
 from test_faults import files
-from test_json import SCHEMA
+from test_json import SCHEMA, errors
 
 BOUND = 120  # seconds: only so that a broken run fails instead of hanging
 _started: list[subprocess.Popen[str]] = []

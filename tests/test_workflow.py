@@ -65,23 +65,25 @@ def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
     assert 'needs job "tset" which does not exist' in proc.stdout
 
 
-def manifest_ids() -> list[str]:
-    data = tomllib.loads((ROOT / "series.toml").read_text())
+def manifest_ids(root: Path) -> list[str]:
+    data = tomllib.loads((root / "series.toml").read_text())
     return [p["id"] for p in data["patch"]]
 
 
 @pytest.mark.parametrize("source", ["auto", "manifest"])
-def test_plan_covers_every_patch_of_series_toml(tmp_path: Path, source: str) -> None:
+def test_plan_covers_every_patch_of_series_toml(
+    tmp_path: Path, project_copy: Path, source: str
+) -> None:
     out = tmp_path / "github_output"
     # auto: the series of this venv, whose `test --list --json` is used once it has one
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     env = _env(GITHUB_OUTPUT=str(out), PATH=path)
-    proc = script("plan.py", "--from", source, cwd=ROOT, env=env)
+    proc = script("plan.py", "--from", source, cwd=project_copy, env=env)
     assert proc.returncode == 0, proc.stderr
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
     matrix = json.loads(outputs["matrix"])
-    assert [job["id"] for job in matrix["include"]] == manifest_ids()
-    assert json.loads(outputs["ids"]) == manifest_ids()
+    assert [job["id"] for job in matrix["include"]] == manifest_ids(project_copy)
+    assert json.loads(outputs["ids"]) == manifest_ids(project_copy)
 
 
 def test_the_test_jobs_take_their_matrix_from_the_plan() -> None:
@@ -112,8 +114,8 @@ def test_every_install_goes_through_the_constraints() -> None:
                 assert uses.split("@")[1] in ("v4", "v5"), f"{name}: {uses} is not a pinned major"
 
 
-def test_plan_refuses_a_duplicate_id(tmp_path: Path) -> None:
-    text = (ROOT / "series.toml").read_text().replace('id = "P2"', 'id = "P1"')
+def test_plan_refuses_a_duplicate_id(tmp_path: Path, project_copy: Path) -> None:
+    text = (project_copy / "series.toml").read_text().replace('id = "P2"', 'id = "P1"')
     (tmp_path / "series.toml").write_text(text)
     proc = script("plan.py", "--from", "manifest", "--root", str(tmp_path))
     assert proc.returncode == 2

@@ -119,8 +119,13 @@ class Manifest:
     dropped: tuple[Dropped, ...] = field(default_factory=tuple)
 
     def by_id(self, patch_id: str) -> Patch:
+        """The patch an id from the command line names, in any case (``p5`` is ``P5``).
+
+        Ids are ``P<number>`` and unique (checked on load), so two ids never
+        differ only in case: ignoring it is never ambiguous.
+        """
         for patch in self.patches:
-            if patch.id == patch_id:
+            if patch.id.casefold() == patch_id.casefold():
                 return patch
         known = ", ".join(p.id for p in self.patches)
         raise ManifestError(

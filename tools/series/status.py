@@ -12,6 +12,7 @@ from series import status_memo
 from series.checkout import BACKUP_PREFIX, Checkout, CheckoutState
 from series.errors import SeriesError
 from series.stack import rebase_state
+from series.stack.rangediff import CONTENT, classify_diffs
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -109,26 +110,40 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
 
 def _drift(series: Series, checkout: Checkout, state: CheckoutState) -> dict[str, Any]:
     """Which patches differ between patches/ and the commits apply or export last wrote."""
+
     pin_moved = state.source == "git" and state.base != series.manifest.upstream.commit
     if not series.cache.objects.has(state.base):
-        return {"known": False, "patches": [], "pin": pin_moved}
+        why = f"the checkout's base {state.base[:12]} is not in the cache ({series.cache_dir})"
+        how = (
+            "`series check-conflicts --no-matrix` puts the pin in the cache (`series apply` "
+            "if the checkout is not on the pin); then `series status` compares patches/ "
+            "with the checkout"
+        )
+        return {"known": False, "patches": [], "pin": pin_moved, "why": why, "how": how}
     applied = [p for p in series.manifest.patches if p.id in set(state.applied)]
     try:
         built = series.stack(state.base, applied)
-    except SeriesError:
-        return {"known": False, "patches": [], "pin": pin_moved}
+    except SeriesError as exc:
+        why = f"patches/ could not be built on the checkout's base: {exc.message}"
+        how = "`series check-conflicts` says which patch does not apply, and why"
+        return {"known": False, "patches": [], "pin": pin_moved, "why": why, "how": how}
     synced = checkout.repo.history.commits(state.base, state.synced) if state.synced else []
     ours = dict(zip(state.applied, synced, strict=False))
     differ, before_same = [], True
+    # A patch after a changed one has another commit id even when it did not change:
+    # it drifted only when its own change (its diff, not its whole tree, which holds
+    # the earlier patches' changes too) or its message differs.
+    moved = [s for s in built.steps if ours.get(s.patch.id) not in (None, s.commit)]
+    theirs = series.cache.diffs.commits([s.commit for s in moved])
+    mine = checkout.repo.diffs.commits([ours[s.patch.id] for s in moved])
     for step in built.steps:
-        mine = ours.get(step.patch.id)
-        same = mine == step.commit
-        # A patch whose parent differs has another commit id, though only what
-        # came before it changed: it drifted when its own tree differs too.
+        commit = ours.get(step.patch.id)
+        same = commit == step.commit
         if not same and (
             before_same
-            or mine is None
-            or checkout.repo.objects.tree_of(mine) != series.cache.objects.tree_of(step.commit)
+            or commit is None
+            or classify_diffs(mine.get(commit, b""), theirs.get(step.commit, b"")) == CONTENT
+            or checkout.repo.history.message(commit) != series.cache.history.message(step.commit)
         ):
             differ.append(step.patch.id)
         before_same = same
@@ -151,6 +166,8 @@ def _next(report: dict[str, Any]) -> str:
     if report["unexported"]:
         return "`series export` writes the unexported commits to patches/"
     drift = report["drift"]
+    if drift and not drift["known"]:
+        return f"drift not checked: {drift['how']}"
     if drift and (drift["patches"] or drift["pin"]):
         return "`series apply` takes patches/ into the checkout (or `series export` the reverse)"
     if any(not p["applied"] for p in report["patches"]):

@@ -72,7 +72,9 @@ class Ui:
         (self.err if self.keep_json else self.out).print(text, markup=False)
 
     def table(self, table: Table) -> None:
-        if self.fancy and _natural_width(self.out, table) <= self.out.width:
+        if self.keep_json:  # stdout holds the one JSON document: the table is for people
+            self.err.file.write(plain_table(table))
+        elif self.fancy and _natural_width(self.out, table) <= self.out.width:
             self.out.print(table)
         else:
             self.out.file.write(plain_table(table))

@@ -197,4 +197,9 @@ COMMANDS: tuple[Command, ...] = (
         "whether each patch's tests fail without its production change, and how",
         "series.commands.prove",
     ),
+    Command(
+        "cache",
+        "the per-user cache: `clean` removes what series can rebuild, saying how much",
+        "series.commands.cache",
+    ),
 )

@@ -38,17 +38,44 @@ def run(series: Series, ui: Ui, *, as_json: bool = False) -> Exit:
         ui.json({"patches": rows})
         return Exit.OK
     table = Table(title=f"{len(rows)} patches on {series.manifest.upstream.ref}")
-    for column in ("#", "id", "PR", "upstream", "title", "files", "subset"):
+    for column in ("#", "id", "PR", "title", "files", "subset"):
         table.add_column(column, overflow="fold")
     for row in rows:
+        pr = f"#{row['pr']}" if row["pr"] else "-"
         table.add_row(
             str(row["position"]),
             str(row["id"]),
-            f"#{row['pr']}" if row["pr"] else "-",
-            str(row["state"]),
-            str(row["title"]),
+            f"{pr} {row['state']}",
+            _cut(str(row["title"]), TITLE),
             str(len(row["files"])),
-            "\n".join(s.removeprefix("keras/src/") for s in row["subset"]) or "-",
+            _subset(row["subset"]),
         )
     ui.table(table)
     return Exit.OK
+
+
+# The table fits 100 columns: long titles are cut and the subset is counted;
+# `series show ID` and --json have them whole.
+TITLE = 44
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def _subset(subset: list[str]) -> str:
+    """``2 files``; ``20 tests, 1 file`` when node ids are named (``3 tests + 2 files``
+    when whole files are named too); ``-`` for none."""
+    if not subset:
+        return "-"
+    named = [s.split("::", 1)[0] for s in subset if "::" in s]
+    whole = len(subset) - len(named)
+    if not named:
+        return _count(whole, "file")
+    if not whole:
+        return f"{_count(len(named), 'test')}, {_count(len(set(named)), 'file')}"
+    return f"{_count(len(named), 'test')} + {_count(whole, 'file')}"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("s" if n != 1 else "")

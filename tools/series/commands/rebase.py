@@ -3,17 +3,20 @@
 The sequencer is series.stack.rebase; this module checks the options and
 calls it. Exit status: 0 done, 3 stopped at a conflict, 2 bad options or
 REV, 4 refused (work would be lost, or something moved under the rebase).
+With ``--json`` the payload says where the checkout stands afterwards
+(docs/rebase.md, "--json"); a stop at a conflict is the envelope's error.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from series.commands.options import DIR, REV, URL, Exclusive, Option
+from series.commands.options import DIR, ENVELOPE, REV, URL, Exclusive, Option
 from series.errors import Exit, UsageError
 
 if TYPE_CHECKING:
+    from series.checkout import Checkout
     from series.project import Series
     from series.ui import Ui
 
@@ -54,6 +57,7 @@ OPTIONS = (
             )
         )
     ),
+    ENVELOPE,
 )
 
 
@@ -66,6 +70,7 @@ def run(
     drop_merged: bool = False,
     action: str | None = None,
     directory: Path | None = None,
+    as_json: bool = False,
 ) -> Exit:
     from series.stack.rebase import start
     from series.stack.rebase_resume import resume
@@ -86,4 +91,23 @@ def run(
     else:
         assert action is not None
         resume(series, ui, checkout, action)
+    if as_json:
+        ui.json(_after(checkout, action or "start", onto))
     return Exit.OK
+
+
+def _after(checkout: Checkout, action: str, onto: str | None) -> dict[str, Any]:
+    """Where the checkout stands once the rebase command is done (docs/rebase.md)."""
+    from series.stack import rebase_state
+
+    state = checkout.state()
+    progress = rebase_state.load(checkout.repo) if checkout.exists() else None
+    return {
+        "action": action,
+        "onto": onto,
+        "in_progress": progress is not None,
+        "checkout": str(checkout.path),
+        "base": state.base if state else None,
+        "tip": checkout.tip() if state else None,
+        "applied": list(state.applied) if state else [],
+    }

@@ -51,7 +51,8 @@ def _lines(r: dict[str, Any]) -> list[str]:
     lines.append(f"uncommitted: {len(dirty)}" + "".join(f"\n  {d}" for d in dirty[:10]))
     drift = r["drift"]
     if drift is None or not drift["known"]:
-        lines.append("drift:      unknown (the checkout's base is not in the cache)")
+        why = drift["why"] if drift else "no checkout state"
+        lines.append(f"drift:      not checked: {why}")
     else:
         what = ", ".join(drift["patches"]) or "none"
         pin_note = "; the checkout is not on the pin of series.toml" if drift["pin"] else ""

@@ -57,7 +57,7 @@ class LintReport:
 
 
 def lint(series: Series, ui: Ui, patches: list[Patch]) -> list[LintReport]:
-    """Each of ``patches`` linted as it stands in the stack; one status line each."""
+    """Each of ``patches`` linted as it stands in the stack."""
     ruff = ruff_command()
     base = series.pin(ui)
     repo = series.cache
@@ -67,15 +67,16 @@ def lint(series: Series, ui: Ui, patches: list[Patch]) -> list[LintReport]:
     for patch in patches:
         report = LintReport(patch, series.manifest.index(patch.id) + 1)
         commit = commits.get(patch.id)
-        if commit is None:
-            report.status, report.detail = NO_APPLY, built.why_not(patch.id)
-        else:
-            _lint(ruff, repo, base.commit, parents[patch.id], commit, report)
+        # a spinner on a terminal only: each result is printed once, in emit's report
+        with ui.progress(f"lint: {patch.id}"):
+            if commit is None:
+                report.status, report.detail = NO_APPLY, built.why_not(patch.id)
+            else:
+                _lint(ruff, repo, base.commit, parents[patch.id], commit, report)
         mail = series.mail(patch)
         report.message = check_message(patch, mail.subject, mail.body)
         if report.message and report.status in (CLEAN, NOTHING):
             report.status = DIRTY
-        ui.status(f"  {patch.id}: {report.status} ({len(report.files)} file(s))")
         reports.append(report)
     return reports
 

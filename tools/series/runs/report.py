@@ -163,7 +163,9 @@ def problem_lines(reports: list[PatchReport]) -> list[str]:
     return lines
 
 
-COLUMNS = ("patch", "tests", "passed", "new failures", "errors", "pre-existing", "time")
+COLUMNS = (
+    "patch", "tests", "passed", "skipped", "new failures", "errors", "pre-existing", "time",
+)  # fmt: skip
 
 
 def table(reports: list[PatchReport], title: str) -> Table:
@@ -172,7 +174,9 @@ def table(reports: list[PatchReport], title: str) -> Table:
         out.add_column(column, justify="left" if column in ("patch", "status") else "right")
     for r in reports:
         run = r.run
-        counts = (len(r.tests), r.count(PASS), r.count(NEW), r.count(ERROR), r.count(PRE))
+        counts = (
+            len(r.tests), r.count(PASS), r.count(SKIP), r.count(NEW), r.count(ERROR), r.count(PRE),
+        )  # fmt: skip
         out.add_row(
             r.patch.id,
             *(str(n) if run is not None else "-" for n in counts),

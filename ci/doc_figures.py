@@ -1,0 +1,175 @@
+"""Where each timing in docs/ comes from: the script or test that prints or checks it.
+
+docs/ state timings (a bench's wall time, a ratio of two runs, a timeout).
+Each section of a page that states one is listed in ``SOURCES`` with what
+reproduces it: a script of ci/ that prints the figure, a `series` command
+whose own report prints it, or the test that checks a bound series
+promises. This script finds every section with a timing, prints its figures
+and their source, and fails (exit 1) for a section that states a timing
+and has no source, or names a script or test that does not exist. Figures
+measured by hand are printed as such, so what no script reproduces stays
+visible. tests/test_docs_claims.py runs it.
+
+Usage::
+
+    python ci/doc_figures.py [--docs DIR] [--quiet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMING = re.compile(r"\b\d+(?:\.\d+)? ?(?:s|ms|min|seconds|minutes)\b")
+
+
+@dataclass(frozen=True)
+class Source:
+    """``kind``: ``script`` (a file of ci/, with its arguments), ``command`` (a series
+    command whose report prints the figure), ``test`` (tests/FILE::NAME checks the
+    bound) or ``by hand`` (a measurement no script repeats: printed as a gap)."""
+
+    kind: str
+    what: str
+
+
+def script(what: str) -> Source:
+    return Source("script", what)
+
+
+# (page, the section's heading as written, without the #s) -> its source
+SOURCES: dict[tuple[str, str], Source] = {
+    (
+        "bench.md",
+        "Measuring the series: `series bench`, `--profile` and `series scorecard`",
+    ): script("ci/bench_series.py --out bench-out"),
+    ("bench.md", "Method"): Source("command", "series bench --json (settings.target_cpu_ms)"),
+    ("bench.md", "Speed of the tool"): script("ci/bench_series.py --out bench-out [--scorecard]"),
+    ("benchmarks.md", "Benchmarks"): script(
+        "ci/bench_apply.py, ci/bench_check_conflicts.py, ci/bench_versions.py, "
+        "ci/bench_rebase.py, ci/bench_test.py (the table names each)"
+    ),
+    ("benchmarks.md", "`series bench`: what the series buys"): script(
+        "ci/bench_series.py --out bench-out"
+    ),
+    ("benchmarks.md", "`series apply` against `git am`"): script("ci/bench_apply.py"),
+    ("benchmarks.md", "`series check-conflicts`"): script("ci/bench_check_conflicts.py"),
+    ("benchmarks.md", "`series test`"): script("ci/bench_test.py"),
+    (
+        "benchmarks.md",
+        "`series rebase` and `check-conflicts --onto` on the shared upstream",
+    ): script("ci/bench_rebase.py"),
+    ("benchmarks.md", "Before and after the restructure (222a6a7 against 553e163)"): script(
+        "ci/bench_versions.py --other PYTHON"
+    ),
+    ("benchmarks.md", "The everyday commands against what a maintainer would run instead"): script(
+        "ci/bench_commands.py [--scale]"
+    ),
+    ("benchmarks.md", "Bytecode"): Source(
+        "by hand", "`time series --help` with and without PYTHONDONTWRITEBYTECODE"
+    ),
+    ("benchmarks.md", "This branch against main (`ci/bench_versions.py`)"): script(
+        "ci/bench_versions.py --other OLD --rounds 5 --upstream KERAS.git"
+    ),
+    ("rebase.md", "Speed"): script("ci/bench_rebase.py"),
+    ("testing.md", "Speed"): script("ci/bench_test.py"),
+    ("testing.md", "Parallel runs and work trees"): Source(
+        "command", "series test --json (each run's duration, from JUnit)"
+    ),
+    ("series.md", "The test environment"): Source("command", "series test P9 (the time column)"),
+    ("series.md", "Every subset on the full stack"): Source(
+        "command", "series test --no-cache (the time column; wall time from the shell)"
+    ),
+    ("rebase.md", "How it works"): Source(
+        "test", "tests/test_docs_claims.py::test_the_documented_timeouts_are_the_defaults"
+    ),
+    ("branches.md", "Safety: what series moves, and what it refuses"): Source(
+        "test", "tests/test_docs_claims.py::test_the_documented_timeouts_are_the_defaults"
+    ),
+    ("hardening.md", "Ctrl-C, and a network that never answers"): Source(
+        "test",
+        "tests/test_trust_signals.py::"
+        "test_rebase_from_a_server_that_never_answers_announces_and_gives_up",
+    ),
+    ("workflow.md", "Global options and exit codes"): Source(
+        "test", "tests/test_docs_claims.py::test_the_documented_timeouts_are_the_defaults"
+    ),
+    ("ci.md", "The matrix"): Source("command", "series test P1 (the time column)"),
+    ("ci.md", "First-run cost"): Source(
+        "by hand", "`time git push` after `pre-commit install --hook-type pre-push`"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Found:
+    page: str
+    section: str
+    figures: tuple[str, ...]
+
+
+def sections(docs: Path) -> list[Found]:
+    """Every section of docs/*.md that states a timing, with its figures."""
+    found = []
+    for page in sorted(docs.glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for part in re.split(r"(?m)^(?=#{1,4} )", text):
+            first = part.splitlines()[0] if part else ""
+            heading = first.lstrip("#").strip() if first.startswith("#") else ""
+            figures = tuple(m.group(0) for m in TIMING.finditer(part))
+            if figures:
+                found.append(Found(page.name, heading, figures))
+    return found
+
+
+def problems(found: list[Found], root: Path) -> list[str]:
+    out = []
+    for f in found:
+        source = SOURCES.get((f.page, f.section))
+        if source is None:
+            out.append(
+                f"docs/{f.page} § {f.section or '(top)'}: {len(f.figures)} timing(s) "
+                f"({', '.join(f.figures[:3])}) and no source: add it to SOURCES in "
+                "ci/doc_figures.py"
+            )
+        elif source.kind == "test":
+            file, _, name = source.what.partition("::")
+            path = root / file
+            if not path.is_file() or f"def {name}(" not in path.read_text(encoding="utf-8"):
+                out.append(f"docs/{f.page} § {f.section}: no test {source.what}")
+        elif source.kind == "script":
+            for named in re.findall(r"ci/[\w/]+\.py", source.what):
+                if not (root / named).is_file():
+                    out.append(f"docs/{f.page} § {f.section}: no script {named}")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=Path, default=ROOT / "docs")
+    parser.add_argument("--quiet", action="store_true", help="print only the problems")
+    args = parser.parse_args(argv)
+    found = sections(args.docs)
+    if not args.quiet:
+        for f in found:
+            source = SOURCES.get((f.page, f.section))
+            where = f"{source.kind}: {source.what}" if source else "NO SOURCE"
+            print(f"docs/{f.page} § {f.section or '(top)'}: {', '.join(f.figures)}")
+            print(f"    <- {where}")
+        by_hand = [
+            f for f in found if (s := SOURCES.get((f.page, f.section))) and s.kind == "by hand"
+        ]
+        print(f"{len(found)} sections with timings; {len(by_hand)} measured by hand only")
+    bad = problems(found, ROOT)
+    for line in bad:
+        print(line, file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

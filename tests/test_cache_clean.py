@@ -1,0 +1,85 @@
+"""series cache clean: removes what series can rebuild, says how much, never the project."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import Project, git, make_project
+from series.errors import Exit
+from series.locks import exclusive
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def filled(tmp_path: Path) -> tuple[Project, Path]:
+    """An applied project and the cache its runs filled, plus a file series did not make."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    cache = tmp_path / "home" / ".cache" / "keras-series"
+    assert (cache / "upstream.git").is_dir()
+    (cache / "tests").mkdir()
+    (cache / "tests" / "result.json").write_text("{}" * 600)
+    (cache / "mine.txt").write_text("the user's own file\n")
+    return project, cache
+
+
+def test_clean_removes_what_series_rebuilds_and_says_how_much(tmp_path: Path) -> None:
+    project, cache = filled(tmp_path)
+    before = files(project.root)
+    tip = git(project.work, "rev-parse", "series")
+
+    code, out, err = project.run("cache", "clean", "--dry-run", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["dry_run"] is True and data["cache"] == str(cache)
+    removed = {e["path"]: e["bytes"] for e in data["removed"]}
+    assert set(removed) == {"upstream.git", "tests"} and removed["tests"] == 1200
+    assert data["bytes"] == sum(removed.values()) and data["kept"] == ["mine.txt"]
+    assert "would remove tests (1.2 kB): series test results" in err
+    assert (cache / "upstream.git").is_dir() and (cache / "tests").is_dir()  # dry run
+
+    code, out, err = project.run("cache", "clean")
+    assert code == 0, err
+    assert "removed upstream.git (" in err and "kept mine.txt: not made by series" in err
+    assert f"from {cache}; the project was not touched" in out
+    assert sorted(p.name for p in cache.iterdir()) == ["mine.txt", "upstream.lock"]
+    assert files(project.root) == before  # the project, its checkout and its git dir
+    assert git(project.work, "rev-parse", "series") == tip
+
+    code, out, err = project.run("cache", "clean")
+    assert code == 0 and "nothing to clean" in out, err
+    code, _, err = project.run("check-conflicts")  # the cache is rebuilt on demand
+    assert code == 0, err
+    assert (cache / "upstream.git").is_dir()
+
+
+def test_a_cache_that_is_or_holds_the_project_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, _ = filled(tmp_path)
+    (project.root / "tests").mkdir()  # a name series' cache also uses
+    before = files(project.root)
+    for place in (project.root, project.root / "sub", tmp_path):
+        monkeypatch.setenv("SERIES_CACHE_DIR", str(place))
+        code, _, err = project.run("cache", "clean")
+        assert code == Exit.REFUSED and "refusing to clean" in err, err
+        assert "SERIES_CACHE_DIR" in err
+        assert files(project.root) == before
+
+
+def test_a_cache_in_use_is_refused_naming_who_uses_it(tmp_path: Path) -> None:
+    project, cache = filled(tmp_path)
+    with exclusive(cache / "upstream.lock", command="series test P1"):
+        code, _, err = project.run("cache", "clean")
+    assert code == Exit.REFUSED and "another series command is using it" in err
+    assert "series test P1" in err
+    assert (cache / "upstream.git").is_dir() and (cache / "tests").is_dir()
