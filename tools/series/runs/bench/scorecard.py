@@ -22,7 +22,7 @@ from rich.table import Table
 from series.errors import Exit, UsageError
 from series.runs.bench.cache import Store, key, tree_id
 from series.runs.bench.measure import Progress, build_all
-from series.runs.bench.pool import Handle, workers
+from series.runs.bench.pool import broadcast, workers
 from series.runs.bench.spec import MODELS, Arm, check_arms
 
 
@@ -109,23 +109,19 @@ class ScorecardReport:
 
 
 def _trace(
-    chunk: list[Arm], models: list[str], work: Path, device: str
+    chunk: list[Arm], models: list[str], work: Path, device: str, say: Progress
 ) -> dict[str, dict[str, Any]]:
     traced: dict[str, dict[str, Any]] = {}
-    with workers(chunk, work / "logs", work / "keras-home", device) as handles:
+    with workers(chunk, work / "logs", work / "keras-home", device, say) as handles:
         todo = {arm.name: models for arm in chunk}
         out = work / "scorecard-outputs"
-        build_all(handles, todo, models, work / "data", lambda a, w: out / f"{a}-{w}.npz")
+        build_all(handles, todo, models, work / "data", lambda a, w: out / f"{a}-{w}.npz", say)
         for model in models:
-            _explain_all(handles, model, traced)
+            say(f"tracing {model} with dynamo in {len(handles)} workers")
+            replies = broadcast(handles, "explain", f"tracing {model} with dynamo", workload=model)
+            for handle, reply in zip(handles, replies, strict=True):
+                traced[f"{handle.arm.name}\0{model}"] = reply
     return traced
-
-
-def _explain_all(handles: list[Handle], model: str, traced: dict[str, dict[str, Any]]) -> None:
-    for handle in handles:
-        handle.send("explain", workload=model)
-    for handle in handles:
-        traced[f"{handle.arm.name}\0{model}"] = handle.receive(f"tracing {model} with dynamo")
 
 
 def run_scorecard(
@@ -168,7 +164,7 @@ def run_scorecard(
     for start in range(0, len(pending), max(jobs, 1)):
         chunk = pending[start : start + max(jobs, 1)]
         say(f"tracing {', '.join(a.name for a in chunk)} ({start + len(chunk)}/{len(pending)})")
-        for name_model, result in _trace(chunk, models, work, device).items():
+        for name_model, result in _trace(chunk, models, work, device, say).items():
             name, model = name_model.split("\0")
             store.put(ids[name], model, result)
             entries[(ids[name], model)] = result
