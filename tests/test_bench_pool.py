@@ -194,6 +194,6 @@ def test_quick_plans_the_pin_and_the_stack_only(tmp_path: Path) -> None:
     ]
     assert quick.arms[1].tree == full.states[-1].tree
     assert (quick.arms[1].tree / "pkg" / "core.py").read_text().count("return 909")
-    one = plan(series, ui, ["P2"], quick=True)
-    assert [a.name for a in one.arms] == [PIN, "1..P1", "1..P2"]
-    assert [p.title for p in one.pairs] == ["+P2 on 1..P1"]
+    one = plan(series, ui, ["P2"], quick=True)  # ids name the arms, quick or not
+    assert [a.name for a in one.arms] == [PIN, "1..P1", "1..P2", "P2 alone"]
+    assert [p.title for p in one.pairs] == ["+P2 on 1..P1", "P2 alone vs pin"]

@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 EPILOG = (
     "arms: the pin, each patch alone on the pin (where it applies alone), the stack "
     "after each patch (compared with the one before), and the whole stack against the "
-    "pin. --quick: the pin and the whole stack only (with IDs: each patch on the one "
-    "before, no patch alone), dense, layer_call and the torch_linear control, 7 rounds "
-    "of short samples; about 2 minutes on 2 cores with a cold cache. Workers start and "
+    "pin. --quick: without IDs the pin and the whole stack only (with IDs the same arms "
+    "as without --quick), dense, layer_call and the torch_linear control, 7 rounds of "
+    "short samples; about 2 minutes on 2 cores with a cold cache. Workers start and "
     "build at most one per core at a time; the memory they need is said before they "
     "start. The run is flagged disturbed when its own numbers say so (a control that "
     "moved, wall time far above CPU time, spread rounds, load above the cores). "
@@ -41,7 +41,7 @@ OPTIONS = (
     Option("--rounds", "measured rounds (default: 15)", type=int, metavar="N"),
     Option(
         "--quick",
-        "the pin and the stack only, 3 workloads, 7 short rounds (about 2 minutes)",
+        "without IDs the pin and the stack only; 3 workloads, 7 short rounds (~2 minutes)",
         action="store_true",
     ),
     Option(

@@ -2,9 +2,9 @@
 
 Arms, as upstream reported them: the pin; each patch alone on the pin
 (where it applies alone); the stack after each patch (k is compared with
-k - 1); and the whole stack against the pin. A quick plan keeps only the
-pin and the stack (or, with patch ids, each patch on its predecessors),
-which is what ``series bench --quick`` measures. The commits are built in the
+k - 1); and the whole stack against the pin. A quick plan without patch
+ids keeps only the pin and the stack, which is what ``series bench
+--quick`` measures by default; patch ids name the arms either way. The commits are built in the
 cache repository (``Series.stack``, memoised) and each is checked out once
 into ``<cache>/bench/trees/<tree id>``, a linked work tree of the cache
 repository that later runs reuse: a tree id names its content, so an
@@ -47,7 +47,7 @@ def plan(
 ) -> Plan:
     """Every arm and pair for the patches ``ids`` (all when empty), trees on disk.
 
-    ``quick``: no patch alone, and without ids only the pin and the stack.
+    ``quick`` without ``ids``: only the pin and the stack.
     """
     wanted = {p.id for p in series.select(ids)}  # an unknown id fails before any work
     base = series.pin(ui)
@@ -63,20 +63,21 @@ def plan(
             f"{built.failure.patch.id} does not apply on the stack: "
             f"{built.failure.describe()}; it and later patches have no arm"
         )
+    pin_and_stack = quick and not ids
     for step in built.steps:
-        if quick and not ids and step is not built.steps[-1]:
-            continue  # only the pin and the stack; states are not checked out
+        if pin_and_stack and step is not built.steps[-1]:
+            continue  # the states between are neither measured nor checked out
         state = Arm(state_name(step.patch), trees.get(step.commit))
         previous = result.states[-1]
         result.states.append(state)
-        if step.patch.id not in wanted or (quick and not ids):
+        if step.patch.id not in wanted or pin_and_stack:
             continue
         result.arms += [a for a in (previous, state) if a not in result.arms]
         result.pairs.append(Pair(previous.name, state.name, f"+{step.patch.id} on {previous.name}"))
-        if alone and not quick:
+        if alone:
             _alone(series, base.commit, step.patch, trees, result)
     if not ids and len(result.states) > 1:
-        if quick:
+        if pin_and_stack:
             result.arms.append(result.states[-1])
         result.pairs.append(Pair(PIN, result.states[-1].name, "stack vs pin"))
     return result
