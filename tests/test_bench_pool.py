@@ -108,7 +108,7 @@ def test_workers_start_in_waves_no_more_busy_than_cores(
         "b": 1,
         "c": 1,
     }
-    assert said[0].startswith("3 workers need about 1.3 GB (450 MB each)")
+    assert said[0].startswith("3 workers need about 1.5 GB (500 MB each)")
     assert said[1:] == [f"started workers {k}/3" for k in (1, 2, 3)]
     assert all(proc.poll() is not None for proc in procs)
 
@@ -121,7 +121,7 @@ def test_workers_that_would_not_fit_in_memory_are_refused_before_any_starts(
     with pytest.raises(SeriesError) as info, pool.workers(arms, tmp_path / "logs", tmp_path, "cpu"):
         pass
     error = info.value
-    assert error.message.startswith("not measuring 3 arms at once: 3 workers need about 1.3 GB")
+    assert error.message.startswith("not measuring 3 arms at once: 3 workers need about 1.5 GB")
     assert "1.0 GB available" in error.message
     assert "at most about 2 trees" in error.hint and "--quick" in error.hint
     assert not (tmp_path / "logs").exists()  # no worker was started
