@@ -23,6 +23,7 @@ from series.errors import SeriesError
 from series.project import Series
 from series.runs.bench import pool
 from series.runs.bench.arms import PIN, plan
+from series.runs.bench.cache import by_tree
 from series.runs.bench.spec import Arm
 from series.ui import Ui
 
@@ -197,3 +198,14 @@ def test_quick_plans_the_pin_and_the_stack_only(tmp_path: Path) -> None:
     one = plan(series, ui, ["P2"], quick=True)  # ids name the arms, quick or not
     assert [a.name for a in one.arms] == [PIN, "1..P1", "1..P2", "P2 alone"]
     assert [p.title for p in one.pairs] == ["+P2 on 1..P1", "P2 alone vs pin"]
+
+
+def test_arms_with_the_same_tree_share_one_lead(tmp_path: Path) -> None:
+    """Results belong to trees: a copy of a tree elsewhere stands for the same results."""
+    first = fake_tree(tmp_path / "first", "# one\n")
+    copy = fake_tree(tmp_path / "copy", "# one\n")
+    other = fake_tree(tmp_path / "other", "# two\n")
+    arms = [Arm("first", first), Arm("copy", copy), Arm("other", other)]
+    ids, leads = by_tree(arms)
+    assert ids["first"] == ids["copy"] != ids["other"]
+    assert [arm.name for arm in leads.values()] == ["first", "other"]

@@ -4,7 +4,7 @@ The caller (``series bench``) builds the trees and says which pairs to
 compare; this owns the method: which (arm, workload) results the cache
 already holds, measuring the rest side by side (``measure.py``), the ratios
 (``stats.py``), the equivalence of outputs (``equivalence.py``) and the
-verdicts. Results belong to trees, not arms (``_leads``).
+verdicts. Results belong to trees, not arms (``cache.by_tree``).
 
 A run is *disturbed* when its own numbers say the machine moved them
 (``disturbance.py``): a control (raw torch, the same code in every arm)
@@ -29,7 +29,7 @@ from typing import Any
 
 from series.errors import Exit
 from series.runs.bench import disturbance, stats
-from series.runs.bench.cache import Store, key, tree_id
+from series.runs.bench.cache import Store, by_tree, key
 from series.runs.bench.equivalence import Equivalence, compare
 from series.runs.bench.measure import Progress, measure
 from series.runs.bench.pool import busy_limit
@@ -146,8 +146,7 @@ def run_bench(
     say = progress or (lambda _: None)
     env_key = key(settings)
     store = Store(cache_dir, "bench", env_key)
-    ids = {arm.name: tree_id(arm.tree, arm.package) for arm in arms}
-    leads = _leads(arms, ids)
+    ids, leads = by_tree(arms)
     load_before = os.getloadavg()
     found = _cached(leads, names, store)
     todo = {t: [w for w in names if (t, w) not in found] for t in leads}
@@ -208,18 +207,6 @@ def run_bench(
     )
     report.seconds = time.monotonic() - started
     return report
-
-
-def _leads(arms: list[Arm], ids: dict[str, str]) -> dict[str, Arm]:
-    """The arm measured for each tree id: arms with the same tree share results.
-
-    This is the one place that says so. Results are cached, measured and
-    looked up by tree id; an arm only names which tree it stands for.
-    """
-    leads: dict[str, Arm] = {}
-    for arm in arms:
-        leads.setdefault(ids[arm.name], arm)
-    return leads
 
 
 def _samples(entry: dict[str, Any], store: Store, tree: str, workload: str) -> Samples:
