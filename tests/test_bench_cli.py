@@ -54,6 +54,19 @@ def test_bench_one_patch_builds_its_arms_and_writes_the_chart(project: Path) -> 
     assert {a["name"] for a in data["arms"]} >= {"pin", "1..P5", "1..P6", "P6 alone"}
 
 
+def test_quick_bench_measures_the_pin_and_the_stack_and_says_each_stage(project: Path) -> None:
+    code, data, err = run(project, "bench", "--quick", "--workload", "dense")
+    assert code == Exit.OK, err
+    assert [a["name"] for a in data["arms"]] == ["pin", "1..P18"]
+    assert {c["label"] for c in data["comparisons"]} == {"stack vs pin"}
+    assert isinstance(data["disturbed"], bool)
+    assert data["disturbed"] == bool(data["disturbance"])
+    lines = err.splitlines()
+    for stage in ("2 workers need about", "started workers 2/2", "building dense (1/2)"):
+        assert any(line.startswith(stage) for line in lines), stage
+    assert [line for line in lines if line.startswith("round ")][-1] == "round 7/7: torch_linear"
+
+
 def test_bench_says_which_patches_have_no_alone_arm(project: Path) -> None:
     code, data, err = run(project, "bench", "P4", "--quick", "--workload", "convert_to_tensor")
     assert code == Exit.OK, err
