@@ -49,6 +49,7 @@ SOURCES: dict[tuple[str, str], Source] = {
         "Measuring the series: `series bench`, `--profile` and `series scorecard`",
     ): script("ci/bench_series.py --out bench-out"),
     ("bench.md", "Method"): Source("command", "series bench --json (settings.target_cpu_ms)"),
+    ("bench.md", "Workloads"): Source("command", "series bench --quick --json (settings, seconds)"),
     ("bench.md", "Speed of the tool"): script("ci/bench_series.py --out bench-out [--scorecard]"),
     ("benchmarks.md", "Benchmarks"): script(
         "ci/bench_apply.py, ci/bench_check_conflicts.py, ci/bench_versions.py, "

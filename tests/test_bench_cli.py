@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,20 @@ def test_bench_one_patch_builds_its_arms_and_writes_the_chart(project: Path) -> 
     assert labels == {("+P6 on 1..P5", "dense"), ("P6 alone vs pin", "dense")}
     assert all(c["equivalence"]["ok"] for c in data["comparisons"])
     assert {a["name"] for a in data["arms"]} >= {"pin", "1..P5", "1..P6", "P6 alone"}
+
+
+def test_quick_bench_measures_the_pin_and_the_stack_and_says_each_stage(project: Path) -> None:
+    code, data, err = run(project, "bench", "--quick", "--workload", "dense")
+    assert code == Exit.OK, err
+    assert [a["name"] for a in data["arms"]] == ["pin", "1..P18"]
+    assert {c["label"] for c in data["comparisons"]} == {"stack vs pin"}
+    assert isinstance(data["disturbed"], bool)
+    assert data["disturbed"] == bool(data["disturbance"])
+    # The session's cache may hold the pin already: one worker or two.
+    lines = err.splitlines()
+    for stage in (r"[12] workers need about", r"started workers ([12])/\1$", r"building dense"):
+        assert any(re.match(stage, line) for line in lines), stage
+    assert [line for line in lines if line.startswith("round ")][-1] == "round 7/7: torch_linear"
 
 
 def test_bench_says_which_patches_have_no_alone_arm(project: Path) -> None:

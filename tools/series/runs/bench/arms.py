@@ -2,7 +2,9 @@
 
 Arms, as upstream reported them: the pin; each patch alone on the pin
 (where it applies alone); the stack after each patch (k is compared with
-k - 1); and the whole stack against the pin. The commits are built in the
+k - 1); and the whole stack against the pin. A quick plan without patch
+ids keeps only the pin and the stack, which is what ``series bench
+--quick`` measures by default; patch ids name the arms either way. The commits are built in the
 cache repository (``Series.stack``, memoised) and each is checked out once
 into ``<cache>/bench/trees/<tree id>``, a linked work tree of the cache
 repository that later runs reuse: a tree id names its content, so an
@@ -40,8 +42,13 @@ def state_name(patch: Patch) -> str:
     return f"1..{patch.id}"
 
 
-def plan(series: Series, ui: Ui, ids: list[str] | None, *, alone: bool = True) -> Plan:
-    """Every arm and pair for the patches ``ids`` (all when empty), trees on disk."""
+def plan(
+    series: Series, ui: Ui, ids: list[str] | None, *, alone: bool = True, quick: bool = False
+) -> Plan:
+    """Every arm and pair for the patches ``ids`` (all when empty), trees on disk.
+
+    ``quick`` without ``ids``: only the pin and the stack.
+    """
     wanted = {p.id for p in series.select(ids)}  # an unknown id fails before any work
     base = series.pin(ui)
     patches = list(series.manifest.patches)
@@ -56,17 +63,22 @@ def plan(series: Series, ui: Ui, ids: list[str] | None, *, alone: bool = True) -
             f"{built.failure.patch.id} does not apply on the stack: "
             f"{built.failure.describe()}; it and later patches have no arm"
         )
+    pin_and_stack = quick and not ids
     for step in built.steps:
+        if pin_and_stack and step is not built.steps[-1]:
+            continue  # the states between are neither measured nor checked out
         state = Arm(state_name(step.patch), trees.get(step.commit))
         previous = result.states[-1]
         result.states.append(state)
-        if step.patch.id not in wanted:
+        if step.patch.id not in wanted or pin_and_stack:
             continue
         result.arms += [a for a in (previous, state) if a not in result.arms]
         result.pairs.append(Pair(previous.name, state.name, f"+{step.patch.id} on {previous.name}"))
         if alone:
             _alone(series, base.commit, step.patch, trees, result)
     if not ids and len(result.states) > 1:
+        if pin_and_stack:
+            result.arms.append(result.states[-1])
         result.pairs.append(Pair(PIN, result.states[-1].name, "stack vs pin"))
     return result
 

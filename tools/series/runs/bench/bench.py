@@ -4,12 +4,13 @@ The caller (``series bench``) builds the trees and says which pairs to
 compare; this owns the method: which (arm, workload) results the cache
 already holds, measuring the rest side by side (``measure.py``), the ratios
 (``stats.py``), the equivalence of outputs (``equivalence.py``) and the
-verdicts. Arms whose trees are identical are measured once.
+verdicts. Results belong to trees, not arms (``cache.by_tree``).
 
-A run is *disturbed* when a control (raw torch, the same code in every
-arm) does not come out as noise in some comparison: then the machine, not
-the code, moved the numbers, and the other ratios of that comparison are
-suspect. A full run has dozens of control comparisons, and at 95% one in
+A run is *disturbed* when its own numbers say the machine moved them
+(``disturbance.py``): a control (raw torch, the same code in every arm)
+that does not come out as noise, workers that waited for the CPU (wall
+time well above CPU time), rounds that spread, or a load average above the
+cores. A full run has dozens of control comparisons, and at 95% one in
 twenty would miss 1.0 by chance alone, so the controls' intervals are
 Bonferroni-widened to keep the chance of a false alarm for the whole run at
 5% (level 1 - 0.05 / number of control comparisons).
@@ -27,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from series.errors import Exit
-from series.runs.bench import stats
-from series.runs.bench.cache import Store, key, tree_id
+from series.runs.bench import disturbance, stats
+from series.runs.bench.cache import Store, by_tree, key
 from series.runs.bench.equivalence import Equivalence, compare
 from series.runs.bench.measure import Progress, measure
+from series.runs.bench.pool import busy_limit
 from series.runs.bench.spec import (
     QUICK,
     WORKLOADS,
@@ -58,6 +60,7 @@ class Samples:
     calls: int
     session: str
     outputs: Path
+    where: str = ""  # the directory the package was imported from
 
 
 @dataclass(frozen=True)
@@ -96,11 +99,16 @@ class BenchReport:
     load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
     key: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    disturbance: list[str] = field(default_factory=list)  # why it was disturbed
 
     @property
-    def disturbed(self) -> list[Comparison]:
+    def moved_controls(self) -> list[Comparison]:
         """Controls that did not come out as noise."""
         return [c for c in self.comparisons if c.control and not c.cpu.noise]
+
+    @property
+    def disturbed(self) -> bool:
+        return bool(self.disturbance)
 
     @property
     def failures(self) -> list[Comparison]:
@@ -138,25 +146,25 @@ def run_bench(
     say = progress or (lambda _: None)
     env_key = key(settings)
     store = Store(cache_dir, "bench", env_key)
-    ids = {arm.name: tree_id(arm.tree, arm.package) for arm in arms}
+    ids, leads = by_tree(arms)
     load_before = os.getloadavg()
-    samples, where = _cached(arms, ids, names, store)
-    todo = _todo(arms, ids, names, samples)
+    found = _cached(leads, names, store)
+    todo = {t: [w for w in names if (t, w) not in found] for t in leads}
+    todo = {t: missing for t, missing in todo.items() if missing}
+    where = {t: s.where for (t, _), s in found.items()}
     if todo:
-        lead = [arm for arm in arms if arm.name in todo]
-        whole = sum(1 for arm in arms if all((arm.name, w) in samples for w in names))
-        say(f"measuring {len(lead)} trees; {whole} arms taken whole from the cache")
+        say(f"measuring {len(todo)} trees; {len(leads) - len(todo)} taken whole from the cache")
         session = measure(
-            lead,
-            todo,
+            [leads[t] for t in todo],
+            {leads[t].name: missing for t, missing in todo.items()},
             names,
             settings,
             cache_dir / "bench" / "work",
             lambda arm, w: store.path(ids[arm], w, ".npz"),
             say,
         )
-        where.update(session.where)
         for (arm_name, workload), result in session.results.items():
+            tree = ids[arm_name]
             entry = {
                 "cpu": result.cpu,
                 "wall": result.wall,
@@ -165,17 +173,24 @@ def run_bench(
                 "where": session.where[arm_name],
                 "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
-            store.put(ids[arm_name], workload, entry)
-            for arm in arms:  # every arm with this tree shares the result
-                if ids[arm.name] == ids[arm_name]:
-                    samples[(arm.name, workload)] = _samples(entry, store, ids[arm_name], workload)
-                    where.setdefault(arm.name, session.where[arm_name])
+            store.put(tree, workload, entry)
+            found[(tree, workload)] = _samples(entry, store, tree, workload)
+            where[tree] = session.where[arm_name]
     report = BenchReport(
-        arms=[_arm_result(arm, ids, where, todo, names) for arm in arms],
+        arms=[
+            ArmResult(
+                arm,
+                ids[arm.name],
+                where.get(ids[arm.name], ""),
+                measured=todo.get(ids[arm.name], []),
+                cached=[w for w in names if w not in todo.get(ids[arm.name], [])],
+            )
+            for arm in arms
+        ],
         workloads=names,
         pairs=pairs,
         settings=settings,
-        samples=samples,
+        samples={(arm.name, w): found[(ids[arm.name], w)] for arm in arms for w in names},
         load_before=load_before,
         key=env_key,
     )
@@ -183,6 +198,13 @@ def run_bench(
     report.comparisons = [_compare(report, pair, w, controls) for pair in pairs for w in names]
     report.floors = _floors(report)
     report.load_after = os.getloadavg()
+    report.disturbance = disturbance.reasons(
+        {f"{leads[t].name} {w}": disturbance.Timings(s.cpu, s.wall) for (t, w), s in found.items()},
+        [f"{c.workload} in {c.pair.title} ({c.cpu.median:.3f}x)" for c in report.moved_controls],
+        report.load_before,
+        report.load_after,
+        busy_limit(),
+    )
     report.seconds = time.monotonic() - started
     return report
 
@@ -194,54 +216,22 @@ def _samples(entry: dict[str, Any], store: Store, tree: str, workload: str) -> S
         calls=int(entry["calls"]),
         session=str(entry["session"]),
         outputs=store.path(tree, workload, ".npz"),
+        where=str(entry.get("where", "")),
     )
 
 
 def _cached(
-    arms: list[Arm], ids: dict[str, str], names: list[str], store: Store
-) -> tuple[dict[tuple[str, str], Samples], dict[str, str]]:
-    samples: dict[tuple[str, str], Samples] = {}
-    where: dict[str, str] = {}
-    for arm in arms:
+    leads: dict[str, Arm], names: list[str], store: Store
+) -> dict[tuple[str, str], Samples]:
+    """What the cache holds, by (tree id, workload)."""
+    found: dict[tuple[str, str], Samples] = {}
+    for tree in leads:
         for workload in names:
-            entry = store.get(ids[arm.name], workload)
-            if entry is None or not store.path(ids[arm.name], workload, ".npz").is_file():
+            entry = store.get(tree, workload)
+            if entry is None or not store.path(tree, workload, ".npz").is_file():
                 continue
-            samples[(arm.name, workload)] = _samples(entry, store, ids[arm.name], workload)
-            where[arm.name] = str(entry.get("where", ""))
-    return samples, where
-
-
-def _todo(
-    arms: list[Arm], ids: dict[str, str], names: list[str], samples: dict[tuple[str, str], Samples]
-) -> dict[str, list[str]]:
-    """Workloads to measure, per arm; one arm stands for all arms with its tree."""
-    todo: dict[str, list[str]] = {}
-    seen: set[str] = set()
-    for arm in arms:
-        if ids[arm.name] in seen:
-            continue
-        seen.add(ids[arm.name])
-        missing = [w for w in names if (arm.name, w) not in samples]
-        if missing:
-            todo[arm.name] = missing
-    return todo
-
-
-def _arm_result(
-    arm: Arm,
-    ids: dict[str, str],
-    where: dict[str, str],
-    todo: dict[str, list[str]],
-    names: list[str],
-) -> ArmResult:
-    measured = [
-        w
-        for w in names
-        if any(ids[other] == ids[arm.name] and w in ws for other, ws in todo.items())
-    ]
-    cached = [w for w in names if w not in measured]
-    return ArmResult(arm, ids[arm.name], where.get(arm.name, ""), measured, cached)
+            found[(tree, workload)] = _samples(entry, store, tree, workload)
+    return found
 
 
 def _compare(report: BenchReport, pair: Pair, workload: str, controls: int) -> Comparison:

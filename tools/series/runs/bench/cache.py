@@ -32,7 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from series.runs.bench.spec import HARNESS, Settings
+from series.runs.bench.spec import HARNESS, Arm, Settings
 
 HERE = Path(__file__).resolve().parent
 METHOD_CODE = (
@@ -56,6 +56,20 @@ def tree_id(tree: Path, package: str) -> str:
         rel = path.relative_to(root).as_posix()
         digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:20]
+
+
+def by_tree(arms: list[Arm]) -> tuple[dict[str, str], dict[str, Arm]]:
+    """Each arm's tree id, and the arm that stands for each tree id.
+
+    Arms with the same tree share results: this is the one place that says
+    so. The bench and the scorecard measure, cache and look results up by
+    tree id; an arm only names the tree it stands for.
+    """
+    ids = {arm.name: tree_id(arm.tree, arm.package) for arm in arms}
+    leads: dict[str, Arm] = {}
+    for arm in arms:
+        leads.setdefault(ids[arm.name], arm)
+    return ids, leads
 
 
 def _version(dist: str) -> str:

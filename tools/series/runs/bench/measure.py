@@ -1,16 +1,21 @@
 """Measure arms side by side: warm-up, calibration, interleaved rounds.
 
-Given the arms that need measuring and, for each, the workloads it lacks,
-this starts one worker per arm, gives every worker the same inputs and
-weights, collects the outputs (for the equivalence check) and times the
-workloads in rounds. Within a round every arm runs every workload it needs,
-one workload at a time across all arms, in an arm order drawn per round
-from a seeded generator, so slow drifts of the machine hit every arm alike
-and the rounds of two arms can be paired.
+Given the arms that need measuring (one per distinct tree: bench.py picks
+them) and, for each, the workloads it lacks, this starts one worker per
+arm, gives every worker the same inputs and weights, collects the outputs
+(for the equivalence check) and times the workloads in rounds. Within a
+round every arm runs every workload it needs, one workload at a time across
+all arms, in an arm order drawn per round from a seeded generator, so slow
+drifts of the machine hit every arm alike and the rounds of two arms can be
+paired.
 
 Calls per sample are calibrated once per workload on the first arm, so that
 a sample lasts about ``Settings.sample_ms``; every arm then uses the same
 count (a slower arm just takes longer).
+
+Every stage says so through ``progress`` (workers started k/n, each
+workload built, calibrated, each round of each workload), so a long run
+is never silent.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import numpy as np
 
 from series.runs.bench import data
 from series.runs.bench.cache import method_digest
-from series.runs.bench.pool import Handle, workers
+from series.runs.bench.pool import Handle, waves, workers
 from series.runs.bench.spec import Arm, Settings
 
 Progress = Callable[[str], None]
@@ -70,18 +75,22 @@ def build_all(
     workloads: list[str],
     data_dir: Path,
     outputs: Callable[[str, str], Path],
+    progress: Progress,
 ) -> None:
-    for workload in workloads:
+    """Build every workload in the workers that need it, in waves (pool.waves)."""
+    for number, workload in enumerate(workloads, 1):
         needing = [h for h in handles if workload in todo[h.arm.name]]
         if not needing:
             continue
+        progress(f"building {workload} ({number}/{len(workloads)}) in {len(needing)} workers")
         path = data_file(data_dir, workload, needing[0])
-        for handle in needing:
-            out = outputs(handle.arm.name, workload)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            handle.send("build", workload=workload, data=str(path), out=str(out))
-        for handle in needing:
-            handle.receive(f"building {workload} with the shared weights")
+        for wave in waves(needing):
+            for handle in wave:
+                out = outputs(handle.arm.name, workload)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                handle.send("build", workload=workload, data=str(path), out=str(out))
+            for handle in wave:
+                handle.receive(f"building {workload} with the shared weights")
 
 
 def calibrate(handle: Handle, workload: str, settings: Settings) -> int:
@@ -112,8 +121,10 @@ def _round(
     calls: dict[str, int],
     order: list[int],
     session: Session | None,
+    say: Progress,
 ) -> None:
     for workload in workloads:
+        say(workload)
         for index in order:
             handle = handles[index]
             if workload not in todo[handle.arm.name]:
@@ -139,13 +150,20 @@ def measure(
     """Time ``todo[arm]`` for every arm; outputs go where ``outputs(arm, workload)`` says."""
     session = Session(uuid.uuid4().hex[:12], {}, {})
     progress(f"starting {len(arms)} workers")
-    with workers(arms, work_dir / "logs", work_dir / "keras-home", settings.device) as handles:
+    with workers(
+        arms, work_dir / "logs", work_dir / "keras-home", settings.device, progress
+    ) as handles:
         session.where = {h.arm.name: h.hello["where"] for h in handles}
-        progress(f"building {len(workloads)} workloads with shared weights")
-        build_all(handles, todo, workloads, work_dir / "data", outputs)
+        build_all(handles, todo, workloads, work_dir / "data", outputs, progress)
+        rss = [mb for mb in (h.rss_mb() for h in handles) if mb is not None]
+        if rss:
+            progress(f"workers built: {max(rss):.0f} MB each at most, {sum(rss) / 1024:.1f} GB")
         calls: dict[str, int] = {}
         for workload in workloads:
-            first = next(h for h in handles if workload in todo[h.arm.name])
+            first = next((h for h in handles if workload in todo[h.arm.name]), None)
+            if first is None:
+                continue
+            progress(f"calibrating {workload}")
             calls[workload] = calibrate(first, workload, settings)
             for handle in handles:
                 if workload in todo[handle.arm.name]:
@@ -155,7 +173,18 @@ def measure(
         for number in range(total):
             warm = number < settings.warmup_rounds
             order = [int(i) for i in rng.permutation(len(handles))]
-            _round(handles, todo, workloads, calls, order, None if warm else session)
-            label = "warm-up" if warm else f"round {number - settings.warmup_rounds + 1}"
-            progress(f"{label} of {settings.rounds} done")
+            label: str = (
+                "warm-up"
+                if warm
+                else f"round {number - settings.warmup_rounds + 1}/{settings.rounds}"
+            )
+            _round(
+                handles,
+                todo,
+                [w for w in workloads if w in calls],
+                calls,
+                order,
+                None if warm else session,
+                lambda workload: progress(f"{label}: {workload}"),  # noqa: B023
+            )
     return session

@@ -2,10 +2,19 @@
 
 One ``Handle`` per arm wraps a ``python -m series.runs.bench.worker``
 process (protocol in ``worker.py``). Requests that every worker must answer
-(start-up, building) are sent to all first and answered after, so the
-workers do that work in parallel; timing requests go to one worker at a
-time, so measurements never overlap. A worker's stderr goes to a log file,
-quoted in the error when it fails.
+(start-up, building) go out in waves of at most ``busy_limit()`` workers
+(the cores this process may use): a wave is sent to all its workers first
+and answered after, so they work in parallel, and never more of them are
+busy than there are cores. Timing requests go to one worker at a time, so
+measurements never overlap. A worker's stderr goes to a log file, quoted in
+the error when it fails.
+
+Memory is stated before any worker starts (``memory_plan``): the workers
+times an estimate per worker against MemAvailable, refused when it does
+not fit. Workers die with the parent: each asks the kernel for SIGKILL when
+its parent goes (``worker.py``), and the parent stops them all at once on
+the way out, killing them at once when it leaves on an exception
+(SIGINT, SIGTERM).
 
 The environment pins what makes timings comparable: one thread for torch
 and the BLAS libraries, the torch backend, a private KERAS_HOME (a user's
@@ -19,8 +28,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,6 +38,11 @@ import series
 from series.errors import SeriesError
 from series.runs.bench.spec import Arm
 
+Progress = Callable[[str], None]
+PARENT_ENV = "SERIES_BENCH_PARENT"  # the pid a worker must die with
+# A worker with Keras and torch imported and workloads built (measured: 400-480 MB).
+WORKER_MB = 500
+QUIT_GRACE = 5.0  # seconds all workers together have to exit after "quit"
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
@@ -41,6 +56,7 @@ def worker_env(keras_home: Path, device: str) -> dict[str, str]:
             "PYTHONHASHSEED": "0",
             "PYTHONPATH": str(Path(series.__file__).resolve().parent.parent),
             "TF_CPP_MIN_LOG_LEVEL": "3",
+            PARENT_ENV: str(os.getpid()),
         }
     )
     if device == "cpu":
@@ -110,47 +126,143 @@ class Handle:
             f"with KERAS_BACKEND=torch",
         )
 
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.send("quit")
-                self._pipe(self.proc.stdin).close()
-                self.proc.wait(timeout=10)
-            except (SeriesError, OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+    def ask_to_quit(self) -> None:
+        try:
+            self.send("quit")
+            self._pipe(self.proc.stdin).close()
+        except (SeriesError, OSError):
+            pass  # already gone: stop() reaps it
+
+    def rss_mb(self) -> float | None:
+        """The worker's resident memory now (Linux), in MB."""
+        try:
+            status = Path(f"/proc/{self.proc.pid}/status").read_text(encoding="utf-8")
+        except OSError:
+            return None
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return None
+
+    def release(self) -> None:
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None and not stream.closed:
-                stream.close()
+                with suppress(OSError):
+                    stream.close()
         self._log_file.close()
 
 
+def busy_limit() -> int:
+    """How many workers may work at once: the cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def waves(handles: list[Handle]) -> Iterator[list[Handle]]:
+    """The handles in groups of at most ``busy_limit()``."""
+    size = busy_limit()
+    for start in range(0, len(handles), size):
+        yield handles[start : start + size]
+
+
 def broadcast(handles: list[Handle], op: str, what: str, **args: Any) -> list[dict[str, Any]]:
-    """Send one request to every worker, then collect the replies in order."""
+    """One request to every worker, in waves; the replies in order."""
+    replies: list[dict[str, Any]] = []
+    for wave in waves(handles):
+        for handle in wave:
+            handle.send(op, **args)
+        replies += [handle.receive(what) for handle in wave]
+    return replies
+
+
+def available_mb() -> float | None:
+    """MemAvailable from /proc/meminfo, in MB (None where there is none)."""
+    try:
+        text = Path("/proc/meminfo").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def memory_plan(count: int, per_worker_mb: float = WORKER_MB) -> str:
+    """The memory ``count`` workers need, said up front; refused when it does not fit."""
+    need = count * per_worker_mb
+    have = available_mb()
+    line = f"{count} workers need about {need / 1024:.1f} GB ({per_worker_mb:.0f} MB each)"
+    if have is None:
+        return line
+    line += f"; {have / 1024:.1f} GB available"
+    if need > have:
+        fits = max(1, int(have // per_worker_mb))
+        raise SeriesError(
+            f"not measuring {count} arms at once: {line}",
+            why="one worker per tree stays up for the whole run, so all must fit in memory",
+            hint=f"measure fewer patches at a time (at most about {fits} trees: "
+            "series bench P6 P13), or --quick (the pin and the stack)",
+        )
+    return line
+
+
+def stop(handles: list[Handle], *, gently: bool) -> None:
+    """End every worker at once: "quit" and a shared grace when ``gently``, else SIGKILL."""
+    alive = [h for h in handles if h.proc.poll() is None]
+    if gently:
+        for handle in alive:
+            handle.ask_to_quit()
+        deadline = time.monotonic() + QUIT_GRACE
+        for handle in alive:
+            with suppress(subprocess.TimeoutExpired):
+                handle.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    for handle in alive:
+        if handle.proc.poll() is None:
+            handle.proc.kill()
     for handle in handles:
-        handle.send(op, **args)
-    return [handle.receive(what) for handle in handles]
+        handle.proc.wait()
+        handle.release()
 
 
 @contextmanager
 def workers(
-    arms: list[Arm], log_dir: Path, keras_home: Path, device: str
+    arms: list[Arm],
+    log_dir: Path,
+    keras_home: Path,
+    device: str,
+    progress: Progress | None = None,
 ) -> Iterator[list[Handle]]:
-    """Started workers that imported their trees (and proved it); stopped on exit."""
+    """Started workers that imported their trees (and proved it); stopped on exit.
+
+    They start in waves of ``busy_limit()``: an import of Keras and torch
+    keeps a core busy for seconds, and more imports than cores only share
+    them out and make every one slower.
+    """
+    say = progress or (lambda _: None)
+    say(memory_plan(len(arms)))
     log_dir.mkdir(parents=True, exist_ok=True)
     keras_home.mkdir(parents=True, exist_ok=True)
     env = worker_env(keras_home, device)
     handles: list[Handle] = []
+    gently = False
     try:
-        for arm in arms:
-            handles.append(Handle(arm, log_dir / f"{_safe(arm.name)}.log", env))
-        for handle in handles:
-            handle.hello = handle.receive(f"importing {handle.arm.tree}")
-            check_proof(handle.arm, Path(handle.hello["where"]))
+        size = busy_limit()
+        for start in range(0, len(arms), size):
+            wave = [
+                Handle(arm, log_dir / f"{_safe(arm.name)}.log", env)
+                for arm in arms[start : start + size]
+            ]
+            handles += wave
+            for handle in wave:
+                handle.hello = handle.receive(f"importing {handle.arm.tree}")
+                check_proof(handle.arm, Path(handle.hello["where"]))
+            say(f"started workers {len(handles)}/{len(arms)}")
         yield handles
+        gently = True
     finally:
-        for handle in handles:
-            handle.close()
+        stop(handles, gently=gently)
 
 
 def check_proof(arm: Arm, where: Path) -> None:

@@ -62,7 +62,14 @@ def run_profile(
     with workers([arm], work / "logs", work / "keras-home", device) as (handle,):
         out = work / "profile" / f"{workload}.npz"
         out.parent.mkdir(parents=True, exist_ok=True)
-        build_all([handle], {arm.name: [workload]}, [workload], work / "data", lambda a, w: out)
+        build_all(
+            [handle],
+            {arm.name: [workload]},
+            [workload],
+            work / "data",
+            lambda a, w: out,
+            lambda _: None,
+        )
         handle.request(
             "time", f"warming up {workload}", workload=workload, calls=max(calls // 10, 1)
         )

@@ -105,11 +105,15 @@ def summary_lines(report: BenchReport) -> list[str]:
         f"load average {before} before, {after} after; {report.settings.rounds} rounds; "
         f"{report.seconds:.0f} s"
     ]
-    for c in report.disturbed:
+    for c in report.moved_controls:
         lines.append(
             f"DISTURBED: control {c.workload} in {c.pair.title} came out {c.cpu.median:.3f}x "
             f"({_interval(c)}): the machine moved the numbers; run again on a quieter machine"
         )
+    for reason in report.disturbance:
+        if not reason.startswith("control "):  # said above, with its interval
+            lines.append(f"DISTURBED: {reason}")
+    lines.append(f"disturbed: {'true' if report.disturbed else 'false'}")
     for c in report.failures:
         lines.append(f"FAILED: {c.pair.title} on {c.workload}: {c.equivalence.detail}")
     return lines
@@ -139,7 +143,8 @@ def report_json(report: BenchReport) -> dict[str, Any]:
         "key": report.key,
         "load_average": {"before": list(report.load_before), "after": list(report.load_after)},
         "seconds": round(report.seconds, 2),
-        "disturbed": bool(report.disturbed),
+        "disturbed": report.disturbed,
+        "disturbance": report.disturbance,
         "failed": bool(report.failures),
         "arms": [
             {

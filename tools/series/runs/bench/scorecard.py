@@ -5,8 +5,9 @@ each model, a worker traces the model with dynamo (``explain.py``) and
 reports graphs, graph breaks, their reasons and recompiles. Each state is
 compared with the one before it: a state that adds graph breaks, recompiles,
 or compiles again on a repeated call is flagged. Results are cached per
-tree and model (same key as the bench, minus the timing settings), and up
-to ``jobs`` states are traced at once.
+tree and model (same key as the bench, minus the timing settings; states
+with one tree are traced once, ``cache.by_tree``), and up to ``jobs``
+states are traced at once.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Any
 from rich.table import Table
 
 from series.errors import Exit, UsageError
-from series.runs.bench.cache import Store, key, tree_id
+from series.runs.bench.cache import Store, by_tree, key
 from series.runs.bench.measure import Progress, build_all
-from series.runs.bench.pool import Handle, workers
+from series.runs.bench.pool import broadcast, workers
 from series.runs.bench.spec import MODELS, Arm, check_arms
 
 
@@ -109,23 +110,19 @@ class ScorecardReport:
 
 
 def _trace(
-    chunk: list[Arm], models: list[str], work: Path, device: str
+    chunk: list[Arm], models: list[str], work: Path, device: str, say: Progress
 ) -> dict[str, dict[str, Any]]:
     traced: dict[str, dict[str, Any]] = {}
-    with workers(chunk, work / "logs", work / "keras-home", device) as handles:
+    with workers(chunk, work / "logs", work / "keras-home", device, say) as handles:
         todo = {arm.name: models for arm in chunk}
         out = work / "scorecard-outputs"
-        build_all(handles, todo, models, work / "data", lambda a, w: out / f"{a}-{w}.npz")
+        build_all(handles, todo, models, work / "data", lambda a, w: out / f"{a}-{w}.npz", say)
         for model in models:
-            _explain_all(handles, model, traced)
+            say(f"tracing {model} with dynamo in {len(handles)} workers")
+            replies = broadcast(handles, "explain", f"tracing {model} with dynamo", workload=model)
+            for handle, reply in zip(handles, replies, strict=True):
+                traced[f"{handle.arm.name}\0{model}"] = reply
     return traced
-
-
-def _explain_all(handles: list[Handle], model: str, traced: dict[str, dict[str, Any]]) -> None:
-    for handle in handles:
-        handle.send("explain", workload=model)
-    for handle in handles:
-        traced[f"{handle.arm.name}\0{model}"] = handle.receive(f"tracing {model} with dynamo")
 
 
 def run_scorecard(
@@ -151,24 +148,20 @@ def run_scorecard(
     say = progress or (lambda _: None)
     env_key = key(None)
     store = Store(cache_dir, "scorecard", env_key)
-    ids = {s.name: tree_id(s.tree, s.package) for s in states}
+    ids, leads = by_tree(states)
     entries: dict[tuple[str, str], dict[str, Any]] = {}
-    for state in states:
+    for tree in leads:
         for model in models:
-            entry = store.get(ids[state.name], model)
+            entry = store.get(tree, model)
             if entry is not None:
-                entries[(ids[state.name], model)] = entry
+                entries[(tree, model)] = entry
     cached = set(entries)
-    todo: dict[str, Arm] = {}
-    for state in states:
-        if any((ids[state.name], m) not in entries for m in models):
-            todo.setdefault(ids[state.name], state)
-    pending = list(todo.values())
+    pending = [arm for t, arm in leads.items() if any((t, m) not in entries for m in models)]
     work = cache_dir / "scorecard" / "work"
     for start in range(0, len(pending), max(jobs, 1)):
         chunk = pending[start : start + max(jobs, 1)]
         say(f"tracing {', '.join(a.name for a in chunk)} ({start + len(chunk)}/{len(pending)})")
-        for name_model, result in _trace(chunk, models, work, device).items():
+        for name_model, result in _trace(chunk, models, work, device, say).items():
             name, model = name_model.split("\0")
             store.put(ids[name], model, result)
             entries[(ids[name], model)] = result

@@ -16,17 +16,25 @@ Timing: a sample is ``calls`` back-to-back calls with the garbage collector
 off, timed by the thread's CPU clock (``time.thread_time_ns``; torch runs
 one thread, the calling one) and the wall clock (``time.perf_counter_ns``);
 the reply is per call.
+
+A worker dies with its parent: on Linux it asks the kernel for SIGKILL when
+the parent exits (``prctl(PR_SET_PDEATHSIG)``), then checks that the parent
+it was started by (``SERIES_BENCH_PARENT``) is still the one it has, for a
+parent that died before the request. Elsewhere it ends when its stdin
+closes, which happens when the parent dies.
 """
 
 from __future__ import annotations
 
 import cProfile
+import ctypes
 import gc
 import importlib
 import json
 import os
 import platform
 import pstats
+import signal
 import sys
 import time
 import traceback
@@ -165,7 +173,21 @@ def _serve(worker: Worker, proto: IO[str]) -> None:
             _reply(proto, {"ok": False, "error": str(exc), "traceback": traceback.format_exc()})
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """SIGKILL this process when its parent exits, whatever way the parent goes."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    parent = os.environ.get("SERIES_BENCH_PARENT")
+    if parent and os.getppid() != int(parent):
+        os._exit(1)  # the parent died before the request: nobody to die with
+
+
 def main(argv: list[str]) -> int:
+    die_with_parent()
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     worker = Worker(Path(argv[0]).resolve(), argv[1])
