@@ -221,3 +221,40 @@ def test_partly_upstream_records_round_trip_through_series_toml(tmp_path: Path) 
         f"Partly-Upstream: {'a' * 40} (pkg/core.py:35-41 in another form)\nSeries-Id: P3\n"
     )
     assert with_parts(trailed, [("a" * 40, "pkg/core.py:35-41 in another form")]) == trailed
+
+
+@PENDING
+@pytest.mark.parametrize("command", ["stop", "continue", "abort"])
+def test_killed_at_every_git_call_of_the_proposal_then_continue_and_abort(
+    tmp_path: Path, command: str
+) -> None:
+    """kill -9 at every step of the stop with a proposed remainder, its --continue and --abort.
+
+    As tests/test_rebase_kill.py does for an ordinary conflict: after each
+    kill, ``--continue`` reaches the result of the run never killed (a
+    start killed before it began is started again), and ``--abort`` the
+    state before the rebase, byte for byte.
+    """
+    from test_rebase_kill import _case, abort, check_status, go_on, restore, series
+
+    project = project_over(tmp_path / "p", "other")
+    before = snapshot(project)
+    argv = ["rebase", "--onto", "main", "--upstream", str(project.upstream), "--drop-merged"]
+    if command == "stop":
+        case = _case(command, project, before, argv)
+    else:
+        assert series(project, *argv).returncode == 3
+        case = _case(command, project, before, ["rebase", f"--{command}"])
+    killed = tmp_path / "killed"
+    for n in range(1, case.total + 1):
+        restore(case.template, project.root)
+        run = series(project, *case.argv, kill_at=n)
+        assert run.returncode == -9, (n, run.stderr[-2000:])
+        check_status(project, n)
+        if command != "abort":
+            shutil.copytree(project.root, killed, symlinks=True)
+            go_on(case, n)
+            restore(killed, project.root)
+            shutil.rmtree(killed)
+        abort(case, n)
+    assert case.total > (5 if command == "abort" else 25)

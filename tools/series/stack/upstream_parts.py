@@ -23,7 +23,7 @@ the ``Partly-Upstream`` trailers of the patch's message.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from series.evidence import Ask, Remainder, weigh
 from series.git import LogEntry, TreeMerge
@@ -31,18 +31,25 @@ from series.manifest import UpstreamPart
 from series.merge import Merger, Node
 
 
-def weigh_step(
+def weigh_series(
     merger: Merger,
-    pid: str,
-    parent: Node,
-    patch: Node,
-    actual: Node,
-    evidence: Sequence[str],
+    patches: Sequence[tuple[str, Node, Node]],
+    onto: Node,
+    evidence: Mapping[str, Sequence[str]],
     commits: Sequence[LogEntry],
-) -> Remainder | None:
-    """What upstream holds of one patch replayed onto ``actual`` (None: it changes nothing)."""
-    found = weigh(merger, [Ask(pid, parent, patch, actual, tuple(evidence))], commits)
-    return found.get(pid)
+) -> dict[str, Remainder]:
+    """What upstream holds of each patch (id, parent, commit) with ``evidence``, on ``onto``.
+
+    Weighed when the rebase starts, each patch on the new base alone: what
+    upstream took of a patch is in upstream's lines, not in the patches
+    before it.
+    """
+    asks = [
+        Ask(pid, parent, patch, onto, tuple(evidence[pid]))
+        for pid, parent, patch in patches
+        if evidence.get(pid)
+    ]
+    return weigh(merger, asks, commits)
 
 
 def action(rem: Remainder | None, merge: TreeMerge, *, drop_merged: bool) -> str:
