@@ -10,7 +10,9 @@ not stop, against a plain ``git cherry-pick``.
 
 from __future__ import annotations
 
+import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from helpers import git, write
@@ -20,6 +22,19 @@ from series.git import Repo
 from series.merge import Merger, Node
 
 BASE = "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(30))
+
+
+def cat(repo: Path, rev: str, env: Mapping[str, str] | None = None) -> str:
+    """``git cat-file blob REV`` (``env``: the scratch object store the trees are in)."""
+    argv = ["git", "cat-file", "blob", rev]
+    return subprocess.run(
+        argv,
+        cwd=repo,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def edit(text: str, i: int, value: str) -> str:
@@ -55,16 +70,16 @@ class World:
     def weigh(self, evidence: tuple[str, ...] = ()) -> tuple[Remainder, Repo, str]:
         repo = Repo(self.path)
         tip = git(self.path, "rev-parse", "up")
-        commits = repo.log_files([tip, f"^{self.base}"])
+        commits = repo.history.log_files([tip, f"^{self.base}"])
 
         def node(c: str) -> Node:
-            return Node(repo.tree_of(c), c)
+            return Node(repo.objects.tree_of(c), c)
 
-        with repo.scratch_objects() as env:
+        with repo.merge.scratch_objects() as env:
             merger = Merger(repo, env)
             ask = Ask("P", node(self.base), node(self.patch), node(tip), evidence)
             found = weigh(merger, [ask], commits)["P"]
-            text = repo.git_bytes("cat-file", "blob", f"{found.tree}:core.py", env=env).decode()
+            text = cat(self.path, f"{found.tree}:core.py", env)
         return found, repo, text
 
     def cherry_pick(self) -> subprocess.CompletedProcess[str]:
@@ -82,14 +97,14 @@ def states(found: Remainder) -> list[tuple[int, str]]:
 def test_split_cuts_one_unit_per_hunk_each_applying_alone(tmp_path: Path) -> None:
     w = World(tmp_path)
     repo = Repo(w.path)
-    units = split(repo.diff_trees(repo.tree_of(w.base), repo.tree_of(w.patch)))
+    units = split(repo.diffs.trees(repo.objects.tree_of(w.base), repo.objects.tree_of(w.patch)))
     assert [u.path for u in units] == ["core.py"] * 3
-    trees = repo.apply_each(repo.tree_of(w.base), [u.diff for u in units])
+    trees = repo.index.apply_each(repo.objects.tree_of(w.base), [u.diff for u in units])
     for unit, tree, (i, v) in zip(
         units, trees, [(1, "'one'"), (12, "'twelve'"), (24, "'twenty-four'")], strict=True
     ):
         assert tree is not None
-        assert repo.git("cat-file", "blob", f"{tree}:core.py") == edit(BASE, i, v)
+        assert cat(w.path, f"{tree}:core.py") == edit(BASE, i, v)
         assert unit.label.startswith("core.py:")
 
 

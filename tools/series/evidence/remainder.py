@@ -116,10 +116,10 @@ def weigh(
     repo = merger.repo
     plans: list[_Plan] = []
     for ask in asks:
-        units = split(repo.diff_trees(ask.parent.tree, ask.patch.tree))
+        units = split(repo.diffs.trees(ask.parent.tree, ask.patch.tree))
         if not units:
             continue
-        trees = repo.apply_each(ask.parent.tree, [u.diff for u in units], merger.env)
+        trees = repo.index.apply_each(ask.parent.tree, [u.diff for u in units], merger.env)
         plan = _Plan(ask, units, trees)
         for unit in units:
             touching = [c.commit for c in upstream if unit.path in c.files]
@@ -150,9 +150,9 @@ def _candidate_nodes(merger: Merger, plans: list[_Plan]) -> dict[str, tuple[Node
         for commit in (c for cands in plan.candidates for c in cands):
             if commit in nodes:
                 continue
-            parent = repo.rev(f"{commit}^")
-            pnode = Node(repo.tree_of(parent), parent) if parent else None
-            nodes[commit] = (pnode, Node(repo.tree_of(commit), commit))
+            parent = repo.objects.rev(f"{commit}^")
+            pnode = Node(repo.objects.tree_of(parent), parent) if parent else None
+            nodes[commit] = (pnode, Node(repo.objects.tree_of(commit), commit))
     return nodes
 
 

@@ -1,0 +1,216 @@
+"""The rebase sequencer's one decision: given a state and what just happened, what next.
+
+:func:`step` is a pure function: ``step(state, event) -> (state, effect)``.
+It walks the plan (series.stack.rebase_plan) one action at a time and
+says which effect the driver (series.stack.rebase_driver) must perform;
+the driver performs it with git and hands the result back as the next
+event. Nothing here reads or writes a repository or a file, so every
+decision of the rebase can be driven and tested with plain data.
+
+Effects: :class:`Replay` (merge a patch's change onto a tree, and try
+the recorded resolutions when it conflicts), :class:`Write` (write the
+commits of the patches replayed so far, in one go), :class:`Halt` (stop
+at the conflict in ``state.stop``: save the state, write the conflict
+into the checkout) and :class:`Finish` (every action done, every commit
+written: export and move the branch).
+
+Events: ``None`` (start walking, or walk on from a state that was
+loaded), :class:`Merged` (a Replay's result), :class:`Written` (a Write's
+commits), :class:`Resolved` (``--continue``: the user's resolution,
+already recorded) and :class:`Skipped` (``--skip``).
+
+Commits are written lazily: a replayed patch's outcome holds its tree
+until a Write, which comes before a Halt and before the Finish, so a
+run without a conflict writes all its commits with one git process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState, Stop, Upstream
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Merge the change of ``commit`` (over its parent) onto ``onto_tree``."""
+
+    index: int
+    id: str
+    commit: str
+    onto_tree: str
+
+
+@dataclass(frozen=True)
+class Write:
+    """Write commits of (index, tree, the patch's old commit), each on the one before."""
+
+    items: tuple[tuple[int, str, str], ...]
+    parent: str
+
+
+@dataclass(frozen=True)
+class Halt:
+    """Stop at ``state.stop``: the state is saved, the conflict written into the checkout."""
+
+
+@dataclass(frozen=True)
+class Finish:
+    """Every action done and every commit written."""
+
+
+Effect = Replay | Write | Halt | Finish
+
+
+@dataclass(frozen=True)
+class Merged:
+    """What a Replay gave: a clean merge, a conflict a recorded resolution answered
+    (``resolution``: its path), or a conflict nothing answered (``conflict``)."""
+
+    clean: bool
+    tree: str
+    resolution: str = ""
+    conflict: Stop | None = None
+
+
+@dataclass(frozen=True)
+class Written:
+    commits: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """``--continue``: the tree the user staged, recorded as ``resolution``."""
+
+    tree: str
+    resolution: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """``--skip``: drop the patch stopped at."""
+
+
+Event = Merged | Written | Resolved | Skipped | None
+
+
+class StepError(Exception):
+    """An event that does not fit the state (a bug in the driver, never the user's)."""
+
+
+def step(state: RebaseState, event: Event) -> tuple[RebaseState, Effect]:
+    """The state after ``event``, and the effect to perform next."""
+    state = _apply(state, event)
+    if state.stop is not None:
+        return state, _write(state) or Halt()
+    while state.position < len(state.plan):
+        action = state.plan[state.position]
+        walk = WALK.get(action.kind)
+        if walk is None:
+            raise StepError(f"no step for an action of kind {action.kind!r}")
+        state, effect = walk(state, action)
+        if effect is not None:
+            return state, effect
+    return state, _write(state) or Finish()
+
+
+def _pick(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | None]:
+    """Replay the patch onto the tree so far (its Merged result comes back to ``_merged``)."""
+    return state, Replay(state.position, action.id, action.commit, tip_tree(state))
+
+
+def _drop(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | None]:
+    return _add(state, _noted(Outcome("dropped"), DROP_REASONS[action.reason][0], action)), None
+
+
+# How each kind of action is walked: the state after it, and an effect to perform
+# (None: done without one, walk on). A new kind of action is a new entry.
+WALK = {"pick": _pick, "drop": _drop}
+
+
+def tip_tree(state: RebaseState) -> str:
+    """The tree the next patch goes on: the last kept outcome's, else the target's."""
+    for outcome in reversed(state.done):
+        if outcome.kept:
+            return outcome.tree
+    return state.onto_tree
+
+
+def unwritten(state: RebaseState) -> list[int]:
+    """The indexes of kept outcomes whose commits are not written yet."""
+    return [k for k, o in enumerate(state.done) if o.kept and not o.new]
+
+
+def upcoming(state: RebaseState) -> list[tuple[int, str]]:
+    """(index, commit) of the picks a fresh run will replay, in order, for speculation.
+
+    Empty once the run has begun: speculating merges pays when every
+    patch goes onto the target as a batch (series.stack.rebase_driver).
+    """
+    if state.done or state.stop is not None or state.current != state.onto:
+        return []
+    return [(k, a.commit) for k, a in enumerate(state.plan) if a.kind == "pick"]
+
+
+def _apply(state: RebaseState, event: Event) -> RebaseState:
+    if event is None:
+        return state
+    if isinstance(event, Written):
+        todo = unwritten(state)
+        if len(todo) != len(event.commits) or not todo:
+            raise StepError(f"{len(event.commits)} commits written for {len(todo)} patches")
+        done = list(state.done)
+        for k, commit in zip(todo, event.commits, strict=True):
+            done[k] = replace(done[k], new=commit)
+        return replace(state, done=tuple(done), current=event.commits[-1])
+    if isinstance(event, Merged):
+        return _merged(state, event)
+    stop = state.stop
+    if stop is None:
+        raise StepError(f"{type(event).__name__} while the rebase is not stopped")
+    if isinstance(event, Resolved):
+        outcome = Outcome(
+            "resolved", event.tree, note="resolved by hand, recorded", resolution=event.resolution
+        )
+    else:
+        outcome = Outcome(
+            "skipped",
+            upstream_commit=stop.upstream[0].split()[0] if stop.upstream else state.onto,
+            note=f"conflicts with upstream in {', '.join(stop.files)}",
+        )
+    return replace(_add(state, outcome), stop=None)
+
+
+def _merged(state: RebaseState, event: Merged) -> RebaseState:
+    if state.stop is not None or state.position >= len(state.plan):
+        raise StepError("a merge result with no action waiting for it")
+    action = state.plan[state.position]
+    if event.conflict is not None:
+        return replace(state, stop=replace(event.conflict, index=state.position))
+    if event.clean and event.tree == tip_tree(state):
+        return _add(state, _noted(Outcome("empty"), "it changes nothing on the new base", action))
+    if event.clean:
+        return _add(state, Outcome("picked", event.tree))
+    note = "resolved by the recorded resolution"
+    return _add(state, Outcome("resolved", event.tree, note=note, resolution=event.resolution))
+
+
+def _noted(outcome: Outcome, why: str, action: Action) -> Outcome:
+    """``why``, and the upstream commit that has the patch when there is one."""
+    u: Upstream | None = action.upstream
+    if u is None:
+        return replace(outcome, note=why)
+    note = f"{why} (upstream has it, {u.kind}: {u.commit[:12]} {u.subject})"
+    return replace(outcome, note=note, upstream_commit=u.commit)
+
+
+def _add(state: RebaseState, outcome: Outcome) -> RebaseState:
+    return replace(state, done=(*state.done, outcome))
+
+
+def _write(state: RebaseState) -> Write | None:
+    todo = unwritten(state)
+    if not todo:
+        return None
+    items = tuple((k, state.done[k].tree, state.plan[k].commit) for k in todo)
+    return Write(items, state.current)
