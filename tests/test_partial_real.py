@@ -87,3 +87,31 @@ def _git_rebase_skipping(project: Project, up: Path, tmp: Path) -> str:
     tree = git(clone, "rev-parse", "HEAD^{tree}")
     shutil.rmtree(clone)
     return tree
+
+
+def test_narrowed_real_merges_rebase_with_drop_merged(
+    tmp_path: Path, shared_upstream: Path
+) -> None:
+    """The rebase keeps what upstream lacks: P6 stops with its EinsumDense half proposed,
+    P3 goes on without its core.py part and without a stop."""
+    project = applied(tmp_path, shared_upstream, recorded=True)
+    up = narrowed(tmp_path, shared_upstream, project.root / "patches")
+    took_p3 = git(up, "rev-parse", "master~1")
+    args = ("rebase", "--onto", "master", "--upstream", str(up), "--drop-merged")
+    code, _out, err = project.run(*args)
+    assert code == 3, err
+    assert "P6" in err and "partly upstream" in err and "series test P6" in err
+    work = project.work
+    assert "# Only Dense itself" in (work / DENSE).read_text()
+    einsum = (work / "keras/src/layers/core/einsum_dense.py").read_text()
+    assert "torch_direct_operands" in einsum and "<<<<<<<" not in einsum
+    assert git(work, "ls-files", "-u") == ""
+    code, out, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    assert "reduced (partly upstream)" in out
+    patches = project.root / "patches"
+    p3 = (patches / "perf-P3-global-state.patch").read_text()
+    assert "distribution_lib.py" in p3 and "a/keras/src/backend/torch/core.py" not in p3
+    assert f"Partly-Upstream: {took_p3}" in p3
+    p6 = (patches / "perf-P6-dense-einsum.patch").read_text()
+    assert "einsum_dense.py" in p6 and "a/keras/src/layers/core/dense.py" not in p6
