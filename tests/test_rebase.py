@@ -145,8 +145,8 @@ def test_abort_restores_everything_byte_for_byte(tmp_path: Path) -> None:
     assert project.run("rebase", "--abort")[0] == 2  # nothing left to abort
 
 
-def test_drop_merged_removes_a_patch_upstream_names(tmp_path: Path) -> None:
-    project = moving_project(tmp_path, names_p3=True)
+def test_drop_merged_removes_a_patch_upstream_holds(tmp_path: Path) -> None:
+    project = moving_project(tmp_path, carries_p3=True)
     named = git(project.upstream, "rev-parse", "main")
     code, _out, err = rebase(project, "--drop-merged")
     assert code == 0, err

@@ -26,6 +26,7 @@ from series.stack.rebase_plan import (
     KINDS,
     Action,
     OtherFormat,
+    Part,
     RebaseState,
     Stop,
     Upstream,
@@ -51,6 +52,8 @@ from series.stack.rebase_step import (
 
 ONTO, ONTO_TREE = "o" * 40, "t0" * 20
 HAS_P2 = Upstream("patch-id", "u" * 40, "upstream took P2")
+# what the remainder engine found of P2 (series.stack.upstream_parts): all of it
+ALL_OF_P2 = Part("full", False, False, (("u" * 40, "a.py:1-7 in its own lines"),), (), ())
 
 
 def fresh(plan: tuple[Action, ...], *, drop_merged: bool = False) -> RebaseState:
@@ -71,7 +74,8 @@ def fresh(plan: tuple[Action, ...], *, drop_merged: bool = False) -> RebaseState
 def three(*, drop_merged: bool = False) -> RebaseState:
     patches = [("P1", "c1"), ("P2", "c2"), ("P3", "c3")]
     return fresh(
-        plan_rebase(patches, {"P2": HAS_P2}, drop_merged=drop_merged), drop_merged=drop_merged
+        plan_rebase(patches, {"P2": HAS_P2}, drop_merged=drop_merged, parts={"P2": ALL_OF_P2}),
+        drop_merged=drop_merged,
     )
 
 
@@ -123,6 +127,28 @@ def test_drop_merged_plans_a_drop_that_is_never_replayed() -> None:
     assert state.done[1].status == "dropped"
     assert state.done[1].note.startswith("already upstream (upstream has it, patch-id: ")
     assert upcoming(three(drop_merged=True)) == [(0, "c1"), (2, "c3")]
+
+
+def test_a_pr_number_alone_plans_no_drop() -> None:
+    patches = [("P1", "c1"), ("P2", "c2")]
+    plan = plan_rebase(patches, {"P2": HAS_P2}, drop_merged=True)
+    assert [a.kind for a in plan] == ["pick", "pick"]
+
+
+def test_part_in_another_form_plans_a_remainder_that_proposes() -> None:
+    other = Part("partial", True, False, (("u" * 40, "a.py:1-7 in another form"),), (), ())
+    plan = plan_rebase(
+        [("P1", "c1"), ("P2", "c2")], {"P2": HAS_P2}, drop_merged=True, parts={"P2": other}
+    )
+    assert [a.kind for a in plan] == ["pick", "remainder"]
+    state, _ = step(fresh(plan, drop_merged=True), None)
+    state, effect = step(state, Merged(True, "T1"))
+    assert effect == Replay(1, "P2", "c2", "T1", propose=True)
+    state, effect = step(state, Merged(True, "T2"))  # merged cleanly after all: reduced
+    assert state.done[1].status == "picked" and state.done[1].note.startswith("reduced")
+    assert from_json(json.loads(json.dumps(to_json(state)))) == state
+    kept = plan_rebase([("P2", "c2")], {"P2": HAS_P2}, drop_merged=False, parts={"P2": other})
+    assert [a.kind for a in kept] == ["pick"]  # without --drop-merged: a plain pick
 
 
 def test_a_conflict_writes_what_came_before_then_halts_and_continue_goes_on() -> None:

@@ -46,7 +46,9 @@ _PATCH_KEYS = {
     "applies_alone",
     "no_behaviour_test",
     "no_tests",
+    "partly_upstream",
 }
+_PART_KEYS = {"commit", "onto", "took"}
 _PATCH_REQUIRED = ("id", "title", "file", "branch", "state")
 MAX_PR = 2**31  # GitHub's PR numbers are 32-bit
 
@@ -90,10 +92,20 @@ class Patch:
     applies_alone: bool | None = None
     no_behaviour_test: str = ""  # why `series prove` may find no behavioural test
     no_tests: str = ""  # why the patch has no test subset (else `series test` fails it)
+    partly_upstream: tuple[UpstreamPart, ...] = ()  # what upstream took of it already
 
     @property
     def pr_url(self) -> str | None:
         return None if self.pr is None else f"https://github.com/keras-team/keras/pull/{self.pr}"
+
+
+@dataclass(frozen=True)
+class UpstreamPart:
+    """Part of a patch that upstream took (``partly_upstream``, written by ``series rebase``)."""
+
+    commit: str  # the upstream commit that took it
+    took: tuple[str, ...]  # the hunks, "path:first-last in its own lines|in another form"
+    onto: str = ""  # the upstream commit the series was moved to then
 
 
 @dataclass(frozen=True)
@@ -362,7 +374,26 @@ def _patch(c: _Checker, raw: Any, i: int, root: Path, missing_ok: bool) -> Patch
         applies_alone=alone,
         no_tests=data.get("no_tests", ""),
         no_behaviour_test=exempt,
+        partly_upstream=_parts(c, data.get("partly_upstream", []), where),
     )
+
+
+def _parts(c: _Checker, raw: Any, where: str) -> tuple[UpstreamPart, ...]:
+    key = f"{where}.partly_upstream"
+    if not isinstance(raw, list):
+        raise c.fail(key, "must be a list of tables (commit, took, onto)")
+    parts = []
+    for n, item in enumerate(raw):
+        data = c.table(item, f"{key}[{n}]", _PART_KEYS)
+        commit, onto, took = data.get("commit"), data.get("onto", ""), data.get("took", [])
+        if not isinstance(commit, str) or not _SHA.match(commit):
+            raise c.fail(f"{key}[{n}].commit", "must be a full commit id (40 hex digits)")
+        if not isinstance(onto, str) or (onto and not _SHA.match(onto)):
+            raise c.fail(f"{key}[{n}].onto", "must be a full commit id (40 hex digits)")
+        if not isinstance(took, list) or not all(isinstance(t, str) and t for t in took):
+            raise c.fail(f"{key}[{n}].took", "must be a list of hunks (strings)")
+        parts.append(UpstreamPart(commit, tuple(took), onto))
+    return tuple(parts)
 
 
 def _pin_failures(c: _Checker, raw: Any, where: str) -> tuple[PinFailure, ...]:

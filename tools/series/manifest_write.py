@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import tomlkit
 
-from series.manifest import Dropped, Manifest
+from series.manifest import Dropped, Manifest, UpstreamPart
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,35 @@ def write_pin(text: str, *, ref: str, commit: str, dropped: list[Dropped]) -> st
             if d.file:
                 table["file"] = d.file
             aot.append(table)
+    return tomlkit.dumps(doc)
+
+
+def write_parts(text: str, parts: dict[str, list[UpstreamPart]]) -> str:
+    """``text`` with each patch's ``partly_upstream`` records extended by ``parts``.
+
+    Records of earlier rebases stay: what upstream took then is still upstream.
+    """
+    if not any(parts.values()):
+        return text
+    doc = tomlkit.parse(text)
+    aot = doc["patch"]
+    assert isinstance(aot, tomlkit.items.AoT)
+    for table in aot:
+        new = parts.get(str(table["id"]), [])
+        if not new:
+            continue
+        records = table.get("partly_upstream")
+        if records is None:
+            records = tomlkit.array()
+            records.multiline(True)
+            table["partly_upstream"] = records
+        for part in new:
+            record = tomlkit.inline_table()
+            record["commit"] = part.commit
+            if part.onto:
+                record["onto"] = part.onto
+            record["took"] = list(part.took)
+            records.append(record)
     return tomlkit.dumps(doc)
 
 

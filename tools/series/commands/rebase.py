@@ -36,7 +36,9 @@ OPTIONS = (
     ),
     Option(
         "--drop-merged",
-        "remove patches already upstream (same patch-id, or their PR in a subject)",
+        "remove what upstream already holds (checked hunk by hunk by merges): a patch "
+        "it holds all of, or the part it holds of one (stops where it took that part in "
+        "another form)",
         action="store_true",
     ),
     Exclusive(

@@ -12,6 +12,13 @@ cache repository:
   does, with evidence that a patch is already upstream (series.evidence:
   patch-id, or the PR number at the end of an upstream subject).
 
+For each patch with upstream evidence, and each whose replay is empty or
+conflicts (its hunks may be upstream though nothing names it), the
+remainder engine (series.evidence.weigh) then says hunk by hunk what the
+revision holds, in the patch's lines or in another form, and what it
+lacks: the patch is fully upstream, partly upstream or not upstream
+(``Replayed.remainder``), whatever its PR number says.
+
 The replay runs two chains. The *skip* chain drops a conflicting patch and
 goes on, like ``git rebase --skip``. The *favoured* chain resolves the
 conflict towards the patch, like ``-X theirs``, so later patches see their
@@ -35,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from series.evidence import Evidence, find_evidence
+from series.evidence import Ask, Evidence, Remainder, find_evidence, weigh
 from series.git import LogEntry, MergeMessage, TreeMerge
 from series.manifest import Patch
 from series.merge import Job, Merger, Node, Stacked, Target, resolutions
@@ -61,7 +68,8 @@ class Pair:
 @dataclass
 class Replayed:
     patch: Patch
-    status: str  # clean | conflict | resolved | already-upstream | empty (| not-checked)
+    # clean | conflict | resolved | already-upstream | partly-upstream | empty (| not-checked)
+    status: str
     replay: str  # clean | conflict | resolved | empty | skipped (what the rebase did) | not-checked
     cause: str | None = None  # self | earlier (conflicts only)
     blocked_by: tuple[str, ...] = ()
@@ -72,6 +80,7 @@ class Replayed:
     tree: str | None = None  # the rebased tree after this patch (skip chain)
     note: str = ""
     resolution: str | None = None  # resolutions/<id>/<key>.patch, when one resolved it
+    remainder: Remainder | None = None  # what upstream holds of it, hunk by hunk
 
 
 # -- the pairwise matrix and the replay -------------------------------------------
@@ -176,9 +185,11 @@ class _Chain:
         speculating = True
         conflicted: list[Patch] = []
         out: list[Replayed] = []
+        onto: dict[str, Node] = {}
         for k in range(1, len(s)):
             patch = patches[k - 1]
             evidence = self.evidence.get(patch.id, ())
+            onto[patch.id] = skip
             if s[k].tree == s[k - 1].tree:
                 note = "the patch changes nothing"
                 out.append(Replayed(patch, "empty", "empty", note=note, tree=skip.tree))
@@ -226,6 +237,7 @@ class _Chain:
             if step.replay == "conflict":
                 conflicted.append(patch)
             step.tree = skip.tree
+        self._weigh(out, onto)
         return out
 
     def _next_chunk(self) -> bool:
@@ -279,6 +291,23 @@ class _Chain:
             resolution=name,
         )
 
+    def _weigh(self, out: list[Replayed], onto: dict[str, Node]) -> None:
+        """What upstream holds of each patch it may hold (module docstring)."""
+        s = self.stacked.nodes
+        asks = []
+        for k, step in enumerate(out, 1):
+            if s[k].tree == s[k - 1].tree:
+                continue  # the patch itself changes nothing
+            if step.evidence or step.replay in ("empty", "conflict"):
+                commits = tuple(e.commit for e in step.evidence)
+                asks.append(Ask(step.patch.id, s[k - 1], s[k], onto[step.patch.id], commits))
+        found = weigh(self.merger, asks, self.target.commits)
+        subjects = {c.commit: c.subject for c in self.target.commits}
+        for step in out:
+            rem = found.get(step.patch.id)
+            if rem is not None:
+                _judge_remainder(step, rem, subjects)
+
     def _verdict(
         self,
         patch: Patch,
@@ -323,3 +352,28 @@ class _Chain:
     def _touching(self, files: tuple[str, ...], limit: int = 10) -> list[LogEntry]:
         wanted = set(files)
         return [c for c in self.target.commits if wanted & set(c.files)][:limit]
+
+
+def _judge_remainder(step: Replayed, rem: Remainder, subjects: dict[str, str]) -> None:
+    """The status and note of ``step`` from what upstream holds of it."""
+    step.remainder = rem
+    named = {e.commit for e in step.evidence}
+    step.evidence += tuple(
+        Evidence("hunks", c, subjects.get(c, "")) for c in rem.evidence if c not in named
+    )
+    if step.replay == "skipped":
+        return  # the same patch-id: dropped, as git rebase drops it
+    given, total = len(rem.given), len(rem.hunks)
+    if rem.verdict == "full":
+        step.status = "already-upstream"
+        if step.replay == "empty":
+            step.note = "upstream holds all of it: nothing is left to carry"
+        else:
+            step.note = f"upstream holds all {total} hunks, some in another form"
+    elif rem.verdict == "partial":
+        step.status = "partly-upstream"
+        left = ", ".join(h.unit.label for h in rem.remaining)
+        step.note = f"upstream holds {given} of {total} hunks; what remains: {left}"
+    elif step.status == "already-upstream":
+        step.status = step.replay  # named upstream, but none of its hunks is there
+        step.note = "upstream names its PR, but holds none of its hunks"

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from series.conflicts.analysis import Analysis, Replayed
 from series.errors import Exit
+from series.evidence import Remainder
 from series.merge import Stacked, Target
 from series.project import Series
 from series.ui import Ui
@@ -148,10 +149,22 @@ def _onto(
 
 
 def _judge(r: Replayed, onto: str | None, problems: list[str], notes: list[str]) -> None:
-    """A replay conflict is a problem; a patch found upstream is a note."""
+    """A replay conflict is a problem; a patch found upstream, in whole or in part, a note."""
     ev = f"{r.evidence[0].kind} {r.evidence[0].commit[:12]}" if r.evidence else ""
     where = ", ".join(r.files)
-    if r.replay == "conflict" and r.status == "already-upstream":
+    rem = r.remainder
+    if r.replay == "conflict" and r.status == "partly-upstream" and rem is not None:
+        if rem.conflicts:
+            problems.append(
+                f"{r.patch.id} conflicts on {onto} ({where}), and upstream holds part of it "
+                f"({_given(rem)}); what remains: {_remaining(rem)}"
+            )
+        else:
+            problems.append(
+                f"{r.patch.id} is partly upstream in another form ({_given(rem)}); what remains: "
+                f"{_remaining(rem)}. A rebase stops there with the remainder proposed"
+            )
+    elif r.replay == "conflict" and r.status == "already-upstream":
         problems.append(
             f"{r.patch.id} is upstream in another form ({ev}) and conflicts on {onto} "
             f"({where}): drop it, or keep what upstream lacks"
@@ -161,12 +174,51 @@ def _judge(r: Replayed, onto: str | None, problems: list[str], notes: list[str])
         problems.append(f"{r.patch.id} conflicts on {onto} {why} ({where})")
     elif r.replay == "resolved":
         notes.append(f"{r.patch.id} conflicts on {onto} ({where}), resolved by {r.resolution}")
-    elif r.status == "already-upstream" and r.replay in ("skipped", "empty"):
-        notes.append(f"{r.patch.id} is already upstream ({ev}): drop it when moving the pin")
     elif r.status == "already-upstream":
+        notes.append(f"{r.patch.id} is already upstream ({ev}): drop it when moving the pin")
+    elif r.status == "partly-upstream" and rem is not None:
         notes.append(
-            f"{r.patch.id} is upstream in part or in another form ({ev}): keep only what is missing"
+            f"{r.patch.id} is partly upstream ({_given(rem)}): what remains is "
+            f"{_remaining(rem)}; a rebase keeps only that"
         )
+
+
+def _given(rem: Remainder) -> str:
+    """Which hunks upstream holds, by which commits."""
+    parts = []
+    for h in rem.given:
+        how = "in its own lines" if h.state == "upstream" else "in another form"
+        by = " by " + ", ".join(c[:12] for c in h.commits) if h.commits else ""
+        parts.append(f"{h.unit.label} {how}{by}")
+    return "; ".join(parts)
+
+
+def _remaining(rem: Remainder) -> str:
+    return ", ".join(h.unit.label for h in rem.remaining)
+
+
+def upstream_part(rem: Remainder | None) -> dict[str, Any] | None:
+    """The ``upstream`` key of a replayed patch (docs/check-conflicts.md)."""
+    if rem is None:
+        return None
+    files: dict[str, list[dict[str, Any]]] = {}
+    for h in rem.hunks:
+        files.setdefault(h.unit.path, []).append(
+            {
+                "hunk": h.unit.header,
+                "lines": h.unit.label,
+                "state": h.state,
+                "commits": list(h.commits),
+            }
+        )
+    return {
+        "verdict": rem.verdict,
+        "clean": rem.clean,
+        "remainder_tree": rem.tree,
+        "commits": list(rem.commits),
+        "remaining": sorted({h.unit.path for h in rem.remaining}),
+        "files": [{"path": path, "hunks": hunks} for path, hunks in files.items()],
+    }
 
 
 def _replayed(r: Replayed) -> dict[str, Any]:
@@ -190,6 +242,7 @@ def _replayed(r: Replayed) -> dict[str, Any]:
         "tree": r.tree,
         "note": r.note,
         "resolution": r.resolution,
+        "upstream": upstream_part(r.remainder),
     }
 
 
@@ -252,11 +305,25 @@ def _details(row: dict[str, Any]) -> str:
         lines.append(f"upstream {c['commit'][:12]} {c['subject']}")
     for e in row.get("evidence", []):
         lines.append(f"{e['kind']}: {e['commit'][:12]} {e['subject']}")
+    part = row.get("upstream")
+    if part and part["verdict"] != "none":
+        for f in part["files"]:
+            for h in f["hunks"]:
+                by = " by " + ", ".join(c[:12] for c in h["commits"]) if h["commits"] else ""
+                lines.append(f"{h['lines']}: {_STATE[h['state']]}{by}")
     if row.get("replay") and row["replay"] != row["status"] and row["status"] != "not-checked":
         lines.append(f"replay: {row['replay']}")
     if row.get("note"):
         lines.append(row["note"])
     return "\n".join(lines)
+
+
+_STATE = {
+    "upstream": "upstream has it",
+    "other-form": "upstream has it in another form",
+    "missing": "remains",
+    "conflict": "remains, conflicts",
+}
 
 
 def _matrix_table(matrix: dict[str, Any]) -> Table:

@@ -59,6 +59,24 @@ class Index(Part):
             return ApplyResult(True, True, (), failed, "")
         return ApplyResult(False, True, conflicted, failed, (err + "\n" + err3).strip())
 
+    def apply_each(
+        self, tree: str, diffs: Sequence[bytes], env: Mapping[str, str] | None = None
+    ) -> list[str | None]:
+        """``tree`` with each of ``diffs`` applied alone, exactly: a tree per diff, or None.
+
+        One scratch index, put back to ``tree`` before each diff.
+        """
+        trees: list[str | None] = []
+        with self.scratch(tree, env) as scratch:
+            for diff in diffs:
+                with input_file(diff) as path:
+                    status, _, _ = self._run.git_status(
+                        "apply", "--cached", "--whitespace=nowarn", str(path), env=scratch
+                    )
+                trees.append(self.write_tree(scratch) if status == 0 else None)
+                self._run.git("read-tree", tree, env=scratch)
+        return trees
+
     def write_tree(self, env: Mapping[str, str]) -> str:
         return self._run.git("write-tree", env=env).strip()
 

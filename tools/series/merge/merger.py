@@ -22,6 +22,8 @@ scratch object store that is deleted when the run ends
 ``favour_theirs`` turns a conflicted merge into the tree ``-X theirs``
 would give: content conflicts through ``git merge-file --theirs``, other
 conflicts (modify/delete, modes, ...) by taking the patch's side.
+``favour_ours`` is the same towards ``ours`` (upstream's side, for a patch
+partly upstream in another form: series.evidence.remainder).
 """
 
 from __future__ import annotations
@@ -123,8 +125,22 @@ class Merger:
 
     def favour_theirs(self, merge: TreeMerge) -> str:
         """The tree of ``merge`` with every conflict resolved towards ``theirs``."""
+        return self.favour(merge, "theirs")
+
+    def favour_ours(self, merge: TreeMerge) -> str:
+        """The tree of ``merge`` with every conflict resolved towards ``ours``.
+
+        Where the two sides change the same lines, ours; elsewhere both
+        sides' changes, as merged: for a patch replayed onto upstream, the
+        patch's remainder with upstream's form of what they share.
+        """
+        return self.favour(merge, "ours")
+
+    def favour(self, merge: TreeMerge, side: str) -> str:
+        """The tree of ``merge`` with every conflict resolved towards ``side``."""
         if merge.clean:
             return merge.tree
+        stage = {"ours": 2, "theirs": 3}[side]
         stages: dict[str, dict[int, StageEntry]] = {}
         for entry in merge.entries:
             stages.setdefault(entry.path, {})[entry.stage] = entry
@@ -139,17 +155,15 @@ class Merger:
         index = []
         merged: list[tuple[str, str, bytes]] = []
         for path, st in sorted(stages.items()):
-            theirs = st.get(3)
-            if theirs is None:
-                index.append(f"0 {ZERO}\t{path}")  # the patch deleted it
+            chosen = st.get(stage)
+            if chosen is None:
+                index.append(f"0 {ZERO}\t{path}")  # that side deleted it
             elif _both_regular(st):
                 base = blobs[st[1].oid] if 1 in st and st[1].mode in _REGULAR else b""
-                data = self.repo.merge.file(
-                    base, blobs[st[2].oid], blobs[theirs.oid], favour="theirs"
-                )
-                merged.append((theirs.mode, path, data))
+                data = self.repo.merge.file(base, blobs[st[2].oid], blobs[st[3].oid], favour=side)
+                merged.append((chosen.mode, path, data))
             else:
-                index.append(f"{theirs.mode} {theirs.oid}\t{path}")
+                index.append(f"{chosen.mode} {chosen.oid}\t{path}")
         oids = self.repo.objects.write("blob", [m[2] for m in merged], env=self.env)
         index += [
             f"{mode} {oid}\t{path}" for (mode, path, _), oid in zip(merged, oids, strict=True)

@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING
 from series.builder.message import series_id
 from series.checkout import BASE_REF, Checkout, finish_cut_move, refuse_dirty
 from series.errors import RefusedError, UsageError
-from series.evidence import find_evidence
-from series.git import CommitInfo, Repo
+from series.evidence import Evidence, find_evidence
+from series.git import HERMETIC, CommitInfo, Repo
 from series.manifest import Patch
-from series.merge import Node, PinStep, Stacked, Target, resolutions, resolve_target
+from series.merge import Merger, Node, PinStep, Stacked, Target, resolutions, resolve_target
 from series.stack import rebase_state as rstate
+from series.stack import upstream_parts
 from series.stack.rebase_driver import Run, drive
-from series.stack.rebase_plan import Upstream, begin, plan_rebase
+from series.stack.rebase_plan import Part, Upstream, begin, plan_rebase
 from series.stack.snapshot import save_project
 from series.ui import Ui
 from series.upstream import Base
@@ -67,7 +68,9 @@ def start(
         return
     infos = repo.history.commit_infos(cstate.base, tip)
     patches = [(series_id(i.message) or "?", i.commit) for i in infos]
-    evidence = _evidence(series, repo, cstate.base, tip, infos, patches, target)
+    found = _evidence(series, repo, cstate.base, tip, infos, patches, target)
+    evidence = {pid: Upstream(e[0].kind, e[0].commit, e[0].subject) for pid, e in found.items()}
+    parts = _parts(repo, infos, patches, found, target)
     onto_commit = str(target.node.commit)
     saved = save_project(repo, series.root, [series.patch_path(p) for p in series.manifest.patches])
     state = begin(
@@ -80,7 +83,7 @@ def start(
         base=cstate.base,
         saved=saved,
         drop_merged=drop_merged,
-        plan=plan_rebase(patches, evidence, drop_merged=drop_merged),
+        plan=plan_rebase(patches, evidence, drop_merged=drop_merged, parts=parts),
     )
     with repo.refs.transaction(f"series rebase: start onto {onto} ({onto_commit[:12]})") as txn:
         rstate.save(repo, txn, state, None)
@@ -166,8 +169,8 @@ def _evidence(
     infos: list[CommitInfo],
     patches: list[tuple[str, str]],
     target: Target,
-) -> dict[str, Upstream]:
-    """patch id -> the first upstream commit found to have it (series.evidence)."""
+) -> dict[str, tuple[Evidence, ...]]:
+    """patch id -> the upstream commits found to have it (series.evidence)."""
     nodes = [Node(repo.objects.tree_of(base), base)]
     steps = []
     for (pid, _), info in zip(patches, infos, strict=True):
@@ -176,7 +179,34 @@ def _evidence(
     files_by_commit = {e.commit: e.files for e in repo.history.log_files([tip, f"^{base}"])}
     files = {pid: files_by_commit.get(commit, ()) for pid, commit in patches}
     found = find_evidence(repo, Stacked(nodes[0], steps, nodes, files), target)
-    return {pid: Upstream(e[0].kind, e[0].commit, e[0].subject) for pid, e in found.items() if e}
+    return {pid: e for pid, e in found.items() if e}
+
+
+def _parts(
+    repo: Repo,
+    infos: list[CommitInfo],
+    patches: list[tuple[str, str]],
+    found: dict[str, tuple[Evidence, ...]],
+    target: Target,
+) -> dict[str, Part]:
+    """What upstream holds of each patch with evidence, hunk by hunk (series.evidence)."""
+    if not found:
+        return {}
+    trees = {i.commit: i.tree for i in infos}
+    trees.update((i.parent, repo.objects.tree_of(i.parent)) for i in infos if i.parent not in trees)
+    weighed = upstream_parts.weigh_series(
+        Merger(repo, HERMETIC),
+        [
+            (pid, Node(trees[i.parent], i.parent), Node(i.tree, i.commit, i.parent))
+            for (pid, _), i in zip(patches, infos, strict=True)
+        ],
+        target.node,
+        {pid: [e.commit for e in ev] for pid, ev in found.items()},
+        target.commits,
+    )
+    subjects = {c.commit: c.subject for c in target.commits}
+    parts = {pid: upstream_parts.part_of(rem, subjects) for pid, rem in weighed.items()}
+    return {pid: part for pid, part in parts.items() if part is not None}
 
 
 def _patch(series: Series, pid: str) -> Patch:

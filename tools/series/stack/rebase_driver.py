@@ -27,14 +27,16 @@ new one (tests/test_rebase_kill.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from series.builder.message import with_parts
 from series.checkout import Checkout
 from series.errors import ConflictError
 from series.git import HERMETIC, CommitInfo, LogEntry, Repo, TreeMerge
 from series.merge import Job, Merger, Node, resolutions
 from series.stack import rebase_state as rstate
+from series.stack import upstream_parts
 from series.stack.rebase_finish import finish
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import (
@@ -95,7 +97,8 @@ def drive(run: Run, state: RebaseState, event: Event = None) -> None:
             event = _replay(run, merger, guesses, effect)
         elif isinstance(effect, Write):
             chain = [
-                (tree, run.infos[c].message, run.infos[c].author) for _, tree, c in effect.items
+                (tree, _message(run, state, k, c), run.infos[c].author)
+                for k, tree, c in effect.items
             ]
             event = Written(tuple(run.repo.objects.write_commits(chain, effect.parent)))
         elif isinstance(effect, Halt):
@@ -105,6 +108,14 @@ def drive(run: Run, state: RebaseState, event: Event = None) -> None:
             subjects = {c: i.message.splitlines()[0] for c, i in run.infos.items()}
             finish(run.series, run.ui, run.checkout, state, subjects)
             return
+
+
+def _message(run: Run, state: RebaseState, k: int, commit: str) -> str:
+    """The patch's message; with a Partly-Upstream trailer per commit that took part of it."""
+    message, part = run.infos[commit].message, state.plan[k].part
+    if part is not None and part.verdict == "partial":
+        return with_parts(message, list(part.took))
+    return message
 
 
 Guesses = dict[tuple[str, str], TreeMerge]  # (commit, tree it goes onto) -> the merge
@@ -142,7 +153,11 @@ def _replay(run: Run, merger: Merger, guesses: Guesses, effect: Replay) -> Merge
         merge = merger.run([_job(run, effect.commit, effect.onto_tree)])[0]
     if merge.clean:
         return Merged(True, merge.tree)
-    return _recorded(run, effect, merge)
+    found = _recorded(run, effect, merge)
+    if found.conflict is not None and effect.propose:
+        proposal = merger.favour_ours(merge)
+        return replace(found, conflict=replace(found.conflict, proposal=proposal))
+    return found
 
 
 def _recorded(run: Run, effect: Replay, merge: TreeMerge) -> Merged:
@@ -190,14 +205,25 @@ def _halt(run: Run, state: RebaseState) -> None:
 
 
 def write_conflict(repo: Repo, s: Stop) -> None:
-    """The conflicted files with markers into the work tree, their stages into the index."""
+    """The conflicted files with markers into the work tree, their stages into the index.
+
+    At a remainder, the proposed remainder instead: no markers, no stages.
+    """
+    if s.proposal:
+        repo.worktree.checkout_tree(s.written_from, s.proposal)
+        return
     repo.worktree.checkout_tree(s.written_from, s.conflict_tree)
     repo.worktree.stage_conflicts(s.stages)
 
 
 def conflict_error(run: Run, state: RebaseState) -> ConflictError:
     assert state.stop is not None
-    s, pid = state.stop, state.plan[state.stop.index].id
+    s, action = state.stop, state.plan[state.stop.index]
+    if s.proposal and action.part is not None:
+        return upstream_parts.proposal_error(
+            action.id, run.title(action.id), action.part, state.onto_label, run.checkout.path
+        )
+    pid = action.id
     where = run.checkout.path
     why = [f"conflict: {f}" for f in s.files]
     why += ["upstream commits since the pin that touched them:"] + [
@@ -205,6 +231,8 @@ def conflict_error(run: Run, state: RebaseState) -> ConflictError:
     ]
     if s.note:
         why.append(s.note)
+    if action.part is not None:
+        why += upstream_parts.stop_lines(pid, action.part, state.drop_merged)
     why.append(
         f"{where} has the conflicted files with markers; HEAD is {state.onto_rev} with the "
         f"patches before {pid}"

@@ -24,12 +24,13 @@ from series.checkout import Checkout
 from series.errors import InternalError
 from series.files import confined, remove, write_atomic
 from series.git import Repo
-from series.manifest import Dropped, Patch
-from series.manifest_write import PatchUpdate, write_patches, write_pin
+from series.manifest import Dropped, Patch, UpstreamPart
+from series.manifest_write import PatchUpdate, write_parts, write_patches, write_pin
 from series.stack import rebase_state as rstate
 from series.stack.rangediff import classify_diffs
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
 from series.stack.snapshot import saved_files
+from series.stack.upstream_parts import records
 from series.ui import Ui
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ def finish(
         PatchUpdate(a.id, subjects[a.commit], old[a.id].file, old[a.id].branch) for a, _ in kept
     ]
     text = write_patches(series.manifest, updates, text=text)
+    text = write_parts(text, _parts(st))
     for path in [series.manifest.path, *(series.root / old[a.id].file for a, _ in kept)]:
         confined(series.root, path)  # all checked before any is written
     for a, _ in kept:
@@ -102,6 +104,15 @@ def finish(
     if backed is not None:
         ui.status(backed.describe(checkout.path))
     _summary(repo, ui, st, dropped, len(kept))
+
+
+def _parts(st: RebaseState) -> dict[str, list[UpstreamPart]]:
+    """The ``partly_upstream`` records of the kept patches upstream took part of."""
+    return {
+        a.id: records(a.part, st.onto)
+        for a, o in st.walked()
+        if o.kept and a.part is not None and a.part.verdict == "partial"
+    }
 
 
 def _dropped(st: RebaseState, old: Mapping[str, Patch]) -> list[Dropped]:
@@ -154,8 +165,13 @@ def _summary(repo: Repo, ui: Ui, st: RebaseState, dropped: list[Dropped], kept: 
     picked = [c for a, o in walked if o.status == "picked" for c in (a.commit, o.new)]
     diffs = repo.diffs.commits(picked)
     for n, (a, o) in enumerate(walked, 1):
-        if o.status == "picked":
+        reduced = o.kept and a.part is not None and a.part.verdict == "partial"
+        if o.status == "picked" and reduced:
+            result, detail = "reduced (partly upstream)", o.note
+        elif o.status == "picked":
             result, detail = classify_diffs(diffs[a.commit], diffs[o.new]), ""
+        elif reduced:
+            result, detail = "reduced (partly upstream), remainder recorded", o.resolution
         elif o.status == "resolved":
             result, detail = "resolved (recorded)", o.resolution
         else:

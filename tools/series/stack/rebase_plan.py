@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 FORMAT = 2
-KINDS = ("pick", "drop")
+KINDS = ("pick", "drop", "remainder")
 # What became of an action; a patch with no outcome yet is "pending".
 STATUSES = ("picked", "resolved", "empty", "dropped", "skipped")
 PENDING = "pending"
@@ -46,14 +46,38 @@ class Upstream:
 
 
 @dataclass(frozen=True)
+class Part:
+    """What upstream holds of a patch, hunk by hunk (series.stack.upstream_parts).
+
+    ``verdict``: ``full`` (all of it) or ``partial``; ``other``: some of it
+    in another form; ``conflicts``: some hunk it lacks conflicts with
+    upstream; ``took``: (upstream commit, the hunks it took); ``given`` and
+    ``remaining``: one line per hunk, for the messages.
+    """
+
+    verdict: str
+    other: bool
+    conflicts: bool
+    took: tuple[tuple[str, str], ...]
+    given: tuple[str, ...]
+    remaining: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Action:
-    """What the rebase does with one patch."""
+    """What the rebase does with one patch.
+
+    ``remainder``: pick a patch upstream holds part of in another form;
+    where its merge conflicts, stop with the proposed remainder checked
+    out instead of the conflict.
+    """
 
     kind: str  # one of KINDS
     id: str
     commit: str  # the patch's commit before the rebase
     reason: str = ""  # drop: one of DROP_REASONS
     upstream: Upstream | None = None  # upstream has it (said in a note, recorded)
+    part: Part | None = None  # what upstream holds of it, when it holds any
 
 
 @dataclass(frozen=True)
@@ -87,6 +111,7 @@ class Stop:
     written_from: str  # the index tree the conflict was written over
     upstream: tuple[str, ...] = ()  # "sha subject" of upstream commits that touched the files
     note: str = ""
+    proposal: str = ""  # a remainder action: the proposed remainder, written instead
 
 
 @dataclass(frozen=True)
@@ -123,6 +148,12 @@ class RebaseState:
         if self.stop is None:
             return "`series rebase --continue` finishes it, `series rebase --abort` undoes it"
         sid = self.plan[self.stop.index].id
+        if self.stop.proposal:
+            return (
+                f"check the proposed remainder of {sid} in the checkout (edit and `git add` "
+                "what is not right), then `series rebase --continue`; or `series rebase "
+                f"--skip` to drop all of {sid}, or `series rebase --abort`"
+            )
         return (
             f"resolve the conflicts of {sid} in the checkout, `git add` them, then "
             "`series rebase --continue`; or `series rebase --skip` to drop "
@@ -135,19 +166,27 @@ def plan_rebase(
     evidence: Mapping[str, Upstream],
     *,
     drop_merged: bool,
+    parts: Mapping[str, Part] | None = None,
 ) -> tuple[Action, ...]:
     """``series rebase --onto``: pick every patch (id, commit) in order.
 
-    With ``drop_merged``, a patch upstream has (``evidence``) is dropped
-    instead; without it, the evidence rides along and is said when the
-    patch turns out empty.
+    With ``drop_merged``, a patch upstream holds all of (``parts``, weighed
+    hunk by hunk) is dropped, and one it holds part of in another form is
+    a ``remainder``; evidence alone (a PR number) drops nothing. Without
+    it, the evidence and parts ride along and are said when the patch
+    turns out empty or stops.
     """
-    return tuple(
-        Action("drop", pid, commit, reason="upstream", upstream=evidence[pid])
-        if drop_merged and pid in evidence
-        else Action("pick", pid, commit, upstream=evidence.get(pid))
-        for pid, commit in patches
-    )
+    parts = parts or {}
+    actions = []
+    for pid, commit in patches:
+        part, upstream = parts.get(pid), evidence.get(pid)
+        if drop_merged and part is not None and part.verdict == "full":
+            actions.append(Action("drop", pid, commit, "upstream", upstream, part))
+        elif drop_merged and part is not None and part.other and not part.conflicts:
+            actions.append(Action("remainder", pid, commit, upstream=upstream, part=part))
+        else:
+            actions.append(Action("pick", pid, commit, upstream=upstream, part=part))
+    return tuple(actions)
 
 
 def begin(
@@ -238,7 +277,33 @@ def _action(raw: object, i: int) -> Action:
         upstream = Upstream(
             *(_str(u, k, f"{where}.upstream") for k in ("kind", "commit", "subject"))
         )
-    return Action(kind, _str(data, "id", where), _str(data, "commit", where), reason, upstream)
+    part = None if data["part"] is None else _part(data["part"], f"{where}.part")
+    return Action(
+        kind, _str(data, "id", where), _str(data, "commit", where), reason, upstream, part
+    )
+
+
+def _part(raw: object, where: str) -> Part:
+    data = _object(raw, where)
+    _keys(data, where, set(Part.__dataclass_fields__))
+    verdict = _str(data, "verdict", where)
+    if verdict not in ("full", "partial"):
+        raise ValueError(f"{where}.verdict: unknown verdict {verdict!r}")
+    took = []
+    for pair in _list(data, "took"):
+        if not (
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
+        ):
+            raise ValueError(f"{where}.took: not a [commit, hunks] pair: {pair!r}")
+        took.append((pair[0], pair[1]))
+    return Part(
+        verdict,
+        _bool(data, "other", where),
+        _bool(data, "conflicts", where),
+        tuple(took),
+        _strings(data, "given"),
+        _strings(data, "remaining"),
+    )
 
 
 def _outcome(raw: object, i: int) -> Outcome:
@@ -277,6 +342,7 @@ def _stop(raw: object) -> Stop:
         _str(data, "written_from", "stop"),
         _strings(data, "upstream"),
         _str(data, "note", "stop"),
+        _str(data, "proposal", "stop"),
     )
 
 

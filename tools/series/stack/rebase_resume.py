@@ -57,6 +57,10 @@ def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
     run = Run(series, ui, checkout, {i.commit: i for i in infos}, lambda: _since_pin(run, st))
     if action == "skip":
         _skip(run, st)
+    elif cut and st.stop is not None and st.stop.proposal:
+        # the stop was killed while writing the proposal: it is written now, but no one
+        # has seen it; --continue would take it unread
+        raise conflict_error(run, st)
     else:
         _continue(run, st)
 
@@ -231,6 +235,7 @@ def keep_stop(
     known = [repo.objects.tree_of(c) for c in (st.current, st.tip)]
     if st.stop is not None:
         known += [st.stop.conflict_tree, st.stop.written_from]
+        known += [st.stop.proposal] if st.stop.proposal else []
     changes = backup.uncommitted(repo, what, known)
     with repo.refs.transaction(f"series {what}: keep what the checkout held") as txn:
         kept = checkout.keep_lost(

@@ -39,6 +39,7 @@ class Replay:
     id: str
     commit: str
     onto_tree: str
+    propose: bool = False  # a remainder: where it conflicts, propose the remainder
 
 
 @dataclass(frozen=True)
@@ -119,13 +120,22 @@ def _pick(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | Non
     return state, Replay(state.position, action.id, action.commit, tip_tree(state))
 
 
+def _remainder(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | None]:
+    """Replay a patch upstream holds part of in another form; where it conflicts, the
+    driver proposes the remainder instead of writing the conflict."""
+    return state, Replay(state.position, action.id, action.commit, tip_tree(state), True)
+
+
 def _drop(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | None]:
-    return _add(state, _noted(Outcome("dropped"), DROP_REASONS[action.reason][0], action)), None
+    why = DROP_REASONS[action.reason][0]
+    if action.part is not None and action.part.other:
+        why += ", part of it in another form"
+    return _add(state, _noted(Outcome("dropped"), why, action)), None
 
 
 # How each kind of action is walked: the state after it, and an effect to perform
 # (None: done without one, walk on). A new kind of action is a new entry.
-WALK = {"pick": _pick, "drop": _drop}
+WALK = {"pick": _pick, "drop": _drop, "remainder": _remainder}
 
 
 def tip_tree(state: RebaseState) -> str:
@@ -149,7 +159,7 @@ def upcoming(state: RebaseState) -> list[tuple[int, str]]:
     """
     if state.done or state.stop is not None or state.current != state.onto:
         return []
-    return [(k, a.commit) for k, a in enumerate(state.plan) if a.kind == "pick"]
+    return [(k, a.commit) for k, a in enumerate(state.plan) if a.kind in ("pick", "remainder")]
 
 
 def _apply(state: RebaseState, event: Event) -> RebaseState:
@@ -190,6 +200,10 @@ def _merged(state: RebaseState, event: Merged) -> RebaseState:
     if event.clean and event.tree == tip_tree(state):
         return _add(state, _noted(Outcome("empty"), "it changes nothing on the new base", action))
     if event.clean:
+        part = action.part
+        if part is not None and part.verdict == "partial":
+            note = "reduced: upstream took " + "; ".join(f"{c[:12]} ({h})" for c, h in part.took)
+            return _add(state, Outcome("picked", event.tree, note=note))
         return _add(state, Outcome("picked", event.tree))
     note = "resolved by the recorded resolution"
     return _add(state, Outcome("resolved", event.tree, note=note, resolution=event.resolution))
@@ -198,6 +212,11 @@ def _merged(state: RebaseState, event: Merged) -> RebaseState:
 def _noted(outcome: Outcome, why: str, action: Action) -> Outcome:
     """``why``, and the upstream commit that has the patch when there is one."""
     u: Upstream | None = action.upstream
+    if u is None and action.part is not None and action.part.took:
+        commit, hunks = action.part.took[0]
+        return replace(
+            outcome, note=f"{why} (upstream has {hunks}: {commit[:12]})", upstream_commit=commit
+        )
     if u is None:
         return replace(outcome, note=why)
     note = f"{why} (upstream has it, {u.kind}: {u.commit[:12]} {u.subject})"
