@@ -65,14 +65,19 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
     rebase = rebase_state.load(repo)
     if rebase is not None:
         report["rebase"] = {
+            "kind": rebase.kind,
+            "stop": rebase.stop.kind if rebase.stop else None,
             "onto": rebase.onto,
             "label": rebase.onto_label,
-            "steps": [{"id": s.id, "status": s.status, "note": s.note} for s in rebase.steps],
+            "steps": [
+                {"id": s.id, "status": s.status, "note": s.note, "action": s.action}
+                for s in rebase.steps
+            ],
             "stopped_at": rebase.steps[rebase.stop.index].id if rebase.stop else None,
             "files": rebase.stop.files if rebase.stop else [],
             "next": rebase.next_step,
         }
-        if rebase.stop is not None and not report["uncommitted"]:
+        if rebase.stop is not None and rebase.stop.kind != "edit" and not report["uncommitted"]:
             sid = report["rebase"]["stopped_at"]
             report["rebase"]["next"] = (
                 f"the checkout holds nothing of {sid} (no conflicts, no changes: a "

@@ -26,7 +26,7 @@ from series.builder.message import series_id
 from series.checkout import BASE_REF, Checkout, finish_cut_move, refuse_dirty
 from series.errors import ConflictError, RefusedError, UsageError
 from series.evidence import Evidence, find_evidence
-from series.git import HERMETIC, CommitInfo, Repo, TreeMerge
+from series.git import HERMETIC, ZERO, CommitInfo, Repo, TreeMerge
 from series.manifest import Patch
 from series.merge import Job, Merger, Node, PinStep, Stacked, Target, resolve_target
 from series.stack import rebase_state as rstate
@@ -73,7 +73,7 @@ def start(
             hint="name a branch, tag or commit of upstream with --onto (and --upstream)",
         )
     finish_cut_move(checkout, ui)
-    _guard(series, checkout, cstate.applied)
+    guard(series, checkout, cstate.applied)
     tip = checkout.tip()
     assert tip is not None
     target = _target(series, ui, repo, Base(cstate.base, cstate.source, "", ""), onto, url)
@@ -105,28 +105,40 @@ def start(
     replay(ctx)
 
 
-def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None:
-    """Refuse where the rebase could lose work or rebase something else than the series."""
+def guard(
+    series: Series,
+    checkout: Checkout,
+    applied: tuple[str, ...],
+    *,
+    verb: str = "rebase",
+    unexported_ok: bool = False,
+) -> None:
+    """Refuse where a replay could lose work or replay something else than the series.
+
+    ``unexported_ok``: commits made since the last export are part of what
+    is replayed (``series edit --squash`` takes its fixups from them).
+    """
     if not checkout.on_branch():
         raise RefusedError(
-            f"refusing to rebase: {checkout.path} is not on branch {checkout.branch}",
+            f"refusing to {verb}: {checkout.path} is not on branch {checkout.branch}",
             hint=f"git -C {checkout.path} switch {checkout.branch}",
         )
-    refuse_dirty(checkout, "rebase")
+    refuse_dirty(checkout, verb)
     for p in series.manifest.patches:  # resolutions/ leading out: refused before any step
         resolutions.recorded(series.root, p.id)
     state = checkout.require()
     lost = checkout.unexported(state)
-    if lost:
+    if lost and not unexported_ok:
         raise RefusedError(
-            f"refusing to rebase: {len(lost)} commit(s) on {checkout.branch} were never exported",
+            f"refusing to {verb}: {len(lost)} commit(s) on {checkout.branch} were never exported",
             why="\n".join(checkout.repo.oneline(c) for c in lost[:10]),
-            hint="run `series export` first, so patches/ holds what is rebased",
+            hint=f"run `series export` first, so patches/ holds what is {verb.rstrip('e')}ed"
+            + ("; fixups: `series edit --squash`" if verb == "edit" else ""),
         )
     ids = [p.id for p in series.manifest.patches]
     if list(applied) != ids:
         raise RefusedError(
-            "refusing to rebase: the checkout does not hold the whole series",
+            f"refusing to {verb}: the checkout does not hold the whole series",
             why=f"applied: {', '.join(applied) or 'none'}\nseries.toml: {', '.join(ids)}",
             hint="run `series apply` (the whole series) first",
         )
@@ -135,7 +147,7 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
     built = series.stack(state.base)
     if built.tip != state.synced:
         raise RefusedError(
-            "refusing to rebase: patches/ differ from the checkout",
+            f"refusing to {verb}: patches/ differ from the checkout",
             why="the patch files were changed since the last apply or export",
             hint="`series apply` to take patches/ into the checkout, or `series export` "
             "to write the checkout over them",
@@ -236,27 +248,99 @@ def replay(ctx: Context) -> None:
         if st.drop_merged and evidence:
             _drop(step, "dropped", "already upstream", evidence)
             continue
-        guess = guesses.get(k)
-        if guess is not None and guess[0] == actual:
-            merge = guess[1]
-        else:
-            job = Job(_parent(ctx, info), Node(actual), Node(info.tree, info.commit, info.parent))
-            merge = merger.run([job])[0]
-        if merge.clean and merge.tree == actual:
-            _drop(step, "empty", "it changes nothing on the new base", evidence)
+        if step.action == "drop":
+            _drop(step, "dropped", "dropped by `series edit --drop`", ())
             continue
-        if not merge.clean:
-            _commit(ctx, made)
-            tree = _recorded(ctx, k, merge)
-            if tree is None:
-                return
+        if _unchanged(ctx, k, made):  # nothing before it changed: the same commit
+            step.status, step.new, st.current = "picked", step.commit, step.commit
+            actual = info.tree
         else:
-            tree = merge.tree
-        step.status = "picked" if merge.clean else "resolved"
-        made.append((k, tree))
-        actual = tree
+            guess = guesses.get(k)
+            if guess is not None and guess[0] == actual:
+                merge = guess[1]
+            else:
+                job = Job(
+                    _parent(ctx, info), Node(actual), Node(info.tree, info.commit, info.parent)
+                )
+                merge = merger.run([job])[0]
+            if merge.clean and merge.tree == actual and step.action != "fixup":
+                _drop(step, "empty", "it changes nothing on the new base", evidence)
+                continue
+            if not merge.clean:
+                _commit(ctx, made)
+                tree = _recorded(ctx, k, merge)
+                if tree is None:
+                    return
+            else:
+                tree = merge.tree
+            step.status = "picked" if merge.clean else "resolved"
+            if step.action == "fixup" and made:  # into the patch before it (edit_plan)
+                step.status, k = "squashed", made.pop()[0]
+            made.append((k, tree))
+            actual = tree
+        if step.action == "edit":
+            _commit(ctx, made)
+            edit_stop(ctx, k)
+            return
     _commit(ctx, made)
     finish(ctx)
+
+
+def _unchanged(ctx: Context, k: int, made: list[tuple[int, str]]) -> bool:
+    """Whether step k sits where it was (an edit's patches up to the first change).
+
+    Never for a rebase (the base moved); never for the patch a fixup goes into.
+    """
+    st = ctx.state
+    nxt = st.steps[k + 1] if k + 1 < len(st.steps) else None
+    step = st.steps[k]
+    return (
+        not made
+        and step.action in ("pick", "edit")
+        and ctx.infos[step.commit].parent == st.current
+        and (nxt is None or nxt.action != "fixup")
+    )
+
+
+def edit_stop(ctx: Context, k: int) -> None:
+    """Stop on step k for the user to change it: HEAD detached there, named for git status."""
+    st, repo = ctx.state, ctx.repo
+    index_tree = repo.index_tree()
+    assert index_tree is not None, "the checkout was clean when the edit began"
+    st.stop = Stop(k, "", "", [], [], index_tree, kind="edit")
+    _stop_transaction(ctx, k)
+    repo.checkout_tree(index_tree, repo.tree_of(st.current))
+    step = st.steps[k]
+    where = ctx.checkout.path
+    ctx.ui.result(
+        f"edit: stopped at {step.id} (HEAD in {where}); change it with `git commit --amend`, "
+        f"add patches after it with `git commit`, then `{st.command} --continue` "
+        f"(or `{st.command} --abort`)"
+    )
+
+
+def stop_ref(st: RebaseState, k: int) -> str:
+    assert st.stop is not None
+    return f"{rstate.STOP_PREFIX}{st.stop.kind}-{st.steps[k].id}"
+
+
+def _stop_transaction(ctx: Context, k: int) -> None:
+    """Save the state with its stop; detach HEAD at st.current, logged so that
+    ``git status`` says ``HEAD detached at refs/series/stop/<kind>-<id>``."""
+    st, repo = ctx.state, ctx.repo
+    old_blob = repo.ref_value(rstate.STATE_REF)
+    head = repo.head()
+    ref = stop_ref(st, k)
+    moving = (repo.symbolic_head() or head or "HEAD").removeprefix("refs/heads/")
+    # git status reads the last "checkout: moving from A to B" entry of HEAD's reflog.
+    with repo.transaction(f"checkout: moving from {moving} to {ref}") as txn:
+        rstate.save(repo, txn, st, old_blob)
+        for name, old in repo.refs(rstate.STOP_PREFIX).items():
+            if name != ref:
+                txn.delete(name, old)
+        txn.update(ref, st.current, repo.ref_value(ref) or ZERO)
+        if head != st.current or repo.symbolic_head() is not None:
+            txn.detach_head(st.current, head or ZERO)
 
 
 def _drop(step: StepState, status: str, why: str, evidence: tuple[Evidence, ...]) -> None:
@@ -278,7 +362,7 @@ def _speculate(
 ) -> dict[int, tuple[str, TreeMerge]]:
     """step -> (the tree it was merged onto, the merge), for the steps of a fresh start."""
     st = ctx.state
-    if not todo or st.current != st.onto or len(todo) != len(st.steps):
+    if not todo or st.current != st.onto or len(todo) != len(st.steps) or st.kind != "rebase":
         return {}
     infos = [ctx.infos[st.steps[k].commit] for k in todo]
     pin = Node(ctx.repo.tree_of(st.base), st.base)
@@ -345,12 +429,7 @@ def stop(ctx: Context, k: int, merge: TreeMerge, conflicted: str, key: str, note
     assert index_tree is not None, "the checkout was clean when the rebase began"
     stages = [(e.mode, e.oid, e.stage, e.path) for e in merge.entries]
     st.stop = Stop(k, conflicted, key, files, stages, index_tree, touched, note)
-    old_blob = repo.ref_value(rstate.STATE_REF)
-    head = repo.head()
-    with repo.transaction(f"series rebase: stop at {st.steps[k].id}") as txn:
-        rstate.save(repo, txn, st, old_blob)
-        if head != st.current:
-            txn.detach_head(st.current, head or "0" * 40)
+    _stop_transaction(ctx, k)
     write_conflict(repo, st.stop)
     raise conflict_error(ctx)
 
@@ -367,9 +446,10 @@ def conflict_error(ctx: Context) -> ConflictError:
     s, step = st.stop, st.steps[st.stop.index]
     where = ctx.checkout.path
     why = [f"conflict: {f}" for f in s.files]
-    why += ["upstream commits since the pin that touched them:"] + [
-        f"  {u[:12]}{u[40:]}" for u in s.upstream
-    ]
+    if st.kind == "rebase":
+        why += ["upstream commits since the pin that touched them:"] + [
+            f"  {u[:12]}{u[40:]}" for u in s.upstream
+        ]
     if s.note:
         why.append(s.note)
     why.append(
@@ -377,11 +457,13 @@ def conflict_error(ctx: Context) -> ConflictError:
         f"patches before {step.id}"
     )
     files = " ".join(s.files)
+    cmd = st.command
     return ConflictError(
-        f"rebase stopped: {step.id} ({_patch(ctx, step.id).title}) conflicts with {st.onto_label}",
+        f"{st.kind} stopped: {step.id} ({_patch(ctx, step.id).title}) conflicts with "
+        f"{st.onto_label}",
         why="\n".join(why),
-        hint=f"resolve, `git -C {where} add {files}`, then `series rebase --continue` "
+        hint=f"resolve, `git -C {where} add {files}`, then `{cmd} --continue` "
         f"(the resolution is recorded under resolutions/{step.id}/ and replayed next time);\n"
-        f"`series rebase --skip` drops {step.id} (series.toml records why); "
-        "`series rebase --abort` puts everything back",
+        f"`{cmd} --skip` drops {step.id} (series.toml records why); "
+        f"`{cmd} --abort` puts everything back",
     )

@@ -28,8 +28,9 @@ from series.errors import ConflictError, InternalError, RefusedError, UsageError
 from series.files import confined, remove, write_atomic
 from series.manifest import Dropped
 from series.manifest_write import PatchUpdate, write_patches, write_pin
+from series.stack import export_files, resolution_check, resolutions
 from series.stack import rebase_state as rstate
-from series.stack import resolution_check, resolutions
+from series.stack.edit_finish import finish_edit, refuse_other_kind, stop_cut_short, take_edit_stop
 from series.stack.rangediff import classify_diffs
 from series.stack.rebase import Context, conflict_error, replay, resume_target, write_conflict
 from series.stack.snapshot import restore_project, saved_files
@@ -46,6 +47,9 @@ REASONS = {
 
 
 def finish(ctx: Context) -> None:
+    if ctx.state.kind == "edit":  # the pin stays: the end is an export
+        finish_edit(ctx)
+        return
     st, repo, series = ctx.state, ctx.repo, ctx.series
     old_text = saved_files(repo, st.saved)["series.toml"].decode("utf-8")
     old = {str(t["id"]): t for t in tomllib.loads(old_text)["patch"]}
@@ -165,29 +169,49 @@ def _summary(ctx: Context, dropped: list[Dropped], kept: int) -> None:
 # -- --continue, --skip, --abort ------------------------------------------------------
 
 
-def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
+def resume(
+    series: Series, ui: Ui, checkout: Checkout, action: str, *, kind: str = "rebase"
+) -> None:
+    """``--continue``, ``--skip`` or ``--abort`` of the ``kind`` (rebase, edit) in progress."""
     repo = checkout.repo
     st = rstate.load(repo) if checkout.exists() else None
+    if st is not None:
+        refuse_other_kind(checkout, st, kind)
     cut = finish_cut_move(checkout, ui)
-    if st is None and checkout.exists() and (_finish_interrupted_end(checkout, ui) or cut):
-        ui.result("the rebase had finished (interrupted while moving the files, now moved)")
+    if st is None and checkout.exists() and (_finish_interrupted_end(checkout, ui, kind) or cut):
+        ui.result(f"the {kind} had finished (interrupted while moving the files, now moved)")
         return
     if st is None and action == "abort" and checkout.exists() and _leftovers(checkout):
-        ui.result("no rebase was in progress; removed what an interrupted start had fetched")
+        ui.result(f"no {kind} was in progress; removed what an interrupted start had left")
         return
     if st is None:
         raise UsageError(
-            f"no rebase in progress in {checkout.path}",
-            hint="start one with `series rebase --onto REV [--upstream URL|PATH]`",
+            f"no {kind} in progress in {checkout.path}",
+            hint="start one with `series rebase --onto REV [--upstream URL|PATH]`"
+            if kind == "rebase"
+            else "start one with `series edit ID` (or --after, --drop, --move, --squash)",
         )
     if action == "abort":
         abort(series, ui, checkout, st)
         return
-    _check_moved(checkout, st, head_may_move=action == "skip")
+    editing = st.stop is not None and st.stop.kind == "edit"
+    _check_moved(checkout, st, head_may_move=action == "skip" or editing)
     infos = repo.commit_infos(st.base, st.tip)
     ctx = Context(series, ui, checkout, st, {i.commit: i for i in infos})
-    resume_target(ctx)
-    if action == "skip":
+    if st.kind == "rebase":
+        resume_target(ctx)
+    if editing:
+        if action == "skip":
+            raise UsageError(
+                "nothing to skip: the edit is stopped for you to change "
+                f"{st.steps[st.stop.index].id if st.stop else ''}",
+                hint=f"`{st.command} --continue` goes on (with or without changes); "
+                f"`{st.command} --abort` puts everything back",
+            )
+        if not stop_cut_short(ctx):
+            take_edit_stop(ctx)
+            replay(ctx)
+    elif action == "skip":
         _skip(ctx)
     else:
         _continue(ctx)
@@ -311,7 +335,7 @@ def _skip(ctx: Context) -> None:
     s = st.stop
     if s is None:
         raise UsageError("nothing to skip: the rebase is not stopped at a conflict")
-    keep_stop(ctx.checkout, st, "rebase --skip", ctx.ui, back_to=st.current)
+    keep_stop(ctx.checkout, st, f"{st.kind} --skip", ctx.ui, back_to=st.current)
     step = st.steps[s.index]
     step.status = "skipped"
     step.upstream_commit = s.upstream[0].split()[0] if s.upstream else st.onto
@@ -325,18 +349,23 @@ def _skip(ctx: Context) -> None:
 def abort(series: Series, ui: Ui, checkout: Checkout, st: rstate.RebaseState) -> None:
     repo = checkout.repo
     gone = [rstate.STATE_REF, rstate.ONTO_REF, rstate.SAVED_REF, rstate.CURRENT_REF]
-    keep_stop(checkout, st, "rebase --abort", ui, gone=gone)
+    gone += list(repo.refs(rstate.STOP_PREFIX))
+    keep_stop(checkout, st, f"{st.kind} --abort", ui, gone=gone)
     repo.set_head(checkout.branch_ref)
     tip = checkout.tip()
     assert tip is not None
     repo.checkout_tree(None, tip)
     written = [series.patch_path(p) for p in series.manifest.patches]
+    journal = export_files.interrupted(series.root)  # an edit's end cut short
+    written += [series.root / str(p) for p in (journal or {}).get("created", [])]
     changed = restore_project(repo, series.root, st.saved, written)
-    with repo.transaction("series rebase: abort") as txn:
+    if journal is not None:
+        export_files.finish(series.root)
+    with repo.transaction(f"series {st.kind}: abort") as txn:
         rstate.forget(repo, txn, keep_last=False)
     moved = "" if tip == st.tip else f" (the branch had moved to {tip[:12]}; it stays there)"
     ui.result(
-        f"rebase aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
+        f"{st.kind} aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
         f"{changed} project file(s) restored"
     )
 
@@ -384,21 +413,27 @@ def keep_stop(
         ui.status(kept.describe(where) + show)
 
 
-def _finish_interrupted_end(checkout: Checkout, ui: Ui) -> bool:
-    """A rebase killed after its last transaction: put HEAD and the files on the branch.
+def _finish_interrupted_end(checkout: Checkout, ui: Ui, kind: str = "rebase") -> bool:
+    """A rebase or edit killed after its last transaction: put HEAD and the files on the branch.
 
-    The transaction moved the branch and deleted the rebase state; HEAD
-    may still be detached where the last stop left it, and the files where
-    the resolution left them. Only when nothing is unstaged or unmerged,
-    and the branch is what the rebase wrote (synced, after a rebase).
+    The transaction moved the branch and deleted the state; HEAD may still
+    be detached where the last stop left it, and the files where the
+    resolution (or the edit) left them. Only when nothing is unstaged or
+    unmerged, the branch is what the command wrote (synced; after a rebase,
+    which keeps ``last``), and HEAD's commits are kept (on the branch, or
+    under the backup ref the end made of what the user committed).
     """
     repo = checkout.repo
     state = checkout.state()
     tip = checkout.tip()
-    if state is None or tip is None or repo.rev(rstate.LAST_REF) is None:
+    if state is None or tip is None or (kind == "rebase" and repo.rev(rstate.LAST_REF) is None):
         return finish_interrupted_move(checkout, ui)
     if checkout.on_branch() or state.synced != tip or repo.symbolic_head() is not None:
         return finish_interrupted_move(checkout, ui)
+    head = repo.head()
+    kept = [tip, *repo.refs(backup.PREFIX).values()]
+    if kind == "edit" and (head is None or not any(repo.is_ancestor(head, k) for k in kept)):
+        return False
     if repo.unmerged() or not repo.files_match_index():
         return False
     repo.checkout_tree(None, tip)

@@ -33,8 +33,11 @@ ONTO_REF = refnames.REBASE_ONTO
 SAVED_REF = refnames.REBASE_SAVED
 CURRENT_REF = refnames.REBASE_CURRENT
 LAST_REF = refnames.REBASE_LAST
+STOP_PREFIX = refnames.STOP
 FORMAT = 1
-STATUSES = ("pending", "picked", "resolved", "empty", "dropped", "skipped")
+STATUSES = ("pending", "picked", "resolved", "empty", "dropped", "skipped", "squashed", "edited")
+ACTIONS = ("pick", "edit", "drop", "fixup")  # series.stack.edit_plan
+KINDS = ("rebase", "edit")
 
 
 @dataclass
@@ -46,6 +49,7 @@ class StepState:
     note: str = ""
     upstream_commit: str = ""  # the upstream commit that has it / that it conflicts with
     resolution: str = ""  # the recorded resolution used or written, relative to the project
+    action: str = "pick"  # what the plan does with it (ACTIONS; a rebase only picks)
 
 
 @dataclass
@@ -58,6 +62,7 @@ class Stop:
     written_from: str  # the index tree the conflict was written over
     upstream: list[str] = field(default_factory=list)  # "sha subject" that touched the files
     note: str = ""
+    kind: str = "conflict"  # or "edit": stopped on the patch for the user to change it
 
 
 @dataclass
@@ -73,6 +78,11 @@ class RebaseState:
     steps: list[StepState]
     current: str  # where the next patch goes (onto, then the last replayed commit)
     stop: Stop | None = None
+    kind: str = "rebase"  # or "edit": `series edit`, onto the same base (KINDS)
+
+    @property
+    def command(self) -> str:
+        return f"series {self.kind}"
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -81,13 +91,19 @@ class RebaseState:
 
     @property
     def next_step(self) -> str:
+        cmd = self.command
         if self.stop is None:
-            return "`series rebase --continue` finishes it, `series rebase --abort` undoes it"
+            return f"`{cmd} --continue` finishes it, `{cmd} --abort` undoes it"
         sid = self.steps[self.stop.index].id
+        if self.stop.kind == "edit":
+            return (
+                f"change {sid} in the checkout (`git commit --amend`; new commits after it "
+                f"become new patches), then `{cmd} --continue`; or `{cmd} --abort`"
+            )
         return (
             f"resolve the conflicts of {sid} in the checkout, `git add` them, then "
-            "`series rebase --continue`; or `series rebase --skip` to drop "
-            f"{sid}, or `series rebase --abort`"
+            f"`{cmd} --continue`; or `{cmd} --skip` to drop "
+            f"{sid}, or `{cmd} --abort`"
         )
 
 
@@ -110,8 +126,10 @@ def load(repo: Repo) -> RebaseState | None:
         del data["format"]
         stop = data.pop("stop")
         steps = [StepState(**s) for s in data.pop("steps")]
-        if any(s.status not in STATUSES for s in steps):
-            raise ValueError("a step has an unknown status")
+        if any(s.status not in STATUSES or s.action not in ACTIONS for s in steps):
+            raise ValueError("a step has an unknown status or action")
+        if data.get("kind", "rebase") not in KINDS:
+            raise ValueError(f"unknown kind {data.get('kind')!r}")
         state = RebaseState(**data, steps=steps, stop=None)
         if stop is not None:
             stop["stages"] = [tuple(e) for e in stop["stages"]]
@@ -140,5 +158,7 @@ def forget(repo: Repo, txn: Transaction, *, keep_last: bool) -> None:
     for name in (STATE_REF, ONTO_REF, SAVED_REF, CURRENT_REF):
         if name in refs:
             txn.delete(name, refs[name])
+    for name, old in repo.refs(STOP_PREFIX).items():
+        txn.delete(name, old)
     if keep_last and SAVED_REF in refs:
         txn.update(LAST_REF, refs[SAVED_REF], refs.get(LAST_REF) or ZERO)
