@@ -58,17 +58,26 @@ def _summary(ctx: Context) -> None:
     ctx.ui.status("edit: " + ", ".join(rows))
 
 
-def stop_cut_short(ctx: Context) -> bool:
-    """An edit stop killed before the files were moved to it: move them, say so."""
+def stop_cut_short(ctx: Context, *, finished: bool) -> bool:
+    """An edit stop killed before the files were moved to it: move them, say so.
+
+    ``finished``: a move of the files cut short was just finished (git's
+    leftovers, series.checkout.finish_cut_move): while an edit stop is in
+    progress, the only move is the one to the stop, so the stop is reached
+    now; the user has not seen it yet, so this is not yet a --continue.
+    """
     st, repo = ctx.state, ctx.repo
     s = st.stop
     assert s is not None
     target = repo.tree_of(st.current)
     if repo.head() != st.current or target == s.written_from:
         return False
-    if repo.index_tree() != s.written_from or not repo.files_match_index():
+    if not finished:
+        if repo.index_tree() != s.written_from or not repo.files_match_index():
+            return False
+        repo.checkout_tree(s.written_from, target)
+    elif repo.index_tree() != target:
         return False
-    repo.checkout_tree(s.written_from, target)
     ctx.ui.result(
         f"edit: stopped at {st.steps[s.index].id} (the files had not followed: now moved); "
         f"change it, then `{st.command} --continue`"

@@ -208,7 +208,7 @@ def resume(
                 hint=f"`{st.command} --continue` goes on (with or without changes); "
                 f"`{st.command} --abort` puts everything back",
             )
-        if not stop_cut_short(ctx):
+        if not stop_cut_short(ctx, finished=cut):
             take_edit_stop(ctx)
             replay(ctx)
     elif action == "skip":
