@@ -336,3 +336,72 @@ def test_engines_never_import_workflows(engine: str) -> None:
 def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
     """check-conflicts and rebase share engines (merge, evidence), not each other."""
     assert not sorted(package_graph().get(a, {}).get(b, ())), f"{a}/ imports {b}/"
+
+
+# Function-local imports of series modules hide cycles and layering. Two kinds are
+# the design, not a hiding place: a command imports its work inside run (rule 6, so
+# reading its options costs nothing), and the entry point sets its signal handlers
+# before it imports the CLI. Third-party imports inside functions stay allowed (a
+# lazy import of a heavy library is not a cycle).
+LOCAL_IMPORTS_ALLOWED = ("series.commands.", "series.entry")
+
+
+def local_series_imports(path: Path) -> list[str]:
+    """``function: module`` for each import of a series module inside a function."""
+    found = []
+    for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = ["series.<relative>" if node.level else str(node.module)]
+            else:
+                continue
+            found += [f"{fn.name}: {n}" for n in _uses(set(names), "series")]
+    return found
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n in MODULES if not n.startswith(LOCAL_IMPORTS_ALLOWED))
+)
+def test_no_function_local_import_of_a_series_module(name: str) -> None:
+    found = local_series_imports(MODULES[name])
+    assert not found, f"{name} imports series modules inside functions: {found}"
+
+
+def test_the_local_import_rule_sees_them() -> None:
+    assert local_series_imports(MODULES["series.commands.rebase"])
+    assert local_series_imports(MODULES["series.entry"]) == ["main: series.cli"]
+
+
+def _module_cycles(package: str) -> list[list[str]]:
+    graph: dict[str, dict[str, set[str]]] = {}
+    for name, path in MODULES.items():
+        if not name.startswith(package + "."):
+            continue
+        for imported in _uses(imports(path), package):
+            owner = _owner(imported)
+            if owner is not None and owner != name:
+                graph.setdefault(name, {}).setdefault(owner, set()).add(f"{name} -> {owner}")
+    return _cycles(graph)
+
+
+def test_no_import_cycle_between_the_modules_of_stack() -> None:
+    """The rebase sequencer's modules import downwards only (docs/architecture.md)."""
+    assert not _module_cycles("series.stack")
+
+
+REBASE_PURE = ("series.stack.rebase_plan", "series.stack.rebase_step")
+
+
+@pytest.mark.parametrize("name", REBASE_PURE)
+def test_the_rebase_step_is_pure(name: str) -> None:
+    """The plan and the step function import no git and no effectful module: only each other."""
+    found = imports(MODULES[name])
+    series_imports = {_owner(n) for n in _uses(found, "series")} - {None}
+    assert series_imports <= set(REBASE_PURE), f"{name} imports {sorted(map(str, series_imports))}"
+    assert not _uses(found, "git"), f"{name} imports GitPython"
+    top = {n.split(".")[0] for n in found} - {"series", "__future__"}
+    assert top <= set(sys.stdlib_module_names), f"{name} imports {sorted(top)}"

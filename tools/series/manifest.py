@@ -173,8 +173,13 @@ def load(path: Path, *, missing_ok: bool = False) -> Manifest:
             f"no manifest at {path}",
             hint="run series from the project root, or pass -C DIR",
         )
+    return loads(path, path.read_text(encoding="utf-8"), missing_ok=missing_ok)
+
+
+def loads(path: Path, text: str, *, missing_ok: bool = False) -> Manifest:
+    """Read and validate ``text`` as the manifest at ``path`` (a saved copy of it)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses once per nested array or inline table

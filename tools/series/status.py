@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from series.checkout import BACKUP_PREFIX, Checkout, CheckoutState
 from series.errors import SeriesError
+from series.stack import rebase_state
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -17,8 +18,6 @@ if TYPE_CHECKING:
 
 def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
     """Where the checkout stands, for ``series status`` (docs/status.md has the keys)."""
-    from series.stack import rebase_state
-
     up = series.manifest.upstream
     sdist = f"{up.sdist.package}=={up.sdist.version}" if up.sdist else None
     report: dict[str, Any] = {
@@ -70,11 +69,11 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
             "onto": rebase.onto,
             "label": rebase.onto_label,
             "steps": [
-                {"id": s.id, "status": s.status, "note": s.note, "action": s.action}
-                for s in rebase.steps
+                {"id": pid, "status": status, "note": note, "action": action.kind}
+                for (pid, status, note), action in zip(rebase.progress(), rebase.plan, strict=True)
             ],
-            "stopped_at": rebase.steps[rebase.stop.index].id if rebase.stop else None,
-            "files": rebase.stop.files if rebase.stop else [],
+            "stopped_at": rebase.stopped_at if rebase.stop else None,
+            "files": list(rebase.stop.files) if rebase.stop else [],
             "next": rebase.next_step,
         }
         if rebase.stop is not None and rebase.stop.kind != "edit" and not report["uncommitted"]:

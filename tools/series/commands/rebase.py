@@ -68,7 +68,7 @@ def run(
     directory: Path | None = None,
 ) -> Exit:
     from series.stack.rebase import start
-    from series.stack.rebase_finish import resume
+    from series.stack.rebase_resume import resume
 
     if (onto is None) == (action is None):
         raise UsageError(

@@ -1,14 +1,15 @@
 """``series edit``: a plan of per-patch actions, run by the rebase sequencer onto the same base.
 
-``start`` checks the checkout as a rebase does (on its branch, clean, the
-whole series, patches/ in agreement; ``--squash`` also takes commits made
-since the last export), turns the request into a plan
-(series.stack.edit_plan), saves it as the sequencer's state (kind
-``edit``, onto = the base: the pin does not move) in one transaction, and
-replays it (series.stack.rebase): an ``edit`` action stops there for the
+``start`` checks the checkout as a rebase does (series.stack.rebase.guard:
+on its branch, clean, the whole series, patches/ in agreement;
+``--squash`` also takes commits made since the last export), turns the
+request into a plan (series.stack.edit_plan), saves it as the
+sequencer's state (kind ``edit``, onto = the base: the pin does not move)
+in one transaction, and hands it to the driver
+(series.stack.rebase_driver): an ``edit`` action stops there for the
 user, a conflict stops as a rebase's does, and the end is an export
 (series.stack.edit_finish). ``resume`` is the rebase's ``--continue``,
-``--skip`` and ``--abort`` for this kind.
+``--skip`` and ``--abort`` (series.stack.rebase_resume) for this kind.
 """
 
 from __future__ import annotations
@@ -21,16 +22,15 @@ from series.errors import RefusedError
 from series.stack import edit_plan, export_files
 from series.stack import rebase_state as rstate
 from series.stack.edit_plan import Entry, Request
-from series.stack.rebase import Context, guard, replay
-from series.stack.rebase_finish import resume as resume_sequencer
-from series.stack.rebase_state import RebaseState, StepState
+from series.stack.rebase import guard
+from series.stack.rebase_driver import Run, drive
+from series.stack.rebase_plan import begin
+from series.stack.rebase_resume import resume as resume_sequencer
 from series.stack.snapshot import save_project
 from series.ui import Ui
 
 if TYPE_CHECKING:
     from series.project import Series
-
-ONTO_REV = "the pin"
 
 
 def start(series: Series, ui: Ui, checkout: Checkout, request: Request) -> None:
@@ -59,17 +59,17 @@ def start(series: Series, ui: Ui, checkout: Checkout, request: Request) -> None:
     synced = len(repo.commits(cstate.base, cstate.synced)) if cstate.synced else 0
     plan = edit_plan.build(entries, synced, request)
     saved = save_project(repo, series.root, [series.patch_path(p) for p in series.manifest.patches])
-    state = RebaseState(
+    state = begin(
         onto=cstate.base,
-        onto_rev=ONTO_REV,
+        onto_tree=repo.tree_of(cstate.base),
+        onto_rev="the pin",
         onto_label="the patches before it",
         url=None,
         tip=tip,
         base=cstate.base,
         saved=saved,
         drop_merged=False,
-        steps=[StepState(a.id, a.commit, action=a.kind) for a in plan],
-        current=cstate.base,
+        plan=plan,
         kind="edit",
     )
     shown = " ".join(f"{a.kind} {a.id}" for a in plan if a.kind != "pick")
@@ -78,7 +78,7 @@ def start(series: Series, ui: Ui, checkout: Checkout, request: Request) -> None:
         txn.update(rstate.SAVED_REF, saved, None)
         txn.update(rstate.ONTO_REF, cstate.base, None)
     ui.status(f"edit: {shown} in a series of {len(plan)} steps")
-    replay(Context(series, ui, checkout, state, {i.commit: i for i in infos}))
+    drive(Run(series, ui, checkout, {i.commit: i for i in infos}, list), state)
 
 
 def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:

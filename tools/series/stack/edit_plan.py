@@ -1,13 +1,14 @@
-"""The plans of ``series edit``: what the user asked, as an ordered list of per-patch actions.
+"""The plan builder of ``series edit``: what the user asked, as per-patch actions.
 
 Pure: it reads the patches of the branch (id, commit, subject) and the
-request, and returns the actions the sequencer walks, or a usage error
-naming what does not fit. Nothing here touches git.
+request, and returns the actions the sequencer walks
+(series.stack.rebase_plan.Action, series.stack.rebase_step), or a usage
+error naming what does not fit. Nothing here touches git.
 
 * ``pick``: replay the patch (unchanged when nothing before it changed);
 * ``edit``: replay it, then stop with HEAD on it (amend it, or add commits
   after it: they become new patches at that place);
-* ``drop``: leave it out (export deletes its file);
+* ``drop`` (reason ``removed``): leave it out (export deletes its file);
 * ``fixup``: squash this commit into the patch replayed just before it
   (the commit's tree, the patch's message and author).
 """
@@ -17,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from series.errors import UsageError
+from series.stack.rebase_plan import Action
 
-KINDS = ("pick", "edit", "drop", "fixup")
 FIXUP_PREFIXES = ("fixup! ", "squash! ", "amend! ")
 
 
@@ -84,14 +85,7 @@ class Entry:
     subject: str
 
 
-@dataclass(frozen=True)
-class Action:
-    kind: str  # one of KINDS
-    id: str  # the patch (for a fixup: the patch it goes into)
-    commit: str  # the commit replayed (for a fixup: the fixup commit)
-
-
-def build(entries: list[Entry], synced: int, request: Request) -> list[Action]:
+def build(entries: list[Entry], synced: int, request: Request) -> tuple[Action, ...]:
     """The actions for ``request`` over the branch's commits (``synced``: how many are exported).
 
     Commits past ``synced`` were made after the last export: only ``--squash``
@@ -102,12 +96,12 @@ def build(entries: list[Entry], synced: int, request: Request) -> list[Action]:
     ids = [e.id for e in entries]
     form = request.form
     if form == "squash":
-        return _squash(entries)
+        return tuple(_squash(entries))
     picks = [Action("pick", e.id, e.commit) for e in entries]
     if form in ("edit", "insert"):
         target = _known(ids, request.at or request.after or "")
         picks[target] = Action("edit", entries[target].id, entries[target].commit)
-        return picks
+        return tuple(picks)
     if form == "drop":
         gone = {_known(ids, d) for d in request.drops}
         if len(gone) == len(entries):
@@ -115,7 +109,10 @@ def build(entries: list[Entry], synced: int, request: Request) -> list[Action]:
                 "refusing to drop every patch of the series",
                 hint="drop them one at a time, or edit series.toml",
             )
-        return [Action("drop", a.id, a.commit) if k in gone else a for k, a in enumerate(picks)]
+        return tuple(
+            Action("drop", a.id, a.commit, reason="removed") if k in gone else a
+            for k, a in enumerate(picks)
+        )
     assert request.move is not None
     moved = picks.pop(_known(ids, request.move))
     anchor = request.before or request.after or ""
@@ -123,7 +120,7 @@ def build(entries: list[Entry], synced: int, request: Request) -> list[Action]:
         raise UsageError(f"cannot move {moved.id} next to itself", hint="name another patch")
     place = _known([a.id for a in picks], anchor) + (1 if request.after else 0)
     picks.insert(place, moved)
-    return picks
+    return tuple(picks)
 
 
 def _known(ids: list[str], wanted: str) -> int:

@@ -36,6 +36,7 @@ from typing import IO, Any
 import numpy as np
 
 from series.runs.bench import workloads
+from series.runs.bench.explain import explain
 from series.runs.bench.spec import HARNESS, WORKLOADS
 
 
@@ -134,8 +135,6 @@ class Worker:
         return {"frames": rows[:top], "calls": calls}
 
     def op_explain(self, workload: str) -> dict[str, Any]:
-        from series.runs.bench.explain import explain
-
         built = self.built[workload]
         if built.model is None:
             raise ValueError(f"workload {workload} has no model to trace")

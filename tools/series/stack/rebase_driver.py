@@ -1,0 +1,267 @@
+"""The rebase sequencer's driver: performs with git what series.stack.rebase_step decides.
+
+:func:`drive` feeds an event to the pure step function, performs the
+effect it returns, and feeds the result back, until the rebase stops at
+a conflict (ConflictError) or finishes (series.stack.rebase_finish). It
+decides nothing about the plan; it knows how to do each effect:
+
+* Replay: each patch is the merge of the tree so far and the patch's
+  commit over the patch's parent (``merge-tree``, no index, no work
+  tree), so trees are those of plain ``git rebase``. On a fresh run the
+  merges are speculated in two batches (as check-conflicts does): predict
+  the tree after patch k as one merge of the stack up to k into the
+  target, then cherry-pick every patch onto the prediction before it; a
+  Replay whose tree was predicted is that cherry-pick, the rest are merged
+  one by one. A conflict is looked up in the recorded resolutions
+  (series.stack.resolutions) before it stops anything.
+* Write: the commits of the patches replayed so far, with one ``hash-object``.
+* Halt: the state is saved (one ref transaction), HEAD detached at the
+  commit so far, the conflicted files written with markers and their
+  stages into the index; then ConflictError. At an edit stop
+  (``series edit``), HEAD is detached on the patch to edit and the files
+  follow it; the run ends there (exit 0). The transaction logs HEAD's move
+  in git's own words, "checkout: moving from series to
+  refs/series/stop/<kind>-<id>", with that ref pointing at the stop, so
+  ``git status`` says "HEAD detached at refs/series/stop/edit-P5".
+
+Nothing visible moves while patches apply, and the state changes only in
+transactions, so a ``kill -9`` at any git call leaves the old state or the
+new one (tests/test_rebase_kill.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from series.checkout import Checkout
+from series.errors import ConflictError
+from series.git import HERMETIC, ZERO, CommitInfo, LogEntry, Repo, TreeMerge
+from series.merge import Job, Merger, Node
+from series.stack import rebase_state as rstate
+from series.stack import resolutions
+from series.stack.rebase_finish import finish
+from series.stack.rebase_plan import RebaseState, Stop
+from series.stack.rebase_step import (
+    Event,
+    Finish,
+    Halt,
+    Merged,
+    Replay,
+    Write,
+    Written,
+    step,
+    upcoming,
+)
+from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+
+
+@dataclass
+class Run:
+    """What the driver acts on: the project, the checkout, the commits being replayed.
+
+    ``upstream_commits`` gives the upstream commits since the pin (for the
+    conflict report), read from git only when a stop needs them.
+    """
+
+    series: Series
+    ui: Ui
+    checkout: Checkout
+    infos: dict[str, CommitInfo]
+    upstream_commits: Callable[[], list[LogEntry]]
+    _commits: list[LogEntry] | None = field(default=None, init=False)
+
+    @property
+    def repo(self) -> Repo:
+        return self.checkout.repo
+
+    def commits(self) -> list[LogEntry]:
+        if self._commits is None:
+            self._commits = self.upstream_commits()
+        return self._commits
+
+    def title(self, pid: str) -> str:
+        for p in self.series.manifest.patches:
+            if p.id == pid:
+                return p.title
+        return pid
+
+
+def drive(run: Run, state: RebaseState, event: Event = None) -> None:
+    """Walk ``state``'s plan from ``event``: finish, or stop at a conflict (raises)."""
+    merger = Merger(run.repo, HERMETIC)
+    guesses = _speculate(run, merger, state)
+    while True:
+        state, effect = step(state, event)
+        if isinstance(effect, Replay):
+            event = _replay(run, merger, guesses, effect)
+        elif isinstance(effect, Write):
+            chain = [
+                (tree, run.infos[c].message, run.infos[c].author) for _, tree, c in effect.items
+            ]
+            event = Written(tuple(run.repo.write_commits(chain, effect.parent)))
+        elif isinstance(effect, Halt):
+            _halt(run, state)
+            return
+        else:
+            assert isinstance(effect, Finish)
+            subjects = {c: i.message.splitlines()[0] for c, i in run.infos.items()}
+            finish(run.series, run.ui, run.checkout, state, subjects)
+            return
+
+
+Guesses = dict[tuple[str, str], TreeMerge]  # (commit, tree it goes onto) -> the merge
+
+
+def _parent(run: Run, info: CommitInfo) -> Node:
+    parent = run.infos.get(info.parent)
+    tree = parent.tree if parent is not None else run.repo.tree_of(info.parent)
+    return Node(tree, info.parent)
+
+
+def _job(run: Run, commit: str, onto_tree: str) -> Job:
+    info = run.infos[commit]
+    return Job(_parent(run, info), Node(onto_tree), Node(info.tree, info.commit, info.parent))
+
+
+def _speculate(run: Run, merger: Merger, state: RebaseState) -> Guesses:
+    """The merges a fresh run will most likely ask for, in two batches."""
+    todo = [c for _, c in upcoming(state)]
+    if not todo:
+        return {}
+    infos = [run.infos[c] for c in todo]
+    pin = Node(run.repo.tree_of(state.base), state.base)
+    onto = Node(state.onto_tree, state.onto)
+    predicted = merger.run([Job(pin, onto, Node(i.tree, i.commit, i.parent)) for i in infos])
+    ontos = [state.onto_tree] + [m.tree if m.clean else "" for m in predicted[:-1]]
+    keys = [(c, x) for c, x in zip(todo, ontos, strict=True) if x]
+    verified = merger.run([_job(run, c, x) for c, x in keys])
+    return dict(zip(keys, verified, strict=True))
+
+
+def _replay(run: Run, merger: Merger, guesses: Guesses, effect: Replay) -> Merged:
+    info = run.infos[effect.commit]
+    if effect.onto and info.parent == effect.onto:  # nothing before it changed
+        return Merged(True, info.tree, same=effect.commit)
+    merge = guesses.get((effect.commit, effect.onto_tree))
+    if merge is None:
+        merge = merger.run([_job(run, effect.commit, effect.onto_tree)])[0]
+    if merge.clean:
+        return Merged(True, merge.tree)
+    return _recorded(run, effect, merge)
+
+
+def _recorded(run: Run, effect: Replay, merge: TreeMerge) -> Merged:
+    """The tree a recorded resolution gives; else the conflict to stop at."""
+    repo, root, pid = run.repo, run.series.root, effect.id
+    key = resolutions.conflict_key(pid, merge.entries)
+    conflicted = resolutions.conflict_tree(repo, merge, pid)
+    path = resolutions.path_for(root, pid, key)
+    note = ""
+    if path.is_file():
+        resolved = resolutions.replay(repo, path, key, conflicted)
+        if resolved is not None:
+            used = str(path.relative_to(root))
+            run.ui.status(f"  {pid:<4} conflict resolved by {used}")
+            return Merged(False, resolved, resolution=used)
+        note = f"{path.name} is recorded for this conflict but does not apply to it"
+    others = [p for p in resolutions.recorded(root, pid) if p != path]
+    if others and not note:
+        names = ", ".join(str(p.relative_to(root)) for p in others)
+        note = (
+            f"recorded resolution(s) {names} were made for another conflict "
+            "(upstream or the patch changed since): not replayed"
+        )
+    files = tuple(merge.files)
+    touched = [f"{c.commit} {c.subject}" for c in run.commits() if set(c.files) & set(files)]
+    index_tree = repo.index_tree()
+    assert index_tree is not None, "the checkout was clean when the rebase began"
+    stages = tuple((e.mode, e.oid, e.stage, e.path) for e in merge.entries)
+    stop = Stop(effect.index, conflicted, key, files, stages, index_tree, tuple(touched[:10]), note)
+    return Merged(False, merge.tree, conflict=stop)
+
+
+def _halt(run: Run, state: RebaseState) -> None:
+    """Write the state, detach HEAD at the commit so far, write the conflict; raise.
+
+    At an edit stop: the files follow HEAD to the patch to edit; no raise.
+    """
+    stop = state.stop
+    assert stop is not None
+    repo = run.repo
+    if stop.kind == "edit":
+        index_tree = repo.index_tree()
+        assert index_tree is not None, "the checkout was clean when the edit began"
+        stop = replace(stop, written_from=index_tree)
+        state = replace(state, stop=stop)
+    _stop_transaction(repo, state)
+    if stop.kind == "conflict":
+        write_conflict(repo, stop)
+        raise conflict_error(run, state)
+    repo.checkout_tree(stop.written_from, repo.tree_of(state.current))
+    cmd, where = state.command, run.checkout.path
+    run.ui.result(
+        f"edit: stopped at {state.stopped_at} (HEAD in {where}); change it with `git commit "
+        f"--amend`, add patches after it with `git commit`, then `{cmd} --continue` "
+        f"(or `{cmd} --abort`)"
+    )
+
+
+def stop_ref(state: RebaseState) -> str:
+    """The ref that names the stop for ``git status`` (refs/series/stop/<kind>-<id>)."""
+    assert state.stop is not None
+    return f"{rstate.STOP_PREFIX}{state.stop.kind}-{state.stopped_at}"
+
+
+def _stop_transaction(repo: Repo, state: RebaseState) -> None:
+    """The state with its stop saved; HEAD detached at the commit so far, logged in git's
+    words (git status reads the last "checkout: moving from A to B" of HEAD's reflog)."""
+    old_blob = repo.ref_value(rstate.STATE_REF)
+    head, on = repo.head(), repo.symbolic_head()
+    ref = stop_ref(state)
+    moving = (on or head or "HEAD").removeprefix("refs/heads/")
+    with repo.transaction(f"checkout: moving from {moving} to {ref}") as txn:
+        rstate.save(repo, txn, state, old_blob)
+        for name, old in repo.refs(rstate.STOP_PREFIX).items():
+            if name != ref:
+                txn.delete(name, old)
+        txn.update(ref, state.current, repo.ref_value(ref) or ZERO)
+        if head != state.current or on is not None:
+            txn.detach_head(state.current, head or ZERO)
+
+
+def write_conflict(repo: Repo, s: Stop) -> None:
+    """The conflicted files with markers into the work tree, their stages into the index."""
+    repo.checkout_tree(s.written_from, s.conflict_tree)
+    repo.stage_conflicts(s.stages)
+
+
+def conflict_error(run: Run, state: RebaseState) -> ConflictError:
+    assert state.stop is not None
+    s, pid = state.stop, state.plan[state.stop.index].id
+    where = run.checkout.path
+    why = [f"conflict: {f}" for f in s.files]
+    if state.kind == "rebase":
+        why += ["upstream commits since the pin that touched them:"] + [
+            f"  {u[:12]}{u[40:]}" for u in s.upstream
+        ]
+    if s.note:
+        why.append(s.note)
+    why.append(
+        f"{where} has the conflicted files with markers; HEAD is {state.onto_rev} with the "
+        f"patches before {pid}"
+    )
+    files = " ".join(s.files)
+    cmd = state.command
+    return ConflictError(
+        f"{state.kind} stopped: {pid} ({run.title(pid)}) conflicts with {state.onto_label}",
+        why="\n".join(why),
+        hint=f"resolve, `git -C {where} add {files}`, then `{cmd} --continue` "
+        f"(the resolution is recorded under resolutions/{pid}/ and replayed next time);\n"
+        f"`{cmd} --skip` drops {pid} (series.toml records why); "
+        f"`{cmd} --abort` puts everything back",
+    )

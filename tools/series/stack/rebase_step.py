@@ -1,0 +1,309 @@
+"""The rebase sequencer's one decision: given a state and what just happened, what next.
+
+:func:`step` is a pure function: ``step(state, event) -> (state, effect)``.
+It walks the plan (series.stack.rebase_plan) one action at a time and
+says which effect the driver (series.stack.rebase_driver) must perform;
+the driver performs it with git and hands the result back as the next
+event. Nothing here reads or writes a repository or a file, so every
+decision of the rebase can be driven and tested with plain data.
+
+Effects: :class:`Replay` (merge a patch's change onto a tree, and try
+the recorded resolutions when it conflicts), :class:`Write` (write the
+commits of the patches replayed so far, in one go), :class:`Halt` (stop
+at the conflict in ``state.stop``: save the state, write the conflict
+into the checkout) and :class:`Finish` (every action done, every commit
+written: export and move the branch).
+
+Events: ``None`` (start walking, or walk on from a state that was
+loaded), :class:`Merged` (a Replay's result), :class:`Written` (a Write's
+commits), :class:`Resolved` (``--continue``: the user's resolution,
+already recorded), :class:`Skipped` (``--skip``) and :class:`Edited`
+(``--continue`` at an edit stop: the commits the user made there).
+
+``series edit``'s kinds: ``edit`` is a pick followed by a Halt at a
+:class:`Stop` of kind "edit"; ``fixup`` is a pick whose tree replaces the
+tree of the patch kept before it (whose commit is then written again). A
+Replay names the commit a patch may stay on (``onto``): when nothing
+before it changed, its own commit is kept (:class:`Merged` ``same``).
+
+Commits are written lazily: a replayed patch's outcome holds its tree
+until a Write, which comes before a Halt and before the Finish, so a
+run without a conflict writes all its commits with one git process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from series.stack.rebase_plan import Action, Outcome, RebaseState, Stop, Upstream
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Merge the change of ``commit`` (over its parent) onto ``onto_tree``."""
+
+    index: int
+    id: str
+    commit: str
+    onto_tree: str
+    onto: str = ""  # the patch may keep its commit if its parent is this one
+
+
+@dataclass(frozen=True)
+class Write:
+    """Write commits of (index, tree, the patch's old commit), each on the one before."""
+
+    items: tuple[tuple[int, str, str], ...]
+    parent: str
+
+
+@dataclass(frozen=True)
+class Halt:
+    """Stop at ``state.stop``: the state is saved, the conflict written into the checkout."""
+
+
+@dataclass(frozen=True)
+class Finish:
+    """Every action done and every commit written."""
+
+
+Effect = Replay | Write | Halt | Finish
+
+
+@dataclass(frozen=True)
+class Merged:
+    """What a Replay gave: a clean merge, a conflict a recorded resolution answered
+    (``resolution``: its path), or a conflict nothing answered (``conflict``)."""
+
+    clean: bool
+    tree: str
+    resolution: str = ""
+    conflict: Stop | None = None
+    same: str = ""  # the patch's own commit, kept: nothing before it changed
+
+
+@dataclass(frozen=True)
+class Written:
+    commits: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """``--continue``: the tree the user staged, recorded as ``resolution``."""
+
+    tree: str
+    resolution: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """``--skip``: drop the patch stopped at."""
+
+
+@dataclass(frozen=True)
+class Edited:
+    """``--continue`` at an edit stop: the commits made there, (commit, patch id or "",
+    tree), oldest first, on the edited patch's parent; ``head`` is the last."""
+
+    commits: tuple[tuple[str, str, str], ...]
+    head: str
+
+
+Event = Merged | Written | Resolved | Skipped | Edited | None
+
+
+class StepError(Exception):
+    """An event that does not fit the state (a bug in the driver, never the user's)."""
+
+
+def step(state: RebaseState, event: Event) -> tuple[RebaseState, Effect]:
+    """The state after ``event``, and the effect to perform next."""
+    state = _apply(state, event)
+    if state.stop is None and _edit_due(state):
+        state = replace(state, stop=Stop(state.position, "", "", (), (), "", kind="edit"))
+    if state.stop is not None:
+        return state, _write(state) or Halt()
+    while state.position < len(state.plan):
+        action = state.plan[state.position]
+        if action.kind == "drop":
+            state = _add(state, _dropped(action))
+            continue
+        if action.kind in ("pick", "edit", "fixup"):
+            onto = _reusable(state)
+            return state, Replay(state.position, action.id, action.commit, tip_tree(state), onto)
+        raise StepError(f"no step for an action of kind {action.kind!r}")
+    return state, _write(state) or Finish()
+
+
+def tip_tree(state: RebaseState) -> str:
+    """The tree the next patch goes on: the last kept outcome's, else the target's."""
+    for outcome in reversed(state.done):
+        if outcome.kept:
+            return outcome.tree
+    return state.onto_tree
+
+
+def unwritten(state: RebaseState) -> list[int]:
+    """The indexes of kept outcomes whose commits are not written yet."""
+    return [k for k, o in enumerate(state.done) if o.kept and not o.new]
+
+
+def upcoming(state: RebaseState) -> list[tuple[int, str]]:
+    """(index, commit) of the picks a fresh run will replay, in order, for speculation.
+
+    Empty once the run has begun: speculating merges pays when every
+    patch goes onto the target as a batch (series.stack.rebase_driver).
+    """
+    if state.done or state.stop is not None or state.current != state.onto:
+        return []
+    return [(k, a.commit) for k, a in enumerate(state.plan) if a.kind == "pick"]
+
+
+def _edit_due(state: RebaseState) -> bool:
+    """The patch just replayed is one to edit, and the user has not had it yet."""
+    k = state.position - 1
+    return (
+        k >= 0 and state.plan[k].kind == "edit" and state.done[k].status in ("picked", "resolved")
+    )
+
+
+def _reusable(state: RebaseState) -> str:
+    """The commit the next patch may stay on as it is (its own commit kept), or "".
+
+    Only in an edit (a rebase moves the base: nothing stays), when every
+    commit so far is written (the patch would go on ``current``), and
+    neither it nor the one after it is a fixup (whose squash rewrites the
+    patch before it).
+    """
+    k = state.position
+    after = state.plan[k + 1].kind if k + 1 < len(state.plan) else ""
+    if (
+        state.kind != "edit"
+        or unwritten(state)
+        or state.plan[k].kind == "fixup"
+        or after == "fixup"
+    ):
+        return ""
+    return state.current
+
+
+def _apply(state: RebaseState, event: Event) -> RebaseState:
+    if event is None:
+        return state
+    if isinstance(event, Written):
+        todo = unwritten(state)
+        if len(todo) != len(event.commits) or not todo:
+            raise StepError(f"{len(event.commits)} commits written for {len(todo)} patches")
+        done = list(state.done)
+        for k, commit in zip(todo, event.commits, strict=True):
+            done[k] = replace(done[k], new=commit)
+        return replace(state, done=tuple(done), current=event.commits[-1])
+    if isinstance(event, Merged):
+        return _merged(state, event)
+    stop = state.stop
+    if stop is None:
+        raise StepError(f"{type(event).__name__} while the rebase is not stopped")
+    if isinstance(event, Edited) != (stop.kind == "edit"):
+        raise StepError(f"{type(event).__name__} at a stop of kind {stop.kind}")
+    if isinstance(event, Edited):
+        return _edited(state, event)
+    if isinstance(event, Resolved) and state.plan[stop.index].kind == "fixup":
+        return replace(_squash(state, event.tree, "resolved by hand, recorded"), stop=None)
+    if isinstance(event, Resolved):
+        outcome = Outcome(
+            "resolved", event.tree, note="resolved by hand, recorded", resolution=event.resolution
+        )
+    else:
+        outcome = Outcome(
+            "skipped",
+            upstream_commit=stop.upstream[0].split()[0] if stop.upstream else state.onto,
+            note=f"conflicts with upstream in {', '.join(stop.files)}",
+        )
+    return replace(_add(state, outcome), stop=None)
+
+
+def _merged(state: RebaseState, event: Merged) -> RebaseState:
+    if state.stop is not None or state.position >= len(state.plan):
+        raise StepError("a merge result with no action waiting for it")
+    action = state.plan[state.position]
+    if event.conflict is not None:
+        return replace(state, stop=replace(event.conflict, index=state.position))
+    if event.same:
+        return replace(_add(state, Outcome("picked", event.tree, event.same)), current=event.same)
+    if event.clean and event.tree == tip_tree(state):
+        return _add(state, _noted(Outcome("empty"), "it changes nothing on the new base", action))
+    if action.kind == "fixup":
+        return _squash(state, event.tree, "" if event.clean else "resolved (recorded)")
+    if event.clean:
+        return _add(state, Outcome("picked", event.tree))
+    note = "resolved by the recorded resolution"
+    return _add(state, Outcome("resolved", event.tree, note=note, resolution=event.resolution))
+
+
+def _squash(state: RebaseState, tree: str, how: str) -> RebaseState:
+    """A fixup's tree becomes the tree of the patch kept before it, whose commit is
+    written again (on the commit before it)."""
+    kept = [k for k, o in enumerate(state.done) if o.kept]
+    if not kept:
+        raise StepError("a fixup with no patch before it")
+    j, done = kept[-1], list(state.done)
+    done[j] = replace(done[j], tree=tree, new="")
+    current = state.done[kept[-2]].new if len(kept) > 1 else state.onto
+    into = state.plan[j].id
+    note = f"squashed into {into}" + (f", {how}" if how else "")
+    return _add(replace(state, done=tuple(done), current=current), Outcome("squashed", note=note))
+
+
+def _edited(state: RebaseState, event: Edited) -> RebaseState:
+    """What the user made at an edit stop replaces the edited patch: the commit that
+    carries its id stays it, the others are new patches there; none of them: dropped."""
+    assert state.stop is not None
+    k = state.stop.index - 1
+    action = state.plan[k]
+    mine = next((c for c, pid, _ in event.commits if pid == action.id), "")
+    actions: list[Action] = [] if mine else [action]
+    outcomes = [] if mine else [Outcome("dropped", note="removed at the edit stop")]
+    for commit, pid, tree in event.commits:
+        if commit == mine:
+            same = commit == state.done[k].new
+            note = "unchanged at the edit stop" if same else "edited"
+            actions.append(action)
+            outcomes.append(Outcome("edited", tree, commit, note))
+        else:
+            actions.append(Action("pick", pid, commit))
+            outcomes.append(Outcome("picked", tree, commit, "new at the edit stop"))
+    return replace(
+        state,
+        plan=(*state.plan[:k], *actions, *state.plan[k + 1 :]),
+        done=(*state.done[:k], *outcomes),
+        current=event.head,
+        stop=None,
+    )
+
+
+def _dropped(action: Action) -> Outcome:
+    if action.reason == "removed":
+        return Outcome("dropped", note="dropped by `series edit --drop`")
+    assert action.upstream is not None, "a drop names what upstream has"
+    return _noted(Outcome("dropped"), "already upstream", action)
+
+
+def _noted(outcome: Outcome, why: str, action: Action) -> Outcome:
+    """``why``, and the upstream commit that has the patch when there is one."""
+    u: Upstream | None = action.upstream
+    if u is None:
+        return replace(outcome, note=why)
+    note = f"{why} (upstream has it, {u.kind}: {u.commit[:12]} {u.subject})"
+    return replace(outcome, note=note, upstream_commit=u.commit)
+
+
+def _add(state: RebaseState, outcome: Outcome) -> RebaseState:
+    return replace(state, done=(*state.done, outcome))
+
+
+def _write(state: RebaseState) -> Write | None:
+    todo = unwritten(state)
+    if not todo:
+        return None
+    items = tuple((k, state.done[k].tree, state.plan[k].commit) for k in todo)
+    return Write(items, state.current)
