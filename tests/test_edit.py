@@ -218,3 +218,54 @@ def test_continue_refuses_uncommitted_changes_at_an_edit_stop(tmp_path: Path) ->
     code, _, err = project.run("edit", "--continue")
     assert code == 0, err
     assert_exported(project)
+
+
+def test_walkthrough_on_the_real_series(tmp_path: Path, shared_upstream: Path) -> None:
+    """The maintainer's day on the real 13 patches: apply, edit P5 in the middle, add a
+    patch after P6, reorder two independent patches, drop one; each ends exported."""
+    from test_shallow import real_project
+
+    project = real_project(tmp_path)
+    work = project.work
+    code, _, err = project.run("apply", "--source", "git", "--upstream", str(shared_upstream))
+    assert code == 0, err
+    start = ids(project)
+    assert start[:4] == ["P1", "P2", "P5", "P6"] and len(start) == 13
+    before = project.patch_bytes()
+
+    code, out, err = project.run("edit", "P5")
+    assert code == 0 and "edit: stopped at P5" in out, err
+    assert "HEAD detached at refs/series/stop/edit-P5" in git(work, "status")
+    spec = work / "keras/src/layers/input_spec.py"
+    spec.write_text(spec.read_text() + "# edited in the middle of the series\n")
+    git(work, "commit", "-qa", "--amend", "--no-edit")
+    code, out, err = project.run("edit", "--continue")
+    assert code == 0 and "exported 13 patches" in out, err
+    after = project.patch_bytes()
+    changed = [name for name in before if after[name] != before[name]]
+    assert changed == ["perf-P5-input-spec.patch"]
+    assert "+# edited in the middle of the series" in after[changed[0]].decode()
+
+    code, out, err = project.run("edit", "--after", "P6")
+    assert code == 0 and "edit: stopped at P6" in out, err
+    (work / "keras/src/layers/core/series_note.py").write_text('NOTE = "added after P6"\n')
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "layers: a note of the series")
+    code, out, err = project.run("edit", "--continue")
+    assert code == 0 and "exported 14 patches" in out, err
+    new = ids(project)[4]
+    assert ids(project)[:5] == ["P1", "P2", "P5", "P6", new] and new not in start
+
+    code, out, err = project.run("edit", "--move", "P15", "--before", "P13")
+    assert code == 0 and "exported 14 patches" in out, err
+    order = ids(project)
+    assert order.index("P15") + 1 == order.index("P13")
+
+    code, out, err = project.run("edit", "--drop", "P9")
+    assert code == 0 and "exported 13 patches" in out, err
+    assert "P9" not in ids(project)
+    assert not list((project.root / "patches").glob("perf-P9-*.patch"))
+
+    assert_exported(project)
+    code, out, err = project.run("status")
+    assert code == 0 and "nothing to do" in out, err
