@@ -10,6 +10,7 @@ back on its branch, clean, with no edit in progress.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -196,8 +197,10 @@ def test_refusals(tmp_path: Path) -> None:
     code, _, err = project.run("edit", "P2")
     assert code == 4, err
     git(work, "checkout", "--", "pkg/core.py")
-    code, _, err = project.run("edit", "P2")
+    code, out, err = project.run("edit", "P2", "--json")
     assert code == 0, err
+    data = json.loads(out)
+    assert data["command"] == "edit" and data["stopped_at"] == "P2" and data["stop"] == "edit"
     code, _, err = project.run("edit", "P3")
     assert code == 4 and "in progress" in err
     code, _, err = project.run("export")

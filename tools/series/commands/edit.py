@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from series.commands.options import DIR, Exclusive, Option
+from series.commands.options import DIR, ENVELOPE, Exclusive, Option
 from series.errors import Exit, UsageError
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ OPTIONS = (
             )
         )
     ),
+    ENVELOPE,
 )
 
 
@@ -90,8 +91,9 @@ def run(
     squash: bool = False,
     action: str | None = None,
     directory: Path | None = None,
+    as_json: bool = False,
 ) -> Exit:
-    from series.stack.edit import resume, start
+    from series.stack.edit import report, resume, start
     from series.stack.edit_plan import Request
 
     request = Request(
@@ -105,6 +107,8 @@ def run(
                 hint=f"series edit --{action}",
             )
         resume(series, ui, checkout, action)
-        return Exit.OK
-    start(series, ui, checkout, request.checked())
+    else:
+        start(series, ui, checkout, request.checked())
+    if as_json:
+        ui.json(report(checkout))
     return Exit.OK

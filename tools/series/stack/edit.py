@@ -14,7 +14,7 @@ user, a conflict stops as a rebase's does, and the end is an export
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from series.builder.message import series_id
 from series.checkout import Checkout, finish_cut_move
@@ -79,6 +79,20 @@ def start(series: Series, ui: Ui, checkout: Checkout, request: Request) -> None:
         txn.update(rstate.ONTO_REF, cstate.base, None)
     ui.status(f"edit: {shown} in a series of {len(plan)} steps")
     drive(Run(series, ui, checkout, {i.commit: i for i in infos}, list), state)
+
+
+def report(checkout: Checkout) -> dict[str, Any]:
+    """Where the edit left the checkout, for ``--json`` (docs/edit.md)."""
+    st = rstate.load(checkout.repo)
+    state = checkout.require()
+    return {
+        "checkout": str(checkout.path),
+        "stopped_at": st.stopped_at if st is not None and st.stop is not None else None,
+        "stop": st.stop.kind if st is not None and st.stop is not None else None,
+        "tip": checkout.tip(),
+        "head": checkout.repo.head(),
+        "applied": list(state.applied),
+    }
 
 
 def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
