@@ -218,6 +218,11 @@ def test_continue_refuses_uncommitted_changes_at_an_edit_stop(tmp_path: Path) ->
     code, _, err = project.run("edit", "--continue")
     assert code == 4 and "commit --amend" in err
     git(work, "checkout", "--", "pkg/util.py")
+    stop = git(work, "rev-parse", "HEAD")
+    git(work, "checkout", "-q", "series")  # git's own command at the stop: refused, not taken
+    code, _, err = project.run("edit", "--continue")
+    assert code == 4 and "checkout --detach" in err
+    git(work, "checkout", "-q", "--detach", stop)
     code, _, err = project.run("edit", "--continue")
     assert code == 0, err
     assert_exported(project)

@@ -101,6 +101,15 @@ def edited(repo: Repo, where: object, st: RebaseState) -> Edited:
     parent = repo.rev(f"{st.current}^")
     head = repo.head()
     assert parent is not None
+    on = repo.symbolic_head()
+    if on is not None:
+        raise RefusedError(
+            f"refusing to go on: HEAD in {where} is on {on.removeprefix('refs/heads/')}, "
+            f"not at the stop",
+            why="the edit takes the commits made on the detached HEAD it stopped at",
+            hint=f"git -C {where} checkout --detach {st.current[:12]} to go back to the stop "
+            f"(your commits there are kept by `{cmd} --abort`)",
+        )
     if head is None or not repo.is_ancestor(parent, head) or repo.merges(parent, head):
         raise RefusedError(
             f"refusing to go on: HEAD in {where} no longer stands on the patches before {sid}",
