@@ -49,7 +49,7 @@ def main() -> None:
     repo = cache_repo(series.cache_dir)
     cache = repo.path
     patches = [str(series.patch_path(p)) for p in series.manifest.patches]
-    ref = next(name for name, sha in repo.refs("refs/series/").items() if sha == base.commit)
+    ref = next(name for name, sha in repo.refs.under("refs/series/").items() if sha == base.commit)
     cli = [sys.executable, "-m", "series", "-C", str(ROOT), "apply", "--source", base.source]
     fresh, rerun, am = [], [], []
     with tempfile.TemporaryDirectory(prefix="bench-apply-") as tmp:

@@ -58,7 +58,7 @@ from git.cmd import Git as GitCmd
 
 from series.cli import main
 from series.git import Ident, Repo
-from series.git.run import ram_dir
+from series.git.run import Runner, ram_dir
 from series.project import Series, default_cache_dir
 from series.upstream import cache_repo, resolve
 
@@ -92,31 +92,31 @@ def _edit(root: Path, path: str, prefix: str, after: bool, text: str) -> None:
     (root / path).write_text("".join(lines))
 
 
-def _commit(repo: Repo, message: str) -> str:
+def _commit(repo: Runner, message: str) -> str:
     repo.git("commit", "-qam", message, env=ENV)
     return repo.git("rev-parse", "HEAD").strip()
 
 
-def keras_base(tmp: Path, keras: Path | None) -> tuple[Repo, str]:
+def keras_base(tmp: Path, keras: Path | None) -> tuple[Runner, str]:
     """A non-bare repository whose HEAD is the Keras base; and what it is, for people."""
-    upstream = Repo(tmp / "upstream")
+    upstream = Runner(tmp / "upstream")
     if keras is not None:
-        Repo(tmp).git("clone", "-q", str(keras), str(upstream.path))
+        Runner(tmp).git("clone", "-q", str(keras), str(upstream.path))
         return upstream, f"{keras} ({upstream.git('rev-parse', 'HEAD').strip()[:12]})"
     project = Series.load(ROOT, default_cache_dir())
     base = resolve(project.manifest.upstream, project.cache_dir, source=None, override=None)
     cache = cache_repo(project.cache_dir)
-    ref = next(name for name, sha in cache.refs("refs/series/").items() if sha == base.commit)
-    Repo(tmp).git("init", "-q", "-b", "main", str(upstream.path))
+    ref = next(name for name, sha in cache.refs.under("refs/series/").items() if sha == base.commit)
+    Runner(tmp).git("init", "-q", "-b", "main", str(upstream.path))
     upstream.git("fetch", "-q", "--no-tags", "--update-head-ok", str(cache.path), f"{ref}:main")
     upstream.git("reset", "-q", "--hard")
     return upstream, base.label
 
 
-def build(tmp: Path, upstream: Repo) -> tuple[Path, Repo, str]:
+def build(tmp: Path, upstream: Runner) -> tuple[Path, Runner, str]:
     pin = upstream.git("rev-parse", "HEAD").strip()
-    author = Repo(tmp / "author")
-    Repo(tmp).git("clone", "-q", str(upstream.path), str(author.path))
+    author = Runner(tmp / "author")
+    Runner(tmp).git("clone", "-q", str(upstream.path), str(author.path))
     project = tmp / "project"
     (project / "patches").mkdir(parents=True)
     entries = []
@@ -131,7 +131,7 @@ def build(tmp: Path, upstream: Repo) -> tuple[Path, Repo, str]:
         )
     (project / "series.toml").write_text(
         f'format = 1\n[upstream]\nname = "keras"\nrepository = "{upstream.path}"\n'
-        f'ref = "{upstream.symbolic_head()}"\ncommit = "{pin}"\n'
+        f'ref = "{Repo(upstream.path).refs.symbolic_head()}"\ncommit = "{pin}"\n'
         'source = "git"\n[upstream.sdist]\npackage = "keras"\nversion = "3.15.1"\n\n'
         + "\n".join(entries)
     )
@@ -139,7 +139,7 @@ def build(tmp: Path, upstream: Repo) -> tuple[Path, Repo, str]:
     return project, author, pin
 
 
-def _next(upstream: Repo) -> None:
+def _next(upstream: Runner) -> None:
     upstream.git("checkout", "-q", "-b", "next")
     _edit(upstream.path, PATCHES[7][2], PATCHES[7][3], False, "upstream edit")
     _commit(upstream, "torch: convert_to_tensor tweak")
@@ -252,9 +252,9 @@ def floor(batches: list[Batch], scratch: Path) -> float:
 class Reused:
     """Every check in one reused work tree, with porcelain git."""
 
-    def __init__(self, repo: Repo, path: Path, start: str) -> None:
+    def __init__(self, repo: Runner, path: Path, start: str) -> None:
         repo.git("worktree", "add", "-q", "--detach", str(path), start)
-        self.tree, self.checks = Repo(path), 0
+        self.tree, self.checks = Runner(path), 0
 
     def check(self, start: str, argv: list[str]) -> str | None:
         """``git reset --hard start``, then ``git argv``: the new HEAD, or None."""
@@ -269,8 +269,8 @@ class Reused:
         )
 
 
-def by_hand(author: Repo, pin: str, onto: str, tmp: Path) -> tuple[float, dict[str, Any]]:
-    commits = author.commits(pin, "HEAD")
+def by_hand(author: Runner, pin: str, onto: str, tmp: Path) -> tuple[float, dict[str, Any]]:
+    commits = Repo(author.path).history.commits(pin, "HEAD")
     ids = [p[0] for p in PATCHES]
     start, used = time.perf_counter(), cpu()
     s = Reused(author, tmp / "wt", pin)

@@ -175,8 +175,16 @@ def test_parsing_imports_only_the_command_that_runs() -> None:
 # -- the upstream package (docs/architecture.md, rule 6) ---------------------------
 
 UPSTREAM = "series.upstream"
-# The repository methods that reach an upstream (a URL or another repository's refs).
-UPSTREAM_CALLS = ("fetch", "remote_rev", "reachable")
+# The repository methods that reach an upstream (a URL or another repository's refs):
+# ``repo.remote.fetch``, ``.rev`` and ``.reachable`` (any ``fetch`` counts).
+UPSTREAM_CALLS = ("fetch", "rev", "reachable")
+
+
+def _reaches_upstream(func: ast.Attribute) -> bool:
+    if func.attr == "fetch":
+        return True
+    on_remote = isinstance(func.value, ast.Attribute) and func.value.attr == "remote"
+    return func.attr in UPSTREAM_CALLS and on_remote
 
 
 def _in_upstream(name: str) -> bool:
@@ -208,7 +216,7 @@ def test_workflows_fetch_upstream_only_through_the_upstream_package(name: str) -
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr in UPSTREAM_CALLS
+        and _reaches_upstream(node.func)
     ]
     assert not calls, f"{name} fetches on lines {calls}: ask series.upstream's UpstreamSource"
     inner = [
@@ -400,8 +408,8 @@ REBASE_PURE = ("series.stack.rebase_plan", "series.stack.rebase_step")
 def test_the_rebase_step_is_pure(name: str) -> None:
     """The plan and the step function import no git and no effectful module: only each other."""
     found = imports(MODULES[name])
-    series_imports = {_owner(n) for n in _uses(found, "series")} - {None}
-    assert series_imports <= set(REBASE_PURE), f"{name} imports {sorted(map(str, series_imports))}"
+    series_imports = {o for n in _uses(found, "series") if (o := _owner(n)) is not None}
+    assert series_imports <= set(REBASE_PURE), f"{name} imports {sorted(series_imports)}"
     assert not _uses(found, "git"), f"{name} imports GitPython"
     top = {n.split(".")[0] for n in found} - {"series", "__future__"}
     assert top <= set(sys.stdlib_module_names), f"{name} imports {sorted(top)}"

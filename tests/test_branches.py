@@ -231,7 +231,7 @@ def test_the_push_is_leased_and_atomic(tmp_path: Path) -> None:
     stale = old["perf-P1"]
     colleague_pushes(tmp_path, remote, "perf-P2")
     moved = heads(remote)
-    result = repo.push_leased(
+    result = repo.remote.push_leased(
         remote,
         [
             PushUpdate("refs/heads/perf-P1", project.commit, stale),  # lease still holds

@@ -209,13 +209,15 @@ def test_stack_works_when_the_memo_cannot_be_written(tmp_path: Path) -> None:
     cache = Repo(tmp_path / "home" / ".cache" / "keras-series" / "upstream.git")
     # a ref where the memo directory should be: no memo ref can be created
     # (as when a concurrent run holds the locks, or pruned the refs)
-    cache.update_refs("series test: empty", [f"delete {name}" for name in cache.refs(memo.MEMO)])
-    cache.update_refs(
+    cache.refs.update(
+        "series test: empty", [f"delete {name}" for name in cache.refs.under(memo.MEMO)]
+    )
+    cache.refs.update(
         "series test: block", [f"update {memo.MEMO.rstrip('/')} {case.project.commit}"]
     )
     code, again, err = case.run_json()
     assert code == 0, err
-    assert again["stats"]["memoised"] == 0 and cache.refs(memo.MEMO) == {}
+    assert again["stats"]["memoised"] == 0 and cache.refs.under(memo.MEMO) == {}
     assert [r["commit"] for r in again["stack"]] == [r["commit"] for r in first["stack"]]
 
 
@@ -241,14 +243,14 @@ def test_favour_theirs_equals_cherry_pick_x_theirs(tmp_path: Path) -> None:
     oracle = RealGit(case, tmp_path, fetch="next")
     repo = Repo(oracle.path)
     p1 = case.commits[0]
-    with repo.scratch_objects() as env:
+    with repo.merge.scratch_objects() as env:
         merger = Merger(repo, env, "synthetic")
-        node = Node(repo.tree_of(p1), p1, case.project.commit)
+        node = Node(repo.objects.tree_of(p1), p1, case.project.commit)
         out = merger.run(
             [
                 Job(
-                    Node(repo.tree_of(case.project.commit), case.project.commit),
-                    Node(repo.tree_of(onto), onto),
+                    Node(repo.objects.tree_of(case.project.commit), case.project.commit),
+                    Node(repo.objects.tree_of(onto), onto),
                     node,
                 )
             ]
@@ -296,7 +298,7 @@ def test_nothing_of_the_users_is_touched(tmp_path: Path) -> None:
     )
     assert after == before
     cache = Repo(tmp_path / "home" / ".cache" / "keras-series" / "upstream.git")
-    assert cache.refs("refs/series/scratch/") == {}
+    assert cache.refs.under("refs/series/scratch/") == {}
     # a run that fails after the fetch cleans up too, on every git
     series = Series.load(case.project.root)
     with pytest.raises(SeriesError, match="failed after the fetch"):
@@ -306,7 +308,7 @@ def test_nothing_of_the_users_is_touched(tmp_path: Path) -> None:
             onto="next",
             upstream_url=str(case.project.upstream),
         )
-    assert cache.refs("refs/series/scratch/") == {}
+    assert cache.refs.under("refs/series/scratch/") == {}
     assert (
         git(work, "for-each-ref"),
         git(work, "status", "--porcelain"),
@@ -340,8 +342,8 @@ def test_ctrl_c_after_the_fetch_leaves_no_scratch_refs(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         check_conflicts.run(series, ui, onto="next", upstream_url=str(case.project.upstream))
     cache = Repo(series.cache_dir / "upstream.git")
-    assert cache.refs("refs/series/scratch/") == {}
-    assert cache.rev("refs/heads/next") is None  # nothing fetched outside the scratch refs
+    assert cache.refs.under("refs/series/scratch/") == {}
+    assert cache.objects.rev("refs/heads/next") is None  # nothing fetched outside the scratch refs
 
 
 @pytest.mark.parametrize(
@@ -383,14 +385,14 @@ def test_where_the_onto_revision_lives(
     assert needle.format(**names) in err and "hint:" in err and out == ""
     assert ("stack:" not in err) == early
     cache = Repo(tmp_path / "home" / ".cache" / "keras-series" / "upstream.git")
-    assert not cache.path.exists() or cache.refs("refs/series/scratch/") == {}
+    assert not cache.path.exists() or cache.refs.under("refs/series/scratch/") == {}
 
 
 def test_modes_agree(tmp_path: Path) -> None:
     """Every merge mode this git offers gives porcelain git's verdicts; the others are refused."""
     case = make_case(tmp_path, MATRIX_SPECS)
     real = real_matrix(RealGit(case, tmp_path), case.project.commit, case.commits, case.ids)
-    supported = Repo(case.author).merge_base_on_stdin(case.commits[0])
+    supported = Repo(case.author).merge.base_on_stdin(case.commits[0])
     for mode in ("synthetic", "auto", "merge-base"):
         code, report, err = case.run_json("--merge-mode", mode)
         if mode == "merge-base" and not supported:

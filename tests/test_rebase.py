@@ -154,7 +154,9 @@ def test_drop_merged_removes_a_patch_upstream_names(tmp_path: Path) -> None:
     assert [p["id"] for p in data["patch"]] == ["P1", "P2"]
     (dropped,) = data["dropped"]
     assert dropped["id"] == "P3" and dropped["upstream_commit"] == named
-    assert "already upstream" in dropped["reason"]
+    assert dropped["reason"].startswith(
+        "already upstream (--drop-merged): already upstream (upstream has it, "
+    )
 
 
 def test_moved_checkout_or_target_is_refused(tmp_path: Path) -> None:

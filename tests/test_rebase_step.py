@@ -23,6 +23,7 @@ from series.git import Repo
 from series.stack import rebase_state
 from series.stack.rebase_plan import (
     FORMAT,
+    KINDS,
     Action,
     OtherFormat,
     RebaseState,
@@ -34,6 +35,7 @@ from series.stack.rebase_plan import (
     to_json,
 )
 from series.stack.rebase_step import (
+    WALK,
     Finish,
     Halt,
     Merged,
@@ -177,6 +179,7 @@ def test_events_that_do_not_fit_the_state_are_refused() -> None:
         step(state, Skipped())
     with pytest.raises(StepError):
         step(state, Written(("n1",)))  # nothing to write
+    assert set(WALK) == set(KINDS)  # every kind of action the state may hold is walked
     unknown = fresh((Action("explode", "P1", "c1"),))
     with pytest.raises(StepError, match="explode"):
         step(unknown, None)

@@ -164,15 +164,15 @@ def test_the_git_layer_never_reads_a_url_as_an_option_or_runs_ext(tmp_path: Path
     allow_every_protocol(tmp_path)
     repo = Repo.init(tmp_path / "repo.git", bare=True)
     for url in (upload_pack(tmp_path), ext_url(tmp_path)):
-        status, _ = repo.fetch(url, ["+refs/heads/*:refs/x/*"])
+        status, _ = repo.remote.fetch(url, ["+refs/heads/*:refs/x/*"])
         assert status != 0
-        assert not repo.reachable(url)[0]
-        assert repo.remote_rev(url, "main") is None
+        assert not repo.remote.reachable(url)[0]
+        assert repo.remote.rev(url, "main") is None
         assert not pwned(tmp_path).exists(), url
     upstream = tmp_path / "upstream"
     git(tmp_path, "init", "-q", str(upstream))
     git(upstream, "commit", "-q", "--allow-empty", "-m", "one")
-    assert repo.remote_rev(str(upstream), upload_pack(tmp_path)) is None
+    assert repo.remote.rev(str(upstream), upload_pack(tmp_path)) is None
     assert not pwned(tmp_path).exists()
 
 

@@ -80,7 +80,7 @@ def keep_lost(
     lost: dict[str, tuple[str, frozenset[str]]] = {}
     for label, commit in looked_at:
         if commit and commit not in lost:
-            gone_from = frozenset(repo.unreachable([commit], planned))
+            gone_from = frozenset(repo.refs.unreachable([commit], planned))
             if gone_from:
                 lost[commit] = (label, gone_from)
     tips = [
@@ -95,7 +95,9 @@ def keep_lost(
         message = f"series {what}: backup of {len(tips)} tips\n\n" + "".join(
             f"{label}: {commit}\n" for label, commit in tips
         )
-        target = repo.commit_tree(repo.tree_of(target), [c for _, c in tips], message, _who())
+        target = repo.objects.commit_tree(
+            repo.objects.tree_of(target), [c for _, c in tips], message, _who()
+        )
     ref = backup_ref(repo, what)
     txn.update(ref, target, ZERO)
     snapshots = {c for c in made if c}
@@ -107,7 +109,7 @@ def backup_ref(repo: Repo, what: str) -> str:
     """A new ``refs/series/backup/<time>-<what>`` (``-2``, ``-3`` ... when taken)."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     ref, n = f"{PREFIX}{stamp}-{what}", 1
-    while repo.ref_value(ref) is not None:
+    while repo.refs.value(ref) is not None:
         n += 1
         ref = f"{PREFIX}{stamp}-{what}-{n}"
     return ref
@@ -120,7 +122,7 @@ def free_ref(repo: Repo, ref: str, commit: str) -> str:
     never replaces the first.
     """
     name, n = ref, 1
-    while repo.ref_value(name) not in (None, commit):
+    while repo.refs.value(name) not in (None, commit):
         n += 1
         name = f"{ref}-{n}"
     return name
@@ -134,13 +136,13 @@ def uncommitted(repo: Repo, what: str, known: Iterable[str]) -> str | None:
     itself wrote there) or the tree of a backup ref already made (a command
     run again after a kill keeps them once).
     """
-    head = repo.head()
+    head = repo.refs.head()
     if head is None:
         return None
-    base = repo.tree_of(head)
-    tree = repo.files_tree(base)
-    seen = {base, *known, *(t for _, t, _ in repo.ref_commits(PREFIX).values())}
+    base = repo.objects.tree_of(head)
+    tree = repo.index.files_tree(base)
+    seen = {base, *known, *(t for _, t, _ in repo.refs.commits_under(PREFIX).values())}
     if tree in seen:
         return None
     message = f"series {what}: the uncommitted changes in the checkout\n"
-    return repo.commit_tree(tree, [head], message, _who())
+    return repo.objects.commit_tree(tree, [head], message, _who())

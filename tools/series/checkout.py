@@ -86,11 +86,11 @@ class Checkout:
         """The validated state, or None when this is not a series checkout."""
         if not self.exists():
             return None
-        base = self.repo.rev(BASE_REF)
-        blob = self.repo.ref_value(STATE_REF)
+        base = self.repo.objects.rev(BASE_REF)
+        blob = self.repo.refs.value(STATE_REF)
         legacy = self.repo.git_dir / LEGACY_STATE
         if blob is not None:
-            where, raw = f"{STATE_REF} in {self.path}", self.repo.read_blob(blob)
+            where, raw = f"{STATE_REF} in {self.path}", self.repo.objects.read_blob(blob)
         elif legacy.is_file():
             where, raw = str(legacy), legacy.read_bytes()
         else:
@@ -98,7 +98,7 @@ class Checkout:
         data = parse_state(raw, where)
         if base is None:
             raise _corrupt(where, f"{BASE_REF} is missing")
-        synced = self.repo.rev(SYNCED_REF)
+        synced = self.repo.objects.rev(SYNCED_REF)
         return CheckoutState(
             base, synced, tuple(data["applied"]), data["source"], data.get("moved_from"), blob
         )
@@ -113,19 +113,19 @@ class Checkout:
         return state
 
     def tip(self) -> str | None:
-        return self.repo.rev(self.branch_ref)
+        return self.repo.objects.rev(self.branch_ref)
 
     def on_branch(self) -> bool:
-        return self.repo.symbolic_head() == self.branch_ref
+        return self.repo.refs.symbolic_head() == self.branch_ref
 
     def unexported(self, state: CheckoutState) -> list[str]:
         """Commits on the branch that neither apply nor export wrote."""
         tip = self.tip()
         if tip is None or tip == state.synced:
             return []
-        if state.synced is not None and self.repo.is_ancestor(tip, state.synced):
+        if state.synced is not None and self.repo.history.is_ancestor(tip, state.synced):
             return []
-        return self.repo.commits(state.synced or state.base, tip)
+        return self.repo.history.commits(state.synced or state.base, tip)
 
     def interrupted_move(self, state: CheckoutState) -> str | None:
         """The tip an interrupted file move started from, if the last one was cut short.
@@ -137,10 +137,10 @@ class Checkout:
         old = state.moved_from
         if tip is None or old is None or not self.on_branch():
             return None
-        index = self.repo.index_tree()
-        if index is None or index == self.repo.tree_of(tip):
+        index = self.repo.worktree.index_tree()
+        if index is None or index == self.repo.objects.tree_of(tip):
             return None
-        return old if index == self.repo.tree_of(old) else None
+        return old if index == self.repo.objects.tree_of(old) else None
 
     def write(
         self,
@@ -170,10 +170,10 @@ class Checkout:
         """
         old, new = tip
         state = CheckoutState(base, new, tuple(applied), source, old if move_files else None)
-        blob = self.repo.write_objects("blob", [_dump(state)])[0]
+        blob = self.repo.objects.write("blob", [_dump(state)])[0]
         on_branch = self.on_branch()
         kept = None
-        with self.repo.transaction(f"series {verb}: {len(applied)} patches") as txn:
+        with self.repo.refs.transaction(f"series {verb}: {len(applied)} patches") as txn:
             if old != new:
                 txn.update(self.branch_ref, new, old or ZERO)
             txn.update(BASE_REF, base, prior.base if prior else ZERO)
@@ -188,9 +188,9 @@ class Checkout:
                 )
         (self.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)
         if move_files:
-            self.repo.checkout_tree(old if old and on_branch else None, new)
+            self.repo.worktree.checkout_tree(old if old and on_branch else None, new)
             if not on_branch:
-                self.repo.set_head(self.branch_ref)
+                self.repo.refs.set_head(self.branch_ref)
         return kept
 
     def keep_lost(
@@ -215,9 +215,9 @@ class Checkout:
         rebase), so neither the synced tip nor ``own`` count as series' own.
         """
         repo = self.repo
-        head = repo.head()
+        head = repo.refs.head()
         looked_at = [(self.head_label(), head), (f"branch {self.branch}", self.tip()), *extra]
-        mine = [*own, repo.rev(SYNCED_REF)] if synced else []
+        mine = [*own, repo.objects.rev(SYNCED_REF)] if synced else []
         kept = [*mine, head if head_stays else None]
         made = [commit for label, commit in extra if label == backup.CHANGES]
         return backup.keep_lost(
@@ -231,7 +231,7 @@ class Checkout:
         )
 
     def head_label(self) -> str:
-        ref = self.repo.symbolic_head()
+        ref = self.repo.refs.symbolic_head()
         return f"HEAD (on {ref.removeprefix('refs/heads/')})" if ref else "HEAD (detached)"
 
 
@@ -275,7 +275,7 @@ def _corrupt(where: str, why: str) -> SeriesError:
 
 
 def refuse_dirty(checkout: Checkout, action: str) -> None:
-    dirty = checkout.repo.dirty()
+    dirty = checkout.repo.worktree.dirty()
     if dirty:
         shown = "\n".join(dirty[:10]) + (
             f"\n... and {len(dirty) - 10} more" if len(dirty) > 10 else ""
@@ -293,10 +293,10 @@ REBASE_STATE_REF = refnames.REBASE_STATE
 
 def refuse_during_rebase(checkout: Checkout, action: str) -> None:
     """A rebase or edit in progress owns the checkout until it is continued or aborted."""
-    blob = checkout.repo.ref_value(REBASE_STATE_REF) if checkout.exists() else None
+    blob = checkout.repo.refs.value(REBASE_STATE_REF) if checkout.exists() else None
     if blob is not None:
         try:
-            kind = str(json.loads(checkout.repo.read_blob(blob)).get("kind", "rebase"))
+            kind = str(json.loads(checkout.repo.objects.read_blob(blob)).get("kind", "rebase"))
         except (ValueError, AttributeError):
             kind = "rebase"  # a damaged state: the rebase's commands say so
         raise RefusedError(
@@ -342,7 +342,7 @@ def _leave_head(checkout: Checkout, force: bool, ui: Ui) -> None:
     if checkout.on_branch():
         return
     path, repo = checkout.path, checkout.repo
-    ref, head = repo.symbolic_head(), repo.head()
+    ref, head = repo.refs.symbolic_head(), repo.refs.head()
     where = f"on branch {ref.removeprefix('refs/heads/')}" if ref else "detached"
     if not force:
         raise RefusedError(
@@ -361,9 +361,9 @@ def _leave_head(checkout: Checkout, force: bool, ui: Ui) -> None:
 def _finish_interrupted(checkout: Checkout, state: CheckoutState, ui: Ui) -> bool:
     old = checkout.interrupted_move(state)
     tip = checkout.tip()
-    if old is None or tip is None or not checkout.repo.files_match_index():
+    if old is None or tip is None or not checkout.repo.worktree.files_match_index():
         return False
-    checkout.repo.checkout_tree(old, tip)
+    checkout.repo.worktree.checkout_tree(old, tip)
     ui.status(
         f"finished moving the files of {checkout.path} to {tip[:12]} "
         "(an earlier run was interrupted after moving the branch)"
@@ -380,13 +380,13 @@ def finish_cut_move(checkout: Checkout, ui: Ui) -> bool:
     """
     if not checkout.exists():
         return False
-    target = checkout.repo.finish_move()
+    target = checkout.repo.worktree.finish_move()
     if target is not None:
         ui.status(
             f"finished moving the files of {checkout.path} to {target[:12]} "
             "(an earlier series run was cut short while moving them)"
         )
-    lock = checkout.repo.index_lock()
+    lock = checkout.repo.worktree.index_lock()
     if lock is not None:  # not series' own (those are gone by now): refuse before writing
         raise lock_fault(lock, checkout.path)
     return target is not None
@@ -399,13 +399,13 @@ def finish_interrupted_move(checkout: Checkout, ui: Ui) -> bool:
 
 
 def _save_dirty(checkout: Checkout, force: bool, ui: Ui) -> None:
-    if not checkout.repo.dirty():
+    if not checkout.repo.worktree.dirty():
         return
     if not force:
         refuse_dirty(checkout, "apply")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    checkout.repo.stash(f"series apply --force {stamp}")
-    stash = checkout.repo.rev("refs/stash") or "?"
+    checkout.repo.worktree.stash(f"series apply --force {stamp}")
+    stash = checkout.repo.objects.rev("refs/stash") or "?"
     ui.status(
         f"saved uncommitted changes as stash@{{0}} ({stash[:12]}, message "
         f"'series apply --force {stamp}'): git -C {checkout.path} stash show -p "
@@ -419,7 +419,7 @@ def _save_unexported(checkout: Checkout, state: CheckoutState, force: bool) -> N
     if lost and not force:
         raise RefusedError(
             f"refusing to apply: {len(lost)} commit(s) on {checkout.branch} were never exported",
-            why="\n".join(checkout.repo.oneline(c) for c in lost[:10]),
+            why="\n".join(checkout.repo.history.oneline(c) for c in lost[:10]),
             hint="run `series export` to keep them, or pass --force "
             "(series keeps a backup ref of them)",
         )
@@ -483,7 +483,7 @@ def warn_unexported(checkout: Checkout, ui: Ui) -> None:
         return  # a damaged checkout is for the commands that use it to report
     lost = checkout.unexported(state) if state is not None else []
     if lost:
-        shown = "\n  ".join(checkout.repo.oneline(c) for c in lost[:10])
+        shown = "\n  ".join(checkout.repo.history.oneline(c) for c in lost[:10])
         ui.status(
             f"warning: {len(lost)} commit(s) in {checkout.path} are not in patches/, so they "
             f"are not checked here:\n  {shown}\nrun `series export` to include them"

@@ -37,11 +37,11 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
         report["next"] = "`series apply` makes the checkout"
         return report
     repo = checkout.repo
-    head = repo.symbolic_head()
+    head = repo.refs.symbolic_head()
     report["checkout"] = {
         "path": str(checkout.path),
         "branch": checkout.branch,
-        "head": head or f"detached at {repo.head()}",
+        "head": head or f"detached at {repo.refs.head()}",
         "tip": checkout.tip(),
         "base": state.base,
         "source": state.source,
@@ -49,17 +49,20 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
     applied = set(state.applied)
     for row in report["patches"]:
         row["applied"] = row["id"] in applied
-    report["unexported"] = [repo.oneline(c) for c in checkout.unexported(state)]
+    report["unexported"] = [repo.history.oneline(c) for c in checkout.unexported(state)]
     # A move of the files cut short (a kill, a full disk): what it changed is not the user's.
-    move = repo.unfinished_move()
+    move = repo.worktree.unfinished_move()
     cut = checkout.interrupted_move(state)  # killed after the refs moved, before the files
     target = move.argv[-1] if move is not None else checkout.tip() if cut is not None else None
-    half = repo.half_moved(target) if target is not None else set()
-    report["uncommitted"] = [path for path in repo.dirty(read_only=True) if path not in half]
+    half = repo.worktree.half_moved(target) if target is not None else set()
+    report["uncommitted"] = [
+        path for path in repo.worktree.dirty(read_only=True) if path not in half
+    ]
     report["drift"] = _drift(series, checkout, state)
     report["interrupted_move"] = move is not None or cut is not None
     report["backups"] = [
-        {"ref": ref, "commit": commit} for ref, commit in sorted(repo.refs(BACKUP_PREFIX).items())
+        {"ref": ref, "commit": commit}
+        for ref, commit in sorted(repo.refs.under(BACKUP_PREFIX).items())
     ]
     rebase = rebase_state.load(repo)
     if rebase is not None:
@@ -91,14 +94,14 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
 def _drift(series: Series, checkout: Checkout, state: CheckoutState) -> dict[str, Any]:
     """Which patches differ between patches/ and the commits apply or export last wrote."""
     pin_moved = state.source == "git" and state.base != series.manifest.upstream.commit
-    if not series.cache.has_object(state.base):
+    if not series.cache.objects.has(state.base):
         return {"known": False, "patches": [], "pin": pin_moved}
     applied = [p for p in series.manifest.patches if p.id in set(state.applied)]
     try:
         built = series.stack(state.base, applied)
     except SeriesError:
         return {"known": False, "patches": [], "pin": pin_moved}
-    synced = checkout.repo.commits(state.base, state.synced) if state.synced else []
+    synced = checkout.repo.history.commits(state.base, state.synced) if state.synced else []
     ours = dict(zip(state.applied, synced, strict=False))
     differ, before_same = [], True
     for step in built.steps:
@@ -109,7 +112,7 @@ def _drift(series: Series, checkout: Checkout, state: CheckoutState) -> dict[str
         if not same and (
             before_same
             or mine is None
-            or checkout.repo.tree_of(mine) != series.cache.tree_of(step.commit)
+            or checkout.repo.objects.tree_of(mine) != series.cache.objects.tree_of(step.commit)
         ):
             differ.append(step.patch.id)
         before_same = same

@@ -128,17 +128,17 @@ def _apply(repo: Repo, parent: str, item: PatchFile[P], scratch: Path) -> Step[P
             "diff (no '..', no leading '/'), or export the patch again with `series export`",
         )
     three_way = False
-    with repo.scratch_index(parent) as env:
+    with repo.index.scratch(parent) as env:
         if info.diff.strip():
-            result = repo.apply_to_index(env, scratch / "diff")
+            result = repo.index.apply(env, scratch / "diff")
             if not result.ok and _CORRUPT.search(result.stderr):
                 _refuse_corrupt(item, result.stderr)
             if not result.ok:
                 return Failure(item.patch, result.conflicted, result.failed, result.stderr)
             three_way = result.three_way
-        tree = repo.write_tree(env)
+        tree = repo.index.write_tree(env)
     message = with_trailer(info.message, item.patch.id)
-    commit = repo.commit_tree(tree, [parent], message, info.author)
+    commit = repo.objects.commit_tree(tree, [parent], message, info.author)
     return Step(item.patch, commit, three_way)
 
 

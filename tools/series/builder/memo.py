@@ -34,7 +34,7 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]]) -> Built[P]:
     """:func:`series.builder.build.build`, reusing and recording commits in ``repo``."""
     keys = memo_keys(base, files)
     known: dict[str, tuple[str, bool]] = {}
-    for name, commit in repo.refs(MEMO).items():
+    for name, commit in repo.refs.under(MEMO).items():
         key, _, flag = name.removeprefix(MEMO).partition(".")
         known[key] = (commit, flag == "3way")
     built: Built[P] = Built(base)
@@ -66,7 +66,7 @@ def _record(
             if key not in wanted:
                 lines.append(f"delete {MEMO}{key}{'.3way' if three_way else ''} {commit}")
     try:
-        repo.update_refs("series memo: record built commits", lines)
+        repo.refs.update("series memo: record built commits", lines)
     except RefMoved as exc:  # a concurrent run got there first: the memo is optional
         log.debug("memo not recorded: %s", exc.why)
 

@@ -56,7 +56,7 @@ def check(
                 upstream, onto, base=base, into=repo, scratch=scratch, announce=True
             )
             ui.status(f"onto: {target.label}; upstream since the pin: {target.range}")
-        with repo.scratch_objects() as env:
+        with repo.merge.scratch_objects() as env:
             merger = Merger(repo, env, merge_mode)
             analysis = analyse(merger, stacked, target, matrix=matrix)
     seconds = time.perf_counter() - started

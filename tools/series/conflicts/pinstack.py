@@ -30,11 +30,11 @@ def build_stack(series: Series, base: str) -> Stacked:
     patches = list(series.manifest.patches)
     built = series.stack(base, patches)
     repo = series.cache
-    refs = repo.ref_commits(memo.MEMO)
+    refs = repo.refs.commits_under(memo.MEMO)
     info = {commit: tree for commit, tree, _ in refs.values()}
-    nodes = [Node(repo.tree_of(base), base)]
+    nodes = [Node(repo.objects.tree_of(base), base)]
     for step in built.steps:
-        tree = info.get(step.commit) or repo.tree_of(step.commit)
+        tree = info.get(step.commit) or repo.objects.tree_of(step.commit)
         nodes.append(Node(tree, step.commit, nodes[-1].commit))
     steps = _pin_steps(patches, nodes, [s.three_way for s in built.steps], built.failure)
     by_commit = _stack_files(repo, nodes)
@@ -65,5 +65,5 @@ def _stack_files(repo: Repo, nodes: list[Node]) -> dict[str, tuple[str, ...]]:
     if len(nodes) < 2:
         return {}
     tip, pin = nodes[-1].commit, nodes[0].commit
-    entries = repo.log_files([str(tip), f"^{pin}"])
+    entries = repo.history.log_files([str(tip), f"^{pin}"])
     return {e.commit: e.files for e in entries}

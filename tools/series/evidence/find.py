@@ -32,7 +32,7 @@ def find_evidence(repo: Repo, stacked: Stacked, target: Target) -> dict[str, tup
         return {}
     paths = sorted({f for files in stacked.files.values() for f in files})
     pin, tip = stacked.pin.commit, stacked.nodes[-1].commit
-    ids = repo.patch_ids([str(tip), *target.revs, f"^{pin}"], paths) if paths else {}
+    ids = repo.diffs.patch_ids([str(tip), *target.revs, f"^{pin}"], paths) if paths else {}
     ours = {str(node.commit) for node in stacked.nodes[1:]}
     upstream_ids: dict[str, list[str]] = {}
     for commit, pid in ids.items():

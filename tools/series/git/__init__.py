@@ -1,7 +1,9 @@
 """The only package that runs git (see docs/architecture.md).
 
-Everything series does to a repository goes through :class:`Repo`, which
-runs git through GitPython's command runner (:mod:`series.git.run`).
+Everything series does to a repository goes through :class:`Repo`, made
+of narrow parts (``repo.refs``, ``.objects``, ``.history``, ``.diffs``,
+``.index``, ``.merge``, ``.worktree``, ``.remote``), which run git through
+GitPython's command runner (:mod:`series.git.run`).
 Plumbing is preferred over porcelain: patches are applied to a scratch
 index (:mod:`~series.git.index`), merges run in batches in a scratch
 object store (:mod:`~series.git.mergetree`), commits are made with
@@ -10,12 +12,13 @@ object store (:mod:`~series.git.mergetree`), commits are made with
 (:mod:`~series.git.worktree`) until the end of a command.
 """
 
+from series.git.history import CommitInfo, LogEntry
 from series.git.index import ApplyResult
 from series.git.mail import FileStat, MailInfo, mailinfo, patch_stat, read_mail
 from series.git.mergetree import MergeMessage, StageEntry, TreeMerge, parse_merge_tree
 from series.git.refs import RefMoved, Transaction
 from series.git.remote import PushResult, PushUpdate, RemoteUnreachable
-from series.git.repo import CommitInfo, LogEntry, Repo
+from series.git.repo import Repo
 from series.git.run import (
     HERMETIC,
     ZERO,

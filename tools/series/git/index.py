@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from series.git.run import HERMETIC, Runner
+from series.git.run import HERMETIC, Part, input_file
 
 
 @dataclass(frozen=True)
@@ -29,52 +29,52 @@ class ApplyResult:
     stderr: str
 
 
-class IndexMixin(Runner):
+class Index(Part):
+    """Scratch indexes: patches applied and trees built without touching a work tree."""
+
     @contextmanager
-    def scratch_index(
-        self, tree: str, env: Mapping[str, str] | None = None
-    ) -> Iterator[dict[str, str]]:
+    def scratch(self, tree: str, env: Mapping[str, str] | None = None) -> Iterator[dict[str, str]]:
         """An environment whose GIT_INDEX_FILE is a fresh index holding ``tree``."""
         tmp = Path(tempfile.mkdtemp(prefix="series-index-"))
         scratch = {**HERMETIC, **(env or {}), "GIT_INDEX_FILE": str(tmp / "index")}
         try:
-            self.git("read-tree", tree, env=scratch)
+            self._run.git("read-tree", tree, env=scratch)
             yield scratch
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def apply_to_index(self, env: Mapping[str, str], diff: Path) -> ApplyResult:
-        status, _, err = self.git_status(
+    def apply(self, env: Mapping[str, str], diff: Path) -> ApplyResult:
+        status, _, err = self._run.git_status(
             "apply", "--cached", "--whitespace=nowarn", str(diff), env=env
         )
         if status == 0:
             return ApplyResult(True, False, (), (), "")
         failed = tuple(_failed_hunks(err))
-        status3, _, err3 = self.git_status(
+        status3, _, err3 = self._run.git_status(
             "apply", "--cached", "--3way", "--whitespace=nowarn", str(diff), env=env
         )
-        unmerged = self.git("ls-files", "-u", env=env)
+        unmerged = self._run.git("ls-files", "-u", env=env)
         conflicted = tuple(sorted({line.split("\t", 1)[1] for line in unmerged.splitlines()}))
         if status3 == 0 and not conflicted:
             return ApplyResult(True, True, (), failed, "")
         return ApplyResult(False, True, conflicted, failed, (err + "\n" + err3).strip())
 
     def write_tree(self, env: Mapping[str, str]) -> str:
-        return self.git("write-tree", env=env).strip()
+        return self._run.git("write-tree", env=env).strip()
 
-    def rewrite_tree(
+    def rewrite(
         self, tree: str, index_info: Sequence[str], env: Mapping[str, str] | None = None
     ) -> str:
         """``tree`` with the entries of ``index_info`` (``update-index --index-info``)."""
-        with self.scratch_index(tree, env) as scratch:
+        with self.scratch(tree, env) as scratch:
             data = ("\n".join(index_info) + "\n").encode()
-            self.git_input("update-index", "--index-info", data=data, env=scratch)
+            self._run.git_input("update-index", "--index-info", data=data, env=scratch)
             return self.write_tree(scratch)
 
     def tree_from_directory(self, root: Path) -> str:
         """The tree of every file under ``root`` (ignore rules off), written to the store."""
-        with self.scratch_index(self.empty_tree()) as env:
-            self.git("--work-tree", str(root), "add", "-A", "-f", ".", env=env)
+        with self.scratch(self.empty_tree()) as env:
+            self._run.git("--work-tree", str(root), "add", "-A", "-f", ".", env=env)
             return self.write_tree(env)
 
     def files_tree(self, start: str) -> str:
@@ -84,14 +84,44 @@ class IndexMixin(Runner):
         the ignore rules), so the repository's own index, conflict stages
         and all, is left alone.
         """
-        with self.scratch_index(start) as env:
-            self.git("add", "-A", ".", env=env)
+        with self.scratch(start) as env:
+            self._run.git("add", "-A", ".", env=env)
             return self.write_tree(env)
 
     def empty_tree(self) -> str:
-        return self.git(
+        return self._run.git(
             "hash-object", "-t", "tree", "-w", "--stdin", env=HERMETIC, stdin=Path("/dev/null")
         ).strip()
+
+    def apply_all(self, tree: str, patches: Sequence[Path]) -> str | None:
+        """``tree`` with every patch file applied in order (one ``apply --cached``), or None."""
+        with self.scratch(tree) as env:
+            argv = ["apply", "--cached", "--whitespace=nowarn", *map(str, patches)]
+            status, _, _ = self._run.git_status(*argv, env=env)
+            return self.write_tree(env) if status == 0 else None
+
+    def apply_exact(self, tree: str, diff: bytes) -> str | None:
+        """``tree`` with ``diff`` applied exactly (no fuzz, no 3-way), or None."""
+        with self.scratch(tree) as env, input_file(diff) as path:
+            status, _, _ = self._run.git_status("apply", "--cached", str(path), env=env)
+            return self.write_tree(env) if status == 0 else None
+
+    def entries(self, rev: str, paths: Sequence[str]) -> list[str]:
+        """``update-index --index-info`` lines that give ``paths`` their state in ``rev``.
+
+        A path that ``rev`` does not have gets a removal line (mode 0), so
+        applying the lines to another tree makes those paths exactly as in ``rev``.
+        """
+        if not paths:
+            return []
+        out = self._run.git("ls-tree", "-z", "--full-tree", rev, "--", *paths, env=HERMETIC)
+        found = {}
+        for entry in out.split("\0"):
+            if entry:
+                meta, _, path = entry.partition("\t")
+                mode, _, sha = meta.split(" ")
+                found[path] = f"{mode} {sha}\t{path}"
+        return [found.get(path, f"0 {'0' * 40}\t{path}") for path in paths]
 
 
 def _failed_hunks(stderr: str) -> list[str]:

@@ -22,7 +22,7 @@ It is said on stderr. Any other lock is left alone (commands that write
 the checkout then refuse, naming it: series.checkout.finish_cut_move). Records whose lock is gone
 are removed, except a record of ``read-tree -u`` (a move of the checkout's
 files cut short), which stays until the move is finished
-(:meth:`series.git.worktree.WorktreeMixin.finish_move`).
+(:meth:`series.git.worktree.Worktree.finish_move`).
 """
 
 from __future__ import annotations

@@ -2,9 +2,7 @@
 
 A patch file is read with ``git mailinfo`` (author, date, subject, body,
 diff) and counted with ``git apply --numstat``; neither needs a
-repository. A commit is written out with ``format-patch`` in the one
-canonical form series uses, with nothing volatile in it, so the same
-commit always gives the same bytes.
+repository. Writing a commit as a patch file is :mod:`series.git.diffs`'.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import Exit, SeriesError
-from series.git.run import HERMETIC, GitFailed, Ident, Runner, run
+from series.git.run import HERMETIC, GitFailed, Ident, run
 
 
 @dataclass(frozen=True)
@@ -102,34 +100,3 @@ def patch_stat(patch: Path) -> list[FileStat]:
             )
         )
     return stats
-
-
-_ZERO_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
-
-
-class MailMixin(Runner):
-    def format_patch(self, commit: str) -> bytes:
-        """One commit as a patch file with no volatile content."""
-        return self.git_bytes("format-patch", "-1", commit, *_FORMAT, env=HERMETIC)
-
-    def format_patches(self, base: str, tip: str) -> list[bytes]:
-        """Every commit of base..tip as :meth:`format_patch` writes it, with one process."""
-        out = self.git_bytes("format-patch", f"{base}..{tip}", *_FORMAT, env=HERMETIC)
-        parts = [_ZERO_FROM + part for part in out.split(_ZERO_FROM)[1:]]
-        # Every patch but the last is followed by a blank line that separates it.
-        return [p[:-1] if i < len(parts) - 1 else p for i, p in enumerate(parts)]
-
-
-_FORMAT = (
-    "--stdout",
-    "--always",  # an empty commit (a patch kept for its message) is a patch too
-    "--zero-commit",
-    "--full-index",
-    "--no-signature",
-    "--no-numbered",
-    "--encode-email-headers",
-    "--stat=80",
-    "--find-renames",
-    "--diff-algorithm=myers",
-    "--no-color",
-)

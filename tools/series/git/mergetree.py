@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import InternalError
-from series.git.run import HERMETIC, GitFailed, Runner, execute, input_file, ram_dir
+from series.git.run import HERMETIC, GitFailed, Part, execute, input_file, ram_dir
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,9 @@ class TreeMerge:
         return tuple(m for m in self.messages if m.kind.startswith("CONFLICT"))
 
 
-class MergeTreeMixin(Runner):
+class Merge(Part):
+    """Three-way merges: of trees in batches, of single files, in scratch object stores."""
+
     @contextmanager
     def scratch_objects(self) -> Iterator[dict[str, str]]:
         """A hermetic environment whose new objects go to a temporary store.
@@ -69,7 +71,7 @@ class MergeTreeMixin(Runner):
         """
         objects = self.path / "objects"
         if not (self.path / "HEAD").is_file() or not objects.is_dir():
-            objects = self.path / self.git("rev-parse", "--git-path", "objects").strip()
+            objects = self.path / self._run.git("rev-parse", "--git-path", "objects").strip()
         tmp = Path(tempfile.mkdtemp(prefix="series-objects-", dir=ram_dir()))
         try:
             yield {
@@ -80,39 +82,19 @@ class MergeTreeMixin(Runner):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def write_objects(
-        self, kind: str, payloads: Sequence[bytes], env: Mapping[str, str] | None = None
-    ) -> list[str]:
-        """Write many objects with one ``hash-object --stdin-paths``; ids in order."""
-        if not payloads:
-            return []
-        with tempfile.TemporaryDirectory(prefix="series-objects-", dir=ram_dir()) as tmp:
-            names = []
-            for i, payload in enumerate(payloads):
-                path = Path(tmp) / str(i)
-                path.write_bytes(payload)
-                names.append(str(path))
-            data = ("\n".join(names) + "\n").encode()
-            out = self.git_input(
-                "hash-object", "-w", "-t", kind, "--stdin-paths", data=data, env=env
-            )
-        return out.decode().split()
-
-    def merge_trees(
-        self, lines: Sequence[str], env: Mapping[str, str] | None = None
-    ) -> list[TreeMerge]:
+    def trees(self, lines: Sequence[str], env: Mapping[str, str] | None = None) -> list[TreeMerge]:
         """Many merges in one ``merge-tree --write-tree --stdin``, one per input line."""
         if not lines:
             return []
         data = ("\n".join(lines) + "\n").encode()
         results = parse_merge_tree(
-            self.git_input("merge-tree", "--write-tree", "-z", "--stdin", data=data, env=env)
+            self._run.git_input("merge-tree", "--write-tree", "-z", "--stdin", data=data, env=env)
         )
         if len(results) != len(lines):
             raise InternalError(f"merge-tree gave {len(results)} results for {len(lines)} merges")
         return results
 
-    def merge_base_on_stdin(self, commit: str, env: Mapping[str, str] | None = None) -> bool:
+    def base_on_stdin(self, commit: str, env: Mapping[str, str] | None = None) -> bool:
         """Whether this git takes ``<base> -- <one> <two>`` on ``merge-tree --stdin``.
 
         That is the batch form of ``--merge-base`` (newer than 2.39); probing
@@ -123,25 +105,7 @@ class MergeTreeMixin(Runner):
             status, _, _ = execute(self.path, argv, env=env, stdin=path, raw=True)
         return status == 0
 
-    def read_blobs(
-        self, oids: Sequence[str], env: Mapping[str, str] | None = None
-    ) -> dict[str, bytes]:
-        """Blob contents by id, with one ``cat-file --batch``."""
-        if not oids:
-            return {}
-        out = self.git_input("cat-file", "--batch", data=("\n".join(oids) + "\n").encode(), env=env)
-        blobs: dict[str, bytes] = {}
-        pos = 0
-        while pos < len(out):
-            end = out.index(b"\n", pos)
-            oid, kind, size = out[pos:end].decode().split(" ")
-            if kind != "blob":
-                raise InternalError(f"{oid} is a {kind}, not a blob")
-            blobs[oid] = out[end + 1 : end + 1 + int(size)]
-            pos = end + 1 + int(size) + 1
-        return blobs
-
-    def merge_file(
+    def file(
         self,
         base: bytes,
         ours: bytes,

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from series.errors import SeriesError
-from series.git.run import ZERO, GitFailed, Runner, environment_fault
+from series.git.run import ZERO, GitFailed, Part, Runner, environment_fault
 from series.refnames import STOP as STOP_REFS
 
 if TYPE_CHECKING:
@@ -92,34 +92,37 @@ def _moved(stderr: str, repo: Runner) -> SeriesError:
     )
 
 
-class RefsMixin(Runner):
+class Refs(Part):
+    """The refs of a repository: reading them, and changing them in transactions."""
+
     @contextmanager
     def transaction(self, reason: str) -> Iterator[Transaction]:
         """Collect ref changes in the block; commit them together when it ends."""
-        txn = Transaction(self, reason)
+        txn = Transaction(self._run, reason)
         yield txn
         txn.commit()
 
-    def update_refs(self, reason: str, lines: Sequence[str]) -> None:
+    def update(self, reason: str, lines: Sequence[str]) -> None:
         """One transaction of ready-made ``update``/``delete`` lines (caches only)."""
-        txn = Transaction(self, reason)
+        txn = Transaction(self._run, reason)
         txn.lines = list(lines)
         txn.commit()
 
-    def ref_value(self, ref: str) -> str | None:
+    def value(self, ref: str) -> str | None:
         """What ``ref`` points at (any object), or None when it does not exist."""
-        found = self.lookup(ref)
+        found = self._run.lookup(ref)
         return found[0] if found else None
 
-    def refs(self, prefix: str) -> dict[str, str]:
-        out = self.git("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+    def under(self, prefix: str) -> dict[str, str]:
+        """refname -> object id of every ref under ``prefix``."""
+        out = self._run.git("for-each-ref", "--format=%(refname) %(objectname)", prefix)
         pairs = (line.split(" ", 1) for line in out.splitlines() if line)
         return {name: sha for name, sha in pairs}
 
-    def ref_commits(self, prefix: str) -> dict[str, tuple[str, str, str]]:
+    def commits_under(self, prefix: str) -> dict[str, tuple[str, str, str]]:
         """refname -> (commit, tree, first parent or "") for commit refs under ``prefix``."""
         fmt = "%(refname) %(objectname) %(tree) %(parent)"
-        out = self.git("for-each-ref", f"--format={fmt}", prefix)
+        out = self._run.git("for-each-ref", f"--format={fmt}", prefix)
         found = {}
         for line in out.splitlines():
             name, commit, tree, *parents = line.split(" ")
@@ -136,21 +139,26 @@ class RefsMixin(Runner):
         if not tips:
             return []
         kept: dict[str, str | None] = {
-            n: v for n, v in self.refs("refs/").items() if n != "refs/stash"
+            n: v for n, v in self.under("refs/").items() if n != "refs/stash"
         }
         kept.update(planned)
         data = [*tips, *(f"^{v}" for v in sorted({v for v in kept.values() if v}))]
-        out = self.git_input("rev-list", "--stdin", data=("\n".join(data) + "\n").encode())
+        out = self._run.git_input("rev-list", "--stdin", data=("\n".join(data) + "\n").encode())
         return out.decode().split()
 
-    def refs_pointing_at(self, commit: str, prefix: str) -> list[str]:
-        out = self.git("for-each-ref", "--format=%(refname)", "--points-at", commit, prefix)
-        return out.split()
-
     def symbolic_head(self) -> str | None:
-        status, out, _ = self.git_status("symbolic-ref", "-q", "HEAD")
+        status, out, _ = self._run.git_status("symbolic-ref", "-q", "HEAD")
         return out.strip() if status == 0 else None
 
     def set_head(self, ref: str) -> None:
         """Point HEAD at branch ``ref`` (git has no compare-and-swap for symbolic refs)."""
-        self.git("symbolic-ref", "HEAD", ref)
+        self._run.git("symbolic-ref", "HEAD", ref)
+
+    def head(self) -> str | None:
+        """The commit HEAD is at (detached or not), or None."""
+        status, out, _ = self._run.git_status("rev-parse", "-q", "--verify", "HEAD^{commit}")
+        return out.strip() if status == 0 else None
+
+    def valid_branch(self, name: str) -> bool:
+        """Whether ``name`` is a valid branch name (``check-ref-format``)."""
+        return self._run.git_status("check-ref-format", f"refs/heads/{name}")[0] == 0

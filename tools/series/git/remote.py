@@ -1,5 +1,11 @@
 """Remotes: what a remote has (``ls-remote``), fetching, pushing with leases, copying commits.
 
+Between two repositories of series' own (the cache and a checkout)
+commits go one way: :meth:`Remote.copy_from`, a bounded :meth:`Remote.fetch`
+of the cache's refs that name them. An upstream is fetched by
+:meth:`Remote.fetch` (from series.upstream only), the user's remote by
+:meth:`Remote.fetch_heads`.
+
 ``series branches --push`` never overwrites what it has not seen: every
 pushed ref carries ``--force-with-lease=<ref>:<the value ls-remote saw>``
 (empty for "must not exist"), and all of them go in one ``push --atomic``,
@@ -28,14 +34,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from series.errors import InternalError, SeriesError
-from series.git.run import GitFailed, Runner, environment_fault, execute
+from series.git.refs import Refs
+from series.git.run import GitFailed, Part, Runner, environment_fault, execute
 from series.refnames import ROOT as SERIES_REFS
-
-if TYPE_CHECKING:
-    from series.git.repo import Repo
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,10 @@ class PushResult:
     ok: bool
     rejected: tuple[tuple[str, str], ...]  # (ref, git's reason) for each ref refused
     stderr: str
+
+
+# Every fetch: no tags, no FETCH_HEAD; the caller keeps what it fetched under its own refs.
+_FETCH = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head")
 
 
 class RemoteUnreachable(SeriesError):
@@ -125,8 +133,30 @@ def _reason(err: str) -> str:
     return (fatal or [line for line in lines if _LAZY_FAILED.search(line)] or [err.strip()])[0]
 
 
-class RemoteMixin(Runner):
-    def remote_heads(self, remote: str) -> dict[str, str]:
+class Store(Protocol):
+    """A repository of series' own (the cache) that commits are copied from."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def refs(self) -> Refs: ...
+
+
+class Remote(Part):
+    """Other repositories: what they have, fetching from them, pushing to them.
+
+    :meth:`copy_from` is the one way commits go from one repository of
+    series' to another (the cache into a checkout); :meth:`fetch` gets
+    them from an upstream URL or path, :meth:`fetch_heads` from the user's
+    own remote.
+    """
+
+    def __init__(self, run: Runner) -> None:
+        super().__init__(run)
+        self._promisors: dict[str, Promisor | None] = {}
+
+    def heads(self, remote: str) -> dict[str, str]:
         """refs/heads/* -> commit on ``remote`` (a remote name, URL or path), bounded.
 
         Gives up after ``SERIES_NET_TIMEOUT`` seconds without data (``_bounded``).
@@ -183,36 +213,38 @@ class RemoteMixin(Runner):
         The caller then keeps them under a ref of its own, in a transaction.
         Bounded like every fetch (``_bounded``).
         """
-        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, *refs]
+        argv = [*_FETCH, "--", remote, *refs]
         status, _, err = _bounded(self.path, argv, None, users_ssh=True)
         return status == 0, err
 
-    def fetch_commits(self, source: Repo, commits: Sequence[str]) -> None:
-        """Copy ``commits`` and their history from ``source`` (a ref there names each).
+    def copy_from(self, source: Store, commits: Sequence[str]) -> None:
+        """Copy ``commits`` and their history from ``source``, writing no ref here.
 
-        One ``for-each-ref`` and one ``fetch``, however many commits.
+        ``source`` is a repository of series' in which a ref under
+        ``refs/series/`` names each commit (the cache's memo of built
+        stacks, its pins). One ``for-each-ref`` and one bounded
+        :meth:`fetch`, however many commits; none when all are here.
+        The caller keeps them under refs of its own, in a transaction.
         """
-        missing = [c for c in dict.fromkeys(commits) if self.git_status("cat-file", "-e", c)[0]]
+        missing = [c for c in dict.fromkeys(commits) if self._run.lookup(c) is None]
         if not missing:
             return
         named: dict[str, str] = {}
-        for name, sha in source.refs(SERIES_REFS).items():
+        for name, sha in source.refs.under(SERIES_REFS).items():
             named.setdefault(sha, name)
         unnamed = [c for c in missing if c not in named]
         if unnamed:
             raise InternalError(f"{unnamed[0][:12]} has no ref in {source.path}")
-        argv = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", str(source.path)]
-        status, _, err = execute(self.path, [*argv, *(named[c] for c in missing)])
+        status, err = self.fetch(str(source.path), [named[c] for c in missing])
         if status != 0:
             what = f"cannot copy {len(missing)} commit(s) from {source.path}"
-            raise GitFailed(argv, status, err, cwd=self.path, source=source.path, message=what)
+            raise GitFailed(["fetch"], status, err, cwd=self.path, source=source.path, message=what)
 
     def _promisor(self, source: str) -> Promisor | None:
         """:func:`promisor_of`, asked once per source for this ``Repo`` (a command)."""
-        known: dict[str, Promisor | None] = self.__dict__.setdefault("_promisors", {})
-        if source not in known:
-            known[source] = promisor_of(source)
-        return known[source]
+        if source not in self._promisors:
+            self._promisors[source] = promisor_of(source)
+        return self._promisors[source]
 
     def fetch(
         self,
@@ -241,8 +273,7 @@ class RemoteMixin(Runner):
         its promisor remote, under the same bounds; if that fails,
         :class:`PartialCloneUnreachable` is raised.
         """
-        argv = ["fetch", "--quiet", "--no-tags"]
-        argv += ["--no-write-fetch-head", "--update-shallow"]
+        argv = [*_FETCH, "--update-shallow"]
         argv += [f"--depth={depth}"] if depth else []
         argv += [f"--deepen={deepen}"] if deepen else []
         promisor = self._promisor(source)
@@ -261,7 +292,7 @@ class RemoteMixin(Runner):
         status, _, err = _bounded(self.path, argv, stall)
         return status == 0, err
 
-    def remote_rev(self, source: str, rev: str, *, stall: int | None = None) -> str | None:
+    def rev(self, source: str, rev: str, *, stall: int | None = None) -> str | None:
         """The commit ``rev`` names in ``source`` (``ls-remote``, bounded), or None."""
         status, out, _ = _bounded(self.path, ["ls-remote", "--", source, rev], stall)
         if status != 0:
@@ -275,11 +306,8 @@ class RemoteMixin(Runner):
                 return found[name]
         return None
 
-    def remote_names(self) -> list[str]:
-        return self.git("remote").split()
-
-    def valid_branch_name(self, name: str) -> bool:
-        return self.git_status("check-ref-format", f"refs/heads/{name}")[0] == 0
+    def names(self) -> list[str]:
+        return self._run.git("remote").split()
 
 
 def net_timeout() -> int:

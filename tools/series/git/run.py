@@ -403,10 +403,10 @@ def _text(value: str | bytes) -> str:
 
 
 class Runner:
-    """The base of :class:`series.git.Repo`: runs git in one repository.
+    """Runs git in one repository: the base every part of :class:`series.git.Repo` shares.
 
-    Each area of git (refs, index, merge-tree, work trees, objects) is a
-    mixin in its own module built on these four methods.
+    The parts (refs, objects, index, ...) are built on these methods; the
+    ``Repo`` does not offer them, so raw argv stays inside this package.
     """
 
     def __init__(self, path: Path) -> None:
@@ -495,3 +495,15 @@ class Runner:
             raise GitFailed(argv, status, err, cwd=self.path)
         assert isinstance(out, bytes)
         return out
+
+
+class Part:
+    """One narrow part of a :class:`series.git.Repo` (its refs, objects, index...).
+
+    Every part of one ``Repo`` shares its :class:`Runner`, so the
+    long-lived ``cat-file`` process is one per repository, not one per part.
+    """
+
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+        self.path = run.path

@@ -7,7 +7,7 @@ checkout after a clean). Everything else in series works on objects.
 
 A move of the checkout that was cut short (series killed with its git, or
 git failing on a full disk) is recorded (series.git.leftovers: the record
-of the ``read-tree`` stays) and finished by :meth:`WorktreeMixin.finish_move`:
+of the ``read-tree`` stays) and finished by :meth:`Worktree.finish_move`:
 the files git had already written are exactly the target's, so they are
 taken as moved, not as the user's changes; a file git created but could
 not fill (a full disk: it is left empty where content was due) is written
@@ -24,12 +24,14 @@ from pathlib import Path
 
 from series.errors import SeriesError
 from series.git import leftovers
-from series.git.run import HERMETIC, EnvironmentFault, GitFailed, Runner
+from series.git.run import HERMETIC, EnvironmentFault, GitFailed, Part
 
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
 
-class WorktreeMixin(Runner):
+class Worktree(Part):
+    """The files of a work tree: the user's checkout, and the linked ones series owns."""
+
     def dirty(self, *, read_only: bool = False) -> list[str]:
         """Uncommitted changes: modified, staged and untracked (not ignored) paths.
 
@@ -37,12 +39,12 @@ class WorktreeMixin(Runner):
         a full disk or a lock left behind does not make it fail).
         """
         optional = ["--no-optional-locks"] if read_only else []
-        out = self.git(*optional, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+        out = self._run.git(*optional, "status", "--porcelain=v1", "-z", "--untracked-files=all")
         return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
     def stash(self, message: str) -> None:
         """Stash every uncommitted change, untracked files included."""
-        self.git("stash", "push", "--include-untracked", "-m", message)
+        self._run.git("stash", "push", "--include-untracked", "-m", message)
 
     def checkout_tree(self, old: str | None, new: str) -> None:
         """Move index and work tree from commit ``old`` to ``new``.
@@ -53,7 +55,7 @@ class WorktreeMixin(Runner):
         workers = ["-c", "checkout.workers=0"]  # one per core
         argv = ["read-tree", "--reset", "-u", new] if old is None else ["read-tree", "-m", "-u"]
         try:
-            self.git(*workers, *(argv if old is None else [*argv, old, new]))
+            self._run.git(*workers, *(argv if old is None else [*argv, old, new]))
         except GitFailed as exc:
             raise SeriesError(
                 f"could not move the files of {self.path} to {new[:12]}",
@@ -76,7 +78,7 @@ class WorktreeMixin(Runner):
     def _move_changes(self, target: str) -> list[tuple[str, str, str, str]]:
         """(path, mode, blob, blob in the index) of what a move to ``target`` changes."""
         # Read the index as it is: write-tree would need the index.lock a kill may have left.
-        out = self.git("diff-index", "--cached", "-R", "-z", "--no-renames", target)
+        out = self._run.git("diff-index", "--cached", "-R", "-z", "--no-renames", target)
         fields = out.split("\0")
         changes = []
         for meta, path in zip(fields[0::2], fields[1::2], strict=False):
@@ -95,10 +97,10 @@ class WorktreeMixin(Runner):
         if not files:
             return {}
         data = "".join(f"{p}\n" for p in files).encode()
-        out = self.git_input("hash-object", "--stdin-paths", data=data).decode().split()
+        out = self._run.git_input("hash-object", "--stdin-paths", data=data).decode().split()
         return dict(zip(files, out, strict=True))
 
-    def moved_already(self, move: leftovers.Record) -> dict[str, tuple[str, str]]:
+    def _moved_already(self, move: leftovers.Record) -> dict[str, tuple[str, str]]:
         """The files the cut move had written: path -> (mode, blob) of its target.
 
         Only paths the move changes whose file is exactly the target's
@@ -170,13 +172,13 @@ class WorktreeMixin(Runner):
         changes = self._move_changes(target) if "--reset" not in move.argv else []
         for path in self._cut_writes(changes, self._file_blobs([c[0] for c in changes])):
             (self.path / path).unlink()  # git writes it again
-        done = self.moved_already(move)
+        done = self._moved_already(move)
         if done:
             lines = "".join(f"{mode} {oid}\t{path}\n" for path, (mode, oid) in done.items())
-            self.git_input("update-index", "--index-info", data=lines.encode())
-        self.git_status("update-index", "-q", "--refresh")  # read-tree -m trusts stat data
+            self._run.git_input("update-index", "--index-info", data=lines.encode())
+        self._run.git_status("update-index", "-q", "--refresh")  # read-tree -m trusts stat data
         try:
-            self.git(*move.argv)
+            self._run.git(*move.argv)
         except GitFailed as exc:
             raise SeriesError(
                 f"cannot finish moving the files of {self.path} to {target[:12]} "
@@ -198,7 +200,7 @@ class WorktreeMixin(Runner):
         cut short is recognised from the records of ``git/leftovers.py``.
         """
         try:
-            status, out, _ = self.git_status("write-tree")
+            status, out, _ = self._run.git_status("write-tree")
         except EnvironmentFault:
             return None
         return out.strip() if status == 0 else None
@@ -209,20 +211,20 @@ class WorktreeMixin(Runner):
         The index's stat data is refreshed first, so a file that was only
         touched (copied, restored from a backup) does not count as changed.
         """
-        self.git_status("update-index", "-q", "--refresh")
-        return self.git_status("diff-files", "--quiet")[0] == 0
+        self._run.git_status("update-index", "-q", "--refresh")
+        return self._run.git_status("diff-files", "--quiet")[0] == 0
 
-    def worktree_add(self, path: Path, commit: str) -> None:
+    def add(self, path: Path, commit: str) -> None:
         """A new detached linked work tree of this repository at ``path``."""
-        self.git("worktree", "prune")
+        self._run.git("worktree", "prune")
         argv = ["worktree", "add", "--detach", "--force", "--", str(path), commit]
-        self.git(*argv, env=HERMETIC)
+        self._run.git(*argv, env=HERMETIC)
 
-    def is_linked_worktree(self) -> bool:
-        found = self.git_status("rev-parse", "-q", "--verify", "HEAD^{commit}")[0] == 0
+    def is_linked(self) -> bool:
+        found = self._run.git_status("rev-parse", "-q", "--verify", "HEAD^{commit}")[0] == 0
         return (self.path / ".git").is_file() and found
 
-    def move_worktree(self, commit: str, keep: Sequence[str] = ()) -> list[str]:
+    def move(self, commit: str, keep: Sequence[str] = ()) -> list[str]:
         """Put this work tree at ``commit``; return the paths whose content changed.
 
         Only for work trees series owns: untracked files (test droppings) are
@@ -230,13 +232,13 @@ class WorktreeMixin(Runner):
         tracked files are discarded. Unchanged files are not rewritten, so
         their mtimes (and Python's bytecode caches) stay valid.
         """
-        status, out, _ = self.git_status("rev-parse", "-q", "--verify", "HEAD^{commit}")
+        status, out, _ = self._run.git_status("rev-parse", "-q", "--verify", "HEAD^{commit}")
         old = out.strip() if status == 0 else None
-        self.git("clean", "-ffdxq", *[a for pattern in keep for a in ("-e", pattern)])
-        self.git("checkout", "-q", "--detach", "--force", commit, env=HERMETIC)
+        self._run.git("clean", "-ffdxq", *[a for pattern in keep for a in ("-e", pattern)])
+        self._run.git("checkout", "-q", "--detach", "--force", commit, env=HERMETIC)
         if old is None or old == commit:
             return []
-        out = self.git(
+        out = self._run.git(
             "diff-tree", "-r", "-z", "--name-only", "--no-renames", old, commit, env=HERMETIC
         )
         return [path for path in out.split("\0") if path]
@@ -248,12 +250,12 @@ class WorktreeMixin(Runner):
         holder runs git in them, so any lock file there is stale.
         """
         for name in ("index.lock", "HEAD.lock"):
-            lock = self.path / self.git("rev-parse", "--git-path", name).strip()
+            lock = self.path / self._run.git("rev-parse", "--git-path", name).strip()
             lock.unlink(missing_ok=True)
 
     def unmerged(self) -> list[str]:
         """Paths with conflict stages in the index."""
-        out = self.git("ls-files", "-u", "-z")
+        out = self._run.git("ls-files", "-u", "-z")
         return sorted({entry.split("\t", 1)[1] for entry in out.split("\0") if "\t" in entry})
 
     def stage_conflicts(self, entries: Sequence[tuple[str, str, int, str]]) -> None:
@@ -261,9 +263,4 @@ class WorktreeMixin(Runner):
         paths = sorted({path for _, _, _, path in entries})
         lines = [f"0 {'0' * 40}\t{path}" for path in paths]
         lines += [f"{mode} {oid} {stage}\t{path}" for mode, oid, stage, path in entries]
-        self.git_input("update-index", "--index-info", data=("\n".join(lines) + "\n").encode())
-
-    def head(self) -> str | None:
-        """The commit HEAD is at (detached or not), or None."""
-        status, out, _ = self.git_status("rev-parse", "-q", "--verify", "HEAD^{commit}")
-        return out.strip() if status == 0 else None
+        self._run.git_input("update-index", "--index-info", data=("\n".join(lines) + "\n").encode())

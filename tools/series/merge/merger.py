@@ -79,7 +79,7 @@ class Merger:
     def _resolve_mode(self, commit: str) -> str:
         if self.mode != "synthetic" and not self._probed:
             self._probed = True
-            supported = self.repo.merge_base_on_stdin(commit, env=self.env)
+            supported = self.repo.merge.base_on_stdin(commit, env=self.env)
             if self.mode == "merge-base" and not supported:
                 raise UsageError(
                     "this git cannot take a merge base in merge-tree --stdin",
@@ -110,7 +110,7 @@ class Merger:
                     wanted.setdefault(key, len(wanted))
                     pair.append(key)
             sides.append((base, pair))
-        ids = self.repo.write_objects(
+        ids = self.repo.objects.write(
             "commit", [synthetic_commit(t, p) for t, p in wanted], env=self.env
         )
         lines = []
@@ -119,7 +119,7 @@ class Merger:
             lines.append(f"{base} -- {one} {two}" if mode == "merge-base" else f"{one} {two}")
         self.merges += len(lines)
         self.batches += 1
-        return self.repo.merge_trees(lines, env=self.env)
+        return self.repo.merge.trees(lines, env=self.env)
 
     def favour_theirs(self, merge: TreeMerge) -> str:
         """The tree of ``merge`` with every conflict resolved towards ``theirs``."""
@@ -135,7 +135,7 @@ class Merger:
             for e in st.values()
             if e.mode in _REGULAR
         ]
-        blobs = self.repo.read_blobs(sorted(set(contents)), env=self.env)
+        blobs = self.repo.objects.read_blobs(sorted(set(contents)), env=self.env)
         index = []
         merged: list[tuple[str, str, bytes]] = []
         for path, st in sorted(stages.items()):
@@ -144,17 +144,17 @@ class Merger:
                 index.append(f"0 {ZERO}\t{path}")  # the patch deleted it
             elif _both_regular(st):
                 base = blobs[st[1].oid] if 1 in st and st[1].mode in _REGULAR else b""
-                data = self.repo.merge_file(
+                data = self.repo.merge.file(
                     base, blobs[st[2].oid], blobs[theirs.oid], favour="theirs"
                 )
                 merged.append((theirs.mode, path, data))
             else:
                 index.append(f"{theirs.mode} {theirs.oid}\t{path}")
-        oids = self.repo.write_objects("blob", [m[2] for m in merged], env=self.env)
+        oids = self.repo.objects.write("blob", [m[2] for m in merged], env=self.env)
         index += [
             f"{mode} {oid}\t{path}" for (mode, path, _), oid in zip(merged, oids, strict=True)
         ]
-        return self.repo.rewrite_tree(merge.tree, index, self.env)
+        return self.repo.index.rewrite(merge.tree, index, self.env)
 
 
 def _both_regular(stages: dict[int, StageEntry]) -> bool:

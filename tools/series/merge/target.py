@@ -37,5 +37,5 @@ def resolve_target(
     ``announce``: say first where REV comes from (the network may wait).
     """
     rev = upstream.revision(onto, base=base, into=into, scratch=scratch, announce=announce)
-    node = Node(into.tree_of(rev.commit), rev.commit)
+    node = Node(into.objects.tree_of(rev.commit), rev.commit)
     return Target(rev.label, node, rev.revs, rev.range, rev.commits)

@@ -118,13 +118,13 @@ def _lint(
     patch's doing (upstream's own drift, or an earlier patch, linted on its
     own): it is reported as pre-existing and does not fail the patch.
     """
-    changed = [p for p in repo.changed_paths(parent, commit) if p.endswith((".py", ".pyi"))]
-    report.files = sorted(repo.existing_paths(commit, changed))
+    changed = [p for p in repo.diffs.changed_paths(parent, commit) if p.endswith((".py", ".pyi"))]
+    report.files = sorted(repo.objects.existing_paths(commit, changed))
     if not report.files:
         report.status = NOTHING
         return
     issues, reformat = _ruff_tree(ruff, repo, pin, commit, report.files)
-    before = sorted(repo.existing_paths(parent, report.files))
+    before = sorted(repo.objects.existing_paths(parent, report.files))
     old_issues, old_reformat = _ruff_tree(ruff, repo, pin, parent, before)
     seen = Counter(_issue_id(i) for i in old_issues)
     for issue in issues:
@@ -151,9 +151,9 @@ def _ruff_tree(
     with tempfile.TemporaryDirectory(prefix="series-lint-") as tmp:
         root = Path(tmp)
         for path in files:
-            _put(root, path, repo.blob(rev, path))
-        for path in sorted(repo.existing_paths(pin, _config_candidates(files))):
-            _put(root, path, repo.blob(pin, path))
+            _put(root, path, repo.objects.blob(rev, path))
+        for path in sorted(repo.objects.existing_paths(pin, _config_candidates(files))):
+            _put(root, path, repo.objects.blob(pin, path))
         _first_party_stubs(repo, pin, root)
         return _check(ruff, root, files), _format(ruff, root, files)
 
@@ -170,7 +170,7 @@ def _first_party_stubs(repo: Repo, pin: str, root: Path) -> None:
     configuration; without these, an import of a package the patch does not
     touch would be sorted as third-party.
     """
-    for kind, name in repo.top_level(pin):
+    for kind, name in repo.objects.top_level(pin):
         if kind == "tree":
             (root / name).mkdir(exist_ok=True)
         elif name.endswith(".py") and not (root / name).exists():

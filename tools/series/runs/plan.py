@@ -98,7 +98,7 @@ def context(series: Series, ui: Ui) -> Context:
         digest(env)[:16],
         manifest.upstream.name,
         base.commit,
-        repo.tree_of(base.commit),
+        repo.objects.tree_of(base.commit),
     )
 
 
@@ -128,7 +128,7 @@ def plan(ctx: Context, patches: list[Patch], mode: str) -> list[Target]:
                 report.detail += " (series.toml says applies_alone = true)"
             targets.append(Target(report))
             continue
-        report.commit, report.tree = commit, ctx.repo.tree_of(commit)
+        report.commit, report.tree = commit, ctx.repo.objects.tree_of(commit)
         targets.append(_target(ctx, report))
     return targets
 
@@ -157,7 +157,7 @@ def _target(ctx: Context, report: PatchReport) -> Target:
 
 
 def _present(repo: Repo, commit: str, selection: tuple[str, ...]) -> tuple[str, ...]:
-    there = repo.existing_paths(commit, pytest_run.files_of(selection))
+    there = repo.objects.existing_paths(commit, pytest_run.files_of(selection))
     return tuple(s for s in selection if s.split("::", 1)[0].rstrip("/") in there)
 
 

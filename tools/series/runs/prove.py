@@ -156,19 +156,19 @@ def plan_proofs(ctx: Context, patches: list[Patch]) -> list[ProveTarget]:
 
 def _target(ctx: Context, report: ProveReport, parent: str, commit: str) -> ProveTarget:
     repo = ctx.repo
-    report.commit, report.tree = commit, repo.tree_of(commit)
-    changed = repo.changed_paths(parent, commit)
+    report.commit, report.tree = commit, repo.objects.tree_of(commit)
+    changed = repo.diffs.changed_paths(parent, commit)
     report.test_files = [p for p in changed if is_test_file(p)]
     report.production = [p for p in changed if not is_test_file(p)]
     target = ProveTarget(report)
     modules = [p for p in report.test_files if is_test_module(p)]
-    for path in sorted(repo.existing_paths(commit, modules)):
-        module = read_module(path, repo.blob(commit, path).decode("utf-8", "replace"))
+    for path in sorted(repo.objects.existing_paths(commit, modules)):
+        module = read_module(path, repo.objects.blob(commit, path).decode("utf-8", "replace"))
         target.modules[path] = module
-        target.scopes += touched(module, repo.changed_lines(parent, commit, path))
-        if repo.existing_paths(parent, [path]):
-            before = repo.blob(parent, path).decode("utf-8", "replace")
-            after = repo.blob(commit, path).decode("utf-8", "replace")
+        target.scopes += touched(module, repo.diffs.changed_lines(parent, commit, path))
+        if repo.objects.existing_paths(parent, [path]):
+            before = repo.objects.blob(parent, path).decode("utf-8", "replace")
+            after = repo.objects.blob(commit, path).decode("utf-8", "replace")
             target.defined[path] = unchanged_tests(before, after)
     exempt = report.patch.no_behaviour_test
     if not report.production:
@@ -179,10 +179,12 @@ def _target(ctx: Context, report: ProveReport, parent: str, commit: str) -> Prov
         report.detail = exempt or "the patch adds or changes no test"
         return target
     report.selection = tuple(dict.fromkeys(s.selection for s in target.scopes))
-    entries = repo.index_entries(commit, report.test_files)
-    reverted_tree = repo.rewrite_tree(repo.tree_of(parent), entries)
+    entries = repo.index.entries(commit, report.test_files)
+    reverted_tree = repo.index.rewrite(repo.objects.tree_of(parent), entries)
     message = f"prove: {report.patch.id} with its production change reverted\n"
-    reverted = repo.commit_tree(reverted_tree, [parent], message, repo.author(commit))
+    reverted = repo.objects.commit_tree(
+        reverted_tree, [parent], message, repo.history.author(commit)
+    )
     report.reverted_commit, report.reverted_tree = reverted, reverted_tree
     report.introduced = _introduced(ctx, parent, commit, report.production)
     label = report.patch.id
@@ -195,13 +197,13 @@ def _introduced(ctx: Context, parent: str, commit: str, production: list[str]) -
     """Names the patch's production files define that their parent versions did not."""
     repo = ctx.repo
     python = [p for p in production if p.endswith(".py")]
-    after = repo.existing_paths(commit, python)
-    before = repo.existing_paths(parent, python)
+    after = repo.objects.existing_paths(commit, python)
+    before = repo.objects.existing_paths(parent, python)
     names: set[str] = set()
     for path in sorted(after):
-        new = defined_names(repo.blob(commit, path).decode("utf-8", "replace"))
+        new = defined_names(repo.objects.blob(commit, path).decode("utf-8", "replace"))
         if path in before:
-            names |= new - defined_names(repo.blob(parent, path).decode("utf-8", "replace"))
+            names |= new - defined_names(repo.objects.blob(parent, path).decode("utf-8", "replace"))
         else:
             names |= new | module_names(path)
     return names

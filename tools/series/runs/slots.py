@@ -79,16 +79,16 @@ class SlotPool:
 
     def _move(self, path: Path, commit: str) -> list[str]:
         repo = Repo(path)
-        if not repo.is_linked_worktree():
+        if not repo.worktree.is_linked():
             if path.exists():
                 shutil.rmtree(path)
             # `git worktree add` reads every other worktree's admin files, and
             # races with another process adding one: serialise the adds.
             with exclusive(self.root / "add.lock"):
-                self.repo.worktree_add(path, commit)
+                self.repo.worktree.add(path, commit)
             return []
-        repo.clear_stale_locks()
-        changed = repo.move_worktree(commit, keep=KEEP)
+        repo.worktree.clear_stale_locks()
+        changed = repo.worktree.move(commit, keep=KEEP)
         _drop_bytecode(path, changed)
         return changed
 

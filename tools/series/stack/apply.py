@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from series import upstream
 from series.backup import Kept
 from series.builder.build import Built, Failure
-from series.checkout import BASE_REF, Checkout, CheckoutState, guard_apply, move_in, staging
+from series.checkout import Checkout, CheckoutState, guard_apply, move_in, staging
 from series.errors import ConflictError
 from series.git import Repo
 from series.manifest import Patch
@@ -103,8 +102,7 @@ def _write(
     """
     state, old = prior
     repo = _open(checkout, series.cache)
-    repo.fetch_from(series.cache, built.tip)
-    upstream.fetch_base(repo, series.cache, base, BASE_REF)
+    repo.remote.copy_from(series.cache, [built.tip])  # the tip's history holds the base
     new = built.tip
     unchanged = old == new and checkout.on_branch() and state is not None
     applied = tuple(s.patch.id for s in built.steps)

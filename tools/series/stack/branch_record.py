@@ -81,12 +81,12 @@ class Record:
 
 
 def load(repo: Repo) -> Record:
-    blob = repo.ref_value(RECORD_REF)
+    blob = repo.refs.value(RECORD_REF)
     if blob is None:
         return Record()
     where = f"{RECORD_REF} in {repo.path}"
     try:
-        data = json.loads(repo.read_blob(blob).decode("utf-8"))
+        data = json.loads(repo.objects.read_blob(blob).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _damaged(where, f"it is not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:

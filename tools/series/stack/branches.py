@@ -68,7 +68,7 @@ def branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outco
     base = series.pin(ui, source=state.source, why="the source this checkout was made from")
     targets, failure = _targets(series, base.commit, opts.alone)
     repo = checkout.repo
-    repo.fetch_commits(series.cache, [t.commit for t in targets if t.commit])
+    repo.remote.copy_from(series.cache, [t.commit for t in targets if t.commit])
     record = branch_record.load(repo)
     bset = record.get(opts.prefix, opts.mode)
     upstream_ref = series.manifest.upstream.ref
@@ -81,7 +81,7 @@ def branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outco
     heads: dict[str, str] = {}
     if opts.push:
         ui.status(f"branches: reading the branches of {opts.push}; {_bound()}")
-        heads = repo.remote_heads(opts.push)
+        heads = repo.remote.heads(opts.push)
         refusals += _plan_remote(record, bset, outcome.items, heads, opts)
     if refusals:
         raise _refused(checkout, opts, refusals)
@@ -98,7 +98,7 @@ def _remote(repo: Repo, remote: str) -> str:
 
     git runs in the checkout, where a relative path would mean something else.
     """
-    if remote in repo.remote_names() or not Path(remote).exists():
+    if remote in repo.remote.names() or not Path(remote).exists():
         return remote
     return str(Path(remote).resolve())
 
@@ -133,7 +133,7 @@ def _targets(series: Series, pin: str, alone: bool) -> tuple[list[_Target], Fail
 def _items(
     repo: Repo, bset: BranchSet, targets: list[_Target], opts: Options, upstream_ref: str
 ) -> list[Item]:
-    local = repo.refs("refs/heads/")
+    local = repo.refs.under("refs/heads/")
     items: list[Item] = []
     previous = upstream_ref
     for t in targets:
@@ -159,7 +159,7 @@ def _items(
 
 
 def _check_name(repo: Repo, name: str, patch: Patch, prefix: str, taken: list[str]) -> None:
-    if not repo.valid_branch_name(name):
+    if not repo.refs.valid_branch(name):
         raise UsageError(
             f"cannot make branch {name!r} for {patch.id}: it is not a valid branch name",
             why=f"--prefix {prefix!r} + branch {patch.branch!r} from series.toml",
@@ -174,7 +174,7 @@ def _check_name(repo: Repo, name: str, patch: Patch, prefix: str, taken: list[st
 
 def _check_local(checkout: Checkout, record: Record, items: list[Item], opts: Options) -> list[str]:
     """Why each branch may not be moved or deleted; marks the ones --force goes over."""
-    head = checkout.repo.symbolic_head()
+    head = checkout.repo.refs.symbolic_head()
     refusals = []
     for item in items:
         touched = item.action == MOVE or (item.action == DELETE and opts.prune)
@@ -266,7 +266,7 @@ def _write(
             f"branches: fetching {len(forced_remote)} branch(es) of {opts.push} "
             f"to keep a backup; {_bound()}"
         )
-        ok, err = repo.fetch_heads(opts.push, [i.ref for i in forced_remote])
+        ok, err = repo.remote.fetch_heads(opts.push, [i.ref for i in forced_remote])
         if not ok:
             raise RefusedError(
                 f"cannot keep a backup of the remote branches of {opts.push}", why=err
@@ -274,9 +274,9 @@ def _write(
         backups += [(f"{REMOTE_BACKUP}{i.branch}", i.remote_old or "") for i in forced_remote]
     backups += [(f"{LOCAL_BACKUP}{i.branch}", i.old or "") for i in outcome.items if i.forced]
     backups = [(free_ref(repo, ref, commit), commit) for ref, commit in backups]  # never replaced
-    with repo.transaction(f"series branches: {_summary(outcome, opts)}") as txn:
+    with repo.refs.transaction(f"series branches: {_summary(outcome, opts)}") as txn:
         for ref, commit in backups:
-            txn.update(ref, commit, repo.ref_value(ref))
+            txn.update(ref, commit, repo.refs.value(ref))
         for item in outcome.items:
             _change(txn, record, bset, item, opts)
         _save_record(repo, txn, record)
@@ -300,10 +300,10 @@ def _change(txn: Transaction, record: Record, bset: BranchSet, item: Item, opts:
 
 def _save_record(repo: Repo, txn: Transaction, record: Record) -> None:
     data = record.dump()
-    old = repo.read_blob(record.blob) if record.blob else None
+    old = repo.objects.read_blob(record.blob) if record.blob else None
     if data == old:
         return
-    blob = repo.write_objects("blob", [data])[0]
+    blob = repo.objects.write("blob", [data])[0]
     txn.update(RECORD_REF, blob, record.blob)
     record.blob = blob
 
@@ -315,7 +315,7 @@ def _push(
     updates = [PushUpdate(i.ref, i.new, i.remote_old) for i in moving]
     if updates:
         ui.status(f"branches: pushing {len(updates)} branch(es) to {remote}; {_bound()}")
-    result = repo.push_leased(remote, updates)
+    result = repo.remote.push_leased(remote, updates)
     if not result.ok:
         rejected = [f"{ref}: {reason}" for ref, reason in result.rejected]
         if any("shallow update not allowed" in reason for _, reason in result.rejected):
@@ -343,7 +343,7 @@ def _push(
             pushed.pop(item.branch, None)
         else:
             pushed[item.branch] = item.new
-    with repo.transaction(f"series branches: pushed to {remote}") as txn:
+    with repo.refs.transaction(f"series branches: pushed to {remote}") as txn:
         _save_record(repo, txn, record)
 
 

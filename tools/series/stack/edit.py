@@ -54,14 +54,14 @@ def start(series: Series, ui: Ui, checkout: Checkout, request: Request) -> None:
     guard(series, checkout, cstate.applied, verb="edit", unexported_ok=request.squash)
     tip = checkout.tip()
     assert tip is not None
-    infos = repo.commit_infos(cstate.base, tip)
+    infos = repo.history.commit_infos(cstate.base, tip)
     entries = [Entry(series_id(i.message) or "", i.commit, i.message.split("\n")[0]) for i in infos]
-    synced = len(repo.commits(cstate.base, cstate.synced)) if cstate.synced else 0
+    synced = len(repo.history.commits(cstate.base, cstate.synced)) if cstate.synced else 0
     plan = edit_plan.build(entries, synced, request)
     saved = save_project(repo, series.root, [series.patch_path(p) for p in series.manifest.patches])
     state = begin(
         onto=cstate.base,
-        onto_tree=repo.tree_of(cstate.base),
+        onto_tree=repo.objects.tree_of(cstate.base),
         onto_rev="the pin",
         onto_label="the patches before it",
         url=None,
@@ -73,7 +73,7 @@ def start(series: Series, ui: Ui, checkout: Checkout, request: Request) -> None:
         kind="edit",
     )
     shown = " ".join(f"{a.kind} {a.id}" for a in plan if a.kind != "pick")
-    with repo.transaction(f"series edit: start ({shown})") as txn:
+    with repo.refs.transaction(f"series edit: start ({shown})") as txn:
         rstate.save(repo, txn, state, None)
         txn.update(rstate.SAVED_REF, saved, None)
         txn.update(rstate.ONTO_REF, cstate.base, None)
@@ -90,7 +90,7 @@ def report(checkout: Checkout) -> dict[str, Any]:
         "stopped_at": st.stopped_at if st is not None and st.stop is not None else None,
         "stop": st.stop.kind if st is not None and st.stop is not None else None,
         "tip": checkout.tip(),
-        "head": checkout.repo.head(),
+        "head": checkout.repo.refs.head(),
         "applied": list(state.applied),
     }
 

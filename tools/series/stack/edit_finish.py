@@ -70,14 +70,14 @@ def stop_cut_short(repo: Repo, ui: Ui, st: RebaseState, *, finished: bool) -> bo
     """
     s = st.stop
     assert s is not None
-    target = repo.tree_of(st.current)
-    if repo.head() != st.current or target == s.written_from:
+    target = repo.objects.tree_of(st.current)
+    if repo.refs.head() != st.current or target == s.written_from:
         return False
     if not finished:
-        if repo.index_tree() != s.written_from or not repo.files_match_index():
+        if repo.worktree.index_tree() != s.written_from or not repo.worktree.files_match_index():
             return False
-        repo.checkout_tree(s.written_from, target)
-    elif repo.index_tree() != target:
+        repo.worktree.checkout_tree(s.written_from, target)
+    elif repo.worktree.index_tree() != target:
         return False
     ui.result(
         f"edit: stopped at {st.stopped_at} (the files had not followed: now moved); "
@@ -89,7 +89,7 @@ def stop_cut_short(repo: Repo, ui: Ui, st: RebaseState, *, finished: bool) -> bo
 def edited(repo: Repo, where: object, st: RebaseState) -> Edited:
     """The commits made at the edit stop, as the sequencer's event; refuse what is not."""
     cmd, sid = st.command, st.stopped_at
-    dirty = repo.dirty()
+    dirty = repo.worktree.dirty()
     if dirty:
         raise RefusedError(
             f"refusing to go on: {where} has changes that are not committed",
@@ -98,10 +98,10 @@ def edited(repo: Repo, where: object, st: RebaseState) -> Edited:
             f"patch (`git commit`), or put them away (`git -C {where} stash`); then "
             f"`{cmd} --continue`",
         )
-    parent = repo.rev(f"{st.current}^")
-    head = repo.head()
+    parent = repo.objects.rev(f"{st.current}^")
+    head = repo.refs.head()
     assert parent is not None
-    on = repo.symbolic_head()
+    on = repo.refs.symbolic_head()
     if on is not None:
         raise RefusedError(
             f"refusing to go on: HEAD in {where} is on {on.removeprefix('refs/heads/')}, "
@@ -110,7 +110,11 @@ def edited(repo: Repo, where: object, st: RebaseState) -> Edited:
             hint=f"git -C {where} checkout --detach {st.current[:12]} to go back to the stop "
             f"(your commits there are kept by `{cmd} --abort`)",
         )
-    if head is None or not repo.is_ancestor(parent, head) or repo.merges(parent, head):
+    if (
+        head is None
+        or not repo.history.is_ancestor(parent, head)
+        or repo.history.merges(parent, head)
+    ):
         raise RefusedError(
             f"refusing to go on: HEAD in {where} no longer stands on the patches before {sid}",
             why=f"HEAD is {(head or 'nothing')[:12]}; the edit needs a straight line of "
@@ -118,17 +122,17 @@ def edited(repo: Repo, where: object, st: RebaseState) -> Edited:
             hint=f"git -C {where} checkout --detach {st.current[:12]} to go back to the stop, "
             f"or `{cmd} --abort` (it keeps your commits under a backup ref)",
         )
-    made = repo.commits(parent, head)
-    messages = {c: repo.message(c) for c in made}
+    made = repo.history.commits(parent, head)
+    messages = {c: repo.history.message(c) for c in made}
     fixups = [c for c in made if messages[c].startswith(FIXUP_PREFIXES)]
     if fixups:
         raise RefusedError(
             "refusing to go on: a fixup commit at the stop",
-            why="\n".join(repo.oneline(c) for c in fixups),
+            why="\n".join(repo.history.oneline(c) for c in fixups),
             hint=f"squash it into {sid} with `git -C {where} commit --amend`, then "
             f"`{cmd} --continue`",
         )
-    commits = tuple((c, series_id(messages[c]) or "", repo.tree_of(c)) for c in made)
+    commits = tuple((c, series_id(messages[c]) or "", repo.objects.tree_of(c)) for c in made)
     return Edited(commits, head)
 
 

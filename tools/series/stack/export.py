@@ -79,7 +79,7 @@ def export_tip(
     """
     repo = checkout.repo
     old = tip if branch is None else branch
-    plan = _plan(series, repo.commits(state.base, tip), repo, checkout.path)
+    plan = _plan(series, repo.history.commits(state.base, tip), repo, checkout.path)
     _refuse_fixups(plan, checkout)
     exported = _normalise(series, repo, state.base, plan)
     _verify(series, repo, state.base, exported, tip)
@@ -125,13 +125,13 @@ def _prepare(series: Series, ui: Ui, checkout: Checkout) -> tuple[CheckoutState,
             f"{journal.get('backup', '.series/backups')}, exporting again"
         )
     tip = checkout.tip()
-    if tip is None or not repo.is_ancestor(state.base, tip):
+    if tip is None or not repo.history.is_ancestor(state.base, tip):
         raise RefusedError(
             f"refusing to export: branch {checkout.branch} in {checkout.path} does not "
             "sit on the upstream base",
             hint=f"rebase it onto {BASE_REF}, or run `series apply --force`",
         )
-    if repo.merges(state.base, tip):
+    if repo.history.merges(state.base, tip):
         raise RefusedError(
             "refusing to export: the branch has merge commits",
             hint="a series is a straight line of commits: rebase to linearise it",
@@ -202,14 +202,16 @@ def _refuse_in_progress(checkout: Checkout) -> None:
 
 def _note_ignored(checkout: Checkout, tip: str, ui: Ui) -> None:
     repo = checkout.repo
-    dirty = repo.dirty()
+    dirty = repo.worktree.dirty()
     if dirty:
         ui.status(f"note: {len(dirty)} uncommitted change(s) in {checkout.path} are not exported")
     if checkout.on_branch():
         return
-    head = repo.rev("HEAD")
-    where = repo.symbolic_head() or f"detached at {head[:12] if head else '?'}"
-    extra = repo.commits(tip, head) if head and not repo.is_ancestor(head, tip) else []
+    head = repo.objects.rev("HEAD")
+    where = repo.refs.symbolic_head() or f"detached at {head[:12] if head else '?'}"
+    extra = (
+        repo.history.commits(tip, head) if head and not repo.history.is_ancestor(head, tip) else []
+    )
     ui.status(
         f"note: HEAD in {checkout.path} is {where}, not {checkout.branch}: exporting "
         f"{checkout.branch} only"
@@ -245,7 +247,7 @@ def _plan(series: Series, commits: list[str], repo: Repo, where: Path) -> list[_
     seen: set[str] = set()
     plan = []
     for commit in commits:
-        message = repo.message(commit)
+        message = repo.history.message(commit)
         subject = message.splitlines()[0] if message.strip() else ""
         pid = series_id(message)
         if pid in seen:
@@ -271,11 +273,11 @@ def _normalise(series: Series, repo: Repo, base: str, plan: list[_Entry]) -> lis
     parent = base
     out = []
     for entry in plan:
-        message = with_trailer(repo.message(entry.commit), entry.patch.id)
-        commit = repo.commit_tree(
-            repo.tree_of(entry.commit), [parent], message, repo.author(entry.commit)
+        message = with_trailer(repo.history.message(entry.commit), entry.patch.id)
+        commit = repo.objects.commit_tree(
+            repo.objects.tree_of(entry.commit), [parent], message, repo.history.author(entry.commit)
         )
-        out.append(Exported(entry.patch, commit, repo.format_patch(commit)))
+        out.append(Exported(entry.patch, commit, repo.diffs.format_patch(commit)))
         parent = commit
     return out
 
@@ -303,7 +305,7 @@ def _verify(series: Series, repo: Repo, base: str, exported: list[Exported], tip
             hint="this is a bug in series or an unusual commit (binary, mode-only, ...): "
             "please report it with `git -C <checkout> show` of that commit",
         )
-    if repo.tree_of(want[-1] if want else base) != repo.tree_of(tip):
+    if repo.objects.tree_of(want[-1] if want else base) != repo.objects.tree_of(tip):
         raise InternalError("the normalised stack does not match the branch's tree")
 
 

@@ -77,12 +77,12 @@ def classify(repo: Repo, old: str, new: str) -> str:
 
 
 def _diff(repo: Repo, commit: str) -> bytes:
-    return repo.diff_trees(f"{commit}^", commit)
+    return repo.diffs.trees(f"{commit}^", commit)
 
 
 def range_diff(repo: Repo, old: str, new: str) -> str:
     """``git range-diff`` of one commit against another: the form reviewers know."""
-    return repo.range_diff(f"{old}^!", f"{new}^!")
+    return repo.diffs.range_diff(f"{old}^!", f"{new}^!")
 
 
 # -- series range-diff -------------------------------------------------------------
@@ -123,24 +123,24 @@ def previous(series: Series, since: str | None) -> Version:
     project = series.project_repo()
     current = _current_files(series)
     if since is not None:
-        if project is None or project.rev(since) is None:
+        if project is None or project.objects.rev(since) is None:
             raise UsageError(
                 f"--since {since}: not a commit of the project repository",
                 hint="name a commit of this repository (git log -- patches/ lists them)",
             )
-        return Version(f"{since} ({project.rev(since)!s:.12})", _files_at(project, since))
-    last = project.last_change("patches") if project is not None else None
+        return Version(f"{since} ({project.objects.rev(since)!s:.12})", _files_at(project, since))
+    last = project.history.last_change("patches") if project is not None else None
     if project is not None and last is not None and _files_at(project, last) != current:
         return Version(
             f"{last[:12]} (the last commit that changed patches/)", _files_at(project, last)
         )
     checkout = series.checkout()
-    saved = checkout.repo.rev(LAST_REF) if checkout.exists() else None
+    saved = checkout.repo.objects.rev(LAST_REF) if checkout.exists() else None
     if saved is not None:
         files = saved_files(checkout.repo, saved)
         if files != current:
             return Version("the series before the last `series rebase`", files)
-    if project is not None and last is not None and project.rev(f"{last}^") is not None:
+    if project is not None and last is not None and project.objects.rev(f"{last}^") is not None:
         return Version(f"{last[:12]}^ (before the last commit that changed patches/)",
                        _files_at(project, f"{last}^"))  # fmt: skip
     raise UsageError(
@@ -211,8 +211,8 @@ def _current_files(series: Series) -> dict[str, bytes]:
 def _files_at(project: Repo, rev: str) -> dict[str, bytes]:
     files = {
         path: oid
-        for path, oid in project.tree_files(rev).items()
+        for path, oid in project.objects.tree_files(rev).items()
         if path == "series.toml" or (path.startswith("patches/") and path.endswith(".patch"))
     }
-    blobs = project.read_blobs(sorted(set(files.values())))
+    blobs = project.objects.read_blobs(sorted(set(files.values())))
     return {path: blobs[oid] for path, oid in files.items()}

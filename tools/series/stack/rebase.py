@@ -66,7 +66,7 @@ def start(
     if target is None:
         ui.result(f"nothing to do: the series already sits on {onto}")
         return
-    infos = repo.commit_infos(cstate.base, tip)
+    infos = repo.history.commit_infos(cstate.base, tip)
     patches = [(series_id(i.message) or "?", i.commit) for i in infos]
     evidence = _evidence(series, repo, cstate.base, tip, infos, patches, target)
     onto_commit = str(target.node.commit)
@@ -83,7 +83,7 @@ def start(
         drop_merged=drop_merged,
         plan=plan_rebase(patches, evidence, drop_merged=drop_merged),
     )
-    with repo.transaction(f"series rebase: start onto {onto} ({onto_commit[:12]})") as txn:
+    with repo.refs.transaction(f"series rebase: start onto {onto} ({onto_commit[:12]})") as txn:
         rstate.save(repo, txn, state, None)
         txn.update(rstate.SAVED_REF, saved, None)
     ui.status(f"rebase: {len(patches)} patches onto {target.label}; upstream since: {target.range}")
@@ -118,7 +118,7 @@ def guard(
     if lost and not unexported_ok:
         raise RefusedError(
             f"refusing to {verb}: {len(lost)} commit(s) on {checkout.branch} were never exported",
-            why="\n".join(checkout.repo.oneline(c) for c in lost[:10]),
+            why="\n".join(checkout.repo.history.oneline(c) for c in lost[:10]),
             hint=f"run `series export` first, so patches/ holds what is {verb.rstrip('e')}ed"
             + ("; fixups: `series edit --squash`" if verb == "edit" else ""),
         )
@@ -129,7 +129,7 @@ def guard(
             why=f"applied: {', '.join(applied) or 'none'}\nseries.toml: {', '.join(ids)}",
             hint="run `series apply` (the whole series) first",
         )
-    if not series.cache.has_object(state.base):  # a new cache: bring the base back
+    if not series.cache.objects.has(state.base):  # a new cache: bring the base back
         series.upstream().keep(state.base, source=checkout.path, ref=BASE_REF, pin=False)
     built = series.stack(state.base)
     if built.tip != state.synced:
@@ -166,8 +166,8 @@ def _target(
 
 
 def _drop_refs(repo: Repo) -> None:
-    with repo.transaction("series rebase: drop the fetched revision") as txn:
-        for name, old in repo.refs(rstate.PREFIX).items():
+    with repo.refs.transaction("series rebase: drop the fetched revision") as txn:
+        for name, old in repo.refs.under(rstate.PREFIX).items():
             if name != rstate.LAST_REF:
                 txn.delete(name, old)
 
@@ -182,12 +182,12 @@ def _evidence(
     target: Target,
 ) -> dict[str, Upstream]:
     """patch id -> the first upstream commit found to have it (series.evidence)."""
-    nodes = [Node(repo.tree_of(base), base)]
+    nodes = [Node(repo.objects.tree_of(base), base)]
     steps = []
     for (pid, _), info in zip(patches, infos, strict=True):
         nodes.append(Node(info.tree, info.commit, info.parent))
         steps.append(PinStep(_patch(series, pid), "clean", info.commit))
-    files_by_commit = {e.commit: e.files for e in repo.log_files([tip, f"^{base}"])}
+    files_by_commit = {e.commit: e.files for e in repo.history.log_files([tip, f"^{base}"])}
     files = {pid: files_by_commit.get(commit, ()) for pid, commit in patches}
     found = find_evidence(repo, Stacked(nodes[0], steps, nodes, files), target)
     return {pid: Upstream(e[0].kind, e[0].commit, e[0].subject) for pid, e in found.items() if e}

@@ -103,7 +103,7 @@ def drive(run: Run, state: RebaseState, event: Event = None) -> None:
             chain = [
                 (tree, run.infos[c].message, run.infos[c].author) for _, tree, c in effect.items
             ]
-            event = Written(tuple(run.repo.write_commits(chain, effect.parent)))
+            event = Written(tuple(run.repo.objects.write_commits(chain, effect.parent)))
         elif isinstance(effect, Halt):
             _halt(run, state)
             return
@@ -119,7 +119,7 @@ Guesses = dict[tuple[str, str], TreeMerge]  # (commit, tree it goes onto) -> the
 
 def _parent(run: Run, info: CommitInfo) -> Node:
     parent = run.infos.get(info.parent)
-    tree = parent.tree if parent is not None else run.repo.tree_of(info.parent)
+    tree = parent.tree if parent is not None else run.repo.objects.tree_of(info.parent)
     return Node(tree, info.parent)
 
 
@@ -134,7 +134,7 @@ def _speculate(run: Run, merger: Merger, state: RebaseState) -> Guesses:
     if not todo:
         return {}
     infos = [run.infos[c] for c in todo]
-    pin = Node(run.repo.tree_of(state.base), state.base)
+    pin = Node(run.repo.objects.tree_of(state.base), state.base)
     onto = Node(state.onto_tree, state.onto)
     predicted = merger.run([Job(pin, onto, Node(i.tree, i.commit, i.parent)) for i in infos])
     ontos = [state.onto_tree] + [m.tree if m.clean else "" for m in predicted[:-1]]
@@ -178,7 +178,7 @@ def _recorded(run: Run, effect: Replay, merge: TreeMerge) -> Merged:
         )
     files = tuple(merge.files)
     touched = [f"{c.commit} {c.subject}" for c in run.commits() if set(c.files) & set(files)]
-    index_tree = repo.index_tree()
+    index_tree = repo.worktree.index_tree()
     assert index_tree is not None, "the checkout was clean when the rebase began"
     stages = tuple((e.mode, e.oid, e.stage, e.path) for e in merge.entries)
     stop = Stop(effect.index, conflicted, key, files, stages, index_tree, tuple(touched[:10]), note)
@@ -194,7 +194,7 @@ def _halt(run: Run, state: RebaseState) -> None:
     assert stop is not None
     repo = run.repo
     if stop.kind == "edit":
-        index_tree = repo.index_tree()
+        index_tree = repo.worktree.index_tree()
         assert index_tree is not None, "the checkout was clean when the edit began"
         stop = replace(stop, written_from=index_tree)
         state = replace(state, stop=stop)
@@ -202,7 +202,7 @@ def _halt(run: Run, state: RebaseState) -> None:
     if stop.kind == "conflict":
         write_conflict(repo, stop)
         raise conflict_error(run, state)
-    repo.checkout_tree(stop.written_from, repo.tree_of(state.current))
+    repo.worktree.checkout_tree(stop.written_from, repo.objects.tree_of(state.current))
     cmd, where = state.command, run.checkout.path
     run.ui.result(
         f"edit: stopped at {state.stopped_at} (HEAD in {where}); change it with `git commit "
@@ -220,24 +220,24 @@ def stop_ref(state: RebaseState) -> str:
 def _stop_transaction(repo: Repo, state: RebaseState) -> None:
     """The state with its stop saved; HEAD detached at the commit so far, logged in git's
     words (git status reads the last "checkout: moving from A to B" of HEAD's reflog)."""
-    old_blob = repo.ref_value(rstate.STATE_REF)
-    head, on = repo.head(), repo.symbolic_head()
+    old_blob = repo.refs.value(rstate.STATE_REF)
+    head, on = repo.refs.head(), repo.refs.symbolic_head()
     ref = stop_ref(state)
     moving = (on or head or "HEAD").removeprefix("refs/heads/")
-    with repo.transaction(f"checkout: moving from {moving} to {ref}") as txn:
+    with repo.refs.transaction(f"checkout: moving from {moving} to {ref}") as txn:
         rstate.save(repo, txn, state, old_blob)
-        for name, old in repo.refs(rstate.STOP_PREFIX).items():
+        for name, old in repo.refs.under(rstate.STOP_PREFIX).items():
             if name != ref:
                 txn.delete(name, old)
-        txn.update(ref, state.current, repo.ref_value(ref) or ZERO)
+        txn.update(ref, state.current, repo.refs.value(ref) or ZERO)
         if head != state.current or on is not None:
             txn.detach_head(state.current, head or ZERO)
 
 
 def write_conflict(repo: Repo, s: Stop) -> None:
     """The conflicted files with markers into the work tree, their stages into the index."""
-    repo.checkout_tree(s.written_from, s.conflict_tree)
-    repo.stage_conflicts(s.stages)
+    repo.worktree.checkout_tree(s.written_from, s.conflict_tree)
+    repo.worktree.stage_conflicts(s.stages)
 
 
 def conflict_error(run: Run, state: RebaseState) -> ConflictError:

@@ -29,18 +29,24 @@ from series.manifest_write import PatchUpdate, write_patches, write_pin
 from series.stack import rebase_state as rstate
 from series.stack.edit_finish import finish_edit
 from series.stack.rangediff import classify_diffs
-from series.stack.rebase_plan import RebaseState
+from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
 from series.stack.snapshot import saved_files
 from series.ui import Ui
 
 if TYPE_CHECKING:
     from series.project import Series
 
-REASONS = {
+REASONS = {  # why a patch left the series, by its outcome (drops say their own: rebase_plan)
     "empty": "empty on the new base",
-    "dropped": "already upstream (--drop-merged)",
     "skipped": "skipped at a conflict (series rebase --skip)",
 }
+
+
+def reason(action: Action, outcome: Outcome) -> str | None:
+    """Why the rebase removed the patch (the start of its [[dropped]] reason), or None."""
+    if outcome.status == "dropped":
+        return DROP_REASONS[action.reason][1]
+    return REASONS.get(outcome.status)
 
 
 def finish(
@@ -62,7 +68,7 @@ def finish(
     old_text = saved_files(repo, st.saved)["series.toml"].decode("utf-8")
     old = {p.id: p for p in manifest.loads(series.manifest.path, old_text, missing_ok=True).patches}
     kept = [(a, o) for a, o in st.walked() if o.kept]
-    exported = repo.format_patches(st.onto, st.current) if kept else []
+    exported = repo.diffs.format_patches(st.onto, st.current) if kept else []
     data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
     _verify(repo, st, [data[a.id] for a, _ in kept])
     dropped = _dropped(st, old)
@@ -109,14 +115,14 @@ def _dropped(st: RebaseState, old: Mapping[str, Patch]) -> list[Dropped]:
         Dropped(
             id=a.id,
             title=old[a.id].title if a.id in old else a.id,
-            reason=f"{REASONS[o.status]}: {o.note}" if o.note else REASONS[o.status],
+            reason=f"{why}: {o.note}" if o.note else why,
             pr=old[a.id].pr if a.id in old else None,
             upstream_commit=o.upstream_commit,
             onto=st.onto,
             file=old[a.id].file if a.id in old else "",
         )
         for a, o in st.walked()
-        if o.status in REASONS
+        if (why := reason(a, o)) is not None
     ]
 
 
@@ -133,8 +139,12 @@ def _verify(repo: Repo, st: RebaseState, patches: list[bytes]) -> None:
             path = Path(tmp) / f"{i:04d}.patch"
             path.write_bytes(data)
             files.append(path)
-        tree = repo.apply_all(repo.tree_of(st.onto), files) if files else repo.tree_of(st.onto)
-    if tree != repo.tree_of(st.current):
+        tree = (
+            repo.index.apply_all(repo.objects.tree_of(st.onto), files)
+            if files
+            else repo.objects.tree_of(st.onto)
+        )
+    if tree != repo.objects.tree_of(st.current):
         raise InternalError(
             "the re-exported patches would not reproduce the rebased commits",
             why="nothing was written; the rebase stays where it is",
@@ -147,14 +157,14 @@ def _summary(repo: Repo, ui: Ui, st: RebaseState, dropped: list[Dropped], kept: 
         table.add_column(column, overflow="fold")
     walked = st.walked()
     picked = [c for a, o in walked if o.status == "picked" for c in (a.commit, o.new)]
-    diffs = repo.commit_diffs(picked)
+    diffs = repo.diffs.commits(picked)
     for n, (a, o) in enumerate(walked, 1):
         if o.status == "picked":
             result, detail = classify_diffs(diffs[a.commit], diffs[o.new]), ""
         elif o.status == "resolved":
             result, detail = "resolved (recorded)", o.resolution
         else:
-            result, detail = f"dropped ({REASONS[o.status]})", o.note
+            result, detail = f"dropped ({reason(a, o)})", o.note
         table.add_row(str(n), a.id, result, detail)
     ui.table(table)
     ui.result(

@@ -15,8 +15,9 @@ another one (:class:`OtherFormat`) and validates every key and type of
 this one (:class:`ValueError`), so a damaged or foreign state is named,
 never half-read. docs/rebase.md ("State") documents the format.
 
-Pure: no git, no files. New kinds of action (edit, squash, a partly
-upstream remainder) are new entries in ``KINDS`` and new plan builders:
+Pure: no git, no files. A new kind of action (edit, squash, a partly
+upstream remainder) is an entry in ``KINDS``, its walk in
+``rebase_step.WALK``, and a plan builder that uses it:
 ``series edit`` (state ``kind`` "edit", onto the base itself) adds ``edit``
 (pick, then stop for the user: a :class:`Stop` of kind "edit"), ``fixup``
 (squash this commit into the patch kept before it) and the drop reason
@@ -34,9 +35,12 @@ KINDS = ("pick", "drop", "edit", "fixup")
 # What became of an action; a patch with no outcome yet is "pending".
 STATUSES = ("picked", "resolved", "empty", "dropped", "skipped", "edited", "squashed")
 PENDING = "pending"
-# The reasons a ``drop`` action may give (rebase: a [[dropped]] reason, rebase_finish;
-# edit: ``removed``, `series edit --drop`).
-DROP_REASONS = ("dropped", "removed")
+# Why a ``drop`` action drops its patch: reason -> (the note of its outcome, what
+# series.toml's [[dropped]] record and the summary say). A new way to drop is an entry.
+DROP_REASONS = {
+    "upstream": ("already upstream", "already upstream (--drop-merged)"),
+    "removed": ("dropped by `series edit --drop`", "removed by `series edit --drop`"),
+}
 # What a state is the state of: `series rebase`, or `series edit` (onto its own base).
 STATE_KINDS = ("rebase", "edit")
 # Why a state is stopped: a conflict to resolve, or a patch for the user to edit.
@@ -174,7 +178,7 @@ def plan_rebase(
     patch turns out empty.
     """
     return tuple(
-        Action("drop", pid, commit, reason="dropped", upstream=evidence[pid])
+        Action("drop", pid, commit, reason="upstream", upstream=evidence[pid])
         if drop_merged and pid in evidence
         else Action("pick", pid, commit, upstream=evidence.get(pid))
         for pid, commit in patches

@@ -61,7 +61,7 @@ def resume(
         return
     editing = st.stop is not None and st.stop.kind == "edit"
     _check_moved(checkout, st, head_may_move=action == "skip" or editing)
-    infos = repo.commit_infos(st.base, st.tip)
+    infos = repo.history.commit_infos(st.base, st.tip)
     run = Run(series, ui, checkout, {i.commit: i for i in infos}, lambda: _since_pin(run, st))
     if editing:
         if action == "skip":
@@ -79,14 +79,14 @@ def resume(
 
 
 def _since_pin(run: Run, st: RebaseState) -> list[LogEntry]:
-    """The upstream commits since the pin, as the start had them (for a stop's report)."""
+    """The upstream commits since the pin (REV's that the real pin lacks), for a stop's report."""
     if st.kind == "edit":
         return []
     revs = [st.onto, f"^{st.base}"]
     real = run.series.manifest.upstream.commit
-    if run.repo.has_object(real) and run.repo.merge_base(real, st.onto):
+    if run.repo.objects.has(real) and run.repo.history.merge_base(real, st.onto):
         revs = [st.onto, f"^{real}"]
-    return run.repo.log_files(revs, max_count=2000)
+    return run.repo.history.log_files(revs, max_count=2000)
 
 
 def _check_moved(checkout: Checkout, st: RebaseState, *, head_may_move: bool) -> None:
@@ -99,7 +99,7 @@ def _check_moved(checkout: Checkout, st: RebaseState, *, head_may_move: bool) ->
             why=f"it was {st.tip[:12]}, it is {(tip or 'gone')[:12]}",
             hint="`series rebase --abort` (it leaves the branch as it is now), then start again",
         )
-    onto = repo.rev(rstate.ONTO_REF)
+    onto = repo.objects.rev(rstate.ONTO_REF)
     if onto != st.onto:
         raise RefusedError(
             "refusing to go on: the target of the rebase moved",
@@ -107,7 +107,7 @@ def _check_moved(checkout: Checkout, st: RebaseState, *, head_may_move: bool) ->
             hint="`series rebase --abort`, then start again with --onto",
         )
     expected = st.current if st.stop is not None else st.tip
-    head = repo.head()
+    head = repo.refs.head()
     if head != expected and not (head_may_move and st.stop is not None):
         raise RefusedError(
             f"refusing to go on: the checkout moved (HEAD is {(head or 'nothing')[:12]}, "
@@ -145,7 +145,7 @@ def _continue(run: Run, st: RebaseState) -> None:
 def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
     """The tree staged as the resolution; refuse what is not one (yet)."""
     repo, where = run.repo, run.checkout.path
-    unmerged = repo.unmerged()
+    unmerged = repo.worktree.unmerged()
     if not unmerged:
         _finish_stop(run, st, s)  # raises when the stop itself was cut short
     if unmerged:
@@ -155,16 +155,16 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
             hint=f"edit them, `git -C {where} add` them, then `series rebase --continue`; "
             f"or `series rebase --skip` drops {sid}, `series rebase --abort` undoes the rebase",
         )
-    if not repo.files_match_index():
+    if not repo.worktree.files_match_index():
         raise RefusedError(
             "refusing to go on: the checkout has changes that are not staged",
-            why="\n".join(repo.dirty()[:10]),
+            why="\n".join(repo.worktree.dirty()[:10]),
             hint=f"`git -C {where} add` what belongs to the resolution "
             "(or `git checkout --` what does not), then `series rebase --continue`",
         )
-    resolved = repo.index_tree()
+    resolved = repo.worktree.index_tree()
     assert resolved is not None
-    if resolved == repo.tree_of(st.current):
+    if resolved == repo.objects.tree_of(st.current):
         raise UsageError(
             f"nothing of {sid} is left after the resolution",
             hint="`series rebase --skip` drops it with a record; or stage its changes",
@@ -182,8 +182,8 @@ def _finish_stop(run: Run, st: RebaseState, s: Stop) -> None:
     put the markers into the series; a conflict added back unedited is the
     same tree, and is refused the same way.
     """
-    repo, index = run.repo, run.repo.index_tree()
-    if index == s.written_from and repo.files_match_index():
+    repo, index = run.repo, run.repo.worktree.index_tree()
+    if index == s.written_from and repo.worktree.files_match_index():
         run.ui.status(
             "the conflict had not been written into the checkout (interrupted); it is now"
         )
@@ -194,7 +194,7 @@ def _finish_stop(run: Run, st: RebaseState, s: Stop) -> None:
             "the conflicted files are staged with their markers (an interrupted stop, or "
             "`git add` of unedited files): their conflict stages are back in the index"
         )
-        repo.stage_conflicts(s.stages)
+        repo.worktree.stage_conflicts(s.stages)
         raise conflict_error(run, st)
 
 
@@ -203,7 +203,9 @@ def _skip(run: Run, st: RebaseState) -> None:
     if s is None:
         raise UsageError("nothing to skip: the rebase is not stopped at a conflict")
     keep_stop(run.checkout, st, f"{st.kind} --skip", run.ui, back_to=st.current)
-    run.repo.checkout_tree(None, st.current)  # the conflict is thrown away, as git rebase --skip
+    run.repo.worktree.checkout_tree(
+        None, st.current
+    )  # the conflict is thrown away, as git rebase --skip
     run.ui.status(f"  {st.plan[s.index].id:<4} skipped; series.toml will record why")
     drive(run, st, Skipped())
 
@@ -211,19 +213,19 @@ def _skip(run: Run, st: RebaseState) -> None:
 def abort(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> None:
     repo = checkout.repo
     gone = [rstate.STATE_REF, rstate.ONTO_REF, rstate.SAVED_REF, rstate.CURRENT_REF]
-    gone += list(repo.refs(rstate.STOP_PREFIX))
+    gone += list(repo.refs.under(rstate.STOP_PREFIX))
     keep_stop(checkout, st, f"{st.kind} --abort", ui, gone=gone)
-    repo.set_head(checkout.branch_ref)
+    repo.refs.set_head(checkout.branch_ref)
     tip = checkout.tip()
     assert tip is not None
-    repo.checkout_tree(None, tip)
+    repo.worktree.checkout_tree(None, tip)
     written = [series.patch_path(p) for p in series.manifest.patches]
     journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
     written += [series.root / str(p) for p in (journal or {}).get("created", [])]
     changed = restore_project(repo, series.root, st.saved, written)
     if journal is not None:
         export_files.finish(series.root)
-    with repo.transaction(f"series {st.kind}: abort") as txn:
+    with repo.refs.transaction(f"series {st.kind}: abort") as txn:
         rstate.forget(repo, txn, keep_last=False)
     moved = "" if tip == st.tip else f" (the branch had moved to {tip[:12]}; it stays there)"
     ui.result(
@@ -250,11 +252,11 @@ def keep_stop(
     back there in it. The rebase's own commits are not kept.
     """
     repo = checkout.repo
-    known = [repo.tree_of(c) for c in (st.current, st.tip)]
+    known = [repo.objects.tree_of(c) for c in (st.current, st.tip)]
     if st.stop is not None:
         known += [st.stop.conflict_tree, st.stop.written_from]
     changes = backup.uncommitted(repo, what, known)
-    with repo.transaction(f"series {what}: keep what the checkout held") as txn:
+    with repo.refs.transaction(f"series {what}: keep what the checkout held") as txn:
         kept = checkout.keep_lost(
             txn,
             what,
@@ -262,7 +264,7 @@ def keep_stop(
             extra=[(backup.CHANGES, changes)],
             gone=gone or (),
         )
-        head = repo.head()
+        head = repo.refs.head()
         if back_to is not None and head is not None and head != back_to:
             txn.detach_head(back_to, head)
     if kept is not None:
@@ -288,27 +290,35 @@ def _finish_interrupted_end(checkout: Checkout, ui: Ui, kind: str = "rebase") ->
     repo = checkout.repo
     state = checkout.state()
     tip = checkout.tip()
-    if state is None or tip is None or (kind == "rebase" and repo.rev(rstate.LAST_REF) is None):
+    if (
+        state is None
+        or tip is None
+        or (kind == "rebase" and repo.objects.rev(rstate.LAST_REF) is None)
+    ):
         return finish_interrupted_move(checkout, ui)
-    if checkout.on_branch() or state.synced != tip or repo.symbolic_head() is not None:
+    if checkout.on_branch() or state.synced != tip or repo.refs.symbolic_head() is not None:
         return finish_interrupted_move(checkout, ui)
-    head = repo.head()
-    kept = [tip, *repo.refs(backup.PREFIX).values()]
-    if kind == "edit" and (head is None or not any(repo.is_ancestor(head, k) for k in kept)):
+    head = repo.refs.head()
+    kept = [tip, *repo.refs.under(backup.PREFIX).values()]
+    if kind == "edit" and (
+        head is None or not any(repo.history.is_ancestor(head, k) for k in kept)
+    ):
         return False
-    if repo.unmerged() or not repo.files_match_index():
+    if repo.worktree.unmerged() or not repo.worktree.files_match_index():
         return False
-    repo.checkout_tree(None, tip)
-    repo.set_head(checkout.branch_ref)
+    repo.worktree.checkout_tree(None, tip)
+    repo.refs.set_head(checkout.branch_ref)
     return True
 
 
 def _leftovers(checkout: Checkout) -> bool:
     """Delete the refs a start killed before its first transaction left; any found?"""
     repo = checkout.repo
-    left = {n: v for n, v in repo.refs(rstate.PREFIX).items() if n != rstate.LAST_REF}
+    left = {n: v for n, v in repo.refs.under(rstate.PREFIX).items() if n != rstate.LAST_REF}
     if left:
-        with repo.transaction("series rebase: drop the leftovers of an interrupted start") as txn:
+        with repo.refs.transaction(
+            "series rebase: drop the leftovers of an interrupted start"
+        ) as txn:
             for name, old in left.items():
                 txn.delete(name, old)
     return bool(left)

@@ -37,12 +37,12 @@ STOP_PREFIX = refnames.STOP  # the stop's name for git status (series.stack.reba
 
 def load(repo: Repo) -> RebaseState | None:
     """The rebase in progress in ``repo``, validated, or None."""
-    blob = repo.ref_value(STATE_REF)
+    blob = repo.refs.value(STATE_REF)
     if blob is None:
         return None
     where = f"{STATE_REF} in {repo.path}"
     try:
-        return from_json(json.loads(repo.read_blob(blob).decode("utf-8")))
+        return from_json(json.loads(repo.objects.read_blob(blob).decode("utf-8")))
     except OtherFormat as exc:
         older = isinstance(exc.found, int) and exc.found < FORMAT
         raise SeriesError(
@@ -62,18 +62,18 @@ def load(repo: Repo) -> RebaseState | None:
 def save(repo: Repo, txn: Transaction, state: RebaseState, old_blob: str | None) -> None:
     """Add the writes of ``state`` (state blob and current ref) to ``txn``."""
     raw = (json.dumps(to_json(state), indent=2) + "\n").encode()
-    blob = repo.write_objects("blob", [raw])[0]
+    blob = repo.objects.write("blob", [raw])[0]
     txn.update(STATE_REF, blob, old_blob or ZERO)
-    txn.update(CURRENT_REF, state.current, repo.ref_value(CURRENT_REF) or ZERO)
+    txn.update(CURRENT_REF, state.current, repo.refs.value(CURRENT_REF) or ZERO)
 
 
 def forget(repo: Repo, txn: Transaction, *, keep_last: bool) -> None:
     """Add the deletion of every rebase ref to ``txn`` (``keep_last``: the snapshot as last)."""
-    refs = repo.refs(PREFIX)
+    refs = repo.refs.under(PREFIX)
     for name in (STATE_REF, ONTO_REF, SAVED_REF, CURRENT_REF):
         if name in refs:
             txn.delete(name, refs[name])
-    for name, old in repo.refs(STOP_PREFIX).items():
+    for name, old in repo.refs.under(STOP_PREFIX).items():
         txn.delete(name, old)
     if keep_last and SAVED_REF in refs:
         txn.update(LAST_REF, refs[SAVED_REF], refs.get(LAST_REF) or ZERO)

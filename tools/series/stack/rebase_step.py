@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from series.stack.rebase_plan import Action, Outcome, RebaseState, Stop, Upstream
+from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState, Stop, Upstream
 
 
 @dataclass(frozen=True)
@@ -125,14 +125,32 @@ def step(state: RebaseState, event: Event) -> tuple[RebaseState, Effect]:
         return state, _write(state) or Halt()
     while state.position < len(state.plan):
         action = state.plan[state.position]
-        if action.kind == "drop":
-            state = _add(state, _dropped(action))
-            continue
-        if action.kind in ("pick", "edit", "fixup"):
-            onto = _reusable(state)
-            return state, Replay(state.position, action.id, action.commit, tip_tree(state), onto)
-        raise StepError(f"no step for an action of kind {action.kind!r}")
+        walk = WALK.get(action.kind)
+        if walk is None:
+            raise StepError(f"no step for an action of kind {action.kind!r}")
+        state, effect = walk(state, action)
+        if effect is not None:
+            return state, effect
     return state, _write(state) or Finish()
+
+
+def _pick(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | None]:
+    """Replay the patch onto the tree so far (its Merged result comes back to ``_merged``).
+
+    Also an ``edit`` (the stop comes once it is replayed: ``_edit_due``) and a
+    ``fixup`` (``_merged`` squashes it into the patch before).
+    """
+    onto = _reusable(state)
+    return state, Replay(state.position, action.id, action.commit, tip_tree(state), onto)
+
+
+def _drop(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | None]:
+    return _add(state, _noted(Outcome("dropped"), DROP_REASONS[action.reason][0], action)), None
+
+
+# How each kind of action is walked: the state after it, and an effect to perform
+# (None: done without one, walk on). A new kind of action is a new entry.
+WALK = {"pick": _pick, "edit": _pick, "fixup": _pick, "drop": _drop}
 
 
 def tip_tree(state: RebaseState) -> str:
@@ -279,13 +297,6 @@ def _edited(state: RebaseState, event: Edited) -> RebaseState:
         current=event.head,
         stop=None,
     )
-
-
-def _dropped(action: Action) -> Outcome:
-    if action.reason == "removed":
-        return Outcome("dropped", note="dropped by `series edit --drop`")
-    assert action.upstream is not None, "a drop names what upstream has"
-    return _noted(Outcome("dropped"), "already upstream", action)
 
 
 def _noted(outcome: Outcome, why: str, action: Action) -> Outcome:

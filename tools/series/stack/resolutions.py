@@ -58,17 +58,17 @@ def conflict_tree(repo: Repo, merge: TreeMerge, patch_id: str) -> str:
     if not content:
         return merge.tree
     oids = sorted({e.oid for st in content.values() for e in st.values()})
-    blobs = repo.read_blobs(oids)
+    blobs = repo.objects.read_blobs(oids)
     merged = []
     for path, st in sorted(content.items()):
         base = blobs[st[1].oid] if 1 in st else b""
-        data = repo.merge_file(
+        data = repo.merge.file(
             base, blobs[st[2].oid], blobs[st[3].oid], favour=None, labels=labels(patch_id)
         )
         merged.append((st[3].mode, path, data))
-    ids = repo.write_objects("blob", [m[2] for m in merged])
+    ids = repo.objects.write("blob", [m[2] for m in merged])
     info = [f"{mode} {oid}\t{path}" for (mode, path, _), oid in zip(merged, ids, strict=True)]
-    return repo.rewrite_tree(merge.tree, info)
+    return repo.index.rewrite(merge.tree, info)
 
 
 def path_for(root: Path, patch_id: str, key: str) -> Path:
@@ -108,7 +108,7 @@ def record(
         "# Below: from the conflicted files (markers as series writes them) to the resolution.",
         "",
     ]
-    data = "\n".join(head).encode() + repo.diff_trees(conflicted, resolved)
+    data = "\n".join(head).encode() + repo.diffs.trees(conflicted, resolved)
     target = confined(root, root / DIRECTORY / pid / f"{key[:16]}.patch")  # to be written
     if not target.is_file() or target.read_bytes() != data:
         write_atomic(target, data, within=root)
@@ -120,4 +120,4 @@ def replay(repo: Repo, path: Path, key: str, conflicted: str) -> str | None:
     data = path.read_bytes()
     if f"# conflict: {key}\n".encode() not in data.split(b"\ndiff --git", 1)[0] + b"\n":
         return None
-    return repo.apply_exact(conflicted, data)
+    return repo.index.apply_exact(conflicted, data)

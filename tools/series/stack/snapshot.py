@@ -20,19 +20,19 @@ _WHO = Ident("keras-series", "rebase@keras-series.invalid", "@0 +0000")
 def save_project(repo: Repo, root: Path, patch_files: list[Path]) -> str:
     """A commit whose tree holds series.toml and the given patch files."""
     paths = [confined(root, p, reading=True) for p in (root / "series.toml", *patch_files)]
-    blobs = repo.write_objects("blob", [p.read_bytes() for p in paths])
+    blobs = repo.objects.write("blob", [p.read_bytes() for p in paths])
     index = [
         f"100644 {oid}\t{path.relative_to(root).as_posix()}"
         for path, oid in zip(paths, blobs, strict=True)
     ]
-    tree = repo.rewrite_tree(repo.empty_tree(), index)
-    return repo.commit_tree(tree, [], "series rebase: the series before the rebase\n", _WHO)
+    tree = repo.index.rewrite(repo.index.empty_tree(), index)
+    return repo.objects.commit_tree(tree, [], "series rebase: the series before the rebase\n", _WHO)
 
 
 def saved_files(repo: Repo, saved: str) -> dict[str, bytes]:
     """relative path -> bytes of every file in the snapshot."""
-    files = repo.tree_files(saved)
-    blobs = repo.read_blobs(sorted(set(files.values())))
+    files = repo.objects.tree_files(saved)
+    blobs = repo.objects.read_blobs(sorted(set(files.values())))
     return {path: blobs[oid] for path, oid in files.items()}
 
 

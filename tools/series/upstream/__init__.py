@@ -13,7 +13,7 @@ the git-level primitive this package is the policy above.
 
 from __future__ import annotations
 
-from series.upstream.pin import Base, cache_repo, fetch_base, import_sdist, resolve
+from series.upstream.pin import Base, cache_repo, import_sdist, resolve
 from series.upstream.refs import SCRATCH
 from series.upstream.revision import Revision
 from series.upstream.source import UpstreamSource
@@ -24,7 +24,6 @@ __all__ = [
     "Revision",
     "UpstreamSource",
     "cache_repo",
-    "fetch_base",
     "import_sdist",
     "resolve",
 ]

@@ -151,7 +151,7 @@ def _fetch(
     errors: list[str] = []
     patience = stall()
     for refspecs in want.tries:
-        status, err = repo.fetch(want.source, refspecs, depth=policy.depth, stall=patience)
+        status, err = repo.remote.fetch(want.source, refspecs, depth=policy.depth, stall=patience)
         if status != 0:
             errors.append(err.strip())
             if network_failure(err):
@@ -166,7 +166,7 @@ def _fetch(
     if policy.every_ref_under is not None:
         prefix = policy.every_ref_under
         every = [f"+refs/heads/*:{prefix}heads/*", f"+refs/tags/*:{prefix}tags/*"]
-        if repo.fetch(want.source, every)[0] == 0:
+        if repo.remote.fetch(want.source, every)[0] == 0:
             return Fetched(False, every_ref=True, errors=errors)
     return Fetched(False, errors=errors)
 
@@ -174,17 +174,17 @@ def _fetch(
 def _deepen(repo: Repo, source: str, refspecs: list[str], ref: str, policy: Policy) -> None:
     """Deepen a shallow history until ``ref`` and ``policy.deepen_to`` meet (or it ends)."""
     real = policy.deepen_to
-    if real is None or not repo.has_object(real):
+    if real is None or not repo.objects.has(real):
         return
-    got = repo.rev(ref)
+    got = repo.objects.rev(ref)
     if got is None:
         return
     depth = DEPTH
-    while repo.merge_base(real, got) is None and depth <= MAX_DEPTH:
-        roots = repo.shallow_roots()
+    while repo.history.merge_base(real, got) is None and depth <= MAX_DEPTH:
+        roots = repo.history.shallow_roots()
         if not roots:
             return  # complete history: they share none
-        status, _ = repo.fetch(source, refspecs, deepen=depth)
-        if status != 0 or repo.shallow_roots() == roots:
+        status, _ = repo.remote.fetch(source, refspecs, deepen=depth)
+        if status != 0 or repo.history.shallow_roots() == roots:
             return
         depth *= 2

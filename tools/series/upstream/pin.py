@@ -147,12 +147,12 @@ def _git(
         url = str(Path(override).resolve())
 
     def accept(tried: str) -> str | None:
-        got = repo.rev(ref)
+        got = repo.objects.rev(ref)
         if got == upstream.commit:
             return None
-        if repo.has_object(upstream.commit):
-            with repo.transaction("series upstream: pin the upstream commit") as txn:
-                txn.update(ref, upstream.commit, repo.ref_value(ref) or ZERO)
+        if repo.objects.has(upstream.commit):
+            with repo.refs.transaction("series upstream: pin the upstream commit") as txn:
+                txn.update(ref, upstream.commit, repo.refs.value(ref) or ZERO)
             return None
         return f"{tried.split(':')[0].lstrip('+')} is {got}, not the pinned commit"
 
@@ -162,7 +162,7 @@ def _git(
         repo,
         Want(url, ref, [[spec] for spec in pin_refspecs(upstream)]),
         Policy(depth=1, memory=memory),
-        have=lambda: repo.rev(ref) == upstream.commit,
+        have=lambda: repo.objects.rev(ref) == upstream.commit,
         accept=accept,
         announce=f"upstream: fetching {upstream.ref} ({upstream.commit[:12]}) from {url}; "
         f"gives up after {stall()} s without data (SERIES_NET_TIMEOUT)",
@@ -218,7 +218,7 @@ def _sdist(
         )
     ref = refs.sdist(name, digest)
     label = f"{sd.package}=={sd.version} sdist (stands in for {upstream.ref})"
-    commit = repo.rev(ref)
+    commit = repo.objects.rev(ref)
     if commit is None:
         try:
             commit = import_sdist(repo, archive, name, digest, upstream)
@@ -232,9 +232,9 @@ def _sdist(
                 "the command again to download it afresh",
                 exit_code=Exit.BAD_INPUT if named else Exit.FAILED,
             ) from None
-        with repo.transaction(f"series upstream: import {archive.name}") as txn:
+        with repo.refs.transaction(f"series upstream: import {archive.name}") as txn:
             txn.update(ref, commit, ZERO)
-        repo.repack()
+        repo.objects.repack()
     return Base(commit, "sdist", label, reason)
 
 
@@ -258,7 +258,7 @@ def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Up
         tops = {Path(m.name).parts[0] for m in members if m.name}
         if len(tops) != 1:
             raise SeriesError(f"{archive.name} does not have one top-level directory")
-        tree = repo.tree_from_directory(Path(tmp) / tops.pop())
+        tree = repo.index.tree_from_directory(Path(tmp) / tops.pop())
     newest = max((m.mtime for m in members), default=0)
     when = Ident(IMPORTER, IMPORTER_EMAIL, f"@{int(newest)} +0000")
     message = (
@@ -266,7 +266,7 @@ def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Up
         f"Stands in for {upstream.repository} {upstream.ref} ({upstream.commit}).\n"
         f"sdist sha256: {digest}\n"
     )
-    return repo.commit_tree(tree, [], message, when)
+    return repo.objects.commit_tree(tree, [], message, when)
 
 
 def keep(repo: Repo, source: Path, ref: str, commit: str, *, pin: bool) -> str | None:
@@ -279,14 +279,8 @@ def keep(repo: Repo, source: Path, ref: str, commit: str, *, pin: bool) -> str |
     name = refs.git_pin(commit) if pin else refs.checkout_base(commit)
 
     def accept(tried: str) -> str | None:
-        return None if not pin or repo.rev(name) == commit else "no ref"
+        return None if not pin or repo.objects.rev(name) == commit else "no ref"
 
     want = Want(str(source), name, [[f"+{ref}:{name}"]])
     fetched = fetch(repo, want, Policy(depth=None), accept=accept)
     return None if fetched.ok else fetched.why() or "no ref"
-
-
-def fetch_base(checkout: Repo, cache: Repo, base: Base, ref: str) -> None:
-    """Bring the base commit into the checkout repository (the caller moves ``ref``)."""
-    if checkout.rev(ref) != base.commit:
-        checkout.fetch_from(cache, base.commit)

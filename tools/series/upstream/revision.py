@@ -70,7 +70,9 @@ def resolve_revision(
         commit = _fetch(repo, onto, url, pinned, scratch, real)
         label = f"{onto} ({commit[:12]})" + (f" from {url}" if url else "")
     revs, described, unrelated = _range(repo, base.commit, commit, real)
-    commits = repo.log_files(revs, max_count=SCAN_LIMIT if unrelated else None) if revs else []
+    commits = (
+        repo.history.log_files(revs, max_count=SCAN_LIMIT if unrelated else None) if revs else []
+    )
     if not unrelated and revs:
         described += f", {len(commits)} commits"
     return Revision(label, commit, revs, described, commits)
@@ -100,22 +102,22 @@ def _fetch(
 ) -> str:
     """REV in ``repo``, fetched with no more history than the range since the pin needs."""
     if url is None:
-        local = repo.rev(rev)
+        local = repo.objects.rev(rev)
         if local is not None:
             return local  # in the cache already: no source was named to fetch it from
     source = url or pinned.repository
     if Path(source).exists():
         source = str(Path(source).resolve())
     wanted = f"{scratch}onto"
-    pin_specs = [] if real is None or repo.has_object(real) else pin_refspecs(pinned)
+    pin_specs = [] if real is None or repo.objects.has(real) else pin_refspecs(pinned)
     known = _remote_commit(repo, source, rev)
 
     def have() -> bool:
-        if known is None or pin_specs or repo.rev(known) != known:
+        if known is None or pin_specs or repo.objects.rev(known) != known:
             return False
         # Here already (a warm run): name it, fetch nothing.
-        old = repo.ref_value(wanted)
-        with repo.transaction(f"series onto: keep {rev} ({known[:12]})") as txn:
+        old = repo.refs.value(wanted)
+        with repo.refs.transaction(f"series onto: keep {rev} ({known[:12]})") as txn:
             txn.update(wanted, known, old)
         return True
 
@@ -124,12 +126,18 @@ def _fetch(
         tries.append([f"+{rev}:{wanted}"])
     policy = Policy(
         # A commit here already is fetched without a depth: one would cut its history.
-        depth=None if known and repo.has_object(known) else DEPTH,
+        depth=None if known and repo.objects.has(known) else DEPTH,
         deepen_to=real,
         every_ref_under=scratch if _HEX.match(rev) else None,
     )
     fetched = fetch(repo, Want(source, wanted, tries), policy, have=have)
-    commit = repo.rev(wanted) if fetched.ok else repo.rev(rev) if fetched.every_ref else None
+    commit = (
+        repo.objects.rev(wanted)
+        if fetched.ok
+        else repo.objects.rev(rev)
+        if fetched.every_ref
+        else None
+    )
     if not fetched.ok and commit is None:
         raise _not_fetched(repo, rev, source, fetched.errors[-1] if fetched.errors else "")
     if commit is None:
@@ -144,12 +152,12 @@ def _remote_commit(repo: Repo, source: str, rev: str) -> str | None:
     """The commit REV names in ``source``: REV itself if it is a full commit id."""
     if _HEX.fullmatch(rev) and len(rev) == 40:
         return rev
-    return repo.remote_rev(source, rev)
+    return repo.remote.rev(source, rev)
 
 
 def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError:
     """Why ``rev`` could not be fetched: no such revision (2), or no such source (2 or 1)."""
-    reachable, answer = repo.reachable(source)
+    reachable, answer = repo.remote.reachable(source)
     if reachable:
         return UsageError(
             f"cannot find {rev} in {source}",
@@ -181,8 +189,8 @@ def _range(repo: Repo, pin: str, rev: str, real: str | None) -> tuple[list[str],
     """
     if rev in (pin, real):
         return [], "none (the revision is the pin)", False
-    if real is not None and repo.has_object(real):
-        merge_base = repo.merge_base(real, rev)
+    if real is not None and repo.objects.has(real):
+        merge_base = repo.history.merge_base(real, rev)
         if merge_base is not None:
             what = "" if real == pin else " (the commit the sdist pin stands for)"
             return (
@@ -201,8 +209,8 @@ def _range(repo: Repo, pin: str, rev: str, real: str | None) -> tuple[list[str],
 def drop_scratch(repo: Repo, prefix: str, say: Callable[[str], None]) -> None:
     """Delete the run's scratch refs; runs in a ``finally``, so it never raises."""
     try:
-        with repo.transaction("series check-conflicts: drop scratch refs") as txn:
-            for name, old in repo.refs(prefix).items():
+        with repo.refs.transaction("series check-conflicts: drop scratch refs") as txn:
+            for name, old in repo.refs.under(prefix).items():
                 txn.delete(name, old)
     except RefMoved as exc:
         say(

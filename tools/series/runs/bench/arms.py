@@ -90,13 +90,13 @@ class _Trees:
         self.repo, self.root = repo, root
 
     def get(self, commit: str) -> Path:
-        path = self.root / self.repo.tree_of(commit)[:20]
-        if Repo(path).is_linked_worktree():
+        path = self.root / self.repo.objects.tree_of(commit)[:20]
+        if Repo(path).worktree.is_linked():
             return path
         self.root.mkdir(parents=True, exist_ok=True)
         with exclusive(self.root / "add.lock"):
-            if not Repo(path).is_linked_worktree():
+            if not Repo(path).worktree.is_linked():
                 if path.exists():  # what an interrupted add left: series owns it
                     shutil.rmtree(path)
-                self.repo.worktree_add(path, commit)
+                self.repo.worktree.add(path, commit)
         return path

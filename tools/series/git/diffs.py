@@ -1,0 +1,111 @@
+"""Diffs: what changed between trees and commits, as paths, hunks, patches and patch ids.
+
+Every diff here is hermetic (no user configuration: no colour, no
+renames, full blob ids), so the same inputs give the same bytes. A commit
+is written out with ``format-patch`` in the one canonical form series
+uses, with nothing volatile in it, so the same commit always gives the
+same patch file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from series.git.run import HERMETIC, Part
+
+_ZERO_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+
+
+class Diffs(Part):
+    """Differences between trees and commits, and commits as patch files."""
+
+    def changed_paths(self, old: str, new: str) -> list[str]:
+        """Paths whose content differs between two commits or trees."""
+        out = self._run.git(
+            "diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new, env=HERMETIC
+        )
+        return [path for path in out.split("\0") if path]
+
+    def changed_lines(self, old: str, new: str, path: str) -> list[tuple[int, int]]:
+        """(first, count) of each hunk's new-side lines in ``path`` (``diff -U0``).
+
+        A hunk that only deletes has count 0: ``first`` is the line after
+        which the deleted lines stood.
+        """
+        out = self._run.git(
+            "diff", "-U0", "--no-color", "--no-renames", old, new, "--", path, env=HERMETIC
+        )
+        hunks = []
+        for line in out.splitlines():
+            if line.startswith("@@ "):
+                new_side = line.split(" ")[2].removeprefix("+")
+                first, _, count = new_side.partition(",")
+                hunks.append((int(first), int(count) if count else 1))
+        return hunks
+
+    def trees(self, old: str, new: str) -> bytes:
+        """The patch from tree ``old`` to tree ``new`` (full blob ids, no renames)."""
+        argv = ["diff-tree", "-p", "--full-index", "--binary", "--no-renames", "--no-color"]
+        return self._run.git_bytes(*argv, old, new, env=HERMETIC)
+
+    def commits(self, commits: Sequence[str]) -> dict[str, bytes]:
+        """commit -> its diff against its parent, all with one ``diff-tree --stdin``."""
+        if not commits:
+            return {}
+        argv = ["diff-tree", "--stdin", "-p", "--full-index", "--no-renames", "--no-color"]
+        out = self._run.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=HERMETIC)
+        diffs: dict[str, bytes] = {}
+        current = None
+        for line in out.splitlines(keepends=True):
+            head = line.strip().decode("ascii", "replace")
+            if len(head) == 40 and head in commits and not line.startswith((b"+", b"-", b" ")):
+                current = head
+                diffs[current] = b""
+            elif current is not None:
+                diffs[current] += line
+        return diffs
+
+    def range_diff(self, old: str, new: str) -> str:
+        """``git range-diff OLD NEW`` (two revision ranges), without colour."""
+        return self._run.git(
+            "range-diff", "--no-color", "--creation-factor=100", old, new, env=HERMETIC
+        )
+
+    def patch_ids(self, revs: Sequence[str], paths: Sequence[str] = ()) -> dict[str, str]:
+        """commit -> ``patch-id --stable`` for the non-merge, non-root commits of ``revs``.
+
+        ``paths`` limits which commits are read, not their diffs (--full-diff),
+        so the ids are those of whole commits.
+        """
+        argv = ["log", "-p", "--min-parents=1", "--max-parents=1", "--full-diff", "--no-color"]
+        diff = self._run.git_bytes(*argv, "--format=commit %H", *revs, "--", *paths, env=HERMETIC)
+        if not diff.strip():
+            return {}
+        out = self._run.git_input("patch-id", "--stable", data=diff, env=HERMETIC).decode()
+        return {commit: pid for pid, commit in (line.split() for line in out.splitlines())}
+
+    def format_patch(self, commit: str) -> bytes:
+        """One commit as a patch file with no volatile content."""
+        return self._run.git_bytes("format-patch", "-1", commit, *_FORMAT, env=HERMETIC)
+
+    def format_patches(self, base: str, tip: str) -> list[bytes]:
+        """Every commit of base..tip as :meth:`format_patch` writes it, with one process."""
+        out = self._run.git_bytes("format-patch", f"{base}..{tip}", *_FORMAT, env=HERMETIC)
+        parts = [_ZERO_FROM + part for part in out.split(_ZERO_FROM)[1:]]
+        # Every patch but the last is followed by a blank line that separates it.
+        return [p[:-1] if i < len(parts) - 1 else p for i, p in enumerate(parts)]
+
+
+_FORMAT = (
+    "--stdout",
+    "--always",  # an empty commit (a patch kept for its message) is a patch too
+    "--zero-commit",
+    "--full-index",
+    "--no-signature",
+    "--no-numbered",
+    "--encode-email-headers",
+    "--stat=80",
+    "--find-renames",
+    "--diff-algorithm=myers",
+    "--no-color",
+)

@@ -1,0 +1,99 @@
+"""History: the commits of a range, their ancestry, messages and authors.
+
+What series reads of commits it did not make (the checkout's, upstream's):
+first-parent ranges, merge bases, the files each commit touched, and all a
+replay needs of a commit (:class:`CommitInfo`), each range with one ``log``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from series.git.run import HERMETIC, Ident, Part
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    commit: str
+    subject: str
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    commit: str
+    tree: str
+    parent: str
+    author: Ident
+    message: str
+
+
+class History(Part):
+    """The commits of a repository, read with ``log``, ``rev-list`` and ``merge-base``."""
+
+    def commits(self, base: str, tip: str) -> list[str]:
+        """First-parent commits in base..tip, oldest first."""
+        return self._run.git("rev-list", "--reverse", "--first-parent", f"{base}..{tip}").split()
+
+    def merges(self, base: str, tip: str) -> list[str]:
+        return self._run.git("rev-list", "--merges", f"{base}..{tip}").split()
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        return self._run.git_status("merge-base", "--is-ancestor", ancestor, descendant)[0] == 0
+
+    def merge_base(self, one: str, two: str) -> str | None:
+        status, out, _ = self._run.git_status("merge-base", one, two)
+        return out.split()[0] if status == 0 and out.strip() else None
+
+    def message(self, commit: str) -> str:
+        return self._run.git("log", "-1", "--format=%B", commit, env=HERMETIC).rstrip("\n") + "\n"
+
+    def oneline(self, commit: str) -> str:
+        return self._run.git("log", "--oneline", "-1", commit).strip()
+
+    def author(self, commit: str) -> Ident:
+        out = self._run.git("log", "-1", "--format=%an%x00%ae%x00%aD", commit, env=HERMETIC)
+        name, email, date = out.rstrip("\n").split("\x00")
+        return Ident(name, email, date)
+
+    def log_files(
+        self, revs: Sequence[str], paths: Sequence[str] = (), *, max_count: int | None = None
+    ) -> list[LogEntry]:
+        """Commits of ``revs`` (newest first): id, subject and the files each changed."""
+        argv = ["-c", "core.quotePath=false", "log", "--no-renames", "--name-only"]
+        argv += ["--format=%x01%H %s", *([f"--max-count={max_count}"] if max_count else [])]
+        out = self._run.git(*argv, *revs, "--", *paths, env=HERMETIC)
+        entries = []
+        for chunk in out.split("\x01")[1:]:
+            head, _, rest = chunk.partition("\n")
+            commit, _, subject = head.partition(" ")
+            files = tuple(line for line in rest.splitlines() if line)
+            entries.append(LogEntry(commit, subject, files))
+        return entries
+
+    def commit_infos(self, base: str, tip: str) -> list[CommitInfo]:
+        """First-parent commits of base..tip, oldest first, with all a replay needs."""
+        fmt = "%x01%H%x00%T%x00%P%x00%an%x00%ae%x00%ad%x00%B"
+        argv = ["log", "--reverse", "--first-parent", "--date=raw", f"--format={fmt}"]
+        out = self._run.git(*argv, f"{base}..{tip}", env=HERMETIC)
+        infos = []
+        for chunk in out.split("\x01")[1:]:
+            commit, tree, parents, name, email, date, body = chunk.split("\x00", 6)
+            message = body.rstrip("\n") + "\n"
+            infos.append(
+                CommitInfo(commit, tree, parents.split()[0], Ident(name, email, date), message)
+            )
+        return infos
+
+    def last_change(self, path: str) -> str | None:
+        """The newest commit of HEAD that changed ``path``, or None."""
+        status, out, _ = self._run.git_status("log", "-1", "--format=%H", "HEAD", "--", path)
+        return out.strip() or None if status == 0 else None
+
+    def shallow_roots(self) -> frozenset[str]:
+        """The commits whose parents this (shallow) repository does not have."""
+        path = self.path / self._run.git("rev-parse", "--git-path", "shallow").strip()
+        if not path.is_file():
+            return frozenset()
+        return frozenset(path.read_text(encoding="ascii").split())

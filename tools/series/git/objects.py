@@ -1,0 +1,152 @@
+"""Objects: naming revisions, reading trees and blobs, writing objects and commits.
+
+Reads go to the repository's long-lived ``cat-file`` process where one
+question at a time is asked (:meth:`Runner.lookup`), to one batch process
+where many are; writes of many objects go to one ``hash-object``. Commits
+are written with their committer equal to their author, so a commit's id
+depends on its content only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from series.errors import InternalError
+from series.git.run import HERMETIC, Ident, Part, input_file, ram_dir
+
+
+class Objects(Part):
+    """The object store of a repository."""
+
+    def rev(self, rev: str) -> str | None:
+        """The commit ``rev`` names, or None."""
+        found = self._run.lookup(f"{rev}^{{commit}}")
+        return found[0] if found else None
+
+    def has(self, sha: str) -> bool:
+        return self._run.lookup(sha) is not None
+
+    def tree_of(self, commit: str) -> str:
+        found = self._run.lookup(f"{commit}^{{tree}}")
+        if found is None:
+            raise InternalError(f"{commit} has no tree here", why=f"in {self.path}")
+        return found[0]
+
+    def blob(self, rev: str, path: str) -> bytes:
+        """The content of ``path`` in ``rev``."""
+        return self._run.git_bytes("cat-file", "blob", "--end-of-options", f"{rev}:{path}")
+
+    def read_blob(self, oid: str) -> bytes:
+        """The content of the blob ``oid`` (asked of the long-lived ``cat-file``)."""
+        data = self._run.object_data(oid, "blob")
+        return data if data is not None else self._run.git_bytes("cat-file", "blob", oid)
+
+    def top_level(self, rev: str) -> list[tuple[str, str]]:
+        """(kind, name) of the entries at the root of ``rev``'s tree."""
+        entries = []
+        for entry in self._run.git("ls-tree", "-z", "--end-of-options", rev).split("\0"):
+            if entry:
+                entries.append((entry.split(" ")[1], entry.split("\t", 1)[1]))
+        return entries
+
+    def tree_files(self, rev: str) -> dict[str, str]:
+        """path -> blob id of every file in ``rev`` (recursively)."""
+        out = self._run.git("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev)
+        files = {}
+        for entry in out.split("\0"):
+            if entry:
+                head, path = entry.split("\t", 1)
+                files[path] = head.split(" ")[2]
+        return files
+
+    def existing_paths(self, rev: str, paths: Sequence[str]) -> set[str]:
+        """Which of ``paths`` (files or directories) exist in ``rev``'s tree; one process."""
+        if not paths:
+            return set()
+        data = "".join(f"{rev}:{path}\n" for path in paths).encode()
+        with input_file(data) as stdin:
+            out = self._run.git("cat-file", "--batch-check", stdin=stdin)
+        answers = zip(paths, out.splitlines(), strict=True)
+        return {path for path, line in answers if not line.endswith(" missing")}
+
+    def read_blobs(
+        self, oids: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> dict[str, bytes]:
+        """Blob contents by id, with one ``cat-file --batch``."""
+        if not oids:
+            return {}
+        out = self._run.git_input(
+            "cat-file", "--batch", data=("\n".join(oids) + "\n").encode(), env=env
+        )
+        blobs: dict[str, bytes] = {}
+        pos = 0
+        while pos < len(out):
+            end = out.index(b"\n", pos)
+            oid, kind, size = out[pos:end].decode().split(" ")
+            if kind != "blob":
+                raise InternalError(f"{oid} is a {kind}, not a blob")
+            blobs[oid] = out[end + 1 : end + 1 + int(size)]
+            pos = end + 1 + int(size) + 1
+        return blobs
+
+    def write(
+        self, kind: str, payloads: Sequence[bytes], env: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Write many objects with one ``hash-object --stdin-paths``; ids in order."""
+        if not payloads:
+            return []
+        with tempfile.TemporaryDirectory(prefix="series-objects-", dir=ram_dir()) as tmp:
+            names = []
+            for i, payload in enumerate(payloads):
+                path = Path(tmp) / str(i)
+                path.write_bytes(payload)
+                names.append(str(path))
+            data = ("\n".join(names) + "\n").encode()
+            out = self._run.git_input(
+                "hash-object", "-w", "-t", kind, "--stdin-paths", data=data, env=env
+            )
+        return out.decode().split()
+
+    def commit_tree(self, tree: str, parents: Sequence[str], message: str, author: Ident) -> str:
+        """A commit whose committer is its author, so ids depend on content only."""
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", delete=False) as fh:
+            fh.write(message)
+        try:
+            argv = ["commit-tree", tree, *[a for p in parents for a in ("-p", p)], "-F", fh.name]
+            env = {**HERMETIC, **author.env("AUTHOR"), **author.env("COMMITTER")}
+            return self._run.git(*argv, env=env).strip()
+        finally:
+            os.unlink(fh.name)
+
+    def write_commits(self, chain: Sequence[tuple[str, str, Ident]], parent: str) -> list[str]:
+        """Commits of (tree, message, author) each on the one before, the first on ``parent``.
+
+        One ``hash-object`` for all of them: the ids are computed here (a
+        commit's id is the SHA-1 of its bytes, which name its parent), and
+        git's answer must agree. Committer = author, as ``commit_tree``.
+        Author dates must be raw (``<epoch> <tz>``).
+        """
+        payloads, ids = [], []
+        for tree, message, who in chain:
+            person = f"{who.name} <{who.email}> {who.date}".encode()
+            body = b"tree %s\nparent %s\nauthor %s\ncommitter %s\n\n" % (
+                tree.encode(),
+                parent.encode(),
+                person,
+                person,
+            ) + message.encode("utf-8")
+            parent = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+            payloads.append(body)
+            ids.append(parent)
+        written = self.write("commit", payloads)
+        if written != ids:
+            raise InternalError("git computed other commit ids than series", why=f"{written}")
+        return ids
+
+    def repack(self) -> None:
+        """Everything in one pack: clones made with ``clone_local`` hard-link it."""
+        self._run.git("repack", "-a", "-d", "-q")
