@@ -206,8 +206,8 @@ def test_events_that_do_not_fit_the_state_are_refused() -> None:
     with pytest.raises(StepError):
         step(state, Written(("n1",)))  # nothing to write
     assert set(WALK) == set(KINDS)  # every kind of action the state may hold is walked
-    unknown = fresh((Action("edit", "P1", "c1"),))
-    with pytest.raises(StepError, match="edit"):
+    unknown = fresh((Action("explode", "P1", "c1"),))
+    with pytest.raises(StepError, match="explode"):
         step(unknown, None)
 
 

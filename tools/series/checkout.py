@@ -292,12 +292,17 @@ REBASE_STATE_REF = refnames.REBASE_STATE
 
 
 def refuse_during_rebase(checkout: Checkout, action: str) -> None:
-    """A rebase in progress owns the checkout until it is continued or aborted."""
-    if checkout.exists() and checkout.repo.refs.value(REBASE_STATE_REF) is not None:
+    """A rebase or edit in progress owns the checkout until it is continued or aborted."""
+    blob = checkout.repo.refs.value(REBASE_STATE_REF) if checkout.exists() else None
+    if blob is not None:
+        try:
+            kind = str(json.loads(checkout.repo.objects.read_blob(blob)).get("kind", "rebase"))
+        except (ValueError, AttributeError):
+            kind = "rebase"  # a damaged state: the rebase's commands say so
         raise RefusedError(
-            f"refusing to {action}: a `series rebase` is in progress in {checkout.path}",
+            f"refusing to {action}: a `series {kind}` is in progress in {checkout.path}",
             why="it owns the checkout, series.toml and patches/ until it ends",
-            hint="`series status` says where it stands; `series rebase --continue`, "
+            hint=f"`series status` says where it stands; `series {kind} --continue`, "
             "`--skip` or `--abort` (--force does not override this)",
         )
 

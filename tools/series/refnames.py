@@ -13,6 +13,8 @@ In a checkout:
 * ``STATE``: a blob of JSON, the checkout's state (series.checkout);
 * ``REBASE``: a rebase in progress (``state``, ``onto``, ``saved``,
   ``current``) and the last one finished (``last``), series.stack.rebase_state;
+* ``STOP``: the one ref that names where a rebase or edit stopped, so that
+  ``git status`` shows it;
 * ``BRANCHES``: the record of ``series branches`` (series.stack.branch_record);
 * ``BACKUP``: what a command left unreachable (series.backup), with
   ``BACKUP_BRANCHES`` and ``BACKUP_REMOTE`` for ``series branches``.
@@ -37,6 +39,10 @@ REBASE_ONTO = REBASE + "onto"
 REBASE_SAVED = REBASE + "saved"
 REBASE_CURRENT = REBASE + "current"
 REBASE_LAST = REBASE + "last"
+
+# The stop of a rebase or an edit, named for `git status` ("HEAD detached at
+# refs/series/stop/edit-P5"): series.stack.rebase_state.
+STOP = ROOT + "stop/"
 
 BRANCHES = ROOT + "branches"
 

@@ -86,17 +86,19 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
     rebase = rebase_state.load(repo)
     if rebase is not None:
         report["rebase"] = {
+            "kind": rebase.kind,
+            "stop": rebase.stop.kind if rebase.stop else None,
             "onto": rebase.onto,
             "label": rebase.onto_label,
             "steps": [
-                {"id": pid, "status": status, "note": note}
-                for pid, status, note in rebase.progress()
+                {"id": pid, "status": status, "note": note, "action": action.kind}
+                for (pid, status, note), action in zip(rebase.progress(), rebase.plan, strict=True)
             ],
-            "stopped_at": rebase.plan[rebase.stop.index].id if rebase.stop else None,
+            "stopped_at": rebase.stopped_at if rebase.stop else None,
             "files": list(rebase.stop.files) if rebase.stop else [],
             "next": rebase.next_step,
         }
-        if rebase.stop is not None and not report["uncommitted"]:
+        if rebase.stop is not None and rebase.stop.kind != "edit" and not report["uncommitted"]:
             sid = report["rebase"]["stopped_at"]
             report["rebase"]["next"] = (
                 f"the checkout holds nothing of {sid} (no conflicts, no changes: a "

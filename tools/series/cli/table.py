@@ -157,6 +157,12 @@ COMMANDS: tuple[Command, ...] = (
         writes,
     ),
     Command(
+        "edit",
+        "change any patch in place: stop at it, insert, drop, move, squash fixups; exported",
+        "series.commands.edit",
+        writes,
+    ),
+    Command(
         "status",
         "where the checkout stands: pin, branch, applied, unexported, drift, a rebase",
         "series.commands.status",

@@ -73,7 +73,17 @@ def _lines(r: dict[str, Any]) -> list[str]:
             if rb["stopped_at"]
             else "interrupted"
         )
-        lines.append(f"rebase:     onto {rb['label']}: {done} of {len(rb['steps'])} done, {where}")
+        if rb["kind"] == "edit":
+            plan = " ".join(
+                f"{s['action']} {s['id']}" for s in rb["steps"] if s["action"] != "pick"
+            )
+            if rb["stop"] == "edit":
+                where = f"stopped at {rb['stopped_at']} for you to change it"
+            lines.append(f"edit:       {plan}: {done} of {len(rb['steps'])} done, {where}")
+        else:
+            lines.append(
+                f"rebase:     onto {rb['label']}: {done} of {len(rb['steps'])} done, {where}"
+            )
     lines.append(f"next:       {r['next']}")
     return lines
 

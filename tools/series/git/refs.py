@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from series.errors import SeriesError
 from series.git.run import ZERO, GitFailed, Part, Runner, environment_fault
+from series.refnames import STOP as STOP_REFS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -34,7 +35,10 @@ class Transaction:
     """The ref changes of one command; applied by :meth:`commit`, all or none."""
 
     def __init__(self, repo: Runner, reason: str) -> None:
-        if not reason.startswith("series "):
+        # The one other form: git's own entry for a checkout, naming a stop of
+        # series (refnames.STOP), which `git status` shows: "HEAD detached at ...".
+        stop = reason.startswith("checkout: moving from ") and f" to {STOP_REFS}" in reason
+        if not reason.startswith("series ") and not stop:
             raise ValueError(f"reflog message must start with 'series <verb>:': {reason!r}")
         self.repo = repo
         self.reason = reason

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,10 +33,11 @@ from series.builder.build import PatchFile, build
 from series.builder.message import series_id, with_trailer
 from series.checkout import BASE_REF, finish_cut_move, refuse_during_rebase
 from series.errors import InternalError, RefusedError, SeriesError
-from series.git import RefMoved, Repo
+from series.git import RefMoved, Repo, Transaction
 from series.manifest import Patch, load
 from series.manifest_write import PatchUpdate, write_patches
 from series.stack import export_files
+from series.stack.edit_plan import FIXUP_PREFIXES
 from series.ui import Ui
 
 if TYPE_CHECKING:
@@ -53,25 +55,48 @@ class Exported:
 def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
     """Write the branch of ``checkout`` to patches/ and series.toml; what was done."""
     state, tip = _prepare(series, ui, checkout)
+    return export_tip(series, ui, checkout, state, tip)
+
+
+def export_tip(
+    series: Series,
+    ui: Ui,
+    checkout: Checkout,
+    state: CheckoutState,
+    tip: str,
+    *,
+    branch: str | None = None,
+    verb: str = "export",
+    also: Callable[[Transaction], None] | None = None,
+) -> dict[str, Any]:
+    """Export the commits base..``tip`` and move the branch (at ``branch``) to them.
+
+    ``series export`` exports the branch itself. ``series edit`` ends by
+    exporting the series it made (``tip``, not yet on the branch, which is
+    still at ``branch``): the files are written, then the branch, the
+    checkout state and ``also`` (the end of the edit's state) move in one
+    transaction, and the checkout's files follow.
+    """
     repo = checkout.repo
+    old = tip if branch is None else branch
     plan = _plan(series, repo.history.commits(state.base, tip), repo, checkout.path)
     _refuse_fixups(plan, checkout)
     exported = _normalise(series, repo, state.base, plan)
     _verify(series, repo, state.base, exported, tip)
     new_tip = exported[-1].commit if exported else state.base
-    if checkout.tip() != tip:  # checked again right before writing: nothing to undo yet
+    if checkout.tip() != old:  # checked again right before writing: nothing to undo yet
         raise RefMoved(
-            f"refusing to export: {checkout.branch} in {checkout.path} moved while exporting",
+            f"refusing to {verb}: {checkout.branch} in {checkout.path} moved while exporting",
             why="another command changed the branch; nothing was written",
-            hint="run `series export` again",
+            hint=f"run `series {verb}` again",
         )
-    written, kept = _write(series, ui, checkout, state, (tip, new_tip), exported)
+    written, kept = _write(series, ui, checkout, state, (old, new_tip), exported, verb, also)
     if kept is not None:
         ui.status(kept.describe(checkout.path) + " (as they were before export normalised them)")
     ui.result(
         f"exported {len(exported)} patches from {checkout.path}: "
         f"{len(written.changed)} file(s) changed"
-        + (f" (branch now at {new_tip[:12]})" if new_tip != tip else "")
+        + (f" (branch now at {new_tip[:12]})" if new_tip != old else "")
     )
     return {
         "checkout": str(checkout.path),
@@ -122,6 +147,8 @@ def _write(
     state: CheckoutState,
     tips: tuple[str, str],
     exported: list[Exported],
+    verb: str = "export",
+    also: Callable[[Transaction], None] | None = None,
 ) -> tuple[export_files.Written, Kept | None]:
     """The files (all or nothing), then the refs; the files are put back if the refs fail.
 
@@ -136,13 +163,15 @@ def _write(
         ui.status(f"previous versions kept in {written.backup}")
     try:
         kept = checkout.write(
-            "export",
+            verb,
             prior=state,
             tip=tips,
             base=state.base,
             applied=[e.patch.id for e in exported],
             source=state.source,
-            move_files=False,
+            move_files=also is not None,
+            also=also,
+            replaces_series=also is not None,
         )
     except RefMoved as exc:
         export_files.roll_back(series.root, written)
@@ -191,11 +220,8 @@ def _note_ignored(checkout: Checkout, tip: str, ui: Ui) -> None:
     )
 
 
-_FIXUP = ("fixup! ", "squash! ", "amend! ")
-
-
 def _refuse_fixups(plan: list[_Entry], checkout: Checkout) -> None:
-    fixups = [e for e in plan if e.patch.title.startswith(_FIXUP)]
+    fixups = [e for e in plan if e.patch.title.startswith(FIXUP_PREFIXES)]
     if not fixups:
         return
     raise RefusedError(
@@ -203,7 +229,8 @@ def _refuse_fixups(plan: list[_Entry], checkout: Checkout) -> None:
         why="\n".join(f"{e.commit[:12]} {e.patch.title}" for e in fixups)
         + "\nexported as they are, each would become a patch of its own",
         hint=f"squash them: GIT_SEQUENCE_EDITOR=: git -C {checkout.path} rebase -i "
-        f"--autosquash {BASE_REF}, then `series export`",
+        f"--autosquash {BASE_REF}, then `series export`; or `series edit --squash`, "
+        "which squashes and exports",
     )
 
 

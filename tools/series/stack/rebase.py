@@ -59,7 +59,7 @@ def start(
             hint="name a branch, tag or commit of upstream with --onto (and --upstream)",
         )
     finish_cut_move(checkout, ui)
-    _guard(series, checkout, cstate.applied)
+    guard(series, checkout, cstate.applied)
     tip = checkout.tip()
     assert tip is not None
     target = _target(series, ui, repo, Base(cstate.base, cstate.source, "", ""), onto, url)
@@ -93,28 +93,41 @@ def start(
     drive(run, state)
 
 
-def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None:
-    """Refuse where the rebase could lose work or rebase something else than the series."""
+def guard(
+    series: Series,
+    checkout: Checkout,
+    applied: tuple[str, ...],
+    *,
+    verb: str = "rebase",
+    unexported_ok: bool = False,
+) -> None:
+    """Refuse where a replay could lose work or replay something else than the series.
+
+    ``verb``: rebase or edit; ``unexported_ok``: commits made since the last
+    export are part of what is replayed (``series edit --squash`` takes its
+    fixups from them).
+    """
     if not checkout.on_branch():
         raise RefusedError(
-            f"refusing to rebase: {checkout.path} is not on branch {checkout.branch}",
+            f"refusing to {verb}: {checkout.path} is not on branch {checkout.branch}",
             hint=f"git -C {checkout.path} switch {checkout.branch}",
         )
-    refuse_dirty(checkout, "rebase")
+    refuse_dirty(checkout, verb)
     for p in series.manifest.patches:  # resolutions/ leading out: refused before any step
         resolutions.recorded(series.root, p.id)
     state = checkout.require()
     lost = checkout.unexported(state)
-    if lost:
+    if lost and not unexported_ok:
         raise RefusedError(
-            f"refusing to rebase: {len(lost)} commit(s) on {checkout.branch} were never exported",
+            f"refusing to {verb}: {len(lost)} commit(s) on {checkout.branch} were never exported",
             why="\n".join(checkout.repo.history.oneline(c) for c in lost[:10]),
-            hint="run `series export` first, so patches/ holds what is rebased",
+            hint=f"run `series export` first, so patches/ holds what is {verb.rstrip('e')}ed"
+            + ("; fixups: `series edit --squash`" if verb == "edit" else ""),
         )
     ids = [p.id for p in series.manifest.patches]
     if list(applied) != ids:
         raise RefusedError(
-            "refusing to rebase: the checkout does not hold the whole series",
+            f"refusing to {verb}: the checkout does not hold the whole series",
             why=f"applied: {', '.join(applied) or 'none'}\nseries.toml: {', '.join(ids)}",
             hint="run `series apply` (the whole series) first",
         )
@@ -123,7 +136,7 @@ def _guard(series: Series, checkout: Checkout, applied: tuple[str, ...]) -> None
     built = series.stack(state.base)
     if built.tip != state.synced:
         raise RefusedError(
-            "refusing to rebase: patches/ differ from the checkout",
+            f"refusing to {verb}: patches/ differ from the checkout",
             why="the patch files were changed since the last apply or export",
             hint="`series apply` to take patches/ into the checkout, or `series export` "
             "to write the checkout over them",

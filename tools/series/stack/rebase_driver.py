@@ -17,7 +17,12 @@ decides nothing about the plan; it knows how to do each effect:
 * Write: the commits of the patches replayed so far, with one ``hash-object``.
 * Halt: the state is saved (one ref transaction), HEAD detached at the
   commit so far, the conflicted files written with markers and their
-  stages into the index; then ConflictError.
+  stages into the index; then ConflictError. At an edit stop
+  (``series edit``), HEAD is detached on the patch to edit and the files
+  follow it; the run ends there (exit 0). The transaction logs HEAD's move
+  in git's own words, "checkout: moving from series to
+  refs/series/stop/<kind>-<id>", with that ref pointing at the stop, so
+  ``git status`` says "HEAD detached at refs/series/stop/edit-P5".
 
 Nothing visible moves while patches apply, and the state changes only in
 transactions, so a ``kill -9`` at any git call leaves the old state or the
@@ -33,7 +38,7 @@ from typing import TYPE_CHECKING
 from series.builder.message import with_parts
 from series.checkout import Checkout
 from series.errors import ConflictError
-from series.git import HERMETIC, CommitInfo, LogEntry, Repo, TreeMerge
+from series.git import HERMETIC, ZERO, CommitInfo, LogEntry, Repo, TreeMerge
 from series.merge import Job, Merger, Node, resolutions
 from series.stack import rebase_state as rstate
 from series.stack import upstream_parts
@@ -103,6 +108,7 @@ def drive(run: Run, state: RebaseState, event: Event = None) -> None:
             event = Written(tuple(run.repo.objects.write_commits(chain, effect.parent)))
         elif isinstance(effect, Halt):
             _halt(run, state)
+            return
         else:
             assert isinstance(effect, Finish)
             subjects = {c: i.message.splitlines()[0] for c, i in run.infos.items()}
@@ -148,6 +154,9 @@ def _speculate(run: Run, merger: Merger, state: RebaseState) -> Guesses:
 
 
 def _replay(run: Run, merger: Merger, guesses: Guesses, effect: Replay) -> Merged:
+    info = run.infos[effect.commit]
+    if effect.onto and info.parent == effect.onto:  # nothing before it changed
+        return Merged(True, info.tree, same=effect.commit)
     merge = guesses.get((effect.commit, effect.onto_tree))
     if merge is None:
         merge = merger.run([_job(run, effect.commit, effect.onto_tree)])[0]
@@ -191,17 +200,52 @@ def _recorded(run: Run, effect: Replay, merge: TreeMerge) -> Merged:
 
 
 def _halt(run: Run, state: RebaseState) -> None:
-    """Write the state, detach HEAD at the commit so far, write the conflict; raise."""
-    assert state.stop is not None
+    """Write the state, detach HEAD at the commit so far, write the conflict; raise.
+
+    At an edit stop: the files follow HEAD to the patch to edit; no raise.
+    """
+    stop = state.stop
+    assert stop is not None
     repo = run.repo
+    if stop.kind == "edit":
+        index_tree = repo.worktree.index_tree()
+        assert index_tree is not None, "the checkout was clean when the edit began"
+        stop = replace(stop, written_from=index_tree)
+        state = replace(state, stop=stop)
+    _stop_transaction(repo, state)
+    if stop.kind == "conflict":
+        write_conflict(repo, stop)
+        raise conflict_error(run, state)
+    repo.worktree.checkout_tree(stop.written_from, repo.objects.tree_of(state.current))
+    cmd, where = state.command, run.checkout.path
+    run.ui.result(
+        f"edit: stopped at {state.stopped_at} (HEAD in {where}); change it with `git commit "
+        f"--amend`, add patches after it with `git commit`, then `{cmd} --continue` "
+        f"(or `{cmd} --abort`)"
+    )
+
+
+def stop_ref(state: RebaseState) -> str:
+    """The ref that names the stop for ``git status`` (refs/series/stop/<kind>-<id>)."""
+    assert state.stop is not None
+    return f"{rstate.STOP_PREFIX}{state.stop.kind}-{state.stopped_at}"
+
+
+def _stop_transaction(repo: Repo, state: RebaseState) -> None:
+    """The state with its stop saved; HEAD detached at the commit so far, logged in git's
+    words (git status reads the last "checkout: moving from A to B" of HEAD's reflog)."""
     old_blob = repo.refs.value(rstate.STATE_REF)
-    head = repo.refs.head()
-    with repo.refs.transaction(f"series rebase: stop at {state.plan[state.stop.index].id}") as txn:
+    head, on = repo.refs.head(), repo.refs.symbolic_head()
+    ref = stop_ref(state)
+    moving = (on or head or "HEAD").removeprefix("refs/heads/")
+    with repo.refs.transaction(f"checkout: moving from {moving} to {ref}") as txn:
         rstate.save(repo, txn, state, old_blob)
-        if head != state.current:
-            txn.detach_head(state.current, head or "0" * 40)
-    write_conflict(repo, state.stop)
-    raise conflict_error(run, state)
+        for name, old in repo.refs.under(rstate.STOP_PREFIX).items():
+            if name != ref:
+                txn.delete(name, old)
+        txn.update(ref, state.current, repo.refs.value(ref) or ZERO)
+        if head != state.current or on is not None:
+            txn.detach_head(state.current, head or ZERO)
 
 
 def write_conflict(repo: Repo, s: Stop) -> None:
@@ -226,9 +270,10 @@ def conflict_error(run: Run, state: RebaseState) -> ConflictError:
     pid = action.id
     where = run.checkout.path
     why = [f"conflict: {f}" for f in s.files]
-    why += ["upstream commits since the pin that touched them:"] + [
-        f"  {u[:12]}{u[40:]}" for u in s.upstream
-    ]
+    if state.kind == "rebase":
+        why += ["upstream commits since the pin that touched them:"] + [
+            f"  {u[:12]}{u[40:]}" for u in s.upstream
+        ]
     if s.note:
         why.append(s.note)
     if action.part is not None:
@@ -238,11 +283,12 @@ def conflict_error(run: Run, state: RebaseState) -> ConflictError:
         f"patches before {pid}"
     )
     files = " ".join(s.files)
+    cmd = state.command
     return ConflictError(
-        f"rebase stopped: {pid} ({run.title(pid)}) conflicts with {state.onto_label}",
+        f"{state.kind} stopped: {pid} ({run.title(pid)}) conflicts with {state.onto_label}",
         why="\n".join(why),
-        hint=f"resolve, `git -C {where} add {files}`, then `series rebase --continue` "
+        hint=f"resolve, `git -C {where} add {files}`, then `{cmd} --continue` "
         f"(the resolution is recorded under resolutions/{pid}/ and replayed next time);\n"
-        f"`series rebase --skip` drops {pid} (series.toml records why); "
-        "`series rebase --abort` puts everything back",
+        f"`{cmd} --skip` drops {pid} (series.toml records why); "
+        f"`{cmd} --abort` puts everything back",
     )

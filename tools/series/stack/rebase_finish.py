@@ -27,6 +27,7 @@ from series.git import Repo
 from series.manifest import Dropped, Patch, UpstreamPart
 from series.manifest_write import PatchUpdate, write_parts, write_patches, write_pin
 from series.stack import rebase_state as rstate
+from series.stack.edit_finish import finish_edit
 from series.stack.rangediff import classify_diffs
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
 from series.stack.snapshot import saved_files
@@ -59,7 +60,11 @@ def finish(
     """Export the rebased series, move the branch, forget the rebase; print the summary.
 
     ``subjects``: the subject line of each patch's commit before the rebase.
+    A ``series edit`` keeps its pin: its end is an export (series.stack.edit_finish).
     """
+    if st.kind == "edit":
+        finish_edit(series, ui, checkout, st)
+        return
     repo = checkout.repo
     old_text = saved_files(repo, st.saved)["series.toml"].decode("utf-8")
     old = {p.id: p for p in manifest.loads(series.manifest.path, old_text, missing_ok=True).patches}

@@ -17,7 +17,11 @@ never half-read. docs/rebase.md ("State") documents the format.
 
 Pure: no git, no files. A new kind of action (edit, squash, a partly
 upstream remainder) is an entry in ``KINDS``, its walk in
-``rebase_step.WALK``, and a plan builder that uses it.
+``rebase_step.WALK``, and a plan builder that uses it:
+``series edit`` (state ``kind`` "edit", onto the base itself) adds ``edit``
+(pick, then stop for the user: a :class:`Stop` of kind "edit"), ``fixup``
+(squash this commit into the patch kept before it) and the drop reason
+``removed``; its builder is series.stack.edit_plan.
 """
 
 from __future__ import annotations
@@ -27,13 +31,20 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 FORMAT = 2
-KINDS = ("pick", "drop", "remainder")
+KINDS = ("pick", "drop", "remainder", "edit", "fixup")
 # What became of an action; a patch with no outcome yet is "pending".
-STATUSES = ("picked", "resolved", "empty", "dropped", "skipped")
+STATUSES = ("picked", "resolved", "empty", "dropped", "skipped", "edited", "squashed")
 PENDING = "pending"
 # Why a ``drop`` action drops its patch: reason -> (the note of its outcome, what
 # series.toml's [[dropped]] record and the summary say). A new way to drop is an entry.
-DROP_REASONS = {"upstream": ("already upstream", "already upstream (--drop-merged)")}
+DROP_REASONS = {
+    "upstream": ("already upstream", "already upstream (--drop-merged)"),
+    "removed": ("dropped by `series edit --drop`", "removed by `series edit --drop`"),
+}
+# What a state is the state of: `series rebase`, or `series edit` (onto its own base).
+STATE_KINDS = ("rebase", "edit")
+# Why a state is stopped: a conflict to resolve, or a patch for the user to edit.
+STOP_KINDS = ("conflict", "edit")
 
 
 @dataclass(frozen=True)
@@ -93,7 +104,7 @@ class Outcome:
 
     @property
     def kept(self) -> bool:
-        return self.status in ("picked", "resolved")
+        return self.status in ("picked", "resolved", "edited")
 
 
 Stage = tuple[str, str, int, str]  # (mode, oid, stage, path)
@@ -101,7 +112,12 @@ Stage = tuple[str, str, int, str]  # (mode, oid, stage, path)
 
 @dataclass(frozen=True)
 class Stop:
-    """A conflict the rebase waits at: the action ``index`` has no outcome yet."""
+    """A conflict the rebase waits at: the action ``index`` has no outcome yet.
+
+    Or (``kind`` "edit") the user's turn to change the patch of action
+    ``index - 1``, just replayed: HEAD is on it; the conflict fields are empty
+    but ``written_from``.
+    """
 
     index: int
     conflict_tree: str  # the merge with conflict markers, as written into the checkout
@@ -112,6 +128,7 @@ class Stop:
     upstream: tuple[str, ...] = ()  # "sha subject" of upstream commits that touched the files
     note: str = ""
     proposal: str = ""  # a remainder action: the proposed remainder, written instead
+    kind: str = "conflict"  # one of STOP_KINDS
 
 
 @dataclass(frozen=True)
@@ -129,6 +146,18 @@ class RebaseState:
     done: tuple[Outcome, ...] = ()  # the outcomes of plan[:len(done)]
     current: str = ""  # the last commit written on the new base (onto at first)
     stop: Stop | None = None
+    kind: str = "rebase"  # one of STATE_KINDS
+
+    @property
+    def command(self) -> str:
+        return f"series {self.kind}"
+
+    @property
+    def stopped_at(self) -> str:
+        """The patch the state is stopped at (its conflict, or the one being edited)."""
+        assert self.stop is not None
+        k = self.stop.index - 1 if self.stop.kind == "edit" else self.stop.index
+        return self.plan[k].id
 
     @property
     def position(self) -> int:
@@ -145,19 +174,25 @@ class RebaseState:
 
     @property
     def next_step(self) -> str:
+        cmd = self.command
         if self.stop is None:
-            return "`series rebase --continue` finishes it, `series rebase --abort` undoes it"
-        sid = self.plan[self.stop.index].id
+            return f"`{cmd} --continue` finishes it, `{cmd} --abort` undoes it"
+        sid = self.stopped_at
+        if self.stop.kind == "edit":
+            return (
+                f"change {sid} in the checkout (`git commit --amend`; new commits after it "
+                f"become new patches), then `{cmd} --continue`; or `{cmd} --abort`"
+            )
         if self.stop.proposal:
             return (
                 f"check the proposed remainder of {sid} in the checkout (edit and `git add` "
-                "what is not right), then `series rebase --continue`; or `series rebase "
-                f"--skip` to drop all of {sid}, or `series rebase --abort`"
+                f"what is not right), then `{cmd} --continue`; or `{cmd} "
+                f"--skip` to drop all of {sid}, or `{cmd} --abort`"
             )
         return (
             f"resolve the conflicts of {sid} in the checkout, `git add` them, then "
-            "`series rebase --continue`; or `series rebase --skip` to drop "
-            f"{sid}, or `series rebase --abort`"
+            f"`{cmd} --continue`; or `{cmd} --skip` to drop "
+            f"{sid}, or `{cmd} --abort`"
         )
 
 
@@ -201,12 +236,13 @@ def begin(
     saved: str,
     drop_merged: bool,
     plan: tuple[Action, ...],
+    kind: str = "rebase",
 ) -> RebaseState:
     """The state before the first action: nothing done, the next patch goes on ``onto``."""
     state = RebaseState(
         onto, onto_tree, onto_rev, onto_label, url, tip, base, saved, drop_merged, plan
     )
-    return replace(state, current=onto)
+    return replace(state, current=onto, kind=kind)
 
 
 # -- JSON ---------------------------------------------------------------------------
@@ -239,6 +275,11 @@ def from_json(data: object) -> RebaseState:
     stop = None if top["stop"] is None else _stop(top["stop"])
     if stop is not None and stop.index != len(done):
         raise ValueError(f"stop.index is {stop.index}, the next action is {len(done)}")
+    if stop is not None and stop.kind == "edit" and not done:
+        raise ValueError("an edit stop with no patch replayed before it")
+    kind = _str(top, "kind", "the state")
+    if kind not in STATE_KINDS:
+        raise ValueError(f"kind: unknown kind {kind!r}")
     url = top["url"]
     if url is not None and not isinstance(url, str):
         raise ValueError("url: not a string or null")
@@ -257,6 +298,7 @@ def from_json(data: object) -> RebaseState:
         done=done,
         current=_str(top, "current", where),
         stop=stop,
+        kind=kind,
     )
 
 
@@ -343,7 +385,15 @@ def _stop(raw: object) -> Stop:
         _strings(data, "upstream"),
         _str(data, "note", "stop"),
         _str(data, "proposal", "stop"),
+        _stop_kind(data),
     )
+
+
+def _stop_kind(data: dict[str, Any]) -> str:
+    kind = _str(data, "kind", "stop")
+    if kind not in STOP_KINDS:
+        raise ValueError(f"stop.kind: unknown kind {kind!r}")
+    return kind
 
 
 def _object(raw: object, where: str) -> dict[str, Any]:

@@ -22,8 +22,9 @@ from series.checkout import Checkout, finish_cut_move, finish_interrupted_move
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import LogEntry
 from series.merge import resolutions
+from series.stack import export_files, resolution_check
 from series.stack import rebase_state as rstate
-from series.stack import resolution_check
+from series.stack.edit_finish import edited, refuse_other_kind, stop_cut_short
 from series.stack.rebase_driver import Run, conflict_error, drive, write_conflict
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import Resolved, Skipped
@@ -34,28 +35,45 @@ if TYPE_CHECKING:
     from series.project import Series
 
 
-def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
+def resume(
+    series: Series, ui: Ui, checkout: Checkout, action: str, *, kind: str = "rebase"
+) -> None:
+    """``--continue``, ``--skip`` or ``--abort`` of the ``kind`` (rebase, edit) in progress."""
     repo = checkout.repo
     st = rstate.load(repo) if checkout.exists() else None
+    if st is not None:
+        refuse_other_kind(checkout, st, kind)
     cut = finish_cut_move(checkout, ui)
-    if st is None and checkout.exists() and (_finish_interrupted_end(checkout, ui) or cut):
-        ui.result("the rebase had finished (interrupted while moving the files, now moved)")
+    if st is None and checkout.exists() and (_finish_interrupted_end(checkout, ui, kind) or cut):
+        ui.result(f"the {kind} had finished (interrupted while moving the files, now moved)")
         return
     if st is None and action == "abort" and checkout.exists() and _leftovers(checkout):
-        ui.result("no rebase was in progress; removed what an interrupted start had fetched")
+        ui.result(f"no {kind} was in progress; removed what an interrupted start had left")
         return
     if st is None:
         raise UsageError(
-            f"no rebase in progress in {checkout.path}",
-            hint="start one with `series rebase --onto REV [--upstream URL|PATH]`",
+            f"no {kind} in progress in {checkout.path}",
+            hint="start one with `series rebase --onto REV [--upstream URL|PATH]`"
+            if kind == "rebase"
+            else "start one with `series edit ID` (or --after, --drop, --move, --squash)",
         )
     if action == "abort":
         abort(series, ui, checkout, st)
         return
-    _check_moved(checkout, st, head_may_move=action == "skip")
+    editing = st.stop is not None and st.stop.kind == "edit"
+    _check_moved(checkout, st, head_may_move=action == "skip" or editing)
     infos = repo.history.commit_infos(st.base, st.tip)
     run = Run(series, ui, checkout, {i.commit: i for i in infos}, lambda: _since_pin(run, st))
-    if action == "skip":
+    if editing:
+        if action == "skip":
+            raise UsageError(
+                f"nothing to skip: the edit is stopped for you to change {st.stopped_at}",
+                hint=f"`{st.command} --continue` goes on (with or without changes); "
+                f"`{st.command} --abort` puts everything back",
+            )
+        if not stop_cut_short(repo, ui, st, finished=cut):
+            drive(run, st, edited(repo, checkout.path, st))
+    elif action == "skip":
         _skip(run, st)
     elif cut and st.stop is not None and st.stop.proposal:
         # the stop was killed while writing the proposal: it is written now, but no one
@@ -67,6 +85,8 @@ def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
 
 def _since_pin(run: Run, st: RebaseState) -> list[LogEntry]:
     """The upstream commits since the pin (REV's that the real pin lacks), for a stop's report."""
+    if st.kind == "edit":
+        return []
     revs = [st.onto, f"^{st.base}"]
     real = run.series.manifest.upstream.commit
     if run.repo.objects.has(real) and run.repo.history.merge_base(real, st.onto):
@@ -187,7 +207,7 @@ def _skip(run: Run, st: RebaseState) -> None:
     s = st.stop
     if s is None:
         raise UsageError("nothing to skip: the rebase is not stopped at a conflict")
-    keep_stop(run.checkout, st, "rebase --skip", run.ui, back_to=st.current)
+    keep_stop(run.checkout, st, f"{st.kind} --skip", run.ui, back_to=st.current)
     run.repo.worktree.checkout_tree(
         None, st.current
     )  # the conflict is thrown away, as git rebase --skip
@@ -198,18 +218,23 @@ def _skip(run: Run, st: RebaseState) -> None:
 def abort(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> None:
     repo = checkout.repo
     gone = [rstate.STATE_REF, rstate.ONTO_REF, rstate.SAVED_REF, rstate.CURRENT_REF]
-    keep_stop(checkout, st, "rebase --abort", ui, gone=gone)
+    gone += list(repo.refs.under(rstate.STOP_PREFIX))
+    keep_stop(checkout, st, f"{st.kind} --abort", ui, gone=gone)
     repo.refs.set_head(checkout.branch_ref)
     tip = checkout.tip()
     assert tip is not None
     repo.worktree.checkout_tree(None, tip)
     written = [series.patch_path(p) for p in series.manifest.patches]
+    journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
+    written += [series.root / str(p) for p in (journal or {}).get("created", [])]
     changed = restore_project(repo, series.root, st.saved, written)
-    with repo.refs.transaction("series rebase: abort") as txn:
+    if journal is not None:
+        export_files.finish(series.root)
+    with repo.refs.transaction(f"series {st.kind}: abort") as txn:
         rstate.forget(repo, txn, keep_last=False)
     moved = "" if tip == st.tip else f" (the branch had moved to {tip[:12]}; it stays there)"
     ui.result(
-        f"rebase aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
+        f"{st.kind} aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
         f"{changed} project file(s) restored"
     )
 
@@ -258,21 +283,33 @@ def keep_stop(
         ui.status(kept.describe(where) + show)
 
 
-def _finish_interrupted_end(checkout: Checkout, ui: Ui) -> bool:
-    """A rebase killed after its last transaction: put HEAD and the files on the branch.
+def _finish_interrupted_end(checkout: Checkout, ui: Ui, kind: str = "rebase") -> bool:
+    """A rebase or edit killed after its last transaction: put HEAD and the files on the branch.
 
-    The transaction moved the branch and deleted the rebase state; HEAD
-    may still be detached where the last stop left it, and the files where
-    the resolution left them. Only when nothing is unstaged or unmerged,
-    and the branch is what the rebase wrote (synced, after a rebase).
+    The transaction moved the branch and deleted the state; HEAD may still
+    be detached where the last stop left it, and the files where the
+    resolution (or the edit) left them. Only when nothing is unstaged or
+    unmerged, the branch is what the command wrote (synced; after a rebase,
+    which keeps ``last``), and HEAD's commits are kept (on the branch, or
+    under the backup ref the end made of what the user committed).
     """
     repo = checkout.repo
     state = checkout.state()
     tip = checkout.tip()
-    if state is None or tip is None or repo.objects.rev(rstate.LAST_REF) is None:
+    if (
+        state is None
+        or tip is None
+        or (kind == "rebase" and repo.objects.rev(rstate.LAST_REF) is None)
+    ):
         return finish_interrupted_move(checkout, ui)
     if checkout.on_branch() or state.synced != tip or repo.refs.symbolic_head() is not None:
         return finish_interrupted_move(checkout, ui)
+    head = repo.refs.head()
+    kept = [tip, *repo.refs.under(backup.PREFIX).values()]
+    if kind == "edit" and (
+        head is None or not any(repo.history.is_ancestor(head, k) for k in kept)
+    ):
+        return False
     if repo.worktree.unmerged() or not repo.worktree.files_match_index():
         return False
     repo.worktree.checkout_tree(None, tip)

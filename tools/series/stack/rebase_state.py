@@ -32,6 +32,7 @@ ONTO_REF = refnames.REBASE_ONTO
 SAVED_REF = refnames.REBASE_SAVED
 CURRENT_REF = refnames.REBASE_CURRENT
 LAST_REF = refnames.REBASE_LAST
+STOP_PREFIX = refnames.STOP  # the stop's name for git status (series.stack.rebase_driver)
 
 
 def load(repo: Repo) -> RebaseState | None:
@@ -72,5 +73,7 @@ def forget(repo: Repo, txn: Transaction, *, keep_last: bool) -> None:
     for name in (STATE_REF, ONTO_REF, SAVED_REF, CURRENT_REF):
         if name in refs:
             txn.delete(name, refs[name])
+    for name, old in repo.refs.under(STOP_PREFIX).items():
+        txn.delete(name, old)
     if keep_last and SAVED_REF in refs:
         txn.update(LAST_REF, refs[SAVED_REF], refs.get(LAST_REF) or ZERO)

@@ -17,7 +17,14 @@ written: export and move the branch).
 Events: ``None`` (start walking, or walk on from a state that was
 loaded), :class:`Merged` (a Replay's result), :class:`Written` (a Write's
 commits), :class:`Resolved` (``--continue``: the user's resolution,
-already recorded) and :class:`Skipped` (``--skip``).
+already recorded), :class:`Skipped` (``--skip``) and :class:`Edited`
+(``--continue`` at an edit stop: the commits the user made there).
+
+``series edit``'s kinds: ``edit`` is a pick followed by a Halt at a
+:class:`Stop` of kind "edit"; ``fixup`` is a pick whose tree replaces the
+tree of the patch kept before it (whose commit is then written again). A
+Replay names the commit a patch may stay on (``onto``): when nothing
+before it changed, its own commit is kept (:class:`Merged` ``same``).
 
 Commits are written lazily: a replayed patch's outcome holds its tree
 until a Write, which comes before a Halt and before the Finish, so a
@@ -40,6 +47,7 @@ class Replay:
     commit: str
     onto_tree: str
     propose: bool = False  # a remainder: where it conflicts, propose the remainder
+    onto: str = ""  # the patch may keep its commit if its parent is this one
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,7 @@ class Merged:
     tree: str
     resolution: str = ""
     conflict: Stop | None = None
+    same: str = ""  # the patch's own commit, kept: nothing before it changed
 
 
 @dataclass(frozen=True)
@@ -92,7 +101,16 @@ class Skipped:
     """``--skip``: drop the patch stopped at."""
 
 
-Event = Merged | Written | Resolved | Skipped | None
+@dataclass(frozen=True)
+class Edited:
+    """``--continue`` at an edit stop: the commits made there, (commit, patch id or "",
+    tree), oldest first, on the edited patch's parent; ``head`` is the last."""
+
+    commits: tuple[tuple[str, str, str], ...]
+    head: str
+
+
+Event = Merged | Written | Resolved | Skipped | Edited | None
 
 
 class StepError(Exception):
@@ -102,6 +120,8 @@ class StepError(Exception):
 def step(state: RebaseState, event: Event) -> tuple[RebaseState, Effect]:
     """The state after ``event``, and the effect to perform next."""
     state = _apply(state, event)
+    if state.stop is None and _edit_due(state):
+        state = replace(state, stop=Stop(state.position, "", "", (), (), "", kind="edit"))
     if state.stop is not None:
         return state, _write(state) or Halt()
     while state.position < len(state.plan):
@@ -116,14 +136,19 @@ def step(state: RebaseState, event: Event) -> tuple[RebaseState, Effect]:
 
 
 def _pick(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | None]:
-    """Replay the patch onto the tree so far (its Merged result comes back to ``_merged``)."""
-    return state, Replay(state.position, action.id, action.commit, tip_tree(state))
+    """Replay the patch onto the tree so far (its Merged result comes back to ``_merged``).
+
+    Also an ``edit`` (the stop comes once it is replayed: ``_edit_due``) and a
+    ``fixup`` (``_merged`` squashes it into the patch before).
+    """
+    onto = _reusable(state)
+    return state, Replay(state.position, action.id, action.commit, tip_tree(state), onto=onto)
 
 
 def _remainder(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | None]:
     """Replay a patch upstream holds part of in another form; where it conflicts, the
     driver proposes the remainder instead of writing the conflict."""
-    return state, Replay(state.position, action.id, action.commit, tip_tree(state), True)
+    return state, Replay(state.position, action.id, action.commit, tip_tree(state), propose=True)
 
 
 def _drop(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | None]:
@@ -135,7 +160,13 @@ def _drop(state: RebaseState, action: Action) -> tuple[RebaseState, Effect | Non
 
 # How each kind of action is walked: the state after it, and an effect to perform
 # (None: done without one, walk on). A new kind of action is a new entry.
-WALK = {"pick": _pick, "drop": _drop, "remainder": _remainder}
+WALK = {
+    "pick": _pick,
+    "edit": _pick,
+    "fixup": _pick,
+    "drop": _drop,
+    "remainder": _remainder,
+}
 
 
 def tip_tree(state: RebaseState) -> str:
@@ -162,6 +193,34 @@ def upcoming(state: RebaseState) -> list[tuple[int, str]]:
     return [(k, a.commit) for k, a in enumerate(state.plan) if a.kind in ("pick", "remainder")]
 
 
+def _edit_due(state: RebaseState) -> bool:
+    """The patch just replayed is one to edit, and the user has not had it yet."""
+    k = state.position - 1
+    return (
+        k >= 0 and state.plan[k].kind == "edit" and state.done[k].status in ("picked", "resolved")
+    )
+
+
+def _reusable(state: RebaseState) -> str:
+    """The commit the next patch may stay on as it is (its own commit kept), or "".
+
+    Only in an edit (a rebase moves the base: nothing stays), when every
+    commit so far is written (the patch would go on ``current``), and
+    neither it nor the one after it is a fixup (whose squash rewrites the
+    patch before it).
+    """
+    k = state.position
+    after = state.plan[k + 1].kind if k + 1 < len(state.plan) else ""
+    if (
+        state.kind != "edit"
+        or unwritten(state)
+        or state.plan[k].kind == "fixup"
+        or after == "fixup"
+    ):
+        return ""
+    return state.current
+
+
 def _apply(state: RebaseState, event: Event) -> RebaseState:
     if event is None:
         return state
@@ -178,6 +237,12 @@ def _apply(state: RebaseState, event: Event) -> RebaseState:
     stop = state.stop
     if stop is None:
         raise StepError(f"{type(event).__name__} while the rebase is not stopped")
+    if isinstance(event, Edited) != (stop.kind == "edit"):
+        raise StepError(f"{type(event).__name__} at a stop of kind {stop.kind}")
+    if isinstance(event, Edited):
+        return _edited(state, event)
+    if isinstance(event, Resolved) and state.plan[stop.index].kind == "fixup":
+        return replace(_squash(state, event.tree, "resolved by hand, recorded"), stop=None)
     if isinstance(event, Resolved):
         outcome = Outcome(
             "resolved", event.tree, note="resolved by hand, recorded", resolution=event.resolution
@@ -197,8 +262,12 @@ def _merged(state: RebaseState, event: Merged) -> RebaseState:
     action = state.plan[state.position]
     if event.conflict is not None:
         return replace(state, stop=replace(event.conflict, index=state.position))
+    if event.same:
+        return replace(_add(state, Outcome("picked", event.tree, event.same)), current=event.same)
     if event.clean and event.tree == tip_tree(state):
         return _add(state, _noted(Outcome("empty"), "it changes nothing on the new base", action))
+    if action.kind == "fixup":
+        return _squash(state, event.tree, "" if event.clean else "resolved (recorded)")
     if event.clean:
         part = action.part
         if part is not None and part.verdict == "partial":
@@ -207,6 +276,47 @@ def _merged(state: RebaseState, event: Merged) -> RebaseState:
         return _add(state, Outcome("picked", event.tree))
     note = "resolved by the recorded resolution"
     return _add(state, Outcome("resolved", event.tree, note=note, resolution=event.resolution))
+
+
+def _squash(state: RebaseState, tree: str, how: str) -> RebaseState:
+    """A fixup's tree becomes the tree of the patch kept before it, whose commit is
+    written again (on the commit before it)."""
+    kept = [k for k, o in enumerate(state.done) if o.kept]
+    if not kept:
+        raise StepError("a fixup with no patch before it")
+    j, done = kept[-1], list(state.done)
+    done[j] = replace(done[j], tree=tree, new="")
+    current = state.done[kept[-2]].new if len(kept) > 1 else state.onto
+    into = state.plan[j].id
+    note = f"squashed into {into}" + (f", {how}" if how else "")
+    return _add(replace(state, done=tuple(done), current=current), Outcome("squashed", note=note))
+
+
+def _edited(state: RebaseState, event: Edited) -> RebaseState:
+    """What the user made at an edit stop replaces the edited patch: the commit that
+    carries its id stays it, the others are new patches there; none of them: dropped."""
+    assert state.stop is not None
+    k = state.stop.index - 1
+    action = state.plan[k]
+    mine = next((c for c, pid, _ in event.commits if pid == action.id), "")
+    actions: list[Action] = [] if mine else [action]
+    outcomes = [] if mine else [Outcome("dropped", note="removed at the edit stop")]
+    for commit, pid, tree in event.commits:
+        if commit == mine:
+            same = commit == state.done[k].new
+            note = "unchanged at the edit stop" if same else "edited"
+            actions.append(action)
+            outcomes.append(Outcome("edited", tree, commit, note))
+        else:
+            actions.append(Action("pick", pid, commit))
+            outcomes.append(Outcome("picked", tree, commit, "new at the edit stop"))
+    return replace(
+        state,
+        plan=(*state.plan[:k], *actions, *state.plan[k + 1 :]),
+        done=(*state.done[:k], *outcomes),
+        current=event.head,
+        stop=None,
+    )
 
 
 def _noted(outcome: Outcome, why: str, action: Action) -> Outcome:
