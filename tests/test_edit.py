@@ -11,8 +11,10 @@ back on its branch, clean, with no edit in progress.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from helpers import DEFAULT_SPECS, PatchSpec, Project, git, make_project
 from rebase_helpers import manifest, snapshot
@@ -232,10 +234,13 @@ def test_walkthrough_on_the_real_series(
     tmp_path: Path, shared_upstream: Path, project_copy: Path
 ) -> None:
     """The maintainer's day on the real series: apply, edit P5 in the middle, add a
-    patch after P6, reorder two independent patches, drop one; each ends exported."""
+    patch after P6, reorder two independent patches, drop one (each ends exported),
+    check-conflicts and rebase onto the shared excerpt's master (they agree), and the
+    PR branches pushed to a fork with upstream's history, each PR diff its patch."""
     from test_shallow import real_project
 
     project = real_project(tmp_path, project_copy)
+    shutil.copytree(project_copy / "resolutions", project.root / "resolutions")
     work = project.work
     code, _, err = project.run("apply", "--source", "git", "--upstream", str(shared_upstream))
     assert code == 0, err
@@ -280,3 +285,42 @@ def test_walkthrough_on_the_real_series(
     assert_exported(project)
     code, out, err = project.run("status")
     assert code == 0 and "nothing to do" in out, err
+
+    # The rest of the day: check before moving, move onto upstream's master, and
+    # publish the PR branches to a fork that has upstream's history.
+    up = str(shared_upstream)
+    code, out, err = project.run("check-conflicts", "--onto", "master", "--upstream", up)
+    assert code == 0, out + err
+    code, out, err = project.run("rebase", "--onto", "master", "--upstream", up)
+    assert code == 0, out + err  # as check-conflicts said: the recorded resolutions replay
+    assert_exported(project)
+    master = git(shared_upstream, "rev-parse", "master")
+    assert git(work, "merge-base", "series", master) == master
+    fork = tmp_path / "fork.git"
+    git(tmp_path, "clone", "-q", "--bare", "--no-local", up, str(fork))
+    code, out, err = project.run("branches", "--push", str(fork), "--json")
+    assert code == 0, err
+    pushed = json.loads(out)["branches"]
+    assert pushed[0]["patch"] is None and pushed[0]["new"] == master  # the first PR's base
+    files = {p.id: p.file for p in _manifest_patches(project)}
+    for b in pushed[1:]:
+        branch, base = b["branch"], b["base"]
+        assert git(fork, "merge-base", branch, "master") == master  # upstream's history
+        assert len(git(fork, "rev-list", f"{base}..{branch}").split()) == 1
+        diff = git(fork, "diff", base, branch) + "\n"
+        patch = (project.root / files[b["patch"]]).read_text()
+        assert _patch_id(fork, diff) == _patch_id(fork, patch), branch
+
+
+def _manifest_patches(project: Project) -> list[Any]:
+    from series.manifest import load
+
+    return list(load(project.root / "series.toml").patches)
+
+
+def _patch_id(cwd: Path, diff: str) -> str:
+    proc = subprocess.run(
+        ["git", "patch-id", "--stable"], cwd=cwd, input=diff, capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    return proc.stdout.split()[0]
