@@ -413,3 +413,37 @@ def test_the_rebase_step_is_pure(name: str) -> None:
     assert not _uses(found, "git"), f"{name} imports GitPython"
     top = {n.split(".")[0] for n in found} - {"series", "__future__"}
     assert top <= set(sys.stdlib_module_names), f"{name} imports {sorted(top)}"
+
+
+def module_imports(path: Path) -> set[str]:
+    """The series modules ``path`` imports at module level (``from pkg import mod`` is mod)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If):  # TYPE_CHECKING blocks import nothing at run time
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in MODULES else node.module)
+    return {n for n in found if n == "series" or n.startswith("series.")}
+
+
+def test_no_import_cycle_between_any_modules() -> None:
+    """No module imports, through any chain, a module that imports it: at module level,
+    where function-local imports of series modules are refused (above); a package's
+    ``__init__`` counts as a module like any other."""
+    graph: dict[str, dict[str, set[str]]] = {}
+    for name, path in MODULES.items():
+        for imported in module_imports(path):
+            owner = imported if imported in MODULES else _owner(imported)
+            if owner is not None and owner != name:
+                graph.setdefault(name, {}).setdefault(owner, set()).add(f"{name} -> {owner}")
+    assert len(graph) > 100  # the graph sees the modules
+    assert graph["series.stack.rebase_driver"].get("series.stack.rebase_state")
+    shown = [
+        "; ".join(sorted(e for a in c for b in c for e in graph[a].get(b, ())))
+        for c in _cycles(graph)
+    ]
+    assert not shown, "import cycles between modules: " + " | ".join(shown)
