@@ -77,6 +77,9 @@ SOURCES: dict[tuple[str, str], Source] = {
     ("benchmarks.md", "This branch against main (`ci/bench_versions.py`)"): script(
         "ci/bench_versions.py --other OLD --rounds 5 --upstream KERAS.git"
     ),
+    ("benchmarks.md", "This session's main against its start (`ci/bench_versions.py`)"): script(
+        "ci/bench_versions.py --other OLD --rounds 5 --upstream KERAS.git"
+    ),
     ("rebase.md", "Speed"): script("ci/bench_rebase.py"),
     ("testing.md", "Speed"): script("ci/bench_test.py"),
     ("testing.md", "Parallel runs and work trees"): Source(
