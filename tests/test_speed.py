@@ -21,6 +21,7 @@ import pytest
 
 from conflict_helpers import Case, make_case, upstream_commit
 from helpers import PatchSpec, Project, git, make_project, replace_line
+from rebase_helpers import git_rebase_trees
 from series.git import TreeMerge
 from series.merge import Job, Merger, predict
 from series.project import Series
@@ -264,6 +265,46 @@ def test_no_prediction_merges_more_than_a_chunk_of_patches(
         if j.theirs.commit is not None and j.base.commit is not None
     ]
     assert len(spans) >= len(MANY) and max(spans) <= 3
+
+
+def test_a_rebase_predicts_no_more_than_a_chunk_of_patches_per_merge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    specs = [
+        PatchSpec(
+            f"P{i}",
+            f"util: VALUE_{i} is {i}{i}",
+            {UTIL: (f"VALUE_{i} = {i}\n", f"VALUE_{i} = {i}{i}\n")},
+        )
+        for i in range(1, predict.CHUNK + 5)
+    ]
+    case = make_case(tmp_path, specs)
+    project = case.project
+    upstream_commit(
+        project.upstream, "next", "util: VALUE_25", {UTIL: ("VALUE_25 = 25\n", "VALUE_25 = 0\n")}
+    )
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    oracle = git_rebase_trees(project, "next")
+    jobs: list[Job] = []
+    original = Merger.run
+
+    def spy(self: Merger, batch: Sequence[Job]) -> list[TreeMerge]:
+        jobs.extend(batch)
+        return original(self, batch)
+
+    monkeypatch.setattr(Merger, "run", spy)
+    code, _, err = project.run("rebase", "--onto", "next", "--upstream", str(project.upstream))
+    assert code == 0, err
+    work = project.work
+    spans = [
+        int(git(work, "rev-list", "--count", f"{j.base.commit}..{j.theirs.commit}"))
+        for j in jobs
+        if j.theirs.commit is not None and j.base.commit is not None
+    ]
+    assert len(spans) >= len(specs) and max(spans) <= predict.CHUNK
+    next_ = git(project.upstream, "rev-parse", "next")
+    assert git(work, "log", "--reverse", "--format=%T", f"{next_}..series").split() == oracle
 
 
 def test_check_conflicts_enters_upstream_once(

@@ -8,12 +8,13 @@ decides nothing about the plan; it knows how to do each effect:
 * Replay: each patch is the merge of the tree so far and the patch's
   commit over the patch's parent (``merge-tree``, no index, no work
   tree), so trees are those of plain ``git rebase``. On a fresh run the
-  merges are speculated in two batches (as check-conflicts does): predict
-  the tree after patch k as one merge of the stack up to k into the
-  target, then cherry-pick every patch onto the prediction before it; a
-  Replay whose tree was predicted is that cherry-pick, the rest are merged
-  one by one. A conflict is looked up in the recorded resolutions
-  (series.merge.resolutions) before it stops anything.
+  merges are speculated two batches per chunk of patches, as
+  check-conflicts does (series.merge.predict, :class:`Guesses`): predict
+  the trees after the chunk's patches, then cherry-pick each patch onto
+  the prediction before it; a Replay whose tree was predicted is that
+  cherry-pick, the rest are merged one by one. A conflict is looked up in
+  the recorded resolutions (series.merge.resolutions) before it stops
+  anything.
 * Write: the commits of the patches replayed so far, with one ``hash-object``.
 * Halt: the state is saved (one ref transaction), HEAD detached at the
   commit so far, the conflicted files written with markers and their
@@ -40,6 +41,7 @@ from series.checkout import Checkout
 from series.errors import ConflictError
 from series.git import HERMETIC, ZERO, CommitInfo, LogEntry, Repo, TreeMerge
 from series.merge import Job, Merger, Node, resolutions
+from series.merge.predict import clean_node, predict_jobs
 from series.stack import rebase_state as rstate
 from series.stack import upstream_parts
 from series.stack.rebase_finish import finish
@@ -95,7 +97,7 @@ class Run:
 def drive(run: Run, state: RebaseState, event: Event = None) -> None:
     """Walk ``state``'s plan from ``event``: finish, or stop at a conflict (raises)."""
     merger = Merger(run.repo, HERMETIC)
-    guesses = _speculate(run, merger, state)
+    guesses = Guesses(run, merger, state)
     while True:
         state, effect = step(state, event)
         if isinstance(effect, Replay):
@@ -124,9 +126,6 @@ def _message(run: Run, state: RebaseState, k: int, commit: str) -> str:
     return message
 
 
-Guesses = dict[tuple[str, str], TreeMerge]  # (commit, tree it goes onto) -> the merge
-
-
 def _parent(run: Run, info: CommitInfo) -> Node:
     parent = run.infos.get(info.parent)
     tree = parent.tree if parent is not None else run.repo.objects.tree_of(info.parent)
@@ -138,26 +137,58 @@ def _job(run: Run, commit: str, onto_tree: str) -> Job:
     return Job(_parent(run, info), Node(onto_tree), Node(info.tree, info.commit, info.parent))
 
 
-def _speculate(run: Run, merger: Merger, state: RebaseState) -> Guesses:
-    """The merges a fresh run will most likely ask for, in two batches."""
-    todo = [c for _, c in upcoming(state)]
-    if not todo:
-        return {}
-    infos = [run.infos[c] for c in todo]
-    pin = Node(run.repo.objects.tree_of(state.base), state.base)
-    onto = Node(state.onto_tree, state.onto)
-    predicted = merger.run([Job(pin, onto, Node(i.tree, i.commit, i.parent)) for i in infos])
-    ontos = [state.onto_tree] + [m.tree if m.clean else "" for m in predicted[:-1]]
-    keys = [(c, x) for c, x in zip(todo, ontos, strict=True) if x]
-    verified = merger.run([_job(run, c, x) for c, x in keys])
-    return dict(zip(keys, verified, strict=True))
+class Guesses:
+    """The merges a fresh run will most likely ask for, speculated a chunk at a time.
+
+    As check-conflicts does (series.merge.predict): the trees after the
+    next ``CHUNK`` patches are predicted in one batch, then each patch is
+    cherry-picked onto the prediction before it in a second; the next
+    chunk goes onto the last prediction, when the run gets there. It stops
+    at a prediction that is not clean, or once a replay went elsewhere.
+    """
+
+    def __init__(self, run: Run, merger: Merger, state: RebaseState) -> None:
+        self.run, self.merger, self.state = run, merger, state
+        self.todo = [c for _, c in upcoming(state)]
+        self.position = {c: k for k, c in enumerate(self.todo)}
+        self.nodes: list[Node] = []  # the pin, then each patch's commit (predict's nodes)
+        self.onto: Node | None = Node(state.onto_tree, state.onto) if self.todo else None
+        self.done = 0  # patches predicted so far
+        self.merges: dict[tuple[str, str], TreeMerge] = {}  # (commit, tree it goes onto)
+
+    def get(self, commit: str, onto_tree: str) -> TreeMerge | None:
+        k = self.position.get(commit)
+        while k is not None and k >= self.done and self._next_chunk():
+            pass
+        merge = self.merges.get((commit, onto_tree))
+        if merge is None and k is not None and k < self.done:
+            self.onto = None  # the replay left the predictions: merged one by one from here
+        return merge
+
+    def _next_chunk(self) -> bool:
+        if self.onto is None or self.done >= len(self.todo):
+            return False
+        if not self.nodes:
+            state, infos = self.state, [self.run.infos[c] for c in self.todo]
+            pin = Node(self.run.repo.objects.tree_of(state.base), state.base)
+            self.nodes = [pin] + [Node(i.tree, i.commit, i.parent) for i in infos]
+        start, onto = self.done, self.onto
+        predicted = self.merger.run(predict_jobs(self.nodes, start, onto))
+        ontos = [onto.tree] + [m.tree if m.clean else "" for m in predicted[:-1]]
+        chunk = self.todo[start : start + len(predicted)]
+        keys = [(c, x) for c, x in zip(chunk, ontos, strict=True) if x]
+        verified = self.merger.run([_job(self.run, c, x) for c, x in keys])
+        self.merges.update(zip(keys, verified, strict=True))
+        self.done += len(predicted)
+        self.onto = clean_node(predicted[-1])
+        return True
 
 
 def _replay(run: Run, merger: Merger, guesses: Guesses, effect: Replay) -> Merged:
     info = run.infos[effect.commit]
     if effect.onto and info.parent == effect.onto:  # nothing before it changed
         return Merged(True, info.tree, same=effect.commit)
-    merge = guesses.get((effect.commit, effect.onto_tree))
+    merge = guesses.get(effect.commit, effect.onto_tree)
     if merge is None:
         merge = merger.run([_job(run, effect.commit, effect.onto_tree)])[0]
     if merge.clean:
@@ -170,32 +201,28 @@ def _replay(run: Run, merger: Merger, guesses: Guesses, effect: Replay) -> Merge
 
 
 def _recorded(run: Run, effect: Replay, merge: TreeMerge) -> Merged:
-    """The tree a recorded resolution gives; else the conflict to stop at."""
+    """The tree a recorded resolution gives (series.merge.resolutions); else the conflict."""
     repo, root, pid = run.repo, run.series.root, effect.id
-    key = resolutions.conflict_key(pid, merge.entries)
-    conflicted = resolutions.conflict_tree(repo, merge, pid)
-    path = resolutions.path_for(root, pid, key)
-    note = ""
-    if path.is_file():
-        resolved = resolutions.replay(repo, path, key, conflicted)
-        if resolved is not None:
-            used = str(path.relative_to(root))
-            run.ui.status(f"  {pid:<4} conflict resolved by {used}")
-            return Merged(False, resolved, resolution=used)
-        note = f"{path.name} is recorded for this conflict but does not apply to it"
-    others = [p for p in resolutions.recorded(root, pid) if p != path]
-    if others and not note:
-        names = ", ".join(str(p.relative_to(root)) for p in others)
-        note = (
-            f"recorded resolution(s) {names} were made for another conflict "
-            "(upstream or the patch changed since): not replayed"
-        )
+    found = resolutions.lookup(repo, root, pid, merge)
+    if found.tree is not None:
+        used = found.name(root)
+        run.ui.status(f"  {pid:<4} conflict resolved by {used}")
+        return Merged(False, found.tree, resolution=used)
     files = tuple(merge.files)
     touched = [f"{c.commit} {c.subject}" for c in run.commits() if set(c.files) & set(files)]
     index_tree = repo.worktree.index_tree()
     assert index_tree is not None, "the checkout was clean when the rebase began"
     stages = tuple((e.mode, e.oid, e.stage, e.path) for e in merge.entries)
-    stop = Stop(effect.index, conflicted, key, files, stages, index_tree, tuple(touched[:10]), note)
+    stop = Stop(
+        effect.index,
+        found.conflicted,
+        found.key,
+        files,
+        stages,
+        index_tree,
+        tuple(touched[:10]),
+        found.note,
+    )
     return Merged(False, merge.tree, conflict=stop)
 
 
