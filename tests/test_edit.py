@@ -14,7 +14,6 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from helpers import DEFAULT_SPECS, PatchSpec, Project, git, make_project
 from rebase_helpers import manifest, snapshot
@@ -237,6 +236,7 @@ def test_walkthrough_on_the_real_series(
     patch after P6, reorder two independent patches, drop one (each ends exported),
     check-conflicts and rebase onto the shared excerpt's master (they agree), and the
     PR branches pushed to a fork with upstream's history, each PR diff its patch."""
+    from test_branches_upstream import _patches, patch_id
     from test_shallow import real_project
 
     project = real_project(tmp_path, project_copy)
@@ -302,25 +302,11 @@ def test_walkthrough_on_the_real_series(
     assert code == 0, err
     pushed = json.loads(out)["branches"]
     assert pushed[0]["patch"] is None and pushed[0]["new"] == master  # the first PR's base
-    files = {p.id: p.file for p in _manifest_patches(project)}
+    files = {p.id: p.file for p in _patches(project)}
     for b in pushed[1:]:
         branch, base = b["branch"], b["base"]
         assert git(fork, "merge-base", branch, "master") == master  # upstream's history
         assert len(git(fork, "rev-list", f"{base}..{branch}").split()) == 1
         diff = git(fork, "diff", base, branch) + "\n"
         patch = (project.root / files[b["patch"]]).read_text()
-        assert _patch_id(fork, diff) == _patch_id(fork, patch), branch
-
-
-def _manifest_patches(project: Project) -> list[Any]:
-    from series.manifest import load
-
-    return list(load(project.root / "series.toml").patches)
-
-
-def _patch_id(cwd: Path, diff: str) -> str:
-    proc = subprocess.run(
-        ["git", "patch-id", "--stable"], cwd=cwd, input=diff, capture_output=True, text=True,
-        check=True,
-    )  # fmt: skip
-    return proc.stdout.split()[0]
+        assert patch_id(fork, diff) == patch_id(fork, patch), branch

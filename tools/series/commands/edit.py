@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from series.commands.options import DIR, ENVELOPE, Exclusive, Option
+from series.commands.options import DIR, ENVELOPE, Option, resume
 from series.errors import Exit, UsageError
 
 if TYPE_CHECKING:
@@ -57,23 +57,10 @@ OPTIONS = (
         "squash the branch's `git commit --fixup` commits into their patches",
         action="store_true",
     ),
-    Exclusive(
-        tuple(
-            Option(f"--{verb}", text, key="action", action="store_const", const=verb)
-            for verb, text in (
-                ("continue", "go on after editing (or after resolving and staging a conflict)"),
-                (
-                    "skip",
-                    "at a conflict: drop the conflicting patch and go on; what you committed "
-                    "or changed at the stop is kept under a backup ref",
-                ),
-                (
-                    "abort",
-                    "put refs, checkout, series.toml and patches/ back as they were; what "
-                    "you committed or changed at the stop is kept under a backup ref",
-                ),
-            )
-        )
+    resume(
+        "go on after editing (or after resolving and staging a conflict)",
+        "at a conflict: drop the conflicting patch and go on; what you committed "
+        "or changed at the stop is kept under a backup ref",
     ),
     ENVELOPE,
 )

@@ -151,3 +151,22 @@ DEVICE = Option("--device", "cpu (default) or cuda, where a GPU is present", def
 def patch_ids(verb: str) -> Option:
     """The ``ID ...`` positional of the checks: which patches (default: all)."""
     return Option("ID", f"the patches to {verb} (default: all)", key="ids", nargs="*")
+
+
+def resume(go_on: str, skip: str) -> Exclusive:
+    """``--continue``, ``--skip``, ``--abort`` of a command that stops (rebase, edit)."""
+    texts = (
+        ("continue", go_on),
+        ("skip", skip),
+        (
+            "abort",
+            "put refs, checkout, series.toml and patches/ back as they were; what "
+            "you committed or changed at the stop is kept under a backup ref",
+        ),
+    )
+    return Exclusive(
+        tuple(
+            Option(f"--{verb}", text, key="action", action="store_const", const=verb)
+            for verb, text in texts
+        )
+    )

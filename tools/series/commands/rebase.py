@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from series.commands.options import DIR, ENVELOPE, REV, URL, Exclusive, Option
+from series.commands.options import DIR, ENVELOPE, REV, URL, Option, resume
 from series.errors import Exit, UsageError
 
 if TYPE_CHECKING:
@@ -41,23 +41,10 @@ OPTIONS = (
         "another form)",
         action="store_true",
     ),
-    Exclusive(
-        tuple(
-            Option(f"--{verb}", text, key="action", action="store_const", const=verb)
-            for verb, text in (
-                ("continue", "go on after resolving and staging the conflict"),
-                (
-                    "skip",
-                    "drop the conflicting patch (series.toml records why) and go on; what "
-                    "you committed or changed at the stop is kept under a backup ref",
-                ),
-                (
-                    "abort",
-                    "put refs, checkout, series.toml and patches/ back as they were; what "
-                    "you committed or changed at the stop is kept under a backup ref",
-                ),
-            )
-        )
+    resume(
+        "go on after resolving and staging the conflict",
+        "drop the conflicting patch (series.toml records why) and go on; what "
+        "you committed or changed at the stop is kept under a backup ref",
     ),
     ENVELOPE,
 )
