@@ -133,6 +133,10 @@ class Bench:
         series(self.project, "status")  # warm: the kept report, the patch info
         series(self.project, "list")
 
+    def _start_git_rebase(self, clone: Path) -> None:
+        """`git rebase --onto master PIN` with rerere, in ``clone``: it stops at P18."""
+        sh(clone, "git", *RERERE, "rebase", "-q", "--onto", "refs/bench/master", self.pin, ok=False)
+
     def _train_rerere(self) -> None:
         """Resolve P18 once in the clone (with series' recorded result), so rerere knows it."""
         trial = self.tmp / "trial"
@@ -140,17 +144,7 @@ class Bench:
         series(trial, "rebase", "--onto", "master", "--upstream", str(self.shared))
         resolved = (trial / "work" / P18_FILE).read_bytes()
         shutil.rmtree(trial)
-        sh(
-            self.clone,
-            "git",
-            *RERERE,
-            "rebase",
-            "-q",
-            "--onto",
-            "refs/bench/master",
-            self.pin,
-            ok=False,
-        )
+        self._start_git_rebase(self.clone)
         (self.clone / P18_FILE).write_bytes(resolved)
         sh(self.clone, "git", "add", P18_FILE)
         sh(self.clone, "git", *RERERE, "rebase", "--continue", env={"GIT_EDITOR": "true"})
@@ -229,17 +223,7 @@ class Bench:
         clone = self.copy(self.clone, "git-rebase")
 
         def job() -> None:
-            sh(
-                clone,
-                "git",
-                *RERERE,
-                "rebase",
-                "-q",
-                "--onto",
-                "refs/bench/master",
-                self.pin,
-                ok=False,
-            )
+            self._start_git_rebase(clone)
             sh(clone, "git", *RERERE, "rebase", "--continue", env={"GIT_EDITOR": "true"})
             sh(
                 clone,

@@ -30,7 +30,7 @@ import pytest
 from helpers import Project, git
 from rebase_helpers import BACKUP, snapshot
 from test_edit import edit_project
-from test_rebase_kill import restore, result, series, steps
+from test_rebase_kill import in_progress, restore, result, series, steps
 
 COMMANDS = {
     "move": ["edit", "--move", "P3", "--before", "P2"],
@@ -65,10 +65,6 @@ def before_edit(project: Project) -> dict[str, Any]:
     found = snapshot(project)
     found["files"] = {k: v for k, v in found["files"].items() if not k.startswith(".series/")}
     return found
-
-
-def in_progress(project: Project) -> bool:
-    return git(project.work, "for-each-ref", "refs/series/rebase/state") != ""
 
 
 def check_status(project: Project, n: int) -> None:
