@@ -428,3 +428,18 @@ def test_a_patch_git_pairs_otherwise_is_asked_alone(tmp_path: Path) -> None:
     texts = {p["id"]: p["range_diff"] for p in report["patches"] if p["old"] and p["new"]}
     assert texts == one_by_one(counted, report)
     assert {p["id"]: p["kind"] for p in report["patches"]}["P3"] == "content changed"
+
+
+def test_branches_dry_run_starts_no_git_process_per_patch(tmp_path: Path) -> None:
+    project = make_project(tmp_path, ELEVEN)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    counted.run("branches")
+    out, calls = counted.run("branches", "--dry-run")
+    assert "nothing to change" in out, out
+    assert not any(c.startswith("check-ref-format") for c in calls), calls
+    assert len(calls) < len(ELEVEN), calls
+    # A name outside the plain kind is git's to judge, name by name (and valid here).
+    out, calls = counted.run("branches", "--dry-run", "--prefix", "über/")
+    assert "create" in out
+    assert sum(c.startswith("check-ref-format") for c in calls) == len(ELEVEN) + 1
