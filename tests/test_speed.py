@@ -443,3 +443,29 @@ def test_branches_dry_run_starts_no_git_process_per_patch(tmp_path: Path) -> Non
     out, calls = counted.run("branches", "--dry-run", "--prefix", "über/")
     assert "create" in out
     assert sum(c.startswith("check-ref-format") for c in calls) == len(ELEVEN) + 1
+
+
+def test_the_replay_goes_on_in_chunks_after_a_conflict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P2 conflicts with the revision; P3..P11 are checked in a few batches, not one each,
+    and the report is the step-by-step one (a chunk of 1 is a replay step by step)."""
+    case = make_case(tmp_path, ELEVEN)
+    edit = {CORE: ("return 2\n", "return -2\n")}
+    upstream_commit(case.project.upstream, "next", "core: f2", edit)
+    batches: list[int] = []
+    original = Merger.run
+
+    def spy(self: Merger, jobs: Sequence[Job]) -> list[TreeMerge]:
+        batches.append(len(jobs))
+        return original(self, jobs)
+
+    monkeypatch.setattr(Merger, "run", spy)
+    code, chunked, err = case.run_json("--onto", "next", "--no-matrix")
+    assert code == 3, err
+    assert [p["status"] for p in chunked["onto"]["patches"]][:3] == ["clean", "conflict", "clean"]
+    assert len(batches) <= 5, batches  # step by step after P2: 11
+    monkeypatch.setattr(predict, "CHUNK", 1)
+    code, stepwise, err = case.run_json("--onto", "next", "--no-matrix")
+    assert code == 3, err
+    assert chunked["onto"]["patches"] == stepwise["onto"]["patches"]
