@@ -21,7 +21,8 @@ job (``git rebase`` + ``format-patch``; a ``git merge-tree`` loop), and
 ``apply`` (fresh) and ``export`` (nothing changed) of 13 and 200 synthetic
 patches against ``git am -3`` and ``git format-patch``. Every row also
 shows series' peak memory: the largest resident set of the ``series``
-process and of each git process it started (``wait4``).
+process and of each git process it started (GNU ``/usr/bin/time``'s %M;
+"-" without it).
 
     python ci/bench_commands.py [--rounds 5] [--scale] [--only NAME...]
 """
@@ -59,25 +60,30 @@ def load() -> str:
     return f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
 
 
-PEAK: list[int] = []  # the peak memory (KiB) of each series run, its git processes included
+PEAK: list[int] = []  # the peak memory (KiB) of each process run, its git processes included
+TIME = shutil.which("time", path="/usr/bin")  # GNU time: a small parent, so its %M is the
+# child's own (a child forked from this script would count this script's memory as its own)
 
 
 def sh(cwd: Path, *argv: str, ok: bool = True, env: dict[str, str] | None = None) -> str:
     """Run ``argv``; its stdout. The largest resident set of it and every process it waited
-    for (``wait4``'s rusage: the child's own and its children's) goes to PEAK."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            argv, cwd=cwd, stdout=out, stderr=err, env={**os.environ, **IDENT, **(env or {})}
+    for (GNU time's %M) goes to PEAK, when /usr/bin/time is there."""
+    with tempfile.NamedTemporaryFile(prefix="bench-peak-") as peak_file:
+        wrap = [TIME, "-f", "%M", "-o", peak_file.name] if TIME else []
+        proc = subprocess.run(
+            [*wrap, *argv],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, **IDENT, **(env or {})},
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
-    PEAK.append(usage.ru_maxrss)
+        said = Path(peak_file.name).read_text().split()
+    if said and said[-1].isdigit():
+        PEAK.append(int(said[-1]))
     if ok and proc.returncode not in (0, 3):
-        raise RuntimeError(f"{' '.join(argv)}: exit {proc.returncode}\n{stderr[-2000:]}")
-    return stdout
+        raise RuntimeError(f"{' '.join(argv)}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
+    return proc.stdout
 
 
 def series(project: Path, *args: str, ok: bool = True) -> str:
@@ -584,7 +590,7 @@ def report(rows: list[Row], rounds: int) -> None:
         mine, theirs = med(row.times["mine"]), med(row.times["theirs"])
         print(
             f"| `{row.name}` | {row.instead} | {mine:.3f} s | {theirs:.3f} s | {mine / theirs:.2f}x "
-            f"| {max(row.peaks) / 1024:.0f} MB |"
+            f"| {f'{max(row.peaks) / 1024:.0f} MB' if any(row.peaks) else '-'} |"
         )
 
 
