@@ -17,7 +17,12 @@ on the Keras tree against K upstream commits generated on top of the pin
 (not committed; built by this script), for ``rebase --onto`` (13 patches
 over 60 / 1,000 / 5,000 commits) and ``check-conflicts --onto`` (200
 patches over the same), each against the git commands that do the same
-job (``git rebase`` + ``format-patch``; a ``git merge-tree`` loop).
+job (``git rebase`` + ``format-patch``; a ``git merge-tree`` loop), and
+``apply`` (fresh) and ``export`` (nothing changed) of 13 and 200 synthetic
+patches against ``git am -3`` and ``git format-patch``. Every row also
+shows series' peak memory: the largest resident set of the ``series``
+process and of each git process it started (GNU ``/usr/bin/time``'s %M;
+"-" without it).
 
     python ci/bench_commands.py [--rounds 5] [--scale] [--only NAME...]
 """
@@ -55,15 +60,27 @@ def load() -> str:
     return f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
 
 
+PEAK: list[int] = []  # the peak memory (KiB) of each process run, its git processes included
+TIME = shutil.which("time", path="/usr/bin")  # GNU time: a small parent, so its %M is the
+# child's own (a child forked from this script would count this script's memory as its own)
+
+
 def sh(cwd: Path, *argv: str, ok: bool = True, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **IDENT, **(env or {})},
-    )
+    """Run ``argv``; its stdout. The largest resident set of it and every process it waited
+    for (GNU time's %M) goes to PEAK, when /usr/bin/time is there."""
+    with tempfile.NamedTemporaryFile(prefix="bench-peak-") as peak_file:
+        wrap = [TIME, "-f", "%M", "-o", peak_file.name] if TIME else []
+        proc = subprocess.run(
+            [*wrap, *argv],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, **IDENT, **(env or {})},
+        )
+        said = Path(peak_file.name).read_text().split()
+    if said and said[-1].isdigit():
+        PEAK.append(int(said[-1]))
     if ok and proc.returncode not in (0, 3):
         raise RuntimeError(f"{' '.join(argv)}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
     return proc.stdout
@@ -71,6 +88,13 @@ def sh(cwd: Path, *argv: str, ok: bool = True, env: dict[str, str] | None = None
 
 def series(project: Path, *args: str, ok: bool = True) -> str:
     return sh(project, sys.executable, "-m", "series", "-C", str(project), *args, ok=ok)
+
+
+def peak(fn: Callable[[], float]) -> tuple[float, int]:
+    """``fn``'s seconds, and the peak memory (KiB) of the processes it ran."""
+    PEAK.clear()
+    seconds = fn()
+    return seconds, max(PEAK, default=0)
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -88,6 +112,7 @@ class Row:
     mine: Callable[[], float]
     theirs: Callable[[], float]
     times: dict[str, list[float]] = field(default_factory=lambda: {"mine": [], "theirs": []})
+    peaks: list[int] = field(default_factory=list)  # KiB, series' side
     error: str = ""
 
 
@@ -343,24 +368,79 @@ class Bench:
         return timed(job)
 
 
-def scale_rows(bench: Bench) -> list[Row]:
-    """The synthetic rows (``--scale``): generated upstream commits and patches."""
+def scale_rows(bench: Bench, only: list[str] | None) -> list[Row]:
+    """The synthetic rows (``--scale``): generated upstream commits and patches.
+
+    Only the rows ``only`` names are built (their projects take minutes)."""
+
+    def wanted(name: str) -> bool:
+        return not only or any(name.startswith(o) for o in only)
+
     rows = []
     for commits in (60, 1000, 5000):
-        up = synthetic_upstream(bench, commits)
         for patches, what in ((13, "rebase"), (200, "check-conflicts")):
-            project = synthetic_project(bench, up, patches, commits)
             if what == "rebase":
-                rows.append(Row(f"rebase --onto, {patches} synthetic over {commits}",
-                                "git rebase + format-patch",
-                                functools.partial(_synthetic_rebase, bench, project, up),
-                                functools.partial(_synthetic_git_rebase, bench, project)))  # fmt: skip
+                name = f"rebase --onto, {patches} synthetic over {commits}"
+                if wanted(name):
+                    up = synthetic_upstream(bench, commits)
+                    project = synthetic_project(bench, up, patches, commits)
+                    rows.append(Row(name, "git rebase + format-patch",
+                                    functools.partial(_synthetic_rebase, bench, project, up),
+                                    functools.partial(_synthetic_git_rebase, bench, project)))  # fmt: skip
             else:
-                rows.append(Row(f"check-conflicts --onto, {patches} over {commits}",
-                                "a git merge-tree loop",
-                                functools.partial(_synthetic_check, project, up),
-                                functools.partial(_synthetic_loop, project)))  # fmt: skip
+                name = f"check-conflicts --onto, {patches} over {commits}"
+                if wanted(name):
+                    up = synthetic_upstream(bench, commits)
+                    project = synthetic_project(bench, up, patches, commits)
+                    rows.append(Row(name, "a git merge-tree loop",
+                                    functools.partial(_synthetic_check, project, up),
+                                    functools.partial(_synthetic_loop, project)))  # fmt: skip
+    # apply and export depend on the patches only (the pin): 13 and 200 show how they grow.
+    for patches in (13, 200):
+        for name, instead, mine, theirs in (
+            (f"apply, fresh, {patches} synthetic", "git am -3", _synthetic_apply, _synthetic_am),
+            (f"export, nothing changed, {patches} synthetic", "git format-patch pin..",
+             _synthetic_export, _synthetic_format_patch),
+        ):  # fmt: skip
+            if wanted(name):
+                project = synthetic_project(bench, synthetic_upstream(bench, 60), patches, 60)
+                rows.append(Row(name, instead, functools.partial(mine, bench, project),
+                                functools.partial(theirs, bench, project)))  # fmt: skip
     return rows
+
+
+def _synthetic_apply(bench: Bench, project: Path) -> float:
+    target = bench.tmp / "runs" / "synthetic-fresh"
+    shutil.rmtree(target, ignore_errors=True)
+    return timed(lambda: series(project, "apply", "--dir", str(target)))
+
+
+def _synthetic_am(bench: Bench, project: Path) -> float:
+    target = bench.tmp / "runs" / "synthetic-am"
+    shutil.rmtree(target, ignore_errors=True)
+    patches = sorted(str(f) for f in (project / "patches").glob("*.patch"))
+
+    def job() -> None:
+        sh(bench.tmp, "git", "clone", "-q", "--no-checkout", str(project / "work"), str(target))
+        sh(target, "git", "checkout", "-q", "-b", "am", bench.pin)
+        sh(target, "git", "am", "-q", "-3", *patches)
+
+    return timed(job)
+
+
+def _synthetic_export(bench: Bench, project: Path) -> float:
+    series(project, "export")  # the canonical form written once: the timed run changes nothing
+    return timed(lambda: series(project, "export"))
+
+
+def _synthetic_format_patch(bench: Bench, project: Path) -> float:
+    out = bench.tmp / "synthetic-fp-export"
+    shutil.rmtree(out, ignore_errors=True)
+    return timed(
+        lambda: sh(
+            project / "work", "git", "format-patch", "-q", "-o", str(out), f"{bench.pin}..series"
+        )
+    )
 
 
 def synthetic_upstream(bench: Bench, commits: int) -> Path:
@@ -476,7 +556,7 @@ def main() -> int:
     print(f"machine: {load()} at the start")
     with tempfile.TemporaryDirectory(prefix="bench-commands-") as tmp_name:
         bench = Bench(Path(tmp_name))
-        rows = bench.rows() + (scale_rows(bench) if args.scale else [])
+        rows = bench.rows() + (scale_rows(bench, args.only) if args.scale else [])
         if args.only:
             rows = [r for r in rows if any(r.name.startswith(o) for o in args.only)]
         for r in range(args.rounds):
@@ -486,7 +566,10 @@ def main() -> int:
                 try:
                     sides = ("mine", "theirs") if r % 2 == 0 else ("theirs", "mine")
                     for side in sides:
-                        row.times[side].append(getattr(row, side)())
+                        seconds, kib = peak(getattr(row, side))
+                        row.times[side].append(seconds)
+                        if side == "mine":
+                            row.peaks.append(kib)
                 except Exception as exc:  # a row that cannot run says why, the rest go on
                     row.error = str(exc).splitlines()[0][:100]
     report(rows, args.rounds)
@@ -497,16 +580,17 @@ def main() -> int:
 def report(rows: list[Row], rounds: int) -> None:
     med = statistics.median
     print(
-        f"\n| command | instead | series | instead | series / instead |  ({rounds} rounds, medians)"
+        f"\n| command | instead | series | instead | series / instead | peak memory |  ({rounds} rounds, medians; peak: the largest process)"
     )
-    print("| --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for row in rows:
         if row.error or not row.times["mine"]:
-            print(f"| `{row.name}` | {row.instead} | - | - | not measured: {row.error} |")
+            print(f"| `{row.name}` | {row.instead} | - | - | not measured: {row.error} | - |")
             continue
         mine, theirs = med(row.times["mine"]), med(row.times["theirs"])
         print(
-            f"| `{row.name}` | {row.instead} | {mine:.3f} s | {theirs:.3f} s | {mine / theirs:.2f}x |"
+            f"| `{row.name}` | {row.instead} | {mine:.3f} s | {theirs:.3f} s | {mine / theirs:.2f}x "
+            f"| {f'{max(row.peaks) / 1024:.0f} MB' if any(row.peaks) else '-'} |"
         )
 
 

@@ -330,7 +330,7 @@ def test_check_conflicts_enters_upstream_once(
     assert report["onto"]["patches"][7]["status"] == "conflict"
 
 
-def test_export_formats_every_patch_in_one_process(tmp_path: Path) -> None:
+def test_export_reads_normalises_and_formats_every_patch_in_one_process(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     counted = Counted(project, tmp_path)
     counted.run("apply")
@@ -340,6 +340,133 @@ def test_export_formats_every_patch_in_one_process(tmp_path: Path) -> None:
     _, calls = counted.run("export")
     verbs = [c.split()[0] for c in calls]
     assert verbs.count("format-patch") == 1  # every patch in one process
-    assert verbs.count("log") == 2 * 3  # each message and author read once
+    assert verbs.count("log") == 1  # every message and author read at once
+    assert verbs.count("commit-tree") == 3  # the verification's rebuild; normalised in one
     assert (project.patch_bytes(), (project.root / "series.toml").read_bytes()) == before
     assert git(project.work, "rev-parse", "series") == tip
+
+
+# -- range-diff and branches ask git once for the whole series --------------------------
+
+CORE = "pkg/core.py"
+ELEVEN = [
+    PatchSpec(f"P{i}", f"core: f{i} returns {i}00", {CORE: (f"return {i}\n", f"return {i}00\n")})
+    for i in range(1, 12)
+]
+
+
+def committed_project(tmp_path: Path) -> tuple[Project, Counted]:
+    """Eleven patches (range-diff numbers them in two columns), committed in a project repo."""
+    project = make_project(tmp_path, ELEVEN)
+    root = project.root
+    git(root, "init", "-q")
+    (root / ".gitignore").write_text("work/\n.series/\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the series")
+    return project, Counted(project, tmp_path)
+
+
+def drop(project: Project, pid: str) -> None:
+    toml = project.root / "series.toml"
+    text = toml.read_text()
+    start = text.index(f'[[patch]]\nid = "{pid}"\n')
+    end = text.find("[[patch]]", start + 1)
+    toml.write_text(text[:start] + (text[end:] if end != -1 else ""))
+    (project.root / "patches" / f"perf-{pid}.patch").unlink()
+
+
+def one_by_one(counted: Counted, report: dict[str, Any]) -> dict[str, str]:
+    """Each paired patch's ``git range-diff OLD^! NEW^!``, asked of git alone (the oracle)."""
+    cache = counted.cache / "upstream.git"
+    argv = ["git", "range-diff", "--no-color", "--creation-factor=100"]
+    return {
+        p["id"]: subprocess.run(
+            [*argv, f"{p['old']}^!", f"{p['new']}^!"],
+            cwd=cache,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for p in report["patches"]
+        if p["old"] and p["new"]
+    }
+
+
+def test_range_diff_asks_git_once_for_the_whole_series(tmp_path: Path) -> None:
+    project, counted = committed_project(tmp_path)
+    replace_line(project.root / "patches" / "perf-P2.patch", "+    return 200", "+    return 201")
+    drop(project, "P5")
+    out, calls = counted.run("range-diff", "--json")
+    verbs = [c.split()[0] for c in calls]
+    assert verbs.count("range-diff") == 1 and verbs.count("diff-tree") == 1, calls
+    report = json.loads(out)
+    kinds = {p["id"]: p["kind"] for p in report["patches"]}
+    assert kinds == {
+        **{s.id: "unchanged" for s in ELEVEN},
+        "P2": "content changed",
+        "P5": "dropped",
+    }
+    texts = {p["id"]: p["range_diff"] for p in report["patches"] if p["old"] and p["new"]}
+    assert texts == one_by_one(counted, report)
+    assert texts["P2"].startswith("1:  ") and " ! 1:  " in texts["P2"].splitlines()[0]
+    assert "return 201" in texts["P2"] and " = 1:  " in texts["P3"]
+
+
+def test_a_patch_git_pairs_otherwise_is_asked_alone(tmp_path: Path) -> None:
+    """P3 and P4 swap their diffs: in the whole series git pairs each with the other's old
+    commit (they read alike), so each is asked alone, as before."""
+    project, counted = committed_project(tmp_path)
+    patches = project.root / "patches"
+    three, four = (patches / f"perf-P{i}.patch" for i in (3, 4))
+    head3, diff3 = three.read_text().split("diff --git", 1)
+    head4, diff4 = four.read_text().split("diff --git", 1)
+    three.write_text(head3 + "diff --git" + diff4)
+    four.write_text(head4 + "diff --git" + diff3)
+    out, calls = counted.run("range-diff", "--json")
+    report = json.loads(out)
+    verbs = [c.split()[0] for c in calls]
+    assert verbs.count("range-diff") == 3, calls  # the series, then P3 and P4 alone
+    texts = {p["id"]: p["range_diff"] for p in report["patches"] if p["old"] and p["new"]}
+    assert texts == one_by_one(counted, report)
+    assert {p["id"]: p["kind"] for p in report["patches"]}["P3"] == "content changed"
+
+
+def test_branches_dry_run_starts_no_git_process_per_patch(tmp_path: Path) -> None:
+    project = make_project(tmp_path, ELEVEN)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    counted.run("branches")
+    out, calls = counted.run("branches", "--dry-run")
+    assert "nothing to change" in out, out
+    assert not any(c.startswith("check-ref-format") for c in calls), calls
+    assert len(calls) < len(ELEVEN), calls
+    # A name outside the plain kind is git's to judge, name by name (and valid here).
+    out, calls = counted.run("branches", "--dry-run", "--prefix", "über/")
+    assert "create" in out
+    assert sum(c.startswith("check-ref-format") for c in calls) == len(ELEVEN) + 1
+
+
+def test_the_replay_goes_on_in_chunks_after_a_conflict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P2 conflicts with the revision; P3..P11 are checked in a few batches, not one each,
+    and the report is the step-by-step one (a chunk of 1 is a replay step by step)."""
+    case = make_case(tmp_path, ELEVEN)
+    edit = {CORE: ("return 2\n", "return -2\n")}
+    upstream_commit(case.project.upstream, "next", "core: f2", edit)
+    batches: list[int] = []
+    original = Merger.run
+
+    def spy(self: Merger, jobs: Sequence[Job]) -> list[TreeMerge]:
+        batches.append(len(jobs))
+        return original(self, jobs)
+
+    monkeypatch.setattr(Merger, "run", spy)
+    code, chunked, err = case.run_json("--onto", "next", "--no-matrix")
+    assert code == 3, err
+    assert [p["status"] for p in chunked["onto"]["patches"]][:3] == ["clean", "conflict", "clean"]
+    assert len(batches) <= 5, batches  # step by step after P2: 11
+    monkeypatch.setattr(predict, "CHUNK", 1)
+    code, stepwise, err = case.run_json("--onto", "next", "--no-matrix")
+    assert code == 3, err
+    assert chunked["onto"]["patches"] == stepwise["onto"]["patches"]

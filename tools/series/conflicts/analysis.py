@@ -28,7 +28,12 @@ conflicts in the favoured chain conflicts by itself. Until the first
 conflict both chains are one, and the whole chain is checked in two
 batches per chunk of patches: predict the result after each patch, then
 verify every step against the prediction before it (series.merge.predict:
-the work grows linearly with the number of patches).
+the work grows linearly with the number of patches). Where a step does
+not go as predicted (a conflict, a skipped patch), each chain predicts
+its next chunk again from where it stands: the prediction's first merge
+is that step itself, so a chain that conflicts at every step costs one
+batch per step, as step by step would, and one that goes on cleanly
+after a conflict is checked in two batches per chunk again.
 
 A conflict the project has a recorded resolution for (resolutions/<id>/,
 series.merge.resolutions) is resolved by it, as ``series rebase`` does:
@@ -41,12 +46,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from series.evidence import Ask, Evidence, Remainder, find_evidence, weigh
 from series.git import LogEntry, MergeMessage, TreeMerge
 from series.manifest import Patch
 from series.merge import Job, Merger, Node, Stacked, Target, resolutions
-from series.merge.predict import clean_node, predict_jobs, verify_jobs
+from series.merge.predict import predict_jobs, verify_jobs
 
 
 @dataclass(frozen=True)
@@ -163,6 +169,39 @@ def _pairs(
     return pairs
 
 
+_Role = Literal["skip", "fav"]
+
+
+@dataclass
+class _Guess:
+    """One chain's chunk predicted from ``onto`` after patch ``start``, and its verification
+    (series.merge.predict; ``checked`` None until a step past the first needs it)."""
+
+    start: int
+    onto: Node
+    predicted: list[TreeMerge]
+    checked: list[TreeMerge | None] | None = None
+
+    def knows(self, k: int, node: Node) -> bool:
+        """Whether step k's merge onto ``node``'s tree is one of this guess's merges."""
+        i = k - 1 - self.start
+        if not 0 <= i < len(self.predicted):
+            return False
+        if i == 0:
+            return node.tree == self.onto.tree  # the prediction's first merge is the step
+        before = self.predicted[i - 1]
+        return before.clean and before.tree == node.tree
+
+    def merge(self, k: int) -> TreeMerge:
+        i = k - 1 - self.start
+        if i == 0:
+            return self.predicted[0]
+        assert self.checked is not None
+        merge = self.checked[i]
+        assert merge is not None
+        return merge
+
+
 class _Chain:
     """The replay onto the target: skip chain and favoured chain (module docstring)."""
 
@@ -176,13 +215,13 @@ class _Chain:
         recorded: Path | None,
     ) -> None:
         self.merger, self.stacked, self.target = merger, stacked, target
-        self.predicted, self.checked, self.recorded = predicted, checked, recorded
+        self.recorded = recorded
+        self.guesses = {"skip": _Guess(0, target.node, predicted, checked)}
         self.evidence = find_evidence(merger.repo, stacked, target)
 
     def run(self) -> list[Replayed]:
         s, patches = self.stacked.nodes, self.stacked.patches
         skip = self.fav = self.target.node
-        speculating = True
         conflicted: list[Patch] = []
         out: list[Replayed] = []
         onto: dict[str, Node] = {}
@@ -200,24 +239,12 @@ class _Chain:
                 step.tree = skip.tree
                 out.append(step)
                 continue
-            while speculating and len(self.predicted) < k and self._next_chunk():
-                pass
-            check = self.checked[k - 1] if k - 1 < len(self.checked) else None
-            if (
-                speculating
-                and check is not None
-                and (self.target.node.tree if k == 1 else self.predicted[k - 2].tree) == skip.tree
-            ):
-                if not check.clean or check.tree != self.predicted[k - 1].tree:
-                    speculating = False
-                skip_out = fav_out = check
-            else:
-                speculating = False
-                jobs = [Job(s[k - 1], skip, s[k])]
-                if self.fav != skip:
-                    jobs.append(Job(s[k - 1], self.fav, s[k]))
-                outs = self.merger.run(jobs)
-                skip_out, fav_out = outs[0], outs[-1]
+            chains: dict[_Role, Node] = {"skip": skip}
+            if self.fav != skip:
+                chains["fav"] = self.fav
+            outs = self._merges(k, chains)
+            skip_out = outs["skip"]
+            fav_out = outs.get("fav", skip_out)
             found = self._recorded(patch, skip_out)
             if found is not None and found.tree is not None:
                 step = self._resolved(patch, evidence, skip_out, found)
@@ -240,19 +267,28 @@ class _Chain:
         self._weigh(out, onto)
         return out
 
-    def _next_chunk(self) -> bool:
-        """Predict and verify the next chunk (series.merge.predict); False when there is none."""
-        start = len(self.predicted)
-        onto = clean_node(self.predicted[start - 1]) if start else None
-        if onto is None or start >= len(self.stacked.nodes) - 1:
-            return False  # no clean prediction to go on from: replayed step by step
+    def _merges(self, k: int, chains: dict[_Role, Node]) -> dict[_Role, TreeMerge]:
+        """Step k's merge onto each chain's tree: from the chain's guess where it knows it,
+        else from a new guess (one batch for every chain that needs one)."""
         s = self.stacked.nodes
-        predicted = self.merger.run(predict_jobs(s, start, onto))
-        verify = verify_jobs(s, start, onto, predicted)
-        verified = iter(self.merger.run([j for j in verify if j is not None]))
-        self.predicted += predicted
-        self.checked += [next(verified) if j is not None else None for j in verify]
-        return True
+        fresh = [role for role, node in chains.items() if not self._knows(role, k, node)]
+        if fresh:
+            jobs = {role: predict_jobs(s, k - 1, chains[role]) for role in fresh}
+            outs = iter(self.merger.run([j for role in fresh for j in jobs[role]]))
+            for role in fresh:
+                self.guesses[role] = _Guess(k - 1, chains[role], [next(outs) for _ in jobs[role]])
+        guesses = [self.guesses[role] for role in chains]
+        unchecked = [g for g in guesses if g.checked is None and k - 1 > g.start]
+        if unchecked:
+            verify = [verify_jobs(s, g.start, g.onto, g.predicted) for g in unchecked]
+            outs = iter(self.merger.run([j for v in verify for j in v if j is not None]))
+            for g, v in zip(unchecked, verify, strict=True):
+                g.checked = [next(outs) if j is not None else None for j in v]
+        return {role: self.guesses[role].merge(k) for role in chains}
+
+    def _knows(self, role: _Role, k: int, node: Node) -> bool:
+        guess = self.guesses.get(role)
+        return guess is not None and guess.knows(k, node)
 
     def _recorded(self, patch: Patch, merge: TreeMerge) -> resolutions.Found | None:
         """What the project's recorded resolutions say about a conflicted merge."""

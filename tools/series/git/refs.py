@@ -163,8 +163,28 @@ class Refs(Part):
         return out.strip() if status == 0 else None
 
     def valid_branch(self, name: str) -> bool:
-        """Whether ``name`` is a valid branch name (``check-ref-format``)."""
+        """Whether ``name`` is a valid branch name (``check-ref-format``).
+
+        A name of the plain kind every series.toml uses (:data:`_PLAIN`)
+        is valid without asking: ``series branches`` names a branch per
+        patch, and a process per name was most of its time. Any other name
+        is git's to judge.
+        """
+        if _plain(name):
+            return True
         return self._run.git_status("check-ref-format", f"refs/heads/{name}")[0] == 0
+
+
+# Components of letters, digits, '-' and '_', joined by single '.' and '/': none of what
+# git-check-ref-format(1) forbids (control characters, space, ~^:?*[\\, "..", "@{", a
+# component that starts with '.' or ends with ".lock", '//', a trailing '/' or '.').
+_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:[./][A-Za-z0-9_][A-Za-z0-9_-]*)*")
+
+
+def _plain(name: str) -> bool:
+    return _PLAIN.fullmatch(name) is not None and not any(
+        part.endswith(".lock") for part in name.split("/")
+    )
 
 
 def files_key(work_tree: Path) -> str | None:

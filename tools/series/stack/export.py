@@ -33,7 +33,7 @@ from series.builder.build import PatchFile, build
 from series.builder.message import series_id, with_trailer
 from series.checkout import BASE_REF, finish_cut_move, refuse_during_rebase
 from series.errors import InternalError, RefusedError, SeriesError
-from series.git import RefMoved, Repo, Transaction
+from series.git import CommitInfo, RefMoved, Repo, Transaction
 from series.manifest import Patch, load
 from series.manifest_write import PatchUpdate, write_patches
 from series.stack import export_files
@@ -79,7 +79,7 @@ def export_tip(
     """
     repo = checkout.repo
     old = tip if branch is None else branch
-    plan = _plan(series, repo.history.commits(state.base, tip), repo, checkout.path)
+    plan = _plan(series, repo.history.commit_infos(state.base, tip), checkout.path)
     _refuse_fixups(plan, checkout)
     exported = _normalise(series, repo, state.base, plan)
     _verify(series, repo, state.base, exported, tip)
@@ -236,19 +236,22 @@ def _refuse_fixups(plan: list[_Entry], checkout: Checkout) -> None:
 
 @dataclass(frozen=True)
 class _Entry:
-    commit: str
+    info: CommitInfo  # the commit as the user left it (its message, tree, author)
     patch: Patch
-    message: str  # the commit's, as the user left it
+
+    @property
+    def commit(self) -> str:
+        return self.info.commit
 
 
-def _plan(series: Series, commits: list[str], repo: Repo, where: Path) -> list[_Entry]:
+def _plan(series: Series, infos: list[CommitInfo], where: Path) -> list[_Entry]:
     manifest = series.manifest
     known = {p.id: p for p in manifest.patches}
     next_id = max((int(p.id[1:]) for p in manifest.patches), default=0) + 1
     seen: set[str] = set()
     plan = []
-    for commit in commits:
-        message = repo.history.message(commit)
+    for info in infos:
+        commit, message = info.commit, info.message
         subject = message.splitlines()[0] if message.strip() else ""
         pid = series_id(message)
         if pid in seen:
@@ -266,20 +269,16 @@ def _plan(series: Series, commits: list[str], repo: Repo, where: Path) -> list[_
         else:
             patch = known[pid]
         seen.add(pid)
-        plan.append(_Entry(commit, Patch(**{**patch.__dict__, "title": subject}), message))
+        plan.append(_Entry(info, Patch(**{**patch.__dict__, "title": subject})))
     return plan
 
 
 def _normalise(series: Series, repo: Repo, base: str, plan: list[_Entry]) -> list[Exported]:
-    parent = base
-    commits = []
-    for entry in plan:
-        message = with_trailer(entry.message, entry.patch.id)
-        parent = repo.objects.commit_tree(
-            repo.objects.tree_of(entry.commit), [parent], message, repo.history.author(entry.commit)
-        )
-        commits.append(parent)
-    data = repo.diffs.format_patches(base, parent) if plan else []  # one process for all
+    """Each commit again with committer = author and its trailer: one process for all."""
+    chain = [(e.info.tree, with_trailer(e.info.message, e.patch.id), e.info.author) for e in plan]
+    commits = repo.objects.write_commits(chain, base) if plan else []
+    tip = commits[-1] if commits else base
+    data = repo.diffs.format_patches(base, tip) if plan else []  # one process for all
     return [Exported(e.patch, c, d) for e, c, d in zip(plan, commits, data, strict=True)]
 
 

@@ -11,13 +11,20 @@ its parent), and put in one of three classes that ``series rebase`` and
 * ``content changed``: the patch adds or removes other lines.
 
 The per-patch text is ``git range-diff``'s own (``git range-diff A^! B^!``),
-so it reads like range-diff output everywhere else.
+so it reads like range-diff output everywhere else. ``series range-diff``
+asks git once for the whole series (:func:`range_diffs`: one ``range-diff``
+of the two stacks, cut into patches and numbered as the one-patch form
+numbers them) and once for every diff (``diff-tree --stdin``); a patch that
+git pairs with another patch's commit in the whole-series run is asked
+alone, so the text is always the one-patch form's.
 """
 
 from __future__ import annotations
 
+import re
 import tempfile
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,18 +78,55 @@ def classify_diffs(old: bytes, new: bytes) -> str:
     return UNCHANGED if a.context == b.context else CONTEXT
 
 
-def classify(repo: Repo, old: str, new: str) -> str:
-    """The class of the change from commit ``old`` to commit ``new`` (each against its parent)."""
-    return classify_diffs(_diff(repo, old), _diff(repo, new))
-
-
-def _diff(repo: Repo, commit: str) -> bytes:
-    return repo.diffs.trees(f"{commit}^", commit)
-
-
 def range_diff(repo: Repo, old: str, new: str) -> str:
     """``git range-diff`` of one commit against another: the form reviewers know."""
     return repo.diffs.range_diff(f"{old}^!", f"{new}^!")
+
+
+# One pair's header line of ``git range-diff``: "N:  abbrev = M:  abbrev subject", where a
+# side git did not pair is "-:  -------", and N and M are right-aligned to the widest number.
+_HEADER = re.compile(r"^ *(\d+|-):  ([0-9a-f]+|-+) ([=!<>]) +(\d+|-):  ([0-9a-f]+|-+) (.*)$")
+
+
+def range_diffs(
+    repo: Repo,
+    old: tuple[str, str],
+    new: tuple[str, str],
+    pairs: Sequence[tuple[str, str]],
+) -> dict[tuple[str, str], str]:
+    """:func:`range_diff` of each (old commit, new commit) pair, with one ``git range-diff``.
+
+    ``old`` and ``new`` are (base, tip) of the two stacks holding the
+    pairs' commits. git pairs the commits of the two ranges itself; a pair
+    it does not pair the same way (a patch that now reads more like
+    another one) is asked alone. Each text is the one-pair form's:
+    numbered 1, with no padding.
+    """
+    if len(pairs) < 2:
+        return {(o, n): range_diff(repo, o, n) for o, n in pairs}
+    out = repo.diffs.range_diff(f"{old[0]}..{old[1]}", f"{new[0]}..{new[1]}")
+    found: dict[tuple[str, str], list[str]] = {}
+    index: dict[tuple[int, int], dict[tuple[str, str], tuple[str, str]]] = {}  # by abbrev length
+    current: list[str] | None = None
+    for line in out.splitlines(keepends=True):
+        match = _HEADER.match(line.rstrip("\n"))
+        if match is None:
+            if current is not None:
+                current.append(line)
+            continue
+        current = None
+        _, a, mark, _, b, subject = match.groups()
+        size = (len(a), len(b))
+        if size not in index:
+            index[size] = {(o[: size[0]], n[: size[1]]): (o, n) for o, n in pairs}
+        pair = index[size].get((a, b))
+        if pair is not None and mark in "=!":
+            current = found[pair] = [f"1:  {a} {mark} 1:  {b} {subject}\n"]
+    texts = {pair: "".join(lines) for pair, lines in found.items()}
+    for pair in pairs:
+        if pair not in texts:
+            texts[pair] = range_diff(repo, *pair)
+    return texts
 
 
 # -- series range-diff -------------------------------------------------------------
@@ -157,22 +201,24 @@ def current(series: Series) -> Version:
 def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None) -> list[Row]:
     """One row per patch of either version (new order first, then the dropped ones)."""
     cache = series.cache
-    a, b = _build(series, ui, old), _build(series, ui, new)
+    (a, a_range), (b, b_range) = _build(series, ui, old), _build(series, ui, new)
     if only is not None and only not in a and only not in b:
         raise UsageError(
             f"no patch {only} in either version",
             why=f"old: {', '.join(a) or 'none'}\nnew: {', '.join(b) or 'none'}",
         )
     reasons = _drop_reasons(new)
+    ids = [pid for pid in [*b, *(p for p in a if p not in b)] if only in (None, pid)]
+    pairs = [(a[pid][0], b[pid][0]) for pid in ids if pid in a and pid in b]
+    diffs = cache.diffs.commits([c for pair in pairs for c in pair])
+    texts = range_diffs(cache, a_range, b_range, pairs)
     rows = []
-    for pid in [*b, *(p for p in a if p not in b)]:
-        if only is not None and pid != only:
-            continue
+    for pid in ids:
         o, n = a.get(pid), b.get(pid)
         title = (n or o or ("", ""))[1]
         if o is not None and n is not None:
-            kind = classify(cache, o[0], n[0])
-            rows.append(Row(pid, kind, o[0], n[0], title, range_diff(cache, o[0], n[0])))
+            kind = classify_diffs(diffs.get(o[0], b""), diffs.get(n[0], b""))
+            rows.append(Row(pid, kind, o[0], n[0], title, texts[o[0], n[0]]))
         elif n is not None:
             rows.append(Row(pid, "new", None, n[0], title, ""))
         else:
@@ -181,8 +227,11 @@ def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None
     return rows
 
 
-def _build(series: Series, ui: Ui, version: Version) -> dict[str, tuple[str, str]]:
-    """patch id -> (commit, title) of ``version`` built on its own pin, in the cache."""
+def _build(
+    series: Series, ui: Ui, version: Version
+) -> tuple[dict[str, tuple[str, str]], tuple[str, str]]:
+    """patch id -> (commit, title) of ``version`` built on its own pin, in the cache; and
+    (pin, tip) of that stack."""
     with tempfile.TemporaryDirectory(prefix="series-range-diff-") as tmp:
         root = Path(tmp)
         for rel, data in version.files.items():
@@ -193,7 +242,7 @@ def _build(series: Series, ui: Ui, version: Version) -> dict[str, tuple[str, str
         ui.status(f"{version.label}: {len(manifest.patches)} patches on {base.label}")
         files = [PatchFile(p, root / p.file) for p in manifest.patches]
         built = memo.build(series.cache, base.commit, files)
-    return {s.patch.id: (s.commit, s.patch.title) for s in built.steps}
+    return {s.patch.id: (s.commit, s.patch.title) for s in built.steps}, (built.base, built.tip)
 
 
 def _drop_reasons(version: Version) -> dict[str, str]:
