@@ -89,6 +89,11 @@ SOURCES: dict[tuple[str, str], Source] = {
     ("series.md", "Every subset on the full stack"): Source(
         "command", "series test --no-cache (the time column; wall time from the shell)"
     ),
+    ("series.md", "P25 and P26: what the CNN and the attention layer still paid for (issue 22)"): (
+        Source(
+            "command", "series bench P25 P26 --workload cnn --workload mha ... (median CPU time)"
+        )
+    ),
     ("rebase.md", "How it works"): Source(
         "test", "tests/test_docs_claims.py::test_the_documented_timeouts_are_the_defaults"
     ),
