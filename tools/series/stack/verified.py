@@ -52,7 +52,15 @@ FORMAT = 1
 NAME = Path("series") / "verified.json"  # in the checkout's git directory
 COMMANDS = ("apply", "export")
 # In the git directory: a git command of the user's in progress, or one of series' cut short.
-BUSY = ("index.lock", "rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD")
+# (and series/state.json: a checkout of series 0.1, whose state is not in the refs).
+BUSY = (
+    "index.lock",
+    "rebase-merge",
+    "rebase-apply",
+    "MERGE_HEAD",
+    "CHERRY_PICK_HEAD",
+    "series/state.json",
+)
 RECORDS = "series-git-"  # series.git.leftovers: a git command of series' cut short
 
 
