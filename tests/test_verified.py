@@ -222,3 +222,16 @@ def test_a_git_command_in_progress_takes_the_full_run(tmp_path: Path) -> None:
     )
     code, _, err = project.run("export")
     assert code == 4 and "a git rebase is in progress" in err, err
+
+
+def test_a_patch_file_made_a_link_takes_the_full_run(tmp_path: Path) -> None:
+    """The same bytes behind a link: what series does with a link is the full run's to say."""
+    project = settled(tmp_path)
+    patch = project.root / "patches/perf-P2.patch"
+    copy = project.root / "P2-copy.patch"
+    copy.write_bytes(patch.read_bytes())
+    patch.unlink()
+    patch.symlink_to(copy)
+    for command in ("apply", "export"):
+        _, _, err = project.run(command)
+        assert HIT not in err, err

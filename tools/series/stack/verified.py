@@ -76,10 +76,13 @@ def key(series: Series, checkout: Checkout, command: str) -> str | None:
         f"{FORMAT}\0{command}\0{checkout.path}\0{checkout.branch}\0{refs}\0".encode()
     )
     digest.update(_code())
+    files = [series.root / "series.toml", *(series.patch_path(p) for p in series.manifest.patches)]
+    if any(path.is_symlink() for path in files):
+        return None  # the full run says what it does with a link (docs/hardening.md)
     try:
-        digest.update((series.root / "series.toml").read_bytes())
-        for patch in series.manifest.patches:
-            data = series.patch_path(patch).read_bytes()
+        digest.update(files[0].read_bytes())
+        for patch, path in zip(series.manifest.patches, files[1:], strict=True):
+            data = path.read_bytes()
             digest.update(f"\0{patch.id}\0{patch.file}\0".encode() + hashlib.sha256(data).digest())
     except OSError:
         return None
