@@ -185,6 +185,37 @@ def test_version_imports_neither_the_cli_nor_gitpython() -> None:
     assert not {"git", "rich", "series.cli"} & modules
 
 
+# What parsing needs: the entry point, the CLI's parser and table, the declarations.
+PARSING = {
+    "series",
+    "series.entry",
+    "series.cli",
+    "series.cli.table",
+    "series.commands",
+    "series.commands.options",
+    "series.errors",
+    "series.untrusted",
+}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["-C", "x", "--help"], ["list", "--help"], ["rebase", "--help"], ["apply", "-h"]],
+)
+def test_help_imports_no_engine(argv: list[str]) -> None:
+    """``series --help`` and ``series CMD --help`` import the parser and the declarations:
+    no project, no git layer, no engine, no GitPython, no rich (series.cli.run is not run)."""
+    modules = imported_after(*argv)
+    command = [f"series.commands.{a}" for a in argv if a in ("list", "rebase", "apply")]
+    assert {m for m in modules if m.startswith("series")} == PARSING | set(command)
+    assert not {"git", "rich"} & modules
+
+
+def test_top_level_help_imports_neither_dataclasses_nor_typing() -> None:
+    """A third of a ``--help``'s time was dataclasses (and inspect), typing and pathlib."""
+    assert not {"dataclasses", "inspect", "typing", "pathlib"} & imported_after("--help")
+
+
 def test_a_command_that_starts_no_git_does_not_import_gitpython(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,10 +1,12 @@
 """The console entry point: SIGINT is handled before anything heavy is imported.
 
-Importing the CLI pulls in rich and GitPython, which takes a noticeable
-moment; a Ctrl-C in that window would print a ``KeyboardInterrupt``
-traceback from the middle of an import. Until ``cli`` is imported, SIGINT
-ends the process quietly with 130; from then on ``cli.main`` turns it into
-"series: interrupted" after the ``finally`` blocks ran. SIGTERM and SIGHUP
+Importing what a command needs (series.cli.run: the project, rich, the
+engines) takes a noticeable moment; a Ctrl-C in that window would print a
+``KeyboardInterrupt`` traceback from the middle of an import. Until
+``cli`` is imported, SIGINT ends the process quietly with 130; from then
+on it unwinds as ``KeyboardInterrupt``, which ``cli.run`` (or, during the
+import of ``cli.run`` itself, ``main`` here) turns into "series:
+interrupted" after the ``finally`` blocks ran. SIGTERM and SIGHUP
 are handled the same way (exit status 128 plus the signal's number): a
 signal sent to series alone does not reach git, so series ends git and
 what it started while it unwinds (series.git.child), and no git process

@@ -16,14 +16,17 @@ from __future__ import annotations
 import argparse
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
 
 from series.commands.options import Declared, Exclusive, Option, flat
 from series.errors import Exit
-from series.project import Series
-from series.ui import Ui
+
+TYPE_CHECKING = False  # typing itself is not imported: ``series --help`` reads this table
+if TYPE_CHECKING:
+    from typing import Any
+
+    from series.project import Series
+    from series.ui import Ui
 
 Writes = Callable[[argparse.Namespace], bool]
 
@@ -36,7 +39,6 @@ def writes(a: argparse.Namespace) -> bool:
     return True
 
 
-@dataclass(frozen=True)
 class Command:
     """``module``: the dotted name of the command's module.
 
@@ -47,10 +49,13 @@ class Command:
     files named on their command line (--junit, --chart), so they take no lock.
     """
 
-    name: str
-    help: str
-    module: str
-    writes: Writes = reads
+    __slots__ = ("help", "module", "name", "writes")
+
+    def __init__(self, name: str, help: str, module: str, writes: Writes = reads) -> None:
+        self.name = name
+        self.help = help
+        self.module = module
+        self.writes = writes
 
     def load(self) -> ModuleType:
         """The command's module (imported on first use)."""

@@ -15,17 +15,54 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
 
 from series.untrusted import path_hint, revision_problem, url_problem
 
-Action = Literal["store", "store_true", "store_false", "store_const", "append"]
+# ``series --help`` reads every declaration: this module, like series.cli and its table,
+# imports neither typing, dataclasses (which imports inspect) nor pathlib, a third of
+# the time of a ``--help`` (docs/architecture.md). mypy takes any TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Literal, NoReturn
+
+    Action = Literal["store", "store_true", "store_false", "store_const", "append"]
 
 
-@dataclass(frozen=True)
-class Option:
+class Frozen:
+    """A frozen record compared by its ``__slots__`` (what ``@dataclass(frozen=True)`` gives)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and isinstance(other, Frozen)
+            and (other._values() == self._values())
+        )
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={v!r}" for n, v in zip(self.__slots__, self._values(), strict=True))
+        return f"{type(self).__name__}({shown})"
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name}")
+
+
+def path(value: str) -> Path:
+    """An argparse type: the value as a ``Path`` (pathlib imported when a path is given)."""
+    from pathlib import Path
+
+    return Path(value)
+
+
+class Option(Frozen):
     """One option or positional argument, in argparse's terms.
 
     ``flags``: ``"--dir"``, ``("-j", "--jobs")``, or a positional's name
@@ -37,16 +74,45 @@ class Option:
     collects a repeatable value into a list.
     """
 
+    __slots__ = (  # noqa: RUF023 (the constructor's order, which __init__ and repr follow)
+        "flags",
+        "help",
+        "key",
+        "action",
+        "type",
+        "default",
+        "metavar",
+        "choices",
+        "nargs",
+        "const",
+    )
     flags: str | tuple[str, ...]
     help: str
-    key: str | None = None
-    action: Action = "store"
-    type: Callable[[str], object] | None = None
-    default: object = None
-    metavar: str | None = None
-    choices: tuple[str, ...] | None = None
-    nargs: Literal["?", "*"] | None = None
-    const: str | None = None
+    key: str | None
+    action: Action
+    type: Callable[[str], object] | None
+    default: object
+    metavar: str | None
+    choices: tuple[str, ...] | None
+    nargs: Literal["?", "*"] | None
+    const: str | None
+
+    def __init__(
+        self,
+        flags: str | tuple[str, ...],
+        help: str,
+        key: str | None = None,
+        action: Action = "store",
+        type: Callable[[str], object] | None = None,
+        default: object = None,
+        metavar: str | None = None,
+        choices: tuple[str, ...] | None = None,
+        nargs: Literal["?", "*"] | None = None,
+        const: str | None = None,
+    ) -> None:
+        given = (flags, help, key, action, type, default, metavar, choices, nargs, const)
+        for name, value in zip(self.__slots__, given, strict=True):
+            object.__setattr__(self, name, value)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -85,11 +151,14 @@ class Option:
         return self.dest.upper()
 
 
-@dataclass(frozen=True)
-class Exclusive:
+class Exclusive(Frozen):
     """Options of which at most one may be given (argparse's mutually exclusive group)."""
 
+    __slots__ = ("options",)
     options: tuple[Option, ...]
+
+    def __init__(self, options: tuple[Option, ...]) -> None:
+        object.__setattr__(self, "options", options)
 
 
 Declared = tuple[Option | Exclusive, ...]
@@ -123,7 +192,7 @@ DIR = Option(
     "--dir",
     "the checkout (default: [series].checkout in series.toml, 'work')",
     key="directory",
-    type=Path,
+    type=path,
     metavar="DIR",
 )
 ENVELOPE = Option(

@@ -187,7 +187,7 @@ def _plain(name: str) -> bool:
     )
 
 
-def files_key(work_tree: Path) -> str | None:
+def files_key(work_tree: Path, *, index: bool = True) -> str | None:
     """A digest of what git reads to answer about ``work_tree``'s refs and index, no git started.
 
     HEAD, every loose ref, ``packed-refs``, and the index's size, time and
@@ -195,6 +195,8 @@ def files_key(work_tree: Path) -> str | None:
     digest is the same, no ref moved and the index was not written, so an
     answer computed from them still holds (series.status_memo). None where
     that cannot be told from files (no ``.git`` directory, reftable refs).
+    ``index=False``: the refs alone, for a caller that asks ``git status``
+    about the index anyway (a ``git status`` may rewrite it, unchanged).
     """
     git_dir = work_tree / ".git"
     if not git_dir.is_dir() or (git_dir / "reftable").exists():
@@ -209,8 +211,9 @@ def files_key(work_tree: Path) -> str | None:
             for name in sorted(files):
                 path = Path(where, name)
                 digest.update(f"\0{path.relative_to(git_dir)}\0".encode() + path.read_bytes())
-        index = (git_dir / "index").stat()
-        digest.update(f"\0index {index.st_size} {index.st_mtime_ns} {index.st_ino}".encode())
+        if index:
+            held = (git_dir / "index").stat()
+            digest.update(f"\0index {held.st_size} {held.st_mtime_ns} {held.st_ino}".encode())
     except OSError:
         return None  # a ref being written meanwhile, no index yet: ask git
     return digest.hexdigest()

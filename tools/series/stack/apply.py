@@ -26,6 +26,7 @@ from series.checkout import Checkout, CheckoutState, guard_apply, move_in, stagi
 from series.errors import ConflictError
 from series.git import Repo
 from series.manifest import Patch
+from series.stack import verified
 from series.stack.export_files import refuse_if_interrupted
 from series.ui import Ui
 from series.upstream import Base
@@ -48,6 +49,14 @@ def apply(
 ) -> dict[str, Any]:
     """Apply ``patches`` into ``checkout``; what was done (the ``--json`` payload)."""
     refuse_if_interrupted(series.root, "apply")
+    # Only a plain re-run may be answered by what the last one verified (series.stack.verified).
+    plain = (source, upstream_url, force) == (None, None, False) and patches == list(
+        series.manifest.patches
+    )
+    digest = verified.key(series, checkout, "apply") if plain else None
+    entry = verified.recall(checkout, "apply", digest)
+    if entry is not None and not checkout.repo.worktree.dirty(read_only=True):
+        return verified.answer(ui, entry, "apply")
     old = checkout.tip() if checkout.exists() else None  # what the checks below see
     state = guard_apply(checkout, force, ui)
     why = "--source"
@@ -66,17 +75,20 @@ def apply(
         ui.status(kept.describe(checkout.path))
     if target is not checkout:
         move_in(target, checkout, ui)
+    lines = []
     for step in built.steps:
         how = " (3-way)" if step.three_way else ""
-        ui.status(f"  {step.patch.id:<4} {step.commit[:12]}{how}  {step.patch.title}")
+        lines.append(f"  {step.patch.id:<4} {step.commit[:12]}{how}  {step.patch.title}")
+        ui.status(lines[-1])
     if built.failure is not None:
         raise _conflict(series, checkout, built.failure)
     verb = "up to date" if unchanged else "applied"
-    ui.result(
+    result = (
         f"{verb}: {len(built.steps)} patches on {base.commit[:12]} in {checkout.path} "
         f"(branch {checkout.branch} at {built.tip[:12]})"
     )
-    return {
+    ui.result(result)
+    done = {
         "checkout": str(checkout.path),
         "branch": checkout.branch,
         "base": base.commit,
@@ -86,6 +98,9 @@ def apply(
         "up_to_date": unchanged,
         "kept": kept.ref if kept is not None else None,
     }
+    if unchanged and kept is None:  # kept only if the run wrote nothing (the digest says)
+        verified.keep(series, checkout, "apply", digest, (lines, result, done))
+    return done
 
 
 def _write(

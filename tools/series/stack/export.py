@@ -36,7 +36,7 @@ from series.errors import InternalError, RefusedError, SeriesError
 from series.git import CommitInfo, RefMoved, Repo, Transaction
 from series.manifest import Patch, load
 from series.manifest_write import PatchUpdate, write_patches
-from series.stack import export_files
+from series.stack import export_files, verified
 from series.stack.edit_plan import FIXUP_PREFIXES
 from series.ui import Ui
 
@@ -53,9 +53,22 @@ class Exported:
 
 
 def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
-    """Write the branch of ``checkout`` to patches/ and series.toml; what was done."""
+    """Write the branch of ``checkout`` to patches/ and series.toml; what was done.
+
+    When the last export changed nothing and nothing changed since
+    (series.stack.verified), that is the answer, after one ``git status``.
+    """
+    digest = verified.key(series, checkout, "export")
+    entry = verified.recall(checkout, "export", digest)
+    if entry is not None and not checkout.repo.worktree.dirty(read_only=True):
+        return verified.answer(ui, entry, "export")
     state, tip = _prepare(series, ui, checkout)
-    return export_tip(series, ui, checkout, state, tip)
+    done = export_tip(series, ui, checkout, state, tip)
+    quiet = checkout.on_branch() and not checkout.repo.worktree.dirty(read_only=True)
+    if quiet and not done["changed"] and done["tip"] == tip and done["kept"] is None:
+        result = f"exported {len(done['exported'])} patches from {checkout.path}: 0 file(s) changed"
+        verified.keep(series, checkout, "export", digest, ([], result, done))
+    return done
 
 
 def export_tip(

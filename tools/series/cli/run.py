@@ -1,0 +1,150 @@
+"""Running a parsed command: the session, errors to exit codes, broken pipes, the JSON envelope.
+
+series.cli parses (argparse and the table of commands, nothing more) and
+imports this module only once the words parsed into a command, or failed
+to parse under ``--json``: ``series --help`` and a usage error never pay
+for the project, the git layer or rich. Only ``run`` catches
+``SeriesError``; anything else is a bug and is printed as an internal
+error with the traceback and exit code 70. A git failure whose cause is
+outside series (``GitFailed.fault``: a lock file, a full or read-only
+disk, a damaged repository) is not a bug: it ends with exit 1, naming the
+file or repository and the way on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import sys
+import traceback
+from pathlib import Path
+from typing import IO
+
+from series import envelope
+from series.cli.table import COMMANDS
+from series.errors import Exit, InternalError, SeriesError, os_error
+from series.git import EnvironmentFault, GitFailed
+from series.project import Series, default_cache_dir
+from series.ui import Ui
+
+
+def run(
+    args: argparse.Namespace, words: list[str], out: IO[str] | None, err: IO[str] | None
+) -> int:
+    """The command ``args`` names, run in one session; its exit code."""
+    as_json = bool(getattr(args, "json", False))
+    ui = Ui(out, err, keep_json=as_json)
+    _logging(args.verbose or bool(os.environ.get("SERIES_DEBUG")))
+    command = next(c for c in COMMANDS if c.name == args.command)
+    error: SeriesError | None = None
+    try:
+        try:
+            with Series.session(
+                args.root,
+                writes=command.writes(args),
+                command=shlex.join(["series", *words]),
+                say=ui.status,
+                missing_ok=command.name == "export",
+            ) as series:
+                code = int(command.run(series, ui, args))
+        except SeriesError as exc:
+            error = _outside_series(exc)
+            code = _report(ui, error, args.verbose)
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise
+            error = os_error(exc)
+            code = _report(ui, error, args.verbose)
+            if args.verbose or os.environ.get("SERIES_DEBUG"):
+                ui.err.file.write(traceback.format_exc())
+        except KeyboardInterrupt:
+            error = SeriesError("interrupted", exit_code=Exit.INTERRUPTED)
+            ui.err.file.write("series: interrupted\n")
+            code = int(Exit.INTERRUPTED)
+        except Exception:
+            ui.err.file.write(
+                "series: internal error (a bug in series; please report it with this output)\n"
+                + traceback.format_exc()
+            )
+            error = InternalError("internal error (a bug in series)", why=traceback.format_exc())
+            code = int(Exit.INTERNAL)
+        if as_json:
+            envelope.emit(ui, command.name, code, error)
+        ui.out.file.flush()
+    except BrokenPipeError:
+        return _broken_pipe(ui)
+    return code
+
+
+def bad_usage_json(message: str, words: list[str], out: IO[str] | None) -> None:
+    """The envelope of a usage error under ``--json`` (the usage itself is on stderr)."""
+    ui = Ui(out, None, keep_json=True)
+    known = [w for w in words if any(c.name == w for c in COMMANDS)]
+    error = SeriesError(message, hint="series --help, or series COMMAND --help")
+    ui.payload = None
+    envelope.emit(ui, known[0] if known else None, int(Exit.BAD_INPUT), error)
+
+
+def _outside_series(exc: SeriesError) -> SeriesError:
+    """A git failure caused by the machine, not by series, as a clear error (exit 1).
+
+    The git layer recognises the cause from git's words; only here is it
+    known that a damaged cache repository can simply be deleted.
+    """
+    fault = exc.fault() if isinstance(exc, GitFailed) else exc
+    if not isinstance(fault, EnvironmentFault):
+        return exc
+    if fault.kind == "corrupt" and fault.repo is not None:
+        return EnvironmentFault(
+            fault.kind, fault.repo, fault.message, why=fault.why, hint=_repair(Path(fault.repo))
+        )
+    return fault
+
+
+def _repair(repo: Path) -> str:
+    cache = default_cache_dir().resolve()
+    if repo.resolve().is_relative_to(cache):
+        return (
+            f"it is series' cache of the upstream: delete {repo} and run the command again; "
+            "series fetches or imports the upstream base afresh"
+        )
+    return (
+        f"see what is damaged: git -C '{repo}' fsck; `series apply --dir NEWDIR` makes a "
+        f"fresh checkout from patches/ (commits not yet exported are only in {repo}: "
+        "save them first, e.g. git format-patch)"
+    )
+
+
+def _report(ui: Ui, exc: SeriesError, verbose: bool) -> int:
+    ui.err.file.write(exc.render() + "\n")
+    if isinstance(exc, InternalError):
+        if verbose or os.environ.get("SERIES_DEBUG"):
+            ui.err.file.write(traceback.format_exc())
+        return int(Exit.INTERNAL)
+    return int(exc.exit_code)
+
+
+def _broken_pipe(ui: Ui) -> int:
+    """The reader of stdout went away (``| head``): end quietly, as git does.
+
+    git dies of SIGPIPE, which a shell reports as 128 + 13; stdout is
+    pointed at /dev/null so that flushing it at exit cannot complain again.
+    """
+    if ui.out.file is sys.stdout:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+    return int(Exit.BROKEN_PIPE)
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(name)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )

@@ -1,0 +1,185 @@
+"""What the last ``apply`` or ``export`` verified changed nothing, kept until a cheap check fails.
+
+A re-run of ``series apply`` with nothing changed rebuilds the stack from
+patches/ to find it equal to the branch, and ``series export`` re-applies
+the bytes it would write to find them equal to patches/: a dozen to a
+hundred git processes to say "up to date". Both are functions of what a
+run reads: series.toml and the patch files it names, the checkout's refs
+(the branch, HEAD, ``refs/series/base``, ``synced`` and ``state``), its
+index and files, and series' own code. So when a run changed nothing,
+what it read is kept, as a digest (``key``), with what it said, in the
+checkout's git directory (``.git/series/verified.json``, one entry per
+command). The next run computes the digest from files alone
+(series.git.files_key for the refs, the sha256 of every file, the size
+and time of series' own modules) and, when it is the same, says the same
+again after one ``git status`` (without optional locks: it writes
+nothing), which sees what the digest does not: the index and the files,
+an uncommitted change, a staged one, a move of the files cut short (the
+index then holds another tree than HEAD). Any of those takes the full
+run, which refuses (apply) or notes them (export) as before.
+
+The digest cannot be told, and the full run goes on, when a ref cannot
+be read from files (reftable), a lock or a record of a git command cut
+short (series.git.leftovers) is in the git directory, a git rebase, am,
+merge or cherry-pick is in progress, or an export journal waits. An entry
+is kept only when the digest after the run is the one before it (nothing
+was written, and nothing changed under the run), and read only when it
+is valid (the format, the shape, the key); anything else is the full run,
+which writes it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+from series import __version__
+from series.errors import SeriesError
+from series.files import write_atomic
+from series.git import files_key
+from series.stack.export_files import JOURNAL
+
+if TYPE_CHECKING:
+    from series.checkout import Checkout
+    from series.project import Series
+    from series.ui import Ui
+
+FORMAT = 1
+NAME = Path("series") / "verified.json"  # in the checkout's git directory
+COMMANDS = ("apply", "export")
+# In the git directory: a git command of the user's in progress, or one of series' cut short.
+# (and series/state.json: a checkout of series 0.1, whose state is not in the refs).
+BUSY = (
+    "index.lock",
+    "rebase-merge",
+    "rebase-apply",
+    "MERGE_HEAD",
+    "CHERRY_PICK_HEAD",
+    "series/state.json",
+)
+RECORDS = "series-git-"  # series.git.leftovers: a git command of series' cut short
+
+
+def key(series: Series, checkout: Checkout, command: str) -> str | None:
+    """The digest of all that ``command`` reads in ``checkout``; None when it cannot be told."""
+    git_dir = checkout.path / ".git"
+    if (series.root / JOURNAL).exists() or _busy(git_dir):
+        return None
+    refs = files_key(checkout.path, index=False)  # the index: git status, each time
+    if refs is None:
+        return None
+    digest = hashlib.sha256(
+        f"{FORMAT}\0{command}\0{checkout.path}\0{checkout.branch}\0{refs}\0".encode()
+    )
+    digest.update(_code())
+    files = [series.root / "series.toml", *(series.patch_path(p) for p in series.manifest.patches)]
+    if any(path.is_symlink() for path in files):
+        return None  # the full run says what it does with a link (docs/hardening.md)
+    try:
+        digest.update(files[0].read_bytes())
+        for patch, path in zip(series.manifest.patches, files[1:], strict=True):
+            data = path.read_bytes()
+            digest.update(f"\0{patch.id}\0{patch.file}\0".encode() + hashlib.sha256(data).digest())
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def recall(checkout: Checkout, command: str, digest: str | None) -> dict[str, Any] | None:
+    """What ``command`` said when it last verified the state ``digest``, validated; or None.
+
+    The caller still asks git whether the files have uncommitted changes.
+    """
+    if digest is None:
+        return None
+    try:
+        record = json.loads((checkout.path / ".git" / NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        return None
+    entry = record.get(command)
+    if not _valid(entry) or entry["key"] != digest:
+        return None
+    return entry
+
+
+def answer(ui: Ui, entry: dict[str, Any], command: str) -> dict[str, Any]:
+    """Say again what the run that verified the state said; its ``--json`` payload."""
+    ui.status(
+        f"nothing changed since the last {command} verified {entry['payload']['checkout']} "
+        "(series.toml, patches/, its refs; its files clean): not rebuilt"
+    )
+    for line in entry["lines"]:
+        ui.status(line)
+    ui.result(entry["result"])
+    payload: dict[str, Any] = entry["payload"]
+    return payload
+
+
+def keep(
+    series: Series,
+    checkout: Checkout,
+    command: str,
+    digest: str | None,
+    said: tuple[list[str], str, dict[str, Any]],
+) -> None:
+    """Keep what ``command`` said, when the state it read (``digest``) is still the state now.
+
+    ``said``: the status lines to say again, the result line, the payload.
+    A changed digest (the run wrote something, or something changed under
+    it) keeps nothing; an entry that cannot be written costs only speed.
+    """
+    if digest is None or key(series, checkout, command) != digest:
+        return
+    lines, result, payload = said
+    path = checkout.path / ".git" / NAME
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = {}
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        record = {}
+    record = {c: record[c] for c in COMMANDS if c != command and _valid(record.get(c))}
+    record["format"] = FORMAT
+    record[command] = {"key": digest, "lines": lines, "result": result, "payload": payload}
+    with contextlib.suppress(OSError, SeriesError):  # SeriesError: a .git that leads out
+        write_atomic(path, json.dumps(record, indent=1), within=checkout.path, durable=False)
+
+
+def _busy(git_dir: Path) -> bool:
+    if not git_dir.is_dir() or any((git_dir / name).exists() for name in BUSY):
+        return True
+    try:
+        return any(name.startswith(RECORDS) for name in os.listdir(git_dir))
+    except OSError:
+        return True
+
+
+def _code() -> bytes:
+    """series' own modules as installed (path, size, time): a changed series verifies again."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256(__version__.encode())
+    for where, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            stat = os.stat(os.path.join(where, name))
+            digest.update(f"\0{where}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    return digest.digest()
+
+
+def _valid(entry: object) -> TypeGuard[dict[str, Any]]:
+    return (
+        isinstance(entry, dict)
+        and set(entry) == {"key", "lines", "result", "payload"}
+        and isinstance(entry["key"], str)
+        and isinstance(entry["result"], str)
+        and isinstance(entry["lines"], list)
+        and all(isinstance(line, str) for line in entry["lines"])
+        and isinstance(entry["payload"], dict)
+        and isinstance(entry["payload"].get("checkout"), str)
+    )
