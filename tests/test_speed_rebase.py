@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from conflict_helpers import make_case, upstream_commit
-from helpers import PatchSpec, Project, git, make_project
-from rebase_helpers import commit_upstream
+from helpers import PatchSpec, Project, git, make_project, replace_line
+from rebase_helpers import commit_upstream, moving_project
 from series.git import TreeMerge
 from series.merge import Job, Merger
 
@@ -174,3 +174,36 @@ def test_continue_speculates_the_rest_instead_of_merging_one_by_one(
         tree = git(work, "rev-parse", f"{new[k]}^{{tree}}")
         assert tree == cherry_picked(clone, old[f"P{k + 1}"], new[k - 1])
     assert "VALUE_6 = 66\n" in git(work, "show", f"series:{UTIL}")
+
+
+def test_abort_reads_only_the_changed_files_to_keep_them(tmp_path: Path) -> None:
+    """What --abort keeps of the user's files is the tree ``add -A`` of every file gives,
+    found by reading only the files git status names, not hashing the whole tree."""
+    project = moving_project(tmp_path, conflict=True)
+    shimmed = Shimmed(tmp_path)
+    up = str(project.upstream)
+    shimmed.run(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
+    work = project.work
+    replace_line(work / "pkg" / "util.py", "VALUE_7 = 7\n", "VALUE_7 = 77\n")
+    (work / "notes.txt").write_text("mine\n")
+    (work / "pkg" / "scratch.tmp").write_text("ignored\n")
+    (work / ".git" / "info" / "exclude").write_text("*.tmp\n")
+    (work / "README.md").unlink()
+    index = tmp_path / "oracle-index"
+    oracle_env = {
+        **os.environ,
+        "GIT_INDEX_FILE": str(index),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    for argv in (["read-tree", "HEAD"], ["add", "-A", "."]):
+        subprocess.run(["git", *argv], cwd=work, env=oracle_env, check=True)
+    expected = subprocess.run(
+        ["git", "write-tree"], cwd=work, env=oracle_env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    calls = shimmed.run(project.root, "rebase", "--abort")
+    assert "add -A ." not in calls, calls
+    kept = git(work, "for-each-ref", "--format=%(refname)", "refs/series/backup/").split()
+    assert len(kept) == 1, kept
+    assert git(work, "rev-parse", f"{kept[0]}^{{tree}}") == expected
+    assert "notes.txt" in git(work, "ls-tree", "-r", "--name-only", kept[0])
