@@ -207,3 +207,31 @@ def test_abort_reads_only_the_changed_files_to_keep_them(tmp_path: Path) -> None
     assert len(kept) == 1, kept
     assert git(work, "rev-parse", f"{kept[0]}^{{tree}}") == expected
     assert "notes.txt" in git(work, "ls-tree", "-r", "--name-only", kept[0])
+
+
+def test_patch_ids_are_read_from_the_cache_the_second_time(tmp_path: Path) -> None:
+    """Upstream carries P3: each rebase finds it by patch-id; the second asks git for
+    no patch-id (the cache keeps them by commit), and a damaged record is asked again."""
+    project = moving_project(tmp_path / "one", carries_p3=True)
+    shimmed = Shimmed(tmp_path)
+    shimmed.run(project.root, "apply")
+    copies = []
+    for n in range(3):
+        copy = tmp_path / f"copy{n}"
+        shutil.copytree(project.root, copy, symlinks=True)
+        copies.append(copy)
+    up = str(project.upstream)
+    runs = []
+    for n, copy in enumerate(copies):
+        if n == 2:  # every record damaged: asked of git again
+            for shard in (tmp_path / "cache" / "patchids").glob("*.json"):
+                shard.write_text('{"format": 1, "ids": {"x": 1}}')
+        calls = shimmed.run(copy, "rebase", "--onto", "main", "--upstream", up, "--json")
+        runs.append(calls)
+    asked = [[c for c in calls if c.startswith("patch-id")] for calls in runs]
+    assert [len(a) for a in asked] == [1, 0, 1], asked
+    carrier = git(project.upstream, "rev-parse", "main")
+    dropped = [(c / "series.toml").read_text() for c in copies]
+    assert dropped[0] == dropped[1] == dropped[2]
+    assert "P3" in dropped[0].split("[[dropped]]", 1)[1]
+    assert carrier in dropped[0].split("[[dropped]]", 1)[1]
