@@ -7,12 +7,13 @@ decides nothing about the plan; it knows how to do each effect:
 
 * Replay: each patch is the merge of the tree so far and the patch's
   commit over the patch's parent (``merge-tree``, no index, no work
-  tree), so trees are those of plain ``git rebase``. On a fresh run the
-  merges are speculated two batches per chunk of patches, as
-  check-conflicts does (series.merge.predict, :class:`Guesses`): predict
-  the trees after the chunk's patches, then cherry-pick each patch onto
-  the prediction before it; a Replay whose tree was predicted is that
-  cherry-pick, the rest are merged one by one. A conflict is looked up in
+  tree), so trees are those of plain ``git rebase``. The merges are
+  speculated two batches per chunk of patches, as check-conflicts does
+  (series.merge.predict, :class:`Guesses`): predict the trees after the
+  chunk's patches, then cherry-pick each patch onto the prediction before
+  it; a Replay whose tree was predicted is that cherry-pick. Where the
+  walk leaves the predictions (a conflict, a run taken up again), they
+  start again from the walk's tree. A conflict is looked up in
   the recorded resolutions (series.merge.resolutions) before it stops
   anything.
 * Write: the commits of the patches replayed so far, with one ``hash-object``.
