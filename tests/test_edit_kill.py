@@ -30,7 +30,7 @@ import pytest
 from helpers import Project, git
 from rebase_helpers import BACKUP, snapshot
 from test_edit import edit_project
-from test_rebase_kill import in_progress, restore, result, series, steps
+from test_rebase_kill import in_progress, keep_template, restore, result, series, steps
 
 COMMANDS = {
     "move": ["edit", "--move", "P3", "--before", "P2"],
@@ -111,7 +111,7 @@ def test_edit_killed_at_every_step_then_continue_and_abort(tmp_path: Path, comma
     assert project.run("status")[0] == 0  # the stack built once in the cache: same steps each run
     argv = COMMANDS[command]
     template = tmp_path / "template"
-    shutil.copytree(project.root, template, symlinks=True)
+    keep_template(project.root, template)
     clean = series(project, *argv)
     assert clean.returncode == 0, clean.stderr
     wanted, total = stable(project), steps(clean)

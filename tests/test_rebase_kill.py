@@ -101,8 +101,31 @@ def result(project: Project) -> tuple[object, ...]:
 
 
 def restore(pristine: Path, root: Path) -> None:
+    """``root`` as ``pristine`` holds it; and the cache, when ``keep_template`` kept it too."""
     shutil.rmtree(root)
     shutil.copytree(pristine, root, symlinks=True)
+    cache = _cache_beside(pristine)
+    if cache.is_dir():
+        live = Path(os.environ["SERIES_CACHE_DIR"])
+        shutil.rmtree(live, ignore_errors=True)
+        shutil.copytree(cache, live, symlinks=True)
+
+
+def keep_template(root: Path, template: Path) -> None:
+    """The state every killed run starts from: the project and the per-user cache.
+
+    What a run finds in the cache (the new pin kept already, the patch-ids of
+    upstream commits) spares it git calls, so every run starts from the cache
+    the counted run had: each has the same steps.
+    """
+    shutil.copytree(root, template, symlinks=True)
+    live = Path(os.environ["SERIES_CACHE_DIR"])
+    if live.is_dir():
+        shutil.copytree(live, _cache_beside(template), symlinks=True)
+
+
+def _cache_beside(template: Path) -> Path:
+    return template.with_name(template.name + "-cache")
 
 
 @dataclass
@@ -121,7 +144,7 @@ class Case:
 
 def _case(command: str, project: Project, before: dict[str, Any], argv: list[str]) -> Case:
     template = project.root.parent / "template"
-    shutil.copytree(project.root, template, symlinks=True)
+    keep_template(project.root, template)
     clean = series(project, *argv)
     code = 3 if command == "stop" else 0
     assert clean.returncode == code, clean.stderr

@@ -91,7 +91,7 @@ def test_a_clean_run_replays_each_pick_on_the_tree_so_far_then_writes_once() -> 
     assert upcoming(state) == [(0, "c1"), (1, "c2"), (2, "c3")]  # fresh: worth speculating
     state, effect = step(state, Merged(True, "T1"))
     assert effect == Replay(1, "P2", "c2", "T1")
-    assert upcoming(state) == []  # begun: no speculation
+    assert upcoming(state) == [(1, "c2"), (2, "c3")]  # begun: the rest
     # P2 changes nothing on T1: empty, with the upstream evidence the plan carries.
     state, effect = step(state, Merged(True, "T1"))
     assert effect == Replay(2, "P3", "c3", "T1")

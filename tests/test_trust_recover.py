@@ -41,7 +41,16 @@ import pytest
 from helpers import Project, git, make_project
 from rebase_helpers import commit_upstream, snapshot
 from test_hardening import mounted_tmpfs
-from test_rebase_kill import Case, abort, go_on, restore, result, start_args, steps
+from test_rebase_kill import (
+    Case,
+    abort,
+    go_on,
+    keep_template,
+    restore,
+    result,
+    start_args,
+    steps,
+)
 
 GENERATED = 120  # files the upstream adds: the rebase's final move writes them all
 
@@ -82,7 +91,7 @@ def start_case(tmp_path: Path) -> Case:
     project = big_move_project(tmp_path / "p")
     before = snapshot(project)
     template = tmp_path / "template"
-    shutil.copytree(project.root, template, symlinks=True)
+    keep_template(project.root, template)
     clean = series(project.root, *start_args(project), debug=True)
     assert clean.returncode == 0, clean.stderr[-3000:]
     wanted = result(project)

@@ -78,9 +78,10 @@ def keep_lost(
     planned.update({ref: None for ref in gone})
     planned.update({f"kept:{n}": c for n, c in enumerate(kept) if c})
     lost: dict[str, tuple[str, frozenset[str]]] = {}
+    listed = repo.refs.under("refs/") if any(c for _, c in looked_at) else {}
     for label, commit in looked_at:
         if commit and commit not in lost:
-            gone_from = frozenset(repo.refs.unreachable([commit], planned))
+            gone_from = frozenset(repo.refs.unreachable([commit], planned, listed))
             if gone_from:
                 lost[commit] = (label, gone_from)
     tips = [
@@ -140,7 +141,7 @@ def uncommitted(repo: Repo, what: str, known: Iterable[str]) -> str | None:
     if head is None:
         return None
     base = repo.objects.tree_of(head)
-    tree = repo.index.files_tree(base)
+    tree = repo.index.files_tree(base, repo.worktree.changed())
     seen = {base, *known, *(t for _, t, _ in repo.refs.commits_under(PREFIX).values())}
     if tree in seen:
         return None

@@ -2,6 +2,8 @@
 
 * :mod:`~series.evidence.find`: patch-ids and PR numbers in the upstream
   commits since the pin (``Evidence``, ``find_evidence``);
+* :mod:`~series.evidence.patchids`: the patch-ids of commits, kept in the
+  per-user cache by commit id (rebase reads them there first);
 * :mod:`~series.evidence.hunks`: a patch's diff cut into single hunks;
 * :mod:`~series.evidence.remainder`: per hunk, what the new upstream holds
   (in the patch's lines or in another form) and lacks, and the patch

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
+from series.evidence import patchids
 from series.git import Repo
 from series.merge import Stacked, Target
 
@@ -26,13 +28,25 @@ class Evidence:
     subject: str
 
 
-def find_evidence(repo: Repo, stacked: Stacked, target: Target) -> dict[str, tuple[Evidence, ...]]:
-    """patch id -> upstream commits with the same patch-id, or naming its PR."""
+def find_evidence(
+    repo: Repo, stacked: Stacked, target: Target, cache_dir: Path | None = None
+) -> dict[str, tuple[Evidence, ...]]:
+    """patch id -> upstream commits with the same patch-id, or naming its PR.
+
+    ``cache_dir``: the per-user cache, where the patch-ids of commits are
+    kept (series.evidence.patchids): only the commits it lacks are diffed.
+    """
     if not target.revs:
         return {}
     paths = sorted({f for files in stacked.files.values() for f in files})
     pin, tip = stacked.pin.commit, stacked.nodes[-1].commit
-    ids = repo.diffs.patch_ids([str(tip), *target.revs, f"^{pin}"], paths) if paths else {}
+    revs = [str(tip), *target.revs, f"^{pin}"]
+    if not paths:
+        ids: dict[str, str] = {}
+    elif cache_dir is None:
+        ids = repo.diffs.patch_ids(revs, paths)
+    else:
+        ids = _patch_ids(repo, cache_dir, revs, paths)
     ours = {str(node.commit) for node in stacked.nodes[1:]}
     upstream_ids: dict[str, list[str]] = {}
     for commit, pid in ids.items():
@@ -56,3 +70,13 @@ def find_evidence(repo: Repo, stacked: Stacked, target: Target) -> dict[str, tup
         if items:
             found[patch.id] = tuple(items)
     return found
+
+
+def _patch_ids(repo: Repo, cache_dir: Path, revs: list[str], paths: list[str]) -> dict[str, str]:
+    """``Diffs.patch_ids`` of ``revs`` over ``paths``, the cache's ids first."""
+    listed = repo.diffs.touching(revs, paths)
+    known = patchids.recall(cache_dir, listed)
+    fresh = repo.diffs.patch_ids_of([c for c in listed if c not in known])
+    patchids.keep(cache_dir, fresh)
+    every = {**known, **fresh}
+    return {c: every[c] for c in listed if c in every}

@@ -84,6 +84,25 @@ class Diffs(Part):
         out = self._run.git_input("patch-id", "--stable", data=diff, env=HERMETIC).decode()
         return {commit: pid for pid, commit in (line.split() for line in out.splitlines())}
 
+    def touching(self, revs: Sequence[str], paths: Sequence[str]) -> list[str]:
+        """The commits :meth:`patch_ids` reads for ``revs`` and ``paths``, in its order,
+        without their diffs."""
+        argv = ["log", "--min-parents=1", "--max-parents=1", "--format=%H", *revs, "--", *paths]
+        return self._run.git(*argv, env=HERMETIC).split()
+
+    def patch_ids_of(self, commits: Sequence[str]) -> dict[str, str]:
+        """commit -> ``patch-id --stable`` of each of ``commits`` (non-merge, non-root)."""
+        if not commits:
+            return {}
+        argv = ["log", "-p", "--no-walk=unsorted", "--stdin", "--min-parents=1"]
+        argv += ["--max-parents=1", "--no-color", "--format=commit %H"]
+        data = ("\n".join(commits) + "\n").encode()
+        diff = self._run.git_input(*argv, data=data, env=HERMETIC)
+        if not diff.strip():
+            return {}
+        out = self._run.git_input("patch-id", "--stable", data=diff, env=HERMETIC).decode()
+        return {commit: pid for pid, commit in (line.split() for line in out.splitlines())}
+
     def format_patch(self, commit: str) -> bytes:
         """One commit as a patch file with no volatile content."""
         return self._run.git_bytes("format-patch", "-1", commit, *_FORMAT, env=HERMETIC)

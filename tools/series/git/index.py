@@ -95,15 +95,25 @@ class Index(Part):
             self._run.git("--work-tree", str(root), "add", "-A", "-f", ".", env=env)
             return self.write_tree(env)
 
-    def files_tree(self, start: str) -> str:
+    def files_tree(self, start: str, changed: Sequence[str] | None = None) -> str:
         """The tree of this work tree's files as they are: tracked, changed and untracked.
 
         Built in a scratch index from the tree ``start`` (``add -A`` honours
         the ignore rules), so the repository's own index, conflict stages
-        and all, is left alone.
+        and all, is left alone. ``changed``: the only paths that may differ
+        from ``start`` (HEAD's tree and ``Worktree.changed``): only they are
+        read and hashed, not every file of the tree; none: ``start`` itself.
         """
+        if changed is not None and not changed:
+            return start
         with self.scratch(start) as env:
-            self._run.git("add", "-A", ".", env=env)
+            if changed is None:
+                self._run.git("add", "-A", ".", env=env)
+            else:
+                data = b"".join(p.encode() + b"\0" for p in changed)
+                literal = {**env, "GIT_LITERAL_PATHSPECS": "1"}
+                argv = ["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"]
+                self._run.git_input(*argv, data=data, env=literal)
             return self.write_tree(env)
 
     def empty_tree(self) -> str:

@@ -132,18 +132,23 @@ class Refs(Part):
             found[name] = (commit, tree, parents[0] if parents else "")
         return found
 
-    def unreachable(self, tips: Sequence[str], planned: Mapping[str, str | None]) -> list[str]:
+    def unreachable(
+        self,
+        tips: Sequence[str],
+        planned: Mapping[str, str | None],
+        every: Mapping[str, str] | None = None,
+    ) -> list[str]:
         """Commits reachable from ``tips`` that no ref reaches once ``planned`` is applied.
 
         ``planned`` maps refs to their coming values (None: deleted; HEAD
         and extra ids to count as kept may be given too). ``refs/stash`` is
-        not counted: older stash entries live only in its reflog.
+        not counted: older stash entries live only in its reflog. ``every``:
+        ``under("refs/")`` read already (several questions, one listing).
         """
         if not tips:
             return []
-        kept: dict[str, str | None] = {
-            n: v for n, v in self.under("refs/").items() if n != "refs/stash"
-        }
+        listed = self.under("refs/") if every is None else every
+        kept: dict[str, str | None] = {n: v for n, v in listed.items() if n != "refs/stash"}
         kept.update(planned)
         data = [*tips, *(f"^{v}" for v in sorted({v for v in kept.values() if v}))]
         out = self._run.git_input("rev-list", "--stdin", data=("\n".join(data) + "\n").encode())

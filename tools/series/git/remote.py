@@ -314,17 +314,25 @@ class Remote(Part):
 
     def rev(self, source: str, rev: str, *, stall: int | None = None) -> str | None:
         """The commit ``rev`` names in ``source`` (``ls-remote``, bounded), or None."""
-        status, out, _ = _bounded(self.path, ["ls-remote", "--", source, rev], stall)
+        return self.revs(source, [rev], stall=stall)[rev]
+
+    def revs(
+        self, source: str, revs: Sequence[str], *, stall: int | None = None
+    ) -> dict[str, str | None]:
+        """The commit each of ``revs`` names in ``source``, with one ``ls-remote`` (bounded)."""
+        status, out, _ = _bounded(self.path, ["ls-remote", "--", source, *revs], stall)
         if status != 0:
-            return None
+            return dict.fromkeys(revs)
         found: dict[str, str] = {}
         for line in out.splitlines():
             sha, _, name = line.partition("\t")
             found[name] = sha
-        for name in (f"refs/tags/{rev}^{{}}", f"refs/tags/{rev}", f"refs/heads/{rev}", rev):
-            if name in found:
-                return found[name]
-        return None
+        answer: dict[str, str | None] = {}
+        for rev in revs:
+            tag, head = f"refs/tags/{rev}", f"refs/heads/{rev}"
+            names = (f"{tag}^{{}}", tag, head, f"{rev}^{{}}", rev)
+            answer[rev] = next((found[n] for n in names if n in found), None)
+        return answer
 
     def names(self) -> list[str]:
         return self._run.git("remote").split()

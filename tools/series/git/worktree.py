@@ -42,6 +42,17 @@ class Worktree(Part):
         out = self._run.git(*optional, "status", "--porcelain=v1", "-z", "--untracked-files=all")
         return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
+    def changed(self) -> list[str]:
+        """Every path whose file or index entry differs from HEAD's tree, and the untracked
+        ones (not ignored): the only paths a snapshot of the files on HEAD has to read.
+
+        Read without writing the index (its stat data answers for unchanged files),
+        with the ignore rules ``Index.files_tree`` has (HERMETIC).
+        """
+        argv = ["--no-optional-locks", "status", "--porcelain=v1", "-z", "--no-renames"]
+        out = self._run.git(*argv, "--untracked-files=all", env=HERMETIC)
+        return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
+
     def stash(self, message: str) -> None:
         """Stash every uncommitted change, untracked files included."""
         self._run.git("stash", "push", "--include-untracked", "-m", message)

@@ -191,7 +191,7 @@ def _evidence(
         steps.append(PinStep(_patch(series, pid), "clean", info.commit))
     files_by_commit = {e.commit: e.files for e in repo.history.log_files([tip, f"^{base}"])}
     files = {pid: files_by_commit.get(commit, ()) for pid, commit in patches}
-    found = find_evidence(repo, Stacked(nodes[0], steps, nodes, files), target)
+    found = find_evidence(repo, Stacked(nodes[0], steps, nodes, files), target, series.cache_dir)
     return {pid: e for pid, e in found.items() if e}
 
 

@@ -7,12 +7,13 @@ decides nothing about the plan; it knows how to do each effect:
 
 * Replay: each patch is the merge of the tree so far and the patch's
   commit over the patch's parent (``merge-tree``, no index, no work
-  tree), so trees are those of plain ``git rebase``. On a fresh run the
-  merges are speculated two batches per chunk of patches, as
-  check-conflicts does (series.merge.predict, :class:`Guesses`): predict
-  the trees after the chunk's patches, then cherry-pick each patch onto
-  the prediction before it; a Replay whose tree was predicted is that
-  cherry-pick, the rest are merged one by one. A conflict is looked up in
+  tree), so trees are those of plain ``git rebase``. The merges are
+  speculated two batches per chunk of patches, as check-conflicts does
+  (series.merge.predict, :class:`Guesses`): predict the trees after the
+  chunk's patches, then cherry-pick each patch onto the prediction before
+  it; a Replay whose tree was predicted is that cherry-pick. Where the
+  walk leaves the predictions (a conflict, a run taken up again), they
+  start again from the walk's tree. A conflict is looked up in
   the recorded resolutions (series.merge.resolutions) before it stops
   anything.
 * Write: the commits of the patches replayed so far, with one ``hash-object``.
@@ -138,40 +139,61 @@ def _job(run: Run, commit: str, onto_tree: str) -> Job:
 
 
 class Guesses:
-    """The merges a fresh run will most likely ask for, speculated a chunk at a time.
+    """The merges the walk will most likely ask for, speculated a chunk at a time.
 
     As check-conflicts does (series.merge.predict): the trees after the
     next ``CHUNK`` patches are predicted in one batch, then each patch is
     cherry-picked onto the prediction before it in a second; the next
-    chunk goes onto the last prediction, when the run gets there. It stops
-    at a prediction that is not clean, or once a replay went elsewhere.
+    chunk goes onto the last prediction, when the walk gets there. A
+    speculated merge is used only for the very tree the walk puts the
+    patch on, so it is exactly the merge the walk would make.
+
+    Where the walk leaves the predictions (a conflict resolved, by a
+    recorded resolution or by hand at ``--continue``; a patch skipped; a
+    run taken up again), the speculation starts again from the tree the
+    walk asks for, when at least two picks are left: one restart per
+    departure, so the walk never merges one patch at a time for the rest
+    of the series.
     """
 
     def __init__(self, run: Run, merger: Merger, state: RebaseState) -> None:
         self.run, self.merger, self.state = run, merger, state
         self.todo = [c for _, c in upcoming(state)]
         self.position = {c: k for k, c in enumerate(self.todo)}
-        self.nodes: list[Node] = []  # the pin, then each patch's commit (predict's nodes)
-        self.onto: Node | None = Node(state.onto_tree, state.onto) if self.todo else None
-        self.done = 0  # patches predicted so far
+        self.nodes: list[Node] = []  # the first pick's parent, then each pick (predict's nodes)
+        self.onto: Node | None = None  # where the next chunk goes (None: nothing to predict)
+        self.done = 0  # picks of todo predicted so far
         self.merges: dict[tuple[str, str], TreeMerge] = {}  # (commit, tree it goes onto)
 
     def get(self, commit: str, onto_tree: str) -> TreeMerge | None:
         k = self.position.get(commit)
-        while k is not None and k >= self.done and self._next_chunk():
-            pass
+        if k is None:
+            return None
         merge = self.merges.get((commit, onto_tree))
-        if merge is None and k is not None and k < self.done:
-            self.onto = None  # the replay left the predictions: merged one by one from here
+        if merge is None and k >= self.done and self.onto is not None:
+            while k >= self.done and self._next_chunk():
+                pass
+            merge = self.merges.get((commit, onto_tree))
+        if merge is None and len(self.todo) - k >= 2:
+            self._restart(k, onto_tree)
+            self._next_chunk()
+            merge = self.merges.get((commit, onto_tree))
         return merge
+
+    def _restart(self, k: int, onto_tree: str) -> None:
+        """Speculate from pick ``k`` onto ``onto_tree`` (the walk's tree there)."""
+        onto = self.state.onto
+        self.onto = Node(onto_tree, onto if onto_tree == self.state.onto_tree else None)
+        self.done = k
 
     def _next_chunk(self) -> bool:
         if self.onto is None or self.done >= len(self.todo):
             return False
         if not self.nodes:
-            state, infos = self.state, [self.run.infos[c] for c in self.todo]
-            pin = Node(self.run.repo.objects.tree_of(state.base), state.base)
-            self.nodes = [pin] + [Node(i.tree, i.commit, i.parent) for i in infos]
+            infos = [self.run.infos[c] for c in self.todo]
+            self.nodes = [_parent(self.run, infos[0])] + [
+                Node(i.tree, i.commit, i.parent) for i in infos
+            ]
         start, onto = self.done, self.onto
         predicted = self.merger.run(predict_jobs(self.nodes, start, onto))
         ontos = [onto.tree] + [m.tree if m.clean else "" for m in predicted[:-1]]

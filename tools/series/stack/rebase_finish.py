@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from series import manifest
+from series import manifest, refnames
 from series.checkout import Checkout
 from series.errors import InternalError
 from series.files import confined, remove, write_atomic
@@ -103,7 +103,9 @@ def finish(
         applied=[a.id for a, _ in kept],
         source="git",
         move_files=True,
-        also=lambda txn: rstate.forget(repo, txn, keep_last=True),
+        also=lambda txn: rstate.forget(
+            repo, txn, keep_last=True, refs=repo.refs.under(refnames.ROOT)
+        ),
         replaces_series=True,
     )
     if backed is not None:

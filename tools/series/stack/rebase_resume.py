@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from series import backup
+from series import backup, refnames
 from series.checkout import Checkout, finish_cut_move, finish_interrupted_move
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import LogEntry
@@ -217,8 +217,9 @@ def _skip(run: Run, st: RebaseState) -> None:
 
 def abort(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> None:
     repo = checkout.repo
+    ours = repo.refs.under(refnames.ROOT)  # the rebase's refs and the stop's, in one listing
     gone = [rstate.STATE_REF, rstate.ONTO_REF, rstate.SAVED_REF, rstate.CURRENT_REF]
-    gone += list(repo.refs.under(rstate.STOP_PREFIX))
+    gone += [name for name in ours if name.startswith(rstate.STOP_PREFIX)]
     keep_stop(checkout, st, f"{st.kind} --abort", ui, gone=gone)
     repo.refs.set_head(checkout.branch_ref)
     tip = checkout.tip()
@@ -231,7 +232,7 @@ def abort(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> None:
     if journal is not None:
         export_files.finish(series.root)
     with repo.refs.transaction(f"series {st.kind}: abort") as txn:
-        rstate.forget(repo, txn, keep_last=False)
+        rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them
     moved = "" if tip == st.tip else f" (the branch had moved to {tip[:12]}; it stays there)"
     ui.result(
         f"{st.kind} aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "

@@ -20,6 +20,7 @@ series.stack.rebase_plan's, documented in docs/rebase.md ("State").
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from series import refnames
 from series.errors import SeriesError
@@ -67,13 +68,21 @@ def save(repo: Repo, txn: Transaction, state: RebaseState, old_blob: str | None)
     txn.update(CURRENT_REF, state.current, repo.refs.value(CURRENT_REF) or ZERO)
 
 
-def forget(repo: Repo, txn: Transaction, *, keep_last: bool) -> None:
-    """Add the deletion of every rebase ref to ``txn`` (``keep_last``: the snapshot as last)."""
-    refs = repo.refs.under(PREFIX)
+def forget(
+    repo: Repo, txn: Transaction, *, keep_last: bool, refs: Mapping[str, str] | None = None
+) -> None:
+    """Add the deletion of every rebase ref to ``txn`` (``keep_last``: the snapshot as last).
+
+    ``refs``: the refs under ``PREFIX`` and ``STOP_PREFIX`` (at least), read
+    already in this run; the transaction checks each value it deletes.
+    """
+    if refs is None:
+        refs = {**repo.refs.under(PREFIX), **repo.refs.under(STOP_PREFIX)}
     for name in (STATE_REF, ONTO_REF, SAVED_REF, CURRENT_REF):
         if name in refs:
             txn.delete(name, refs[name])
-    for name, old in repo.refs.under(STOP_PREFIX).items():
-        txn.delete(name, old)
+    for name, old in refs.items():
+        if name.startswith(STOP_PREFIX):
+            txn.delete(name, old)
     if keep_last and SAVED_REF in refs:
         txn.update(LAST_REF, refs[SAVED_REF], refs.get(LAST_REF) or ZERO)

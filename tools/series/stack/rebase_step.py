@@ -183,14 +183,17 @@ def unwritten(state: RebaseState) -> list[int]:
 
 
 def upcoming(state: RebaseState) -> list[tuple[int, str]]:
-    """(index, commit) of the picks a fresh run will replay, in order, for speculation.
+    """(index, commit) of the picks not replayed yet, in order, for speculation.
 
-    Empty once the run has begun: speculating merges pays when every
-    patch goes onto the target as a batch (series.stack.rebase_driver).
+    From the action at the position on (the one stopped at included), so a
+    run taken up again (``--continue``, ``--skip``) speculates the rest as a
+    fresh one does (series.stack.rebase_driver).
     """
-    if state.done or state.stop is not None or state.current != state.onto:
-        return []
-    return [(k, a.commit) for k, a in enumerate(state.plan) if a.kind in ("pick", "remainder")]
+    return [
+        (k, a.commit)
+        for k, a in enumerate(state.plan)
+        if k >= state.position and a.kind in ("pick", "remainder")
+    ]
 
 
 def _edit_due(state: RebaseState) -> bool:

@@ -277,6 +277,8 @@ def keep(repo: Repo, source: Path, ref: str, commit: str, *, pin: bool) -> str |
     base brought back into a new cache.
     """
     name = refs.git_pin(commit) if pin else refs.checkout_base(commit)
+    if repo.objects.rev(name) == commit:
+        return None  # kept already (the same pin again): a fetch would bring nothing
 
     def accept(tried: str) -> str | None:
         return None if not pin or repo.objects.rev(name) == commit else "no ref"

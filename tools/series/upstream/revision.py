@@ -110,7 +110,7 @@ def _fetch(
         source = str(Path(source).resolve())
     wanted = f"{scratch}onto"
     pin_specs = [] if real is None or repo.objects.has(real) else pin_refspecs(pinned)
-    known = _remote_commit(repo, source, rev)
+    known, deepen_pin = _remote_commits(repo, source, rev, pinned, real)
 
     def have() -> bool:
         if known is None or pin_specs or repo.objects.rev(known) != known:
@@ -121,7 +121,7 @@ def _fetch(
             txn.update(wanted, known, old)
         return True
 
-    tries = [[f"+{rev}:{wanted}", *pin_specs[:1]]]
+    tries = [[f"+{rev}:{wanted}", *pin_specs[:1], *deepen_pin]]
     if pin_specs:  # the pin is not there: REV alone, the range falls back
         tries.append([f"+{rev}:{wanted}"])
     policy = Policy(
@@ -148,11 +148,33 @@ def _fetch(
     return commit
 
 
-def _remote_commit(repo: Repo, source: str, rev: str) -> str | None:
-    """The commit REV names in ``source``: REV itself if it is a full commit id."""
-    if _HEX.fullmatch(rev) and len(rev) == 40:
-        return rev
-    return repo.remote.rev(source, rev)
+def _remote_commits(
+    repo: Repo, source: str, rev: str, pinned: Upstream, real: str | None
+) -> tuple[str | None, list[str]]:
+    """The commit REV names in ``source`` (REV itself if it is a full commit id), and the
+    refspec that deepens the pin in the same fetch, when it needs it (else none).
+
+    A pin that is a shallow root here (a checkout's base is fetched with its tree
+    alone) has no parents to meet REV's history at, unless REV descends from it:
+    fetching its ref at the same depth brings them with REV, in one fetch, instead
+    of a second fetch that deepens afterwards. Asked only when the source's ref
+    names the pin (the same ``ls-remote``); the ref lands nowhere (no destination).
+    """
+    full = _HEX.fullmatch(rev) is not None and len(rev) == 40
+    tag = pinned.ref if pinned.ref.startswith("refs/") else f"refs/tags/{pinned.ref}"
+    shallow = (
+        real is not None
+        and not full
+        and pinned.ref != ""
+        and real in repo.history.shallow_roots()
+        and repo.objects.has(real)
+    )
+    if full:
+        return rev, []
+    if not shallow:
+        return repo.remote.rev(source, rev), []
+    found = repo.remote.revs(source, [rev, tag])
+    return found[rev], [tag] if found[tag] == real and tag != rev else []
 
 
 def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError:

@@ -1,0 +1,237 @@
+"""The rebase starts few git processes and fetches once (issue 23).
+
+Speed is measured by ci/bench_commands.py, never asserted here; what is
+asserted is what the rebase asks of git: the fetches (counted by a ``git``
+shim first on PATH), the merge batches, and that the answers are still
+exactly the ones git gives.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from conflict_helpers import make_case, upstream_commit
+from helpers import PatchSpec, Project, git, make_project, replace_line
+from rebase_helpers import commit_upstream, moving_project
+from series.git import TreeMerge
+from series.merge import Job, Merger
+
+BOUND = 120
+
+
+class Shimmed:
+    """``series`` as its own process, with a cache of its own; the argv of each git logged."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.log = tmp / "git-argv.log"
+        shim = tmp / "shim"
+        shim.mkdir()
+        real = shutil.which("git")
+        (shim / "git").write_text(f'#!/bin/sh\necho "$*" >> "{self.log}"\nexec "{real}" "$@"\n')
+        (shim / "git").chmod(0o755)
+        self.env = {
+            **os.environ,
+            "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
+            "SERIES_CACHE_DIR": str(tmp / "cache"),
+        }
+
+    def run(self, root: Path, *args: str, code: int = 0) -> list[str]:
+        """The argv of each git process ``series -C root ARGS`` started."""
+        self.log.unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "series", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=BOUND,
+            check=False,
+        )
+        assert proc.returncode == code, proc.stderr
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+
+def fetches(calls: list[str]) -> list[str]:
+    return [c for c in calls if c.startswith("fetch ")]
+
+
+def test_a_pin_off_upstreams_branch_is_deepened_in_the_fetch_of_rev(tmp_path: Path) -> None:
+    """The pin is a release commit on a side branch (as Keras tags are), a shallow root
+    in the checkout: REV and the pin's history come in one fetch, not a fetch and a
+    deepening one."""
+    project = make_project(tmp_path)
+    up = project.upstream
+    fork = commit_upstream(up, "pkg/util.py", "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
+    git(up, "checkout", "-q", "-b", "release")
+    (up / "VERSION").write_text("1.1\n")
+    git(up, "add", "VERSION")
+    git(up, "commit", "-qm", "release: 1.1")
+    git(up, "tag", "v1.1")
+    pin = git(up, "rev-parse", "HEAD")
+    git(up, "checkout", "-q", "-")
+    commit_upstream(up, "pkg/util.py", "VALUE_21 = 21\n", "VALUE_21 = 2100\n", "util: 21")
+    toml = project.root / "series.toml"
+    text = toml.read_text().replace('ref = "v1.0"', 'ref = "v1.1"')
+    toml.write_text(text.replace(project.commit, pin))
+    shimmed = Shimmed(tmp_path)
+    shimmed.run(project.root, "apply")
+    assert pin in (project.work / ".git" / "shallow").read_text().split()  # a shallow root
+    calls = shimmed.run(project.root, "rebase", "--onto", "main", "--upstream", str(up))
+    assert len([c for c in fetches(calls) if ":refs/series/rebase/onto" in c]) == 1, fetches(calls)
+    assert not [c for c in calls if "--deepen" in c]
+    # The range since the pin met at the fork, as git counts it.
+    main = git(up, "rev-parse", "main")
+    assert git(project.work, "merge-base", pin, main) == fork
+    assert git(project.work, "rev-parse", "refs/series/base") == main
+    assert f'commit = "{main}"' in toml.read_text()
+
+
+def test_a_pin_the_cache_keeps_already_is_not_fetched_again(tmp_path: Path) -> None:
+    """Two checkouts rebased onto the same commit: the second keeps the new pin in the
+    cache without a fetch (the cache's ref holds it already)."""
+    project = make_project(tmp_path / "one")
+    commit_upstream(
+        project.upstream, "pkg/util.py", "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20"
+    )
+    shimmed = Shimmed(tmp_path)
+    shimmed.run(project.root, "apply")
+    other = tmp_path / "two"
+    shutil.copytree(project.root, other, symlinks=True)
+    up = str(project.upstream)
+    first = shimmed.run(project.root, "rebase", "--onto", "main", "--upstream", up)
+    second = shimmed.run(other, "rebase", "--onto", "main", "--upstream", up)
+    into_cache = "refs/series/git/"
+    assert len([c for c in fetches(first) if into_cache in c]) == 1, first
+    assert [c for c in fetches(second) if into_cache in c] == [], second
+    main = git(project.upstream, "rev-parse", "main")
+    cache = tmp_path / "cache" / "upstream.git"
+    assert git(cache, "rev-parse", f"refs/series/git/{main}") == main
+    assert (other / "series.toml").read_text() == (project.root / "series.toml").read_text()
+
+
+UTIL = "pkg/util.py"
+SPREAD = [  # every other line, so only the patch whose own line upstream changed conflicts
+    PatchSpec(
+        f"P{i}",
+        f"util: VALUE_{2 * i} is {2 * i}{2 * i}",
+        {UTIL: (f"VALUE_{2 * i} = {2 * i}\n", f"VALUE_{2 * i} = {2 * i}{2 * i}\n")},
+    )
+    for i in range(1, 13)
+]
+
+
+def cherry_picked(clone: Path, old: str, onto: str) -> str:
+    """The tree of ``old`` cherry-picked onto ``onto`` by git itself (the oracle)."""
+    git(clone, "checkout", "-q", "--detach", onto)
+    git(clone, "cherry-pick", "--allow-empty", old)
+    return git(clone, "rev-parse", "HEAD^{tree}")
+
+
+def test_continue_speculates_the_rest_instead_of_merging_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = make_case(tmp_path, SPREAD)
+    project: Project = case.project
+    up = project.upstream
+    upstream_commit(up, "next", "util: VALUE_27", {UTIL: ("VALUE_27 = 27\n", "VALUE_27 = 0\n")})
+    upstream_commit(up, "next", "util: VALUE_6", {UTIL: ("VALUE_6 = 6\n", "VALUE_6 = -6\n")})
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    code, _, err = project.run("rebase", "--onto", "next", "--upstream", str(project.upstream))
+    assert code == 3, err
+    text = (project.work / UTIL).read_text()
+    head, _, rest = text.partition("<<<<<<< new base\n")
+    _, _, tail = rest.partition(">>>>>>> P3\n")
+    (project.work / UTIL).write_text(head + "VALUE_6 = 66\n" + tail)
+    git(project.work, "add", UTIL)
+    batches: list[int] = []
+    original = Merger.run
+
+    def spy(self: Merger, jobs: Sequence[Job]) -> list[TreeMerge]:
+        batches.append(len(jobs))
+        return original(self, jobs)
+
+    monkeypatch.setattr(Merger, "run", spy)
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    # The nine patches after P3: predicted and verified in two batches, not nine.
+    assert len(batches) <= 2, batches
+    work = project.work
+    next_ = git(project.upstream, "rev-parse", "next")
+    new = git(work, "rev-list", "--reverse", f"{next_}..series").split()
+    old = dict(zip(case.ids, case.commits, strict=True))
+    assert len(new) == len(SPREAD)
+    clone = tmp_path / "oracle"
+    git(tmp_path, "clone", "-q", str(case.author), str(clone))
+    git(clone, "fetch", "-q", str(work), "+series:refs/oracle/series")
+    for k in range(3, len(SPREAD)):  # P4..P12: each exactly git's cherry-pick
+        tree = git(work, "rev-parse", f"{new[k]}^{{tree}}")
+        assert tree == cherry_picked(clone, old[f"P{k + 1}"], new[k - 1])
+    assert "VALUE_6 = 66\n" in git(work, "show", f"series:{UTIL}")
+
+
+def test_abort_reads_only_the_changed_files_to_keep_them(tmp_path: Path) -> None:
+    """What --abort keeps of the user's files is the tree ``add -A`` of every file gives,
+    found by reading only the files git status names, not hashing the whole tree."""
+    project = moving_project(tmp_path, conflict=True)
+    shimmed = Shimmed(tmp_path)
+    up = str(project.upstream)
+    shimmed.run(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
+    work = project.work
+    replace_line(work / "pkg" / "util.py", "VALUE_7 = 7\n", "VALUE_7 = 77\n")
+    (work / "notes.txt").write_text("mine\n")
+    (work / "pkg" / "scratch.tmp").write_text("ignored\n")
+    (work / ".git" / "info" / "exclude").write_text("*.tmp\n")
+    (work / "README.md").unlink()
+    index = tmp_path / "oracle-index"
+    oracle_env = {
+        **os.environ,
+        "GIT_INDEX_FILE": str(index),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    for argv in (["read-tree", "HEAD"], ["add", "-A", "."]):
+        subprocess.run(["git", *argv], cwd=work, env=oracle_env, check=True)
+    expected = subprocess.run(
+        ["git", "write-tree"], cwd=work, env=oracle_env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    calls = shimmed.run(project.root, "rebase", "--abort")
+    assert "add -A ." not in calls, calls
+    kept = git(work, "for-each-ref", "--format=%(refname)", "refs/series/backup/").split()
+    assert len(kept) == 1, kept
+    assert git(work, "rev-parse", f"{kept[0]}^{{tree}}") == expected
+    assert "notes.txt" in git(work, "ls-tree", "-r", "--name-only", kept[0])
+
+
+def test_patch_ids_are_read_from_the_cache_the_second_time(tmp_path: Path) -> None:
+    """Upstream carries P3: each rebase finds it by patch-id; the second asks git for
+    no patch-id (the cache keeps them by commit), and a damaged record is asked again."""
+    project = moving_project(tmp_path / "one", carries_p3=True)
+    shimmed = Shimmed(tmp_path)
+    shimmed.run(project.root, "apply")
+    copies = []
+    for n in range(3):
+        copy = tmp_path / f"copy{n}"
+        shutil.copytree(project.root, copy, symlinks=True)
+        copies.append(copy)
+    up = str(project.upstream)
+    runs = []
+    for n, copy in enumerate(copies):
+        if n == 2:  # every record damaged: asked of git again
+            for shard in (tmp_path / "cache" / "patchids").glob("*.json"):
+                shard.write_text('{"format": 1, "ids": {"x": 1}}')
+        calls = shimmed.run(copy, "rebase", "--onto", "main", "--upstream", up, "--json")
+        runs.append(calls)
+    asked = [[c for c in calls if c.startswith("patch-id")] for calls in runs]
+    assert [len(a) for a in asked] == [1, 0, 1], asked
+    carrier = git(project.upstream, "rev-parse", "main")
+    dropped = [(c / "series.toml").read_text() for c in copies]
+    assert dropped[0] == dropped[1] == dropped[2]
+    assert "P3" in dropped[0].split("[[dropped]]", 1)[1]
+    assert carrier in dropped[0].split("[[dropped]]", 1)[1]
