@@ -16,7 +16,7 @@ import pytest
 
 from helpers import PatchSpec, Project, make_patches, make_upstream, manifest_text
 from series.runs.broad import missing_optional
-from tinytests import OPS, TINY_FILES, edit_patch
+from tinytests import OPS, TINY_FILES, edit_patch, make_tiny_project
 
 MORE = "tests/sub/test_more.py"
 OPTIONAL = "tests/test_optional.py"
@@ -187,3 +187,17 @@ def test_the_envelope_and_the_plan_match_the_schema(project: Project) -> None:
     code, data = envelope(project, "test", "--suite", "tests", "--list", "--shard", "1/2")
     assert code == 0 and {p["name"] for p in data["parts"]} == {"tests/*", "tests/sub"}
     assert {p["shard"] for p in data["parts"]} == {1, 2}
+
+
+def test_a_crashed_run_fails_the_command(tmp_path: Path) -> None:
+    # pytest stopped half-way on the stack: the part cannot be compared, and is a failure
+    stop = "def test_a():\n    pass\n\n\ndef test_stop():\n    raise KeyboardInterrupt\n"
+    spec = PatchSpec(
+        "P1", "tests: a run that stops", {}, new_files={"tests/sub/test_stop.py": stop}
+    )
+    project = make_tiny_project(tmp_path, [spec])
+    code, report = broad(project)
+    assert code == 1 and report["ok"] is False
+    crashed = [f for f in report["failures"] if f["verdict"] == "crashed"]
+    assert [f["id"] for f in crashed] == ["(pytest run) stack: tests/sub"], report["failures"]
+    assert report["counts"]["passes_at_both"] == 3  # the top-level part compared as usual
