@@ -139,6 +139,11 @@ def test_the_pin_is_cached_and_editing_a_patch_reruns_only_the_stack(project: Pr
     assert code == 1 and first["runs"] == {"all": 4, "cached": 0}
     _, again = broad(project)
     assert again["runs"] == {"all": 4, "cached": 4} and again["tests"] == first["tests"]
+    # a directory without test subdirectories is one part: asked alone, it is the same runs
+    _, out, _ = project.run("test", "--json", "--suite", "tests/sub", "--suite", "tests")
+    sub = json.loads(out)
+    assert [p["name"] for p in sub["parts"]] == ["tests/sub", "tests/*"]
+    assert sub["runs"] == {"all": 4, "cached": 4} and len(sub["tests"]) == len(first["tests"])
     # P2 no longer breaks mul: the stack's two parts run again, the pin's come from the cache
     edit_patch(project, "P2", "+    return abs(a) * b", "+    return a * b")
     code, edited = broad(project)

@@ -3,7 +3,9 @@
 The question it answers: does any of upstream's tests pass at the pin and
 fail with every patch applied? Each named directory of the checkout is cut
 into *parts*, one pytest run each on both trees: its test files at the top
-level, and each subdirectory that holds tests. A part is the unit of
+level, and each subdirectory that holds tests (a directory without
+subdirectories of tests is one part, so ``--suite keras/src/layers/core``
+reuses the results of the default run's part of that name). A part is the unit of
 ``--jobs`` and ``--shard``; its runs are keyed and cached like a patch's
 subset (series.runs.cache), so the pin's results are reused until the pin
 tree or the test environment changes, and the stack's until a patch does.
@@ -131,7 +133,10 @@ def parts(directories: tuple[str, ...], pin: set[str], stack: set[str]) -> list[
                 subdirs.add(prefix + rest.split("/", 1)[0])
             else:
                 top.add(path)
-        if top:
+        if top and not subdirs:  # the directory is one part, as it would be as a subdirectory
+            there = (directory.rstrip("/"),)
+            out.append(Part(there[0], there if top & stack else (), there if top & pin else ()))
+        elif top:
             files = tuple(sorted(top))
             out.append(Part(prefix + "*", tuple(f for f in files if f in stack), _at(files, pin)))
         for sub in sorted(subdirs):
@@ -139,7 +144,8 @@ def parts(directories: tuple[str, ...], pin: set[str], stack: set[str]) -> list[
             on_stack = there if any(p.startswith(sub + "/") for p in stack) else ()
             at_pin = there if any(p.startswith(sub + "/") for p in pin) else ()
             out.append(Part(sub, on_stack, at_pin))
-    return out
+    # --suite keras/src/layers --suite keras/src/layers/core: each part once
+    return list({part.name: part for part in out}.values())
 
 
 def _at(files: tuple[str, ...], tree: set[str]) -> tuple[str, ...]:
