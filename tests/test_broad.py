@@ -179,6 +179,10 @@ def test_bad_suites_are_refused_before_anything_runs(project: Project) -> None:
 
 def test_a_missing_optional_package_is_a_skip_only_when_it_is_not_installed() -> None:
     assert missing_optional("ModuleNotFoundError: No module named 'grain'") == "grain"
+    # Keras checks some optional packages itself, in its own words
+    said = "ImportError: This requires the grain module. You can install it via `pip install grain`"
+    assert missing_optional(said) == "grain"
+    assert missing_optional("ImportError: This requires the torch module.") is None
     # pytest is installed, and not an optional package: a real failure either way
     assert missing_optional("ModuleNotFoundError: No module named 'pytest'") is None
     assert missing_optional("ModuleNotFoundError: No module named 'tiny.gone'") is None

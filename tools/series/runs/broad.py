@@ -65,7 +65,9 @@ OPTIONAL = frozenset(
     {"jax", "jaxlib", "flax", "tensorflow", "tf_keras", "tensorflow_text", "openvino",
      "grain", "scipy", "pandas", "sklearn", "torch_xla", "orbax", "tensorflow_datasets"}
 )  # fmt: skip
-_NO_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
+# Python's own words, and Keras' for an optional dependency it checks itself
+# ("ImportError: This requires the grain module. You can install it via ...").
+_NO_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'|requires the ([A-Za-z0-9_]+) module")
 _FAILED = ("failed", "error")
 
 
@@ -206,7 +208,7 @@ def plan_parts(
 def missing_optional(message: str) -> str | None:
     """The optional package a failure says is missing, when it is not installed here."""
     for found in _NO_MODULE.finditer(message):
-        top = found.group(1).split(".", 1)[0]
+        top = (found.group(1) or found.group(2)).split(".", 1)[0]
         if top in OPTIONAL and importlib.util.find_spec(top) is None:
             return top
     return None
