@@ -82,6 +82,9 @@ SOURCES: dict[tuple[str, str], Source] = {
     ),
     ("rebase.md", "Speed"): script("ci/bench_rebase.py"),
     ("testing.md", "Speed"): script("ci/bench_test.py"),
+    ("testing.md", "The broad suite on the series (2026-12-01)"): Source(
+        "command", "series test --broad -j 2 --json (parts: pin_duration, stack_duration)"
+    ),
     ("testing.md", "Parallel runs and work trees"): Source(
         "command", "series test --json (each run's duration, from JUnit)"
     ),

@@ -5,7 +5,8 @@ With mode ``stacked`` patch k is tested on the pin plus patches 1..k, with
 the pin itself (the baseline), so a failure can be told new or
 pre-existing (series.runs.report). A run is keyed by tree id, selection,
 package and environment (series.runs.cache), so a re-run with nothing
-changed runs nothing, and editing patch 7 re-runs 7..13 and nothing else.
+changed runs nothing, and editing patch 7 re-runs patch 7 and every patch after
+it, and nothing else.
 """
 
 from __future__ import annotations
