@@ -28,10 +28,10 @@ from typing import Any
 
 import pytest
 
+import test_edit_squash
 from helpers import Project, git
 from rebase_helpers import BACKUP, snapshot
 from test_edit import edit_project
-from test_edit_squash import make_fixups
 from test_rebase_kill import in_progress, restore, result, series, steps
 
 COMMANDS = {
@@ -114,7 +114,7 @@ def test_edit_killed_at_every_step_then_continue_and_abort(tmp_path: Path, comma
         assert series(project, "edit", "P2").returncode == 0
         amend_p2(project)
     if command == "squash":
-        make_fixups(project, ["P2", "P1"])
+        test_edit_squash.make_fixups(project, ["P2", "P1"])
         before = before_edit(project)
     assert project.run("status")[0] == 0  # the stack built once in the cache: same steps each run
     argv = COMMANDS[command]
