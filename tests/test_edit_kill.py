@@ -6,6 +6,7 @@ takes), then, from the same starting state each time, killed at each step
 N = 1 .. total (``SERIES_FAULT_KILL_AT=N``):
 
 * ``series edit --move P3 --before P2``: a plan replayed to its end, exported;
+* ``series edit --squash`` with fixups of P1 and P2 (made after the export);
 * ``series edit P2``: a plan that stops for the user;
 * ``series edit --continue`` after P2 was amended at that stop;
 * ``series edit --abort`` at that stop (then aborted again).
@@ -27,6 +28,7 @@ from typing import Any
 
 import pytest
 
+import test_edit_squash
 from helpers import Project, git
 from rebase_helpers import BACKUP, snapshot
 from test_edit import edit_project
@@ -34,10 +36,13 @@ from test_rebase_kill import in_progress, keep_template, restore, result, series
 
 COMMANDS = {
     "move": ["edit", "--move", "P3", "--before", "P2"],
+    "squash": ["edit", "--squash"],
     "stop": ["edit", "P2"],
     "continue": ["edit", "--continue"],
     "abort": ["edit", "--abort"],
 }
+BEGIN = ("move", "stop", "squash")  # the commands that begin an edit
+ENDS = ("move", "continue", "squash")  # the commands that end one, exported
 
 
 def amend_p2(project: Project) -> None:
@@ -80,7 +85,7 @@ def go_on(project: Project, command: str, argv: list[str], wanted: Any, n: int) 
     if "no edit in progress" in err:
         if stable(project) == wanted:
             return  # killed after the last transaction and after moving the files
-        assert command in ("move", "stop"), (n, err)  # killed before it began
+        assert command in BEGIN, (n, err)  # killed before it began
         code, _, err = project.run(*argv)
     assert code == 0, (n, err)
     assert stable(project) == wanted, n
@@ -89,12 +94,12 @@ def go_on(project: Project, command: str, argv: list[str], wanted: Any, n: int) 
 def abort(project: Project, command: str, before: dict[str, Any], wanted: Any, n: int) -> None:
     code, out, err = project.run("edit", "--abort")
     if "had finished" in out:  # killed after its last transaction, before the files moved
-        assert command in ("move", "continue") and code == 0, (n, out)
+        assert command in ENDS and code == 0, (n, out)
         assert stable(project) == wanted, n
     elif "no edit in progress" in err:  # killed before it began, or after it ended
-        if command in ("move", "stop") and before_edit(project) == before:
+        if command in BEGIN and before_edit(project) == before:
             return
-        assert command in ("move", "continue"), (n, err)
+        assert command in ENDS, (n, err)
         assert stable(project) == wanted, n
     else:
         assert code == 0, (n, err)
@@ -108,6 +113,9 @@ def test_edit_killed_at_every_step_then_continue_and_abort(tmp_path: Path, comma
     if command in ("continue", "abort"):
         assert series(project, "edit", "P2").returncode == 0
         amend_p2(project)
+    if command == "squash":
+        test_edit_squash.make_fixups(project, ["P2", "P1"])
+        before = before_edit(project)
     assert project.run("status")[0] == 0  # the stack built once in the cache: same steps each run
     argv = COMMANDS[command]
     template = tmp_path / "template"

@@ -125,6 +125,34 @@ def test_a_fixup_rewrites_the_patch_before_it() -> None:
     assert state.current == "n3"
 
 
+def test_fixups_of_patches_not_written_yet_write_them_all_on_the_base() -> None:
+    # P2's fixup squashes into a patch whose commit is not written, after P1's
+    # fixup left P1 unwritten too: every commit goes on the base in one Write
+    # (the commit so far stays the base; it used to become "", a bad parent).
+    fixes = [Entry("", "f1", "fixup! core: one"), Entry("", "f2", "fixup! util: two")]
+    state, _ = step(edit_state(build([*ENTRIES, *fixes], 3, Request(squash=True))), None)
+    for tree in ("t1", "t1f", "t2", "t2f"):
+        state, effect = step(state, Merged(True, tree))
+        assert state.current == BASE
+    assert [o.status for o in state.done] == ["picked", "squashed", "picked", "squashed"]
+    state, effect = step(state, Merged(True, "t3"))
+    assert effect == Write(((0, "t1f", "c1"), (2, "t2f", "c2"), (4, "t3", "c3")), BASE)
+
+
+def test_a_fixup_of_a_written_patch_writes_it_again_on_the_commit_before() -> None:
+    # P1 and P2 written (at the stop of `series edit P2`), then a fixup of P2
+    # squashes into it: P2 is written again on P1's new commit.
+    plan = (Action("pick", "P1", "c1"), Action("pick", "P2", "c2"), Action("fixup", "P2", "f2"))
+    state, effect = step(edit_state(plan), None)
+    state, effect = step(state, Merged(True, "t1"))
+    state, effect = step(state, Merged(True, "t2"))
+    state, effect = step(state, Written(("n1", "n2")))  # as at a stop: the commits so far
+    assert state.current == "n2"
+    state, effect = step(state, Merged(True, "t2f"))
+    assert state.current == "n1"
+    assert effect == Write(((1, "t2f", "c2"),), "n1")
+
+
 def test_a_drop_of_edit_leaves_the_patch_out() -> None:
     state, effect = step(edit_state(build(ENTRIES, 3, Request(drops=("P1",)))), None)
     assert state.done[0].status == "dropped" and "--drop" in state.done[0].note

@@ -283,13 +283,20 @@ def _merged(state: RebaseState, event: Merged) -> RebaseState:
 
 def _squash(state: RebaseState, tree: str, how: str) -> RebaseState:
     """A fixup's tree becomes the tree of the patch kept before it, whose commit is
-    written again (on the commit before it)."""
+    written again (on the commit before it).
+
+    Commits are written in order, so when that patch's commit is not written
+    yet (a fixup before it, or its own replay, left it unwritten), the commit
+    so far stays the one the next Write goes on; only a written one is undone.
+    """
     kept = [k for k, o in enumerate(state.done) if o.kept]
     if not kept:
         raise StepError("a fixup with no patch before it")
     j, done = kept[-1], list(state.done)
+    current = state.current
+    if done[j].new:  # written: it was the commit so far; write it again on the one before
+        current = state.done[kept[-2]].new if len(kept) > 1 else state.onto
     done[j] = replace(done[j], tree=tree, new="")
-    current = state.done[kept[-2]].new if len(kept) > 1 else state.onto
     into = state.plan[j].id
     note = f"squashed into {into}" + (f", {how}" if how else "")
     return _add(replace(state, done=tuple(done), current=current), Outcome("squashed", note=note))
@@ -344,5 +351,7 @@ def _write(state: RebaseState) -> Write | None:
     todo = unwritten(state)
     if not todo:
         return None
+    if not state.current:
+        raise StepError(f"commits to write for {len(todo)} patches with no commit to write on")
     items = tuple((k, state.done[k].tree, state.plan[k].commit) for k in todo)
     return Write(items, state.current)
