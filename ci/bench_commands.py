@@ -148,31 +148,27 @@ class Bench:
         shutil.copytree(ROOT / "resolutions", self.project / "resolutions")
         series(self.project, "apply", "--source", "git", "--upstream", str(self.shared))
         self.work = self.project / "work"
-        sh(
-            self.work,
-            "git",
-            "fetch",
-            "-q",
-            "--update-shallow",
-            str(self.shared),
-            "+master:refs/bench/master",
-        )
+        self.fetch_master(self.work)
         self.pin = sh(self.work, "git", "rev-parse", "refs/series/base").strip()
         self.clone = tmp / "clone"
         sh(tmp, "git", "clone", "-q", str(self.work), str(self.clone))
-        sh(
-            self.clone,
-            "git",
-            "fetch",
-            "-q",
-            "--update-shallow",
-            str(self.shared),
-            "+master:refs/bench/master",
-        )
+        self.fetch_master(self.clone)
         sh(self.clone, "git", "checkout", "-q", "series")
         self._train_rerere()
         series(self.project, "status")  # warm: the kept report, the patch info
         series(self.project, "list")
+
+    def fetch_master(self, repo: Path) -> None:
+        """The shared upstream's master into ``repo`` as refs/bench/master."""
+        sh(
+            repo,
+            "git",
+            "fetch",
+            "-q",
+            "--update-shallow",
+            str(self.shared),
+            "+master:refs/bench/master",
+        )
 
     def _start_git_rebase(self, clone: Path) -> None:
         """`git rebase --onto master PIN` with rerere, in ``clone``: it stops at P18."""

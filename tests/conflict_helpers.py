@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from helpers import (
     PatchSpec,
@@ -25,6 +28,8 @@ from helpers import (
     manifest_text,
     replace_line,
 )
+from series.git import TreeMerge
+from series.merge import Job, Merger
 
 
 @dataclass
@@ -37,6 +42,19 @@ class Case:
     def run_json(self, *args: str) -> tuple[int, dict[str, Any], str]:
         code, out, err = self.project.run("check-conflicts", "--json", *args)
         return code, json.loads(out) if out.strip() else {}, err
+
+
+def spy_batches(monkeypatch: pytest.MonkeyPatch) -> list[list[Job]]:
+    """Every batch of merges series asks git for from now on (``Merger.run``), in order."""
+    batches: list[list[Job]] = []
+    original = Merger.run
+
+    def spy(self: Merger, jobs: Sequence[Job]) -> list[TreeMerge]:
+        batches.append(list(jobs))
+        return original(self, jobs)
+
+    monkeypatch.setattr(Merger, "run", spy)
+    return batches
 
 
 def make_case(

@@ -12,16 +12,13 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from conflict_helpers import make_case, upstream_commit
+from conflict_helpers import make_case, spy_batches, upstream_commit
 from helpers import PatchSpec, Project, git, make_project, replace_line
 from rebase_helpers import commit_upstream, moving_project
-from series.git import TreeMerge
-from series.merge import Job, Merger
 
 BOUND = 120
 
@@ -150,18 +147,11 @@ def test_continue_speculates_the_rest_instead_of_merging_one_by_one(
     _, _, tail = rest.partition(">>>>>>> P3\n")
     (project.work / UTIL).write_text(head + "VALUE_6 = 66\n" + tail)
     git(project.work, "add", UTIL)
-    batches: list[int] = []
-    original = Merger.run
-
-    def spy(self: Merger, jobs: Sequence[Job]) -> list[TreeMerge]:
-        batches.append(len(jobs))
-        return original(self, jobs)
-
-    monkeypatch.setattr(Merger, "run", spy)
+    batched = spy_batches(monkeypatch)
     code, _, err = project.run("rebase", "--continue")
     assert code == 0, err
     # The nine patches after P3: predicted and verified in two batches, not nine.
-    assert len(batches) <= 2, batches
+    assert 0 < len(batched) <= 2, [len(b) for b in batched]
     work = project.work
     next_ = git(project.upstream, "rev-parse", "next")
     new = git(work, "rev-list", "--reverse", f"{next_}..series").split()
