@@ -43,6 +43,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -376,7 +377,8 @@ class Bench:
     def _git_am(self) -> float:
         target = self.tmp / "runs" / "git-am"
         shutil.rmtree(target, ignore_errors=True)
-        patches = sorted(str(f) for f in (self.project / "patches").glob("*.patch"))
+        manifest = tomllib.loads((self.project / "series.toml").read_text())
+        patches = [str(self.project / p["file"]) for p in manifest["patch"]]  # the series' order
 
         def job() -> None:
             sh(self.tmp, "git", "clone", "-q", "--no-checkout", str(self.clone), str(target))
