@@ -314,3 +314,13 @@ def test_the_tree_workload_and_the_raw_torch_llm_twins(pin: Path, bench_cache: P
         ("lm_generate", "torch_lm_generate"),
     }
     assert all(f.ratio > 0 for f in report.floors)
+
+
+def test_a_dense_workload_given_training(pin: Path, bench_cache: Path) -> None:
+    """P19 and P22 speed up calls given ``training=``: a workload makes such calls."""
+    report = run_bench(
+        [Arm("pin", pin)], ["dense_training"], cache_dir=bench_cache, quick=True, rounds=3
+    )
+    assert report.workloads == ["dense_training", "torch_linear"]
+    assert report.samples[("pin", "dense_training")].cpu
+    assert {(f.workload, f.torch) for f in report.floors} == {("dense_training", "torch_linear")}

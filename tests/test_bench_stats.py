@@ -90,7 +90,7 @@ def test_workloads_bring_their_floor_and_a_control() -> None:
     assert check_workloads(["dense"]) == ["dense", "torch_linear"]
     assert check_workloads(["layer_call"]) == ["layer_call", "torch_linear"]
     assert check_workloads(["cnn", "mha"]) == ["mha", "cnn", "torch_mha", "torch_cnn"]
-    assert len(check_workloads([])) == 14
+    assert len(check_workloads([])) == 15
     assert check_workloads(["lm_generate"]) == ["lm_generate", "torch_lm_generate"]
     with pytest.raises(UsageError, match="unknown workload desne"):
         check_workloads(["desne"])

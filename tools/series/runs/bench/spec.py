@@ -42,6 +42,12 @@ def _f(*shape: int) -> Input:
 
 _ALL = [
     Workload("dense", "Dense(64) call on (8, 32)", {"x": _f(8, 32)}, floor="torch_linear"),
+    Workload(
+        "dense_training",
+        "Dense(64) call on (8, 32) with training=False",
+        {"x": _f(8, 32)},
+        floor="torch_linear",
+    ),
     Workload("layer_call", "trivial Layer.__call__", {"x": _f(8, 32)}),
     Workload(
         "mha", "causal MultiHeadAttention (2, 16, 64)", {"x": _f(2, 16, 64)}, floor="torch_mha"

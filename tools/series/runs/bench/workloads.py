@@ -49,6 +49,14 @@ def _dense(keras: Any, torch: Any, x: Any) -> Built:
     return Built(call, _keras_out(keras, call), list(layer.weights), layer, (x,))
 
 
+def _dense_training(keras: Any, torch: Any, x: Any) -> Built:
+    """``dense`` as a training loop's eval step calls it: ``training=`` given."""
+    layer = keras.layers.Dense(64)
+    layer(x, training=False)
+    call = lambda: layer(x, training=False)  # noqa: E731
+    return Built(call, _keras_out(keras, call), list(layer.weights), layer, (x,))
+
+
 def _layer_call(keras: Any, torch: Any, x: Any) -> Built:
     class Identity(keras.layers.Layer):  # type: ignore[misc]
         def call(self, inputs: Any) -> Any:
@@ -298,6 +306,7 @@ def _torch_lm_generate(keras: Any, torch: Any, ids: Any) -> Built:
 
 BUILDERS: dict[str, Callable[..., Built]] = {
     "dense": _dense,
+    "dense_training": _dense_training,
     "layer_call": _layer_call,
     "mha": _mha,
     "standardize_dtype": _standardize_dtype,
