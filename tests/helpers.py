@@ -7,7 +7,10 @@ same on every machine and every run.
 from __future__ import annotations
 
 import io
+import os
+import shutil
 import subprocess
+import sys
 from contextlib import redirect_stderr
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,3 +178,43 @@ def make_project(tmp: Path, specs: list[PatchSpec] | None = None) -> Project:
     make_patches(upstream, tmp / "author", specs, root / "patches")
     (root / "series.toml").write_text(manifest_text(str(upstream), commit, specs))
     return Project(root, upstream, commit)
+
+
+class GitShim:
+    """``series`` run as its own process with a cache of its own, the argv of every git
+    process it starts logged (a ``git`` shim first on PATH)."""
+
+    BOUND = 120  # seconds a run may take
+
+    def __init__(self, tmp: Path) -> None:
+        self.log = tmp / "git-argv.log"
+        self.cache = tmp / "cache"
+        shim = tmp / "shim"
+        shim.mkdir()
+        real = shutil.which("git")
+        (shim / "git").write_text(f'#!/bin/sh\necho "$*" >> "{self.log}"\nexec "{real}" "$@"\n')
+        (shim / "git").chmod(0o755)
+        self.env = {
+            **os.environ,
+            "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
+            "SERIES_CACHE_DIR": str(self.cache),
+        }
+
+    def run(self, root: Path, *args: str, code: int = 0) -> tuple[str, list[str]]:
+        """stdout of ``series -C root ARGS`` (which must exit ``code``), and the argv of each
+        git process it started."""
+        self.log.unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "series", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=self.BOUND,
+            check=False,
+        )
+        assert proc.returncode == code, proc.stderr
+        return proc.stdout, self.log.read_text().splitlines() if self.log.exists() else []
+
+    def calls(self, root: Path, *args: str, code: int = 0) -> list[str]:
+        """The argv of each git process ``series -C root ARGS`` started."""
+        return self.run(root, *args, code=code)[1]

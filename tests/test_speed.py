@@ -9,7 +9,6 @@ too), and that the answers from the cache are the answers git gives.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 
 from conflict_helpers import Case, make_case, spy_batches, upstream_commit
-from helpers import PatchSpec, Project, git, make_project, replace_line
+from helpers import GitShim, PatchSpec, Project, git, make_project, replace_line
 from rebase_helpers import git_rebase_trees
 from series.merge import predict
 from series.project import Series
@@ -29,37 +28,16 @@ BOUND = 120
 
 
 class Counted:
-    """``series`` run as its own process, every git process it starts logged."""
+    """``series`` in ``project`` as its own process, every git process it starts logged."""
 
     def __init__(self, project: Project, tmp: Path) -> None:
         self.project = project
-        self.log = tmp / "git-argv.log"
-        shim = tmp / "shim"
-        shim.mkdir()
-        real = shutil.which("git")
-        (shim / "git").write_text(f'#!/bin/sh\necho "$*" >> "{self.log}"\nexec "{real}" "$@"\n')
-        (shim / "git").chmod(0o755)
-        self.cache = tmp / "cache"
-        self.env = {
-            **os.environ,
-            "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
-            "SERIES_CACHE_DIR": str(self.cache),
-        }
+        self.shim = GitShim(tmp)
+        self.cache = self.shim.cache
 
     def run(self, *args: str) -> tuple[str, list[str]]:
         """stdout, and the argv of each git process started."""
-        self.log.unlink(missing_ok=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "series", "-C", str(self.project.root), *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=BOUND,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stderr
-        calls = self.log.read_text().splitlines() if self.log.exists() else []
-        return proc.stdout, calls
+        return self.shim.run(self.project.root, *args)
 
 
 def test_list_and_show_start_no_git_when_the_patch_files_did_not_change(tmp_path: Path) -> None:

@@ -11,47 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from conflict_helpers import make_case, spy_batches, upstream_commit
-from helpers import PatchSpec, Project, git, make_project, replace_line
+from helpers import GitShim, PatchSpec, Project, git, make_project, replace_line
 from rebase_helpers import commit_upstream, moving_project
-
-BOUND = 120
-
-
-class Shimmed:
-    """``series`` as its own process, with a cache of its own; the argv of each git logged."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.log = tmp / "git-argv.log"
-        shim = tmp / "shim"
-        shim.mkdir()
-        real = shutil.which("git")
-        (shim / "git").write_text(f'#!/bin/sh\necho "$*" >> "{self.log}"\nexec "{real}" "$@"\n')
-        (shim / "git").chmod(0o755)
-        self.env = {
-            **os.environ,
-            "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
-            "SERIES_CACHE_DIR": str(tmp / "cache"),
-        }
-
-    def run(self, root: Path, *args: str, code: int = 0) -> list[str]:
-        """The argv of each git process ``series -C root ARGS`` started."""
-        self.log.unlink(missing_ok=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "series", "-C", str(root), *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=BOUND,
-            check=False,
-        )
-        assert proc.returncode == code, proc.stderr
-        return self.log.read_text().splitlines() if self.log.exists() else []
 
 
 def fetches(calls: list[str]) -> list[str]:
@@ -76,10 +42,10 @@ def test_a_pin_off_upstreams_branch_is_deepened_in_the_fetch_of_rev(tmp_path: Pa
     toml = project.root / "series.toml"
     text = toml.read_text().replace('ref = "v1.0"', 'ref = "v1.1"')
     toml.write_text(text.replace(project.commit, pin))
-    shimmed = Shimmed(tmp_path)
-    shimmed.run(project.root, "apply")
+    shimmed = GitShim(tmp_path)
+    shimmed.calls(project.root, "apply")
     assert pin in (project.work / ".git" / "shallow").read_text().split()  # a shallow root
-    calls = shimmed.run(project.root, "rebase", "--onto", "main", "--upstream", str(up))
+    calls = shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", str(up))
     assert len([c for c in fetches(calls) if ":refs/series/rebase/onto" in c]) == 1, fetches(calls)
     assert not [c for c in calls if "--deepen" in c]
     # The range since the pin met at the fork, as git counts it.
@@ -96,13 +62,13 @@ def test_a_pin_the_cache_keeps_already_is_not_fetched_again(tmp_path: Path) -> N
     commit_upstream(
         project.upstream, "pkg/util.py", "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20"
     )
-    shimmed = Shimmed(tmp_path)
-    shimmed.run(project.root, "apply")
+    shimmed = GitShim(tmp_path)
+    shimmed.calls(project.root, "apply")
     other = tmp_path / "two"
     shutil.copytree(project.root, other, symlinks=True)
     up = str(project.upstream)
-    first = shimmed.run(project.root, "rebase", "--onto", "main", "--upstream", up)
-    second = shimmed.run(other, "rebase", "--onto", "main", "--upstream", up)
+    first = shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up)
+    second = shimmed.calls(other, "rebase", "--onto", "main", "--upstream", up)
     into_cache = "refs/series/git/"
     assert len([c for c in fetches(first) if into_cache in c]) == 1, first
     assert [c for c in fetches(second) if into_cache in c] == [], second
@@ -170,9 +136,9 @@ def test_abort_reads_only_the_changed_files_to_keep_them(tmp_path: Path) -> None
     """What --abort keeps of the user's files is the tree ``add -A`` of every file gives,
     found by reading only the files git status names, not hashing the whole tree."""
     project = moving_project(tmp_path, conflict=True)
-    shimmed = Shimmed(tmp_path)
+    shimmed = GitShim(tmp_path)
     up = str(project.upstream)
-    shimmed.run(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
+    shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
     work = project.work
     replace_line(work / "pkg" / "util.py", "VALUE_7 = 7\n", "VALUE_7 = 77\n")
     (work / "notes.txt").write_text("mine\n")
@@ -191,7 +157,7 @@ def test_abort_reads_only_the_changed_files_to_keep_them(tmp_path: Path) -> None
     expected = subprocess.run(
         ["git", "write-tree"], cwd=work, env=oracle_env, check=True, capture_output=True, text=True
     ).stdout.strip()
-    calls = shimmed.run(project.root, "rebase", "--abort")
+    calls = shimmed.calls(project.root, "rebase", "--abort")
     assert "add -A ." not in calls, calls
     kept = git(work, "for-each-ref", "--format=%(refname)", "refs/series/backup/").split()
     assert len(kept) == 1, kept
@@ -203,8 +169,8 @@ def test_patch_ids_are_read_from_the_cache_the_second_time(tmp_path: Path) -> No
     """Upstream carries P3: each rebase finds it by patch-id; the second asks git for
     no patch-id (the cache keeps them by commit), and a damaged record is asked again."""
     project = moving_project(tmp_path / "one", carries_p3=True)
-    shimmed = Shimmed(tmp_path)
-    shimmed.run(project.root, "apply")
+    shimmed = GitShim(tmp_path)
+    shimmed.calls(project.root, "apply")
     copies = []
     for n in range(3):
         copy = tmp_path / f"copy{n}"
@@ -216,7 +182,7 @@ def test_patch_ids_are_read_from_the_cache_the_second_time(tmp_path: Path) -> No
         if n == 2:  # every record damaged: asked of git again
             for shard in (tmp_path / "cache" / "patchids").glob("*.json"):
                 shard.write_text('{"format": 1, "ids": {"x": 1}}')
-        calls = shimmed.run(copy, "rebase", "--onto", "main", "--upstream", up, "--json")
+        calls = shimmed.calls(copy, "rebase", "--onto", "main", "--upstream", up, "--json")
         runs.append(calls)
     asked = [[c for c in calls if c.startswith("patch-id")] for calls in runs]
     assert [len(a) for a in asked] == [1, 0, 1], asked
