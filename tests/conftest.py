@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,6 +33,14 @@ from typing import Any
 import pytest
 
 from helpers import IDENT_ENV
+
+# A suite started in the background (`cmd &`, nohup) inherits SIGINT and SIGHUP ignored,
+# and every process it starts would inherit them ignored too (series keeps an ignored
+# signal ignored, on purpose: entry.py). The tests that send these signals to series
+# need them delivered, so the suite takes the default dispositions back for its children.
+for _sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    if signal.getsignal(_sig) is signal.SIG_IGN:
+        signal.signal(_sig, signal.default_int_handler if _sig is signal.SIGINT else signal.SIG_DFL)
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL_HOME = Path.home()
