@@ -170,10 +170,13 @@ class Project:
         return {p.name: p.read_bytes() for p in sorted((self.root / "patches").glob("*.patch"))}
 
 
-def make_project(tmp: Path, specs: list[PatchSpec] | None = None) -> Project:
+def make_project(
+    tmp: Path, specs: list[PatchSpec] | None = None, files: dict[str, str] | None = None
+) -> Project:
+    """An upstream of ``files`` (default: the small package) and ``specs`` as the series."""
     specs = DEFAULT_SPECS if specs is None else specs
     upstream = tmp / "upstream"
-    commit = make_upstream(upstream)
+    commit = make_upstream(upstream, files)
     root = tmp / "project"
     make_patches(upstream, tmp / "author", specs, root / "patches")
     (root / "series.toml").write_text(manifest_text(str(upstream), commit, specs))

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from helpers import PatchSpec, Project, make_patches, make_upstream, manifest_text
+from helpers import PatchSpec, Project, make_project
 from series.runs.broad import missing_optional
 from tinytests import OPS, TINY_FILES, edit_patch, make_tiny_project
 
@@ -58,12 +58,7 @@ SPECS = [
 
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
-    upstream = tmp_path / "upstream"
-    commit = make_upstream(upstream, FILES)
-    root = tmp_path / "project"
-    make_patches(upstream, tmp_path / "author", SPECS, root / "patches")
-    (root / "series.toml").write_text(manifest_text(str(upstream), commit, SPECS))
-    return Project(root, upstream, commit)
+    return make_project(tmp_path, SPECS, FILES)
 
 
 def broad(project: Project, *args: str) -> tuple[int, dict[str, Any]]:

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import PatchSpec, Project, git, make_project, make_upstream, manifest_text
+from helpers import PatchSpec, Project, git, make_project
 from series.errors import ManifestError
 from series.manifest import load, parse
 
@@ -88,14 +88,7 @@ def test_generated_series_round_trip_byte_identically(raw: list[Any]) -> None:
 
 
 def _project(tmp: Path, specs: list[PatchSpec]) -> Project:
-    from helpers import make_patches
-
-    upstream = tmp / "upstream"
-    commit = make_upstream(upstream, SMALL)
-    root = tmp / "project"
-    make_patches(upstream, tmp / "author", specs, root / "patches")
-    (root / "series.toml").write_text(manifest_text(str(upstream), commit, specs))
-    return Project(root, upstream, commit)
+    return make_project(tmp, specs, SMALL)
 
 
 # -- manifests ----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import PatchSpec, Project, make_patches, make_upstream, manifest_text
+from helpers import PatchSpec, Project, make_project
 
 TINY_FILES = {
     "pyproject.toml": '[project]\nname = "tiny"\nversion = "1.0"\n\n'
@@ -88,13 +88,7 @@ TINY_SPECS = [
 
 def make_tiny_project(tmp: Path, specs: list[PatchSpec] | None = None) -> Project:
     """The tiny upstream with ``specs`` (default: P1..P3 above) as the series."""
-    specs = TINY_SPECS if specs is None else specs
-    upstream = tmp / "upstream"
-    commit = make_upstream(upstream, TINY_FILES)
-    root = tmp / "project"
-    make_patches(upstream, tmp / "author", specs, root / "patches")
-    (root / "series.toml").write_text(manifest_text(str(upstream), commit, specs))
-    return Project(root, upstream, commit)
+    return make_project(tmp, TINY_SPECS if specs is None else specs, TINY_FILES)
 
 
 def edit_patch(project: Project, patch_id: str, old: str, new: str) -> None:
