@@ -392,3 +392,10 @@ def test_upstreams_models_their_raw_twins_and_their_equivalence(
     printed = json.loads(json.dumps(report_json(report)))
     pin_floor = [f for f in printed["floors"] if f["arm"] == "pin"]
     assert all(f["same_outputs"]["ok"] for f in pin_floor)
+
+
+def test_profile_of_upstreams_llm_generate_takes_five_calls(pin: Path, bench_cache: Path) -> None:
+    """A generation takes about a second: 200 profiled calls would take minutes."""
+    found = run_profile(Arm("pin", pin), "llm_generate", cache_dir=bench_cache)
+    assert found.calls == 5
+    assert found.frames and all(frame.cumulative_us > 0 for frame in found.frames)
