@@ -16,6 +16,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from helpers import IDENT_ENV, git, replace_line
@@ -324,3 +325,77 @@ def test_a_dense_workload_given_training(pin: Path, bench_cache: Path) -> None:
     assert report.workloads == ["dense_training", "torch_linear"]
     assert report.samples[("pin", "dense_training")].cpu
     assert {(f.workload, f.torch) for f in report.floors} == {("dense_training", "torch_linear")}
+
+
+UPSTREAM = ["llm_forward", "llm_generate", "cnn_up"]
+TWINS = ["torch_llm_forward", "torch_llm_generate", "torch_cnn_up"]
+
+
+def test_upstreams_models_their_raw_twins_and_their_equivalence(
+    arms: list[Arm], bench_cache: Path
+) -> None:
+    """Upstream's LLM and CNN, as SERIES.md sizes them, against raw torch twins.
+
+    A twin given the same weights gives the Keras model's outputs (token
+    ids identical); the pair comparisons check the new workloads like the
+    others: a Dense that adds 1 changes the LLM's logits and the CNN's
+    outputs (not the argmax of the logits: the generated tokens stay).
+    """
+    pairs = [Pair("pin", "slow"), Pair("pin", "wrong")]
+    report = run_bench(arms, UPSTREAM, cache_dir=bench_cache, pairs=pairs, quick=True, rounds=6)
+    assert report.workloads == UPSTREAM + TWINS
+    # Parameter counts: the weights every arm was given.
+    data_dir = bench_cache / "bench" / "work" / "data"
+    given = {}
+    for workload in UPSTREAM + TWINS:
+        (path,) = [p for p in data_dir.glob(f"{workload}-*.npz") if "-inputs-" not in p.name]
+        with np.load(path) as arrays:
+            given[workload] = {k: arrays[k] for k in arrays.files if k.startswith("w/")}
+    for keras, twin in zip(UPSTREAM, TWINS, strict=True):
+        assert given[keras].keys() == given[twin].keys()
+        assert all(np.array_equal(given[keras][k], given[twin][k]) for k in given[keras])
+    counts = {w: sum(a.size for a in weights.values()) for w, weights in given.items()}
+    assert counts == {
+        "llm_forward": 2_105_344,
+        "llm_generate": 2_105_344,
+        "cnn_up": 113_866,
+        "torch_llm_forward": 2_105_344,
+        "torch_llm_generate": 2_105_344,
+        "torch_cnn_up": 113_866,
+    }
+    # Generation is timed in 5 rounds, the rest in all 6.
+    for workload in report.workloads:
+        expected = 5 if "generate" in workload else 6
+        assert len(report.samples[("slow", workload)].cpu) == expected
+    # The twins compute what the Keras models compute, in the unbroken arms.
+    floors = {(f.arm, f.workload): f for f in report.floors}
+    assert {w for _, w in floors} == set(UPSTREAM)
+    for arm in ("pin", "slow"):
+        for workload in UPSTREAM:
+            same = floors[(arm, workload)].same_outputs
+            assert same is not None and same.ok, (arm, workload, same)
+            assert same.max_abs_diff is not None and same.max_abs_diff < 1e-5
+        assert floors[(arm, "llm_generate")].same_outputs.bit_identical  # type: ignore[union-attr]
+    for workload in ("llm_forward", "cnn_up"):
+        assert not floors[("wrong", workload)].same_outputs.ok  # type: ignore[union-attr]
+    # Across arms: identical where the arm computes the same, a failure where not.
+    for workload in UPSTREAM + TWINS:
+        assert find(report, "slow", workload).equivalence.bit_identical
+    for workload in ("llm_forward", "cnn_up"):
+        assert not find(report, "wrong", workload).equivalence.ok
+    assert find(report, "wrong", "llm_generate").equivalence.bit_identical
+    assert report.exit_code == Exit.FAILED
+    lines = summary_lines(report)
+    assert "FLOOR NOT THE SAME WORK: torch_cnn_up differs from cnn_up on arm wrong" in "\n".join(
+        lines
+    )
+    printed = json.loads(json.dumps(report_json(report)))
+    pin_floor = [f for f in printed["floors"] if f["arm"] == "pin"]
+    assert all(f["same_outputs"]["ok"] for f in pin_floor)
+
+
+def test_profile_of_upstreams_llm_generate_takes_five_calls(pin: Path, bench_cache: Path) -> None:
+    """A generation takes about a second: 200 profiled calls would take minutes."""
+    found = run_profile(Arm("pin", pin), "llm_generate", cache_dir=bench_cache)
+    assert found.calls == 5
+    assert found.frames and all(frame.cumulative_us > 0 for frame in found.frames)

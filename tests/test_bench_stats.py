@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 from series.errors import UsageError
+from series.runs.bench import data
 from series.runs.bench.cache import tree_id
 from series.runs.bench.equivalence import compare
-from series.runs.bench.spec import check_workloads
+from series.runs.bench.measure import timed_in
+from series.runs.bench.spec import WORKLOADS, Settings, check_workloads
 from series.runs.bench.stats import ratio
 
 ROUNDS = [100.0, 104.0, 98.0, 101.0, 99.0, 103.0, 97.0, 102.0, 100.0, 101.0]
@@ -90,10 +92,51 @@ def test_workloads_bring_their_floor_and_a_control() -> None:
     assert check_workloads(["dense"]) == ["dense", "torch_linear"]
     assert check_workloads(["layer_call"]) == ["layer_call", "torch_linear"]
     assert check_workloads(["cnn", "mha"]) == ["mha", "cnn", "torch_mha", "torch_cnn"]
-    assert len(check_workloads([])) == 15
+    assert len(check_workloads([])) == 21
     assert check_workloads(["lm_generate"]) == ["lm_generate", "torch_lm_generate"]
     with pytest.raises(UsageError, match="unknown workload desne"):
         check_workloads(["desne"])
+
+
+def test_upstreams_models_have_raw_twins_fed_the_same_data() -> None:
+    """Each twin gets its Keras workload's inputs and weights, so both compute one function."""
+    assert check_workloads(["llm_forward", "llm_generate", "cnn_up"]) == [
+        "llm_forward",
+        "llm_generate",
+        "cnn_up",
+        "torch_llm_forward",
+        "torch_llm_generate",
+        "torch_cnn_up",
+    ]
+    shapes = [(1024, 256), (256,), (3, 3, 64, 128)]
+    for keras in ("llm_forward", "llm_generate", "cnn_up"):
+        twin = WORKLOADS[keras].floor
+        assert twin is not None and WORKLOADS[twin].twin_of == keras
+        assert WORKLOADS[twin].control
+        mine, theirs = data.inputs(keras), data.inputs(twin)
+        assert mine.keys() == theirs.keys()
+        assert all(np.array_equal(mine[k], theirs[k]) for k in mine)
+        mine, theirs = data.weights(keras, shapes), data.weights(twin, shapes)
+        assert all(np.array_equal(mine[k], theirs[k]) for k in mine)
+    assert WORKLOADS["llm_generate"].exact_ids and WORKLOADS["torch_llm_generate"].exact_ids
+    # Upstream's vocabulary is 1024 (the old small LM's 256).
+    ids = data.inputs("llm_forward")["input/ids"]
+    assert ids.shape == (4, 64) and ids.max() >= 256 and ids.max() < 1024
+    assert data.inputs("lm_forward")["input/ids"].max() < 256
+    # The old workloads keep their own data.
+    assert not np.array_equal(
+        data.weights("lm_forward", shapes)["w/0000"], data.weights("llm_forward", shapes)["w/0000"]
+    )
+
+
+def test_generate_of_upstreams_llm_is_timed_in_five_rounds_after_the_warm_up() -> None:
+    settings = Settings(rounds=15, warmup_rounds=1)
+    for name in ("llm_generate", "torch_llm_generate"):
+        assert [n for n in range(16) if timed_in(name, n, settings)] == [1, 2, 3, 4, 5]
+    for name in ("llm_forward", "dense", "torch_llm_forward"):
+        assert [n for n in range(16) if timed_in(name, n, settings)] == list(range(16))
+    quick = Settings.quick(rounds=3)
+    assert [n for n in range(4) if timed_in("llm_generate", n, quick)] == [1, 2, 3]
 
 
 def test_tree_id_follows_code_not_tests_or_place(tmp_path: Path) -> None:

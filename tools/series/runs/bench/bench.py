@@ -84,6 +84,9 @@ class Floor:
     workload: str
     torch: str
     ratio: float  # median CPU time of the Keras workload / of the torch one
+    # A twin given the Keras workload's inputs and weights (``Workload.twin_of``):
+    # its outputs against the Keras ones, in this arm. None: its own weights.
+    same_outputs: Equivalence | None = None
 
 
 @dataclass
@@ -258,7 +261,12 @@ def _floors(report: BenchReport) -> list[Floor]:
             floor = WORKLOADS[workload].floor
             if floor is None or floor not in report.workloads:
                 continue
-            keras = stats.median(report.samples[(arm.arm.name, workload)].cpu)
-            torch = stats.median(report.samples[(arm.arm.name, floor)].cpu)
-            floors.append(Floor(arm.arm.name, workload, floor, keras / torch))
+            keras = report.samples[(arm.arm.name, workload)]
+            torch = report.samples[(arm.arm.name, floor)]
+            same = None
+            if WORKLOADS[floor].twin_of == workload:
+                exact = WORKLOADS[workload].exact_ids
+                same = compare(keras.outputs, torch.outputs, exact=exact)
+            ratio = stats.median(keras.cpu) / stats.median(torch.cpu)
+            floors.append(Floor(arm.arm.name, workload, floor, ratio, same))
     return floors

@@ -2,7 +2,8 @@
 
 One ``.npz`` per workload holds ``input/<name>`` arrays (from the shapes in
 ``spec.py``) and ``w/<index>`` weights (from the variable shapes the first
-worker reports). Values come from numpy's PCG64 seeded by the workload name,
+worker reports). Values come from numpy's PCG64 seeded by the workload name (a twin's by
+the name of the workload it is the twin of, so both compute one function),
 so they are the same on every run and every machine, and every arm loads
 the same bytes: outputs can then be compared across arms bit for bit.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from series.runs.bench.spec import VOCAB, WORKLOADS
+from series.runs.bench.spec import WORKLOADS
 
 
 def _rng(name: str, salt: str) -> np.random.Generator:
@@ -24,11 +25,11 @@ def _rng(name: str, salt: str) -> np.random.Generator:
 
 
 def inputs(name: str) -> dict[str, np.ndarray]:
-    rng = _rng(name, "inputs")
+    rng = _rng(WORKLOADS[name].seed, "inputs")
     arrays: dict[str, np.ndarray] = {}
     for key, spec in WORKLOADS[name].inputs.items():
         if spec.dtype == "int32":
-            arrays[f"input/{key}"] = rng.integers(0, VOCAB, spec.shape, dtype=np.int32)
+            arrays[f"input/{key}"] = rng.integers(0, spec.high, spec.shape, dtype=np.int32)
         else:
             arrays[f"input/{key}"] = rng.standard_normal(spec.shape, dtype=np.float32)
     return arrays
@@ -36,7 +37,7 @@ def inputs(name: str) -> dict[str, np.ndarray]:
 
 def weights(name: str, shapes: list[tuple[int, ...]]) -> dict[str, np.ndarray]:
     """Scaled normal weights: 1/sqrt(fan in) for matrices and kernels, 0.1 for vectors."""
-    rng = _rng(name, "weights")
+    rng = _rng(WORKLOADS[name].seed, "weights")
     arrays: dict[str, np.ndarray] = {}
     for index, shape in enumerate(shapes):
         fan_in = math.prod(shape[:-1]) if len(shape) > 1 else 100

@@ -11,7 +11,12 @@ paired.
 
 Calls per sample are calibrated once per workload on the first arm, so that
 a sample lasts about ``Settings.sample_ms``; every arm then uses the same
-count (a slower arm just takes longer).
+count (a slower arm just takes longer). A call longer than a sample is one
+call per sample, and a workload that says so (``Workload.rounds``: upstream's
+LLM generate, about a second a call) is timed in its first N rounds only,
+without the warm-up round (building it already ran it once in every arm):
+its samples are some 60 times the target, and timing it in all 15 rounds
+of every arm would add ten minutes to a full run for one workload.
 
 Every stage says so through ``progress`` (workers started k/n, each
 workload built, calibrated, each round of each workload), so a long run
@@ -33,7 +38,7 @@ import numpy as np
 from series.runs.bench import data
 from series.runs.bench.cache import method_digest
 from series.runs.bench.pool import Handle, waves, workers
-from series.runs.bench.spec import Arm, Settings
+from series.runs.bench.spec import WORKLOADS, Arm, Settings
 
 Progress = Callable[[str], None]
 
@@ -107,11 +112,22 @@ def calibrate(handle: Handle, workload: str, settings: Settings) -> int:
             "time", f"timing {workload}", workload=workload, calls=calls
         )["cpu"]
         per_call = max(per_call, 1.0)
+        if calls == 1 and per_call >= 2 * target:
+            return 1  # one call is two samples' worth: no estimate makes it fewer
         if per_call * calls >= target / 4 or calls >= settings.max_calls:
             estimates.append(per_call)
         else:
             calls = min(calls * 4, settings.max_calls)
     return max(1, min(settings.max_calls, math.ceil(target / min(estimates))))
+
+
+def timed_in(workload: str, number: int, settings: Settings) -> bool:
+    """Whether round ``number`` (0-based, warm-up rounds first) times ``workload``."""
+    cap = WORKLOADS[workload].rounds
+    if cap is None:
+        return True
+    timed = number - settings.warmup_rounds
+    return 0 <= timed < cap
 
 
 def _round(
@@ -181,7 +197,7 @@ def measure(
             _round(
                 handles,
                 todo,
-                [w for w in workloads if w in calls],
+                [w for w in workloads if w in calls and timed_in(w, number, settings)],
                 calls,
                 order,
                 None if warm else session,

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
-from series.runs.bench.bench import BenchReport, Comparison
+from series.runs.bench.bench import BenchReport, Comparison, Floor
 from series.runs.bench.spec import WORKLOADS
 
 FORMAT = 1
@@ -67,9 +67,21 @@ def render_floors(report: BenchReport) -> Table:
     for workload in workloads:
         table.add_column(workload, justify="right")
     for arm in report.arms:
-        row = {f.workload: f"{f.ratio:.1f}x" for f in report.floors if f.arm == arm.arm.name}
+        row = {f.workload: _floor_cell(f) for f in report.floors if f.arm == arm.arm.name}
         table.add_row(arm.arm.name, *(row.get(w, "") for w in workloads))
+    if any(f.same_outputs is not None for f in report.floors):
+        table.caption = (
+            "= : the raw twin, given the same inputs and weights, gives the same outputs "
+            "(token ids identical, numbers within 1e-5)"
+        )
     return table
+
+
+def _floor_cell(floor: Floor) -> str:
+    same = floor.same_outputs
+    if same is None:
+        return f"{floor.ratio:.1f}x"
+    return f"{floor.ratio:.1f}x " + ("=" if same.ok else "OUTPUTS DIFFER")
 
 
 def render_times(report: BenchReport) -> Table:
@@ -116,6 +128,12 @@ def summary_lines(report: BenchReport) -> list[str]:
     lines.append(f"disturbed: {'true' if report.disturbed else 'false'}")
     for c in report.failures:
         lines.append(f"FAILED: {c.pair.title} on {c.workload}: {c.equivalence.detail}")
+    for f in report.floors:
+        if f.same_outputs is not None and not f.same_outputs.ok:
+            lines.append(
+                f"FLOOR NOT THE SAME WORK: {f.torch} differs from {f.workload} on arm {f.arm}: "
+                f"{f.same_outputs.detail}"
+            )
     return lines
 
 
@@ -172,7 +190,13 @@ def report_json(report: BenchReport) -> dict[str, Any]:
             for c in report.comparisons
         ],
         "floors": [
-            {"arm": f.arm, "workload": f.workload, "torch": f.torch, "ratio": f.ratio}
+            {
+                "arm": f.arm,
+                "workload": f.workload,
+                "torch": f.torch,
+                "ratio": f.ratio,
+                "same_outputs": f.same_outputs.to_json() if f.same_outputs else None,
+            }
             for f in report.floors
         ],
     }

@@ -18,12 +18,17 @@ HARNESS = Path(__file__).resolve().parent.parent / "harness"
 VOCAB = 256  # the small LM's vocabulary
 PROMPT = 8  # tokens given to the greedy generator
 GENERATE = 32  # tokens it adds
+# Upstream's LLM (SERIES.md, "How the series was measured upstream").
+UP_VOCAB = 1024
+UP_BATCH = 4
+UP_WINDOW = 64  # its sequence: the prompt, and the window generation slides
 
 
 @dataclass(frozen=True)
 class Input:
     shape: tuple[int, ...]
-    dtype: str  # "float32" (normal samples) or "int32" (tokens in [0, VOCAB))
+    dtype: str  # "float32" (normal samples) or "int32" (tokens in [0, high))
+    high: int = VOCAB
 
 
 @dataclass(frozen=True)
@@ -34,10 +39,27 @@ class Workload:
     control: bool = False  # raw torch, identical code in every arm
     floor: str | None = None  # the raw torch workload that does the same work
     exact_ids: bool = False  # outputs are token ids: must be identical
+    # A twin given the inputs and weights of this workload (seeded by its
+    # name): it computes the same function, and its outputs are compared.
+    twin_of: str | None = None
+    # Timed in the first N rounds only, and not in the warm-up round: a call
+    # of upstream's LLM generate takes about a second, some 60 samples of
+    # 12 ms (measure.py). None: every round.
+    rounds: int | None = None
+
+    @property
+    def seed(self) -> str:
+        """The name its inputs and weights are drawn from."""
+        return self.twin_of or self.name
 
 
 def _f(*shape: int) -> Input:
     return Input(tuple(shape), "float32")
+
+
+_UP_IDS = {"ids": Input((UP_BATCH, UP_WINDOW), "int32", UP_VOCAB)}
+_UP_IMAGES = {"x": _f(4, 32, 32, 3)}
+_UP_ROUNDS = 5  # timed rounds of upstream's LLM generate and its twin
 
 
 _ALL = [
@@ -78,6 +100,26 @@ _ALL = [
         {"x": _f(8, 32, 32, 3)},
         floor="torch_cnn",
     ),
+    Workload(
+        "llm_forward",
+        "upstream's LLM (2.1M params) forward, batch 4, T = 64",
+        _UP_IDS,
+        floor="torch_llm_forward",
+    ),
+    Workload(
+        "llm_generate",
+        f"upstream's LLM greedy generate {GENERATE} tokens, 64-token window, no_grad",
+        _UP_IDS,
+        exact_ids=True,
+        floor="torch_llm_generate",
+        rounds=_UP_ROUNDS,
+    ),
+    Workload(
+        "cnn_up",
+        "upstream's CNN (114K params) forward, batch 4, 32x32x3",
+        _UP_IMAGES,
+        floor="torch_cnn_up",
+    ),
     Workload("torch_linear", "raw torch nn.Linear (control)", {"x": _f(8, 32)}, control=True),
     Workload(
         "torch_mha", "raw torch causal SDPA MHA (control)", {"x": _f(2, 16, 64)}, control=True
@@ -94,6 +136,29 @@ _ALL = [
         f"raw torch twin of the small LM, generate {GENERATE} tokens (control)",
         {"ids": Input((1, PROMPT), "int32")},
         control=True,
+    ),
+    Workload(
+        "torch_llm_forward",
+        "raw torch twin of upstream's LLM, forward (control)",
+        _UP_IDS,
+        control=True,
+        twin_of="llm_forward",
+    ),
+    Workload(
+        "torch_llm_generate",
+        f"raw torch twin of upstream's LLM, generate {GENERATE} tokens, no_grad (control)",
+        _UP_IDS,
+        control=True,
+        exact_ids=True,
+        twin_of="llm_generate",
+        rounds=_UP_ROUNDS,
+    ),
+    Workload(
+        "torch_cnn_up",
+        "raw torch twin of upstream's CNN (control)",
+        _UP_IMAGES,
+        control=True,
+        twin_of="cnn_up",
     ),
 ]
 WORKLOADS: dict[str, Workload] = {w.name: w for w in _ALL}

@@ -16,11 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from series.runs.bench.spec import GENERATE, VOCAB
+from series.runs.bench.spec import GENERATE, UP_VOCAB, UP_WINDOW, VOCAB
 
 D_MODEL = 128
 HEADS = 4
 MAX_LEN = 64
+# Upstream's LLM: width, heads (key_dim = UP_D // HEADS = 64), feed-forward.
+UP_D = 256
+UP_FF = 1024
 
 
 @dataclass
@@ -191,6 +194,85 @@ def _cnn(keras: Any, torch: Any, x: Any) -> Built:
     return Built(call, _keras_out(keras, call), list(model.weights), model, (x,))
 
 
+def _llm(keras: Any) -> Any:
+    """Upstream's LLM (SERIES.md): 2,105,344 parameters, no position embedding."""
+    layers = keras.layers
+
+    class Block(layers.Layer):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1 = layers.LayerNormalization()
+            self.att = layers.MultiHeadAttention(num_heads=HEADS, key_dim=UP_D // HEADS)
+            self.ln2 = layers.LayerNormalization()
+            self.ff1 = layers.Dense(UP_FF, activation="gelu")
+            self.ff2 = layers.Dense(UP_D)
+
+        def call(self, x: Any) -> Any:
+            h = self.ln1(x)
+            x = x + self.att(h, h, use_causal_mask=True)
+            return x + self.ff2(self.ff1(self.ln2(x)))
+
+    class LLM(keras.Model):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok = layers.Embedding(UP_VOCAB, UP_D)
+            self.blocks = [Block(), Block()]
+            self.ln = layers.LayerNormalization()
+            self.head = layers.Dense(UP_VOCAB)
+
+        def call(self, ids: Any) -> Any:
+            x = self.tok(ids)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.ln(x))
+
+    return LLM()
+
+
+def _llm_forward(keras: Any, torch: Any, ids: Any) -> Built:
+    model = _llm(keras)
+    model(ids)
+    call = lambda: model(ids)  # noqa: E731
+    return Built(call, _keras_out(keras, call), list(model.weights), model, (ids,))
+
+
+def _llm_generate(keras: Any, torch: Any, ids: Any) -> Built:
+    """Greedy, over a sliding window of the last 64 tokens, under ``torch.no_grad``."""
+    model = _llm(keras)
+    model(ids)
+    ops = keras.ops
+
+    def generate() -> Any:
+        out = ids
+        with torch.no_grad():
+            for _ in range(GENERATE):
+                logits = model(out[:, -UP_WINDOW:])
+                token = ops.cast(ops.argmax(logits[:, -1, :], axis=-1), "int32")
+                out = ops.concatenate([out, ops.expand_dims(token, 1)], axis=1)
+        return out
+
+    return Built(generate, _keras_out(keras, generate), list(model.weights))
+
+
+def _cnn_up(keras: Any, torch: Any, x: Any) -> Built:
+    """Upstream's CNN (SERIES.md): 113,866 parameters; relu, "same" padding."""
+    layers = keras.layers
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            layers.Conv2D(64, 3, padding="same", activation="relu"),
+            layers.Conv2D(64, 3, padding="same", activation="relu"),
+            layers.MaxPooling2D(2),
+            layers.Conv2D(128, 3, padding="same", activation="relu"),
+            layers.GlobalAveragePooling2D(),
+            layers.Dense(10),
+        ]
+    )
+    model(x)
+    call = lambda: model(x)  # noqa: E731
+    return Built(call, _keras_out(keras, call), list(model.weights), model, (x,))
+
+
 def _torch_out(call: Callable[[], Any]) -> Callable[[], dict[str, np.ndarray]]:
     return lambda: {"y": _np(call())}
 
@@ -304,6 +386,159 @@ def _torch_lm_generate(keras: Any, torch: Any, ids: Any) -> Built:
     return Built(generate, _torch_out(generate))
 
 
+class _Slot:
+    """A Keras-shaped variable over a torch parameter (or a slice of one).
+
+    The twins keep torch's own layout (``nn.Linear`` holds (out, in), a
+    fused q/k/v projection one matrix); ``assign`` takes the array in the
+    Keras layout and writes it where torch keeps it, so a twin is given the
+    very weights of its Keras workload.
+    """
+
+    def __init__(
+        self, torch: Any, target: Any, shape: tuple[int, ...], layout: Callable[[Any], Any]
+    ) -> None:
+        self.torch, self.target, self.shape, self.layout = torch, target, shape, layout
+
+    def assign(self, array: np.ndarray) -> None:
+        with self.torch.no_grad():
+            self.target.copy_(self.layout(self.torch.as_tensor(array)))
+
+
+def _slots(torch: Any, module: Any, shapes: list[tuple[int, ...]]) -> list[_Slot]:
+    """Slots for a torch module of the Keras kinds: (kernel, bias) or (gamma, beta)."""
+    nn = torch.nn
+    same = lambda t: t  # noqa: E731
+    if isinstance(module, nn.Linear):
+        return [
+            _Slot(torch, module.weight, shapes[0], lambda t: t.reshape(-1, t.shape[-1]).T),
+            _Slot(torch, module.bias, shapes[1], same),
+        ]
+    if isinstance(module, nn.Conv2d):
+        return [
+            _Slot(torch, module.weight, shapes[0], lambda t: t.permute(3, 2, 0, 1)),
+            _Slot(torch, module.bias, shapes[1], same),
+        ]
+    return [_Slot(torch, p, s, same) for p, s in zip(module.parameters(), shapes, strict=True)]
+
+
+def _torch_llm(torch: Any) -> tuple[Any, list[_Slot]]:
+    """Upstream's LLM in raw torch, and its weights in the order of ``_llm``'s."""
+    nn, functional = torch.nn, torch.nn.functional
+    head_dim = UP_D // HEADS
+    vector = (UP_D,)
+    heads, head_bias = (UP_D, HEADS, head_dim), (HEADS, head_dim)
+
+    class Block(nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1 = nn.LayerNorm(UP_D, eps=1e-3)
+            self.qkv = nn.Linear(UP_D, 3 * UP_D)
+            self.proj = nn.Linear(UP_D, UP_D)
+            self.ln2 = nn.LayerNorm(UP_D, eps=1e-3)
+            self.ff1 = nn.Linear(UP_D, UP_FF)
+            self.ff2 = nn.Linear(UP_FF, UP_D)
+
+        def forward(self, x: Any) -> Any:
+            batch, seq, _ = x.shape
+            qkv = self.qkv(self.ln1(x)).view(batch, seq, 3, HEADS, head_dim)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4)
+            att = functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(att.transpose(1, 2).reshape(batch, seq, UP_D))
+            return x + self.ff2(functional.gelu(self.ff1(self.ln2(x))))
+
+        def slots(self) -> list[_Slot]:
+            qkv = []
+            for part in range(3):  # query, key, value: rows of the fused projection
+                rows = slice(part * UP_D, (part + 1) * UP_D)
+                qkv += [
+                    _Slot(torch, self.qkv.weight[rows], heads, lambda t: t.reshape(UP_D, -1).T),
+                    _Slot(torch, self.qkv.bias[rows], head_bias, lambda t: t.reshape(-1)),
+                ]
+            return [
+                *_slots(torch, self.ln1, [vector, vector]),
+                *qkv,
+                *_slots(torch, self.proj, [(HEADS, head_dim, UP_D), vector]),
+                *_slots(torch, self.ln2, [vector, vector]),
+                *_slots(torch, self.ff1, [(UP_D, UP_FF), (UP_FF,)]),
+                *_slots(torch, self.ff2, [(UP_FF, UP_D), vector]),
+            ]
+
+    class LLM(nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok = nn.Embedding(UP_VOCAB, UP_D)
+            self.blocks = nn.ModuleList([Block(), Block()])
+            self.ln = nn.LayerNorm(UP_D, eps=1e-3)
+            self.head = nn.Linear(UP_D, UP_VOCAB)
+
+        def forward(self, ids: Any) -> Any:
+            x = self.tok(ids)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.ln(x))
+
+    model = LLM().eval()
+    slots = [
+        *_slots(torch, model.tok, [(UP_VOCAB, UP_D)]),
+        *(slot for block in model.blocks for slot in block.slots()),
+        *_slots(torch, model.ln, [vector, vector]),
+        *_slots(torch, model.head, [(UP_D, UP_VOCAB), (UP_VOCAB,)]),
+    ]
+    return model, slots
+
+
+def _torch_llm_forward(keras: Any, torch: Any, ids: Any) -> Built:
+    model, slots = _torch_llm(torch)
+    ids = ids.long()
+    call = lambda: model(ids)  # noqa: E731
+    return Built(call, _torch_out(call), list(slots))
+
+
+def _torch_llm_generate(keras: Any, torch: Any, ids: Any) -> Built:
+    model, slots = _torch_llm(torch)
+    ids = ids.long()
+
+    def generate() -> Any:
+        out = ids
+        with torch.no_grad():
+            for _ in range(GENERATE):
+                token = model(out[:, -UP_WINDOW:])[:, -1, :].argmax(dim=-1, keepdim=True)
+                out = torch.cat([out, token], dim=1)
+        return out
+
+    # Token ids compared as the Keras side gives them (int32).
+    return Built(generate, lambda: {"y": _np(generate()).astype(np.int32)}, list(slots))
+
+
+def _torch_cnn_up(keras: Any, torch: Any, x: Any) -> Built:
+    nn = torch.nn
+    convs = [nn.Conv2d(3, 64, 3, padding=1), nn.Conv2d(64, 64, 3, padding=1)]
+    last, dense = nn.Conv2d(64, 128, 3, padding=1), nn.Linear(128, 10)
+    model = nn.Sequential(
+        convs[0],
+        nn.ReLU(),
+        convs[1],
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        last,
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        dense,
+    )
+    shapes = [(3, 3, 3, 64), (64,), (3, 3, 64, 64), (64,), (3, 3, 64, 128), (128,)]
+    slots = [
+        *_slots(torch, convs[0], shapes[0:2]),
+        *_slots(torch, convs[1], shapes[2:4]),
+        *_slots(torch, last, shapes[4:6]),
+        *_slots(torch, dense, [(128, 10), (10,)]),
+    ]
+    nchw = x.permute(0, 3, 1, 2).contiguous()
+    call = lambda: model(nchw)  # noqa: E731
+    return Built(call, _torch_out(call), slots)
+
+
 BUILDERS: dict[str, Callable[..., Built]] = {
     "dense": _dense,
     "dense_training": _dense_training,
@@ -320,6 +555,12 @@ BUILDERS: dict[str, Callable[..., Built]] = {
     "torch_cnn": _torch_cnn,
     "torch_lm_forward": _torch_lm_forward,
     "torch_lm_generate": _torch_lm_generate,
+    "llm_forward": _llm_forward,
+    "llm_generate": _llm_generate,
+    "cnn_up": _cnn_up,
+    "torch_llm_forward": _torch_llm_forward,
+    "torch_llm_generate": _torch_llm_generate,
+    "torch_cnn_up": _torch_cnn_up,
 }
 
 
