@@ -97,6 +97,9 @@ SOURCES: dict[tuple[str, str], Source] = {
             "command", "series bench P25 P26 --workload cnn --workload mha ... (median CPU time)"
         )
     ),
+    ("series.md", "P27: calls of several tensors or scalar keywords (issue 22)"): Source(
+        "command", "series bench P27 --workload layer_call --workload dense --workload mha ..."
+    ),
     ("rebase.md", "How it works"): Source(
         "test", "tests/test_docs_claims.py::test_the_documented_timeouts_are_the_defaults"
     ),
