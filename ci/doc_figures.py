@@ -100,6 +100,15 @@ SOURCES: dict[tuple[str, str], Source] = {
     ("series.md", "P27: calls of several tensors or scalar keywords (issue 22)"): Source(
         "command", "series bench P27 --workload layer_call --workload dense --workload mha ..."
     ),
+    (
+        "series.md",
+        "P28: what LayerNormalization, Embedding and the attention projections"
+        " still paid for (issue 22)",
+    ): Source(
+        "by hand",
+        "series bench P28 --workload mha --workload lm_generate ... (median CPU time);"
+        " the upstream-LLM table from a side-by-side script outside the repository",
+    ),
     ("rebase.md", "How it works"): Source(
         "test", "tests/test_docs_claims.py::test_the_documented_timeouts_are_the_defaults"
     ),
