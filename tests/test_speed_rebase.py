@@ -191,3 +191,47 @@ def test_patch_ids_are_read_from_the_cache_the_second_time(tmp_path: Path) -> No
     assert dropped[0] == dropped[1] == dropped[2]
     assert "P3" in dropped[0].split("[[dropped]]", 1)[1]
     assert carrier in dropped[0].split("[[dropped]]", 1)[1]
+
+
+def long_upstream(up: Path, commits: int) -> str:
+    """``commits`` commits on ``main`` past the pin (one ``fast-import``), each changing a
+    file no patch touches; the new tip."""
+    chunks = [f"reset refs/heads/main\nfrom {git(up, 'rev-parse', 'main')}\n".encode()]
+    for i in range(commits):
+        data, msg = f"{i}\n".encode(), f"notes: {i}\n".encode()
+        chunks.append(
+            f"commit refs/heads/main\ncommitter Up <up@x.invalid> {1700000000 + i} +0000\n"
+            f"data {len(msg)}\n".encode()
+            + msg
+            + f"M 100644 inline NOTES\ndata {len(data)}\n".encode()
+            + data
+            + b"\n"
+        )
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=up, input=b"".join(chunks), check=True)
+    git(up, "reset", "-q", "--hard", "main")
+    return git(up, "rev-parse", "main")
+
+
+def test_a_long_range_since_the_pin_is_fetched_in_three_fetches_not_doubling(
+    tmp_path: Path,
+) -> None:
+    """3,000 upstream commits since the pin, the pin tagged upstream: REV at the first
+    depth, then its history down to the pin's (``--shallow-exclude`` of the tag) and the
+    commit below, instead of doubling the depth (5 fetches here, 6 at 5,000)."""
+    project = make_project(tmp_path)
+    shimmed = GitShim(tmp_path)
+    shimmed.calls(project.root, "apply")
+    main = long_upstream(project.upstream, 3000)
+    up = str(project.upstream)
+    calls = shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up)
+    onto = [c for c in fetches(calls) if "+main:refs/series/rebase/onto" in c]
+    assert len(onto) <= 3, onto
+    assert not [c for c in onto if "--deepen=" in c and "--deepen=1 " not in c], onto
+    assert "--shallow-exclude=refs/tags/v1.0" in " ".join(onto)
+    work = project.work
+    # The range since the pin is whole, as git counts it: 3,000 commits, meeting at the pin.
+    assert git(work, "merge-base", project.commit, main) == project.commit
+    assert git(work, "rev-list", "--count", f"{project.commit}..{main}") == "3000"
+    assert git(work, "rev-parse", "refs/series/base") == main
+    assert f'commit = "{main}"' in (project.root / "series.toml").read_text()
+
