@@ -235,3 +235,23 @@ def test_a_long_range_since_the_pin_is_fetched_in_three_fetches_not_doubling(
     assert git(work, "rev-parse", "refs/series/base") == main
     assert f'commit = "{main}"' in (project.root / "series.toml").read_text()
 
+
+def test_the_new_pin_is_kept_in_the_cache_without_the_history_the_rebase_fetched(
+    tmp_path: Path,
+) -> None:
+    """The cache keeps the pin a rebase moved to with its tree, as a pin fetched from
+    upstream (depth one), not the 200 commits of history the checkout has of it; and
+    `series apply` of a new checkout then builds on it without a fetch from upstream."""
+    project = make_project(tmp_path)
+    shimmed = GitShim(tmp_path)
+    shimmed.calls(project.root, "apply")
+    main = long_upstream(project.upstream, 200)
+    up = str(project.upstream)
+    shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up)
+    cache = shimmed.cache / "upstream.git"
+    assert git(cache, "rev-parse", f"refs/series/git/{main}") == main
+    assert git(cache, "rev-list", "--count", main) == "1"
+    fresh = tmp_path / "fresh"
+    calls = shimmed.calls(project.root, "apply", "--dir", str(fresh))
+    assert not [c for c in fetches(calls) if up in c], fetches(calls)
+    assert git(fresh, "rev-parse", "refs/series/base") == main
