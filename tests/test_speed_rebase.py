@@ -255,3 +255,62 @@ def test_the_new_pin_is_kept_in_the_cache_without_the_history_the_rebase_fetched
     calls = shimmed.calls(project.root, "apply", "--dir", str(fresh))
     assert not [c for c in fetches(calls) if up in c], fetches(calls)
     assert git(fresh, "rev-parse", "refs/series/base") == main
+
+
+def test_continue_reads_the_resolution_once_and_of_the_snapshot_only_series_toml(
+    tmp_path: Path,
+) -> None:
+    """--continue takes the staged tree with one ``write-tree`` (and the exported patches'
+    check its own), and reads series.toml alone of the snapshot, not every saved patch;
+    the result is the one resolved by hand."""
+    project = moving_project(tmp_path, conflict=True)
+    shimmed = GitShim(tmp_path)
+    up = str(project.upstream)
+    shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
+    work = project.work
+    saved = git(work, "rev-parse", "refs/series/rebase/saved")
+    core = work / "pkg" / "core.py"
+    text = core.read_text()
+    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
+    core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
+    git(work, "add", "pkg/core.py")
+    staged = git(work, "write-tree")
+    calls = shimmed.calls(project.root, "rebase", "--continue")
+    assert len([c for c in calls if c == "write-tree"]) == 2, calls
+    assert not [c for c in calls if c.startswith("ls-tree") and saved in c], calls
+    main = git(project.upstream, "rev-parse", "main")
+    first = git(work, "rev-list", "--reverse", f"{main}..series").split()[0]
+    assert git(work, "rev-parse", f"{first}^{{tree}}") == staged
+    assert "return -11" in git(work, "show", "series:pkg/core.py")
+    assert f'commit = "{main}"' in (project.root / "series.toml").read_text()
+
+
+def test_a_rev_the_checkout_has_is_deepened_to_the_pin_asking_git_where_shallow_is_once(
+    tmp_path: Path,
+) -> None:
+    """REV fetched into the checkout already (at a depth of one), the pin a shallow root
+    on a side branch: one deepening fetch meets them, and where git keeps the shallow
+    roots is asked once, not before and after each fetch."""
+    project = make_project(tmp_path)
+    up = project.upstream
+    fork = commit_upstream(up, "pkg/util.py", "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
+    git(up, "checkout", "-q", "-b", "release")
+    (up / "VERSION").write_text("1.1\n")
+    git(up, "add", "VERSION")
+    git(up, "commit", "-qm", "release: 1.1")
+    git(up, "tag", "v1.1")
+    pin = git(up, "rev-parse", "HEAD")
+    git(up, "checkout", "-q", "-")
+    commit_upstream(up, "pkg/util.py", "VALUE_21 = 21\n", "VALUE_21 = 2100\n", "util: 21")
+    toml = project.root / "series.toml"
+    text = toml.read_text().replace('ref = "v1.0"', 'ref = "v1.1"')
+    toml.write_text(text.replace(project.commit, pin))
+    shimmed = GitShim(tmp_path)
+    shimmed.calls(project.root, "apply")
+    git(project.work, "fetch", "-q", "--depth=1", f"file://{up}", "+main:refs/mine/main")
+    calls = shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", str(up))
+    assert len([c for c in fetches(calls) if "--deepen=" in c]) == 1, fetches(calls)
+    assert len([c for c in calls if c == "rev-parse --git-path shallow"]) == 1, calls
+    main = git(up, "rev-parse", "main")
+    assert git(project.work, "merge-base", pin, main) == fork
+    assert git(project.work, "rev-parse", "refs/series/base") == main

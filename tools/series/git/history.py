@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from series.git.run import HERMETIC, Ident, Part
 
@@ -31,6 +32,8 @@ class CommitInfo:
 
 class History(Part):
     """The commits of a repository, read with ``log``, ``rev-list`` and ``merge-base``."""
+
+    _shallow_file: Path | None = None  # where git keeps the shallow roots, asked once
 
     def commits(self, base: str, tip: str) -> list[str]:
         """First-parent commits in base..tip, oldest first."""
@@ -93,7 +96,10 @@ class History(Part):
 
     def shallow_roots(self) -> frozenset[str]:
         """The commits whose parents this (shallow) repository does not have."""
-        path = self.path / self._run.git("rev-parse", "--git-path", "shallow").strip()
+        if self._shallow_file is None:  # the file's place is fixed, its content is not
+            where = self._run.git("rev-parse", "--git-path", "shallow").strip()
+            self._shallow_file = self.path / where
+        path = self._shallow_file
         if not path.is_file():
             return frozenset()
         return frozenset(path.read_text(encoding="ascii").split())
