@@ -289,8 +289,8 @@ def test_a_rev_the_checkout_has_is_deepened_to_the_pin_asking_git_where_shallow_
     tmp_path: Path,
 ) -> None:
     """REV fetched into the checkout already (at a depth of one), the pin a shallow root
-    on a side branch: one deepening fetch meets them, and where git keeps the shallow
-    roots is asked once, not before and after each fetch."""
+    on a side branch: one deepening fetch meets them, where git keeps the shallow roots
+    is asked once, not before and after each fetch, and their merge base once a depth."""
     project = make_project(tmp_path)
     up = project.upstream
     fork = commit_upstream(up, "pkg/util.py", "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
@@ -311,6 +311,8 @@ def test_a_rev_the_checkout_has_is_deepened_to_the_pin_asking_git_where_shallow_
     calls = shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", str(up))
     assert len([c for c in fetches(calls) if "--deepen=" in c]) == 1, fetches(calls)
     assert len([c for c in calls if c == "rev-parse --git-path shallow"]) == 1, calls
+    # REV and the pin: asked before the deepening and after it, not again for the range.
+    assert len([c for c in calls if c.startswith("merge-base ")]) == 2, calls
     main = git(up, "rev-parse", "main")
     assert git(project.work, "merge-base", pin, main) == fork
     assert git(project.work, "rev-parse", "refs/series/base") == main
