@@ -181,13 +181,16 @@ def _deepen(
 ) -> None:
     """Deepen a shallow history until ``ref`` and ``policy.deepen_to`` meet (or it ends).
 
-    ``deep``: the fetch of ``ref`` had a depth of its own (``DEPTH``); else
-    (it was here already) one deepening by ``DEPTH`` is tried first, the
-    range being short most times. Then, where the source names the pin
-    (``policy.exclude``), ``ref``'s history is fetched down to the pin's and
-    one commit below it: two fetches for any length of range. Last, and
-    only if that did not meet (a pin far off REV's line, a source that
-    cannot exclude), the depth doubles.
+    ``deep``: the fetch of ``ref`` had a depth of its own (``DEPTH``): its
+    history here is what that fetch brought. Then, where the source names
+    the pin (``policy.exclude``), ``ref``'s history is fetched down to the
+    pin's and one commit below it: two fetches for any length of range (the
+    first marks the commits just above the pin's history shallow, the
+    second gives them their parents back). A ``ref`` that was here already
+    may have history of the user's that the first would cut, were the
+    second to fail: its depth doubles from ``DEPTH``, as it does where the
+    two do not meet (a pin far off REV's line, a source that cannot
+    exclude).
     """
     real = policy.deepen_to
     if real is None or not repo.objects.has(real):
@@ -201,13 +204,10 @@ def _deepen(
 
     if met():
         return
-    depth = DEPTH
-    if not deep:
-        if not _deeper(repo, source, refspecs, depth) or met():
-            return
-        depth *= 2
-    if policy.exclude is not None and _down_to(repo, source, refspecs, policy.exclude) and met():
+    exclude = policy.exclude if deep else None  # not a history of the user's (docstring)
+    if exclude is not None and _down_to(repo, source, refspecs, exclude) and met():
         return
+    depth = DEPTH
     while depth <= MAX_DEPTH:
         if not _deeper(repo, source, refspecs, depth) or met():
             return
