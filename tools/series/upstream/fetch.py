@@ -11,10 +11,11 @@ The pin and ``--onto REV`` are fetched by the same routine,
 * ``deepen_to``: deepen a shallow history until the fetched commit and
   this one (the pin's real upstream commit) share a merge base (REV's
   range since the pin). ``exclude``, the source's ref that names that
-  commit (its release tag), makes it two fetches however long the range:
-  REV's history down to the pin's (``--shallow-exclude``), then the one
-  commit below it (``--deepen=1``). Without one, or where that does not
-  meet, the depth doubles up to ``MAX_DEPTH``.
+  commit (its release tag), makes it two fetches however long the range,
+  for a REV this fetch brought: REV's history down to the pin's
+  (``--shallow-exclude``), then the one commit below it (``--deepen=1``).
+  Without one, or where that does not meet, the depth doubles up to
+  ``MAX_DEPTH``.
 * ``memory``: remember a URL that did not answer (``unreachable``), so
   that ``upstream.source = "auto"`` goes straight to the sdist for a while.
 * ``every_ref_under``: when every refspec is refused (a commit id that no
@@ -205,8 +206,10 @@ def _deepen(
     if met():
         return
     exclude = policy.exclude if deep else None  # not a history of the user's (docstring)
-    if exclude is not None and _down_to(repo, source, refspecs, exclude) and met():
-        return
+    if exclude is not None:
+        taken, err = _down_to(repo, source, refspecs, exclude)
+        if (taken and met()) or network_failure(err):
+            return  # met; or a silent source, which the next fetch would wait for again
     depth = DEPTH
     while depth <= MAX_DEPTH:
         if not _deeper(repo, source, refspecs, depth) or met():
@@ -223,11 +226,11 @@ def _deeper(repo: Repo, source: str, refspecs: list[str], depth: int) -> bool:
     return status == 0 and repo.history.shallow_roots() != roots
 
 
-def _down_to(repo: Repo, source: str, refspecs: list[str], exclude: str) -> bool:
+def _down_to(repo: Repo, source: str, refspecs: list[str], exclude: str) -> tuple[bool, str]:
     """The history of ``refspecs[0]`` down to ``exclude``'s, then the commit below: whether
-    both fetches were taken (a source that cannot exclude refuses the first)."""
-    status, _ = repo.remote.fetch(source, refspecs[:1], shallow_exclude=exclude)
-    if status != 0:
-        return False
-    status, _ = repo.remote.fetch(source, refspecs, deepen=1)
-    return status == 0
+    both fetches were taken (a source that cannot exclude refuses the first), and git's
+    error if not."""
+    status, err = repo.remote.fetch(source, refspecs[:1], shallow_exclude=exclude)
+    if status == 0:
+        status, err = repo.remote.fetch(source, refspecs, deepen=1)
+    return status == 0, err if status else ""
