@@ -191,3 +191,128 @@ def test_patch_ids_are_read_from_the_cache_the_second_time(tmp_path: Path) -> No
     assert dropped[0] == dropped[1] == dropped[2]
     assert "P3" in dropped[0].split("[[dropped]]", 1)[1]
     assert carrier in dropped[0].split("[[dropped]]", 1)[1]
+
+
+def long_upstream(up: Path, commits: int) -> str:
+    """``commits`` commits on ``main`` past the pin (one ``fast-import``), each changing a
+    file no patch touches; the new tip."""
+    chunks = [f"reset refs/heads/main\nfrom {git(up, 'rev-parse', 'main')}\n".encode()]
+    for i in range(commits):
+        data, msg = f"{i}\n".encode(), f"notes: {i}\n".encode()
+        chunks.append(
+            f"commit refs/heads/main\ncommitter Up <up@x.invalid> {1700000000 + i} +0000\n"
+            f"data {len(msg)}\n".encode()
+            + msg
+            + f"M 100644 inline NOTES\ndata {len(data)}\n".encode()
+            + data
+            + b"\n"
+        )
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=up, input=b"".join(chunks), check=True)
+    git(up, "reset", "-q", "--hard", "main")
+    return git(up, "rev-parse", "main")
+
+
+def test_a_long_range_since_the_pin_is_fetched_in_three_fetches_not_doubling(
+    tmp_path: Path,
+) -> None:
+    """3,000 upstream commits since the pin, the pin tagged upstream: REV at the first
+    depth, then its history down to the pin's (``--shallow-exclude`` of the tag) and the
+    commit below, instead of doubling the depth (5 fetches here, 6 at 5,000)."""
+    project = make_project(tmp_path)
+    shimmed = GitShim(tmp_path)
+    shimmed.calls(project.root, "apply")
+    main = long_upstream(project.upstream, 3000)
+    up = str(project.upstream)
+    calls = shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up)
+    onto = [c for c in fetches(calls) if "+main:refs/series/rebase/onto" in c]
+    assert len(onto) <= 3, onto
+    assert not [c for c in onto if "--deepen=" in c and "--deepen=1 " not in c], onto
+    assert "--shallow-exclude=refs/tags/v1.0" in " ".join(onto)
+    work = project.work
+    # The range since the pin is whole, as git counts it: 3,000 commits, meeting at the pin.
+    assert git(work, "merge-base", project.commit, main) == project.commit
+    assert git(work, "rev-list", "--count", f"{project.commit}..{main}") == "3000"
+    assert git(work, "rev-parse", "refs/series/base") == main
+    assert f'commit = "{main}"' in (project.root / "series.toml").read_text()
+
+
+def test_the_new_pin_is_kept_in_the_cache_without_the_history_the_rebase_fetched(
+    tmp_path: Path,
+) -> None:
+    """The cache keeps the pin a rebase moved to with its tree, as a pin fetched from
+    upstream (depth one), not the 200 commits of history the checkout has of it; and
+    `series apply` of a new checkout then builds on it without a fetch from upstream."""
+    project = make_project(tmp_path)
+    shimmed = GitShim(tmp_path)
+    shimmed.calls(project.root, "apply")
+    main = long_upstream(project.upstream, 200)
+    up = str(project.upstream)
+    shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up)
+    cache = shimmed.cache / "upstream.git"
+    assert git(cache, "rev-parse", f"refs/series/git/{main}") == main
+    assert git(cache, "rev-list", "--count", main) == "1"
+    fresh = tmp_path / "fresh"
+    calls = shimmed.calls(project.root, "apply", "--dir", str(fresh))
+    assert not [c for c in fetches(calls) if up in c], fetches(calls)
+    assert git(fresh, "rev-parse", "refs/series/base") == main
+
+
+def test_continue_reads_the_resolution_once_and_of_the_snapshot_only_series_toml(
+    tmp_path: Path,
+) -> None:
+    """--continue takes the staged tree with one ``write-tree`` (and the exported patches'
+    check its own), and reads series.toml alone of the snapshot, not every saved patch;
+    the result is the one resolved by hand."""
+    project = moving_project(tmp_path, conflict=True)
+    shimmed = GitShim(tmp_path)
+    up = str(project.upstream)
+    shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
+    work = project.work
+    saved = git(work, "rev-parse", "refs/series/rebase/saved")
+    core = work / "pkg" / "core.py"
+    text = core.read_text()
+    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
+    core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
+    git(work, "add", "pkg/core.py")
+    staged = git(work, "write-tree")
+    calls = shimmed.calls(project.root, "rebase", "--continue")
+    assert len([c for c in calls if c == "write-tree"]) == 2, calls
+    assert not [c for c in calls if c.startswith("ls-tree") and saved in c], calls
+    main = git(project.upstream, "rev-parse", "main")
+    first = git(work, "rev-list", "--reverse", f"{main}..series").split()[0]
+    assert git(work, "rev-parse", f"{first}^{{tree}}") == staged
+    assert "return -11" in git(work, "show", "series:pkg/core.py")
+    assert f'commit = "{main}"' in (project.root / "series.toml").read_text()
+
+
+def test_a_rev_the_checkout_has_is_deepened_to_the_pin_asking_git_where_shallow_is_once(
+    tmp_path: Path,
+) -> None:
+    """REV fetched into the checkout already (at a depth of one), the pin a shallow root
+    on a side branch: one deepening fetch meets them, where git keeps the shallow roots
+    is asked once, not before and after each fetch, and their merge base once a depth."""
+    project = make_project(tmp_path)
+    up = project.upstream
+    fork = commit_upstream(up, "pkg/util.py", "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
+    git(up, "checkout", "-q", "-b", "release")
+    (up / "VERSION").write_text("1.1\n")
+    git(up, "add", "VERSION")
+    git(up, "commit", "-qm", "release: 1.1")
+    git(up, "tag", "v1.1")
+    pin = git(up, "rev-parse", "HEAD")
+    git(up, "checkout", "-q", "-")
+    commit_upstream(up, "pkg/util.py", "VALUE_21 = 21\n", "VALUE_21 = 2100\n", "util: 21")
+    toml = project.root / "series.toml"
+    text = toml.read_text().replace('ref = "v1.0"', 'ref = "v1.1"')
+    toml.write_text(text.replace(project.commit, pin))
+    shimmed = GitShim(tmp_path)
+    shimmed.calls(project.root, "apply")
+    git(project.work, "fetch", "-q", "--depth=1", f"file://{up}", "+main:refs/mine/main")
+    calls = shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", str(up))
+    assert len([c for c in fetches(calls) if "--deepen=" in c]) == 1, fetches(calls)
+    assert len([c for c in calls if c == "rev-parse --git-path shallow"]) == 1, calls
+    # REV and the pin: asked before the deepening and after it, not again for the range.
+    assert len([c for c in calls if c.startswith("merge-base ")]) == 2, calls
+    main = git(up, "rev-parse", "main")
+    assert git(project.work, "merge-base", pin, main) == fork
+    assert git(project.work, "rev-parse", "refs/series/base") == main

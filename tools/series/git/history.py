@@ -7,10 +7,14 @@ replay needs of a commit (:class:`CommitInfo`), each range with one ``log``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from series.git.run import HERMETIC, Ident, Part
+from series.git.run import HERMETIC, Ident, Part, Runner
+
+_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,12 @@ class CommitInfo:
 class History(Part):
     """The commits of a repository, read with ``log``, ``rev-list`` and ``merge-base``."""
 
+    _shallow_file: Path | None = None  # where git keeps the shallow roots, asked once
+
+    def __init__(self, run: Runner) -> None:
+        super().__init__(run)
+        self._bases: dict[tuple[str, str, frozenset[str]], str | None] = {}
+
     def commits(self, base: str, tip: str) -> list[str]:
         """First-parent commits in base..tip, oldest first."""
         return self._run.git("rev-list", "--reverse", "--first-parent", f"{base}..{tip}").split()
@@ -43,8 +53,24 @@ class History(Part):
         return self._run.git_status("merge-base", "--is-ancestor", ancestor, descendant)[0] == 0
 
     def merge_base(self, one: str, two: str) -> str | None:
+        """The merge base of two commits, or None when they share no history here.
+
+        Of two commit ids the answer is kept for as long as the shallow roots
+        are the same (the ancestry of commits a repository has changes only
+        where a fetch deepens it): a rebase asks it of REV and the pin after
+        each deepening and again to describe the range. Kept only once the
+        shallow roots were read (so that keeping costs no process).
+        """
+        key = None
+        if self._shallow_file is not None and _SHA.fullmatch(one) and _SHA.fullmatch(two):
+            key = (one, two, self.shallow_roots())
+            if key in self._bases:
+                return self._bases[key]
         status, out, _ = self._run.git_status("merge-base", one, two)
-        return out.split()[0] if status == 0 and out.strip() else None
+        found = out.split()[0] if status == 0 and out.strip() else None
+        if key is not None and status in (0, 1):  # 1: none; other codes are not an answer
+            self._bases[key] = found
+        return found
 
     def message(self, commit: str) -> str:
         return self._run.git("log", "-1", "--format=%B", commit, env=HERMETIC).rstrip("\n") + "\n"
@@ -93,7 +119,10 @@ class History(Part):
 
     def shallow_roots(self) -> frozenset[str]:
         """The commits whose parents this (shallow) repository does not have."""
-        path = self.path / self._run.git("rev-parse", "--git-path", "shallow").strip()
+        if self._shallow_file is None:  # the file's place is fixed, its content is not
+            where = self._run.git("rev-parse", "--git-path", "shallow").strip()
+            self._shallow_file = self.path / where
+        path = self._shallow_file
         if not path.is_file():
             return frozenset()
         return frozenset(path.read_text(encoding="ascii").split())

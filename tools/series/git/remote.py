@@ -273,6 +273,7 @@ class Remote(Part):
         *,
         depth: int | None = None,
         deepen: int | None = None,
+        shallow_exclude: str | None = None,
         stall: int | None = None,
     ) -> tuple[int, str]:
         """``git fetch`` of ``refspecs`` from a URL or path: (status, stderr).
@@ -284,7 +285,8 @@ class Remote(Part):
         ``--update-shallow`` always: a shallow source (what CI systems and
         most maintainers have) is otherwise refused without a word (git
         only warns and writes no ref). ``depth`` fetches that many commits
-        of history, ``deepen`` that many more below the current boundary.
+        of history, ``deepen`` that many more below the current boundary,
+        ``shallow_exclude`` (a ref of the source) the history down to that ref's.
         A remote that stops sending for ``stall`` seconds (default
         ``SERIES_NET_TIMEOUT``, see :func:`net_timeout`; or never answers)
         makes it fail instead of hanging: git's low-speed limit for http(s),
@@ -296,6 +298,7 @@ class Remote(Part):
         argv = [*_FETCH, "--update-shallow"]
         argv += [f"--depth={depth}"] if depth else []
         argv += [f"--deepen={deepen}"] if deepen else []
+        argv += [f"--shallow-exclude={shallow_exclude}"] if shallow_exclude else []
         promisor = self._promisor(source)
         lazy = {"GIT_NO_LAZY_FETCH": "0"} if promisor else {}
         status, _, err = _bounded(self.path, [*argv, "--", source, *refspecs], stall, lazy)

@@ -30,7 +30,6 @@ from series.stack import rebase_state as rstate
 from series.stack.edit_finish import finish_edit
 from series.stack.rangediff import classify_diffs
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
-from series.stack.snapshot import saved_files
 from series.stack.upstream_parts import records
 from series.ui import Ui
 
@@ -66,7 +65,7 @@ def finish(
         finish_edit(series, ui, checkout, st)
         return
     repo = checkout.repo
-    old_text = saved_files(repo, st.saved)["series.toml"].decode("utf-8")
+    old_text = repo.objects.blob(st.saved, "series.toml").decode("utf-8")
     old = {p.id: p for p in manifest.loads(series.manifest.path, old_text, missing_ok=True).patches}
     kept = [(a, o) for a, o in st.walked() if o.kept]
     exported = repo.diffs.format_patches(st.onto, st.current) if kept else []

@@ -151,8 +151,7 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
     """The tree staged as the resolution; refuse what is not one (yet)."""
     repo, where = run.repo, run.checkout.path
     unmerged = repo.worktree.unmerged()
-    if not unmerged:
-        _finish_stop(run, st, s)  # raises when the stop itself was cut short
+    index = None if unmerged else _finish_stop(run, st, s)  # raises when the stop was cut short
     if unmerged:
         raise ConflictError(
             f"{sid} still has unresolved conflicts",
@@ -167,7 +166,7 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
             hint=f"`git -C {where} add` what belongs to the resolution "
             "(or `git checkout --` what does not), then `series rebase --continue`",
         )
-    resolved = repo.worktree.index_tree()
+    resolved = index  # the index's tree: refreshing its stat data above changed no content
     assert resolved is not None
     if resolved == repo.objects.tree_of(st.current):
         raise UsageError(
@@ -178,8 +177,9 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
     return resolved
 
 
-def _finish_stop(run: Run, st: RebaseState, s: Stop) -> None:
+def _finish_stop(run: Run, st: RebaseState, s: Stop) -> str | None:
     """A stop killed before its conflict was all written (files, then stages): write it, raise.
+    Else the index's tree (None: it has unmerged entries).
 
     The index still holds the tree the conflict was written over (nothing
     written yet), or the conflicted files with their markers but no stages
@@ -201,6 +201,7 @@ def _finish_stop(run: Run, st: RebaseState, s: Stop) -> None:
         )
         repo.worktree.stage_conflicts(s.stages)
         raise conflict_error(run, st)
+    return index
 
 
 def _skip(run: Run, st: RebaseState) -> None:

@@ -9,8 +9,13 @@ The pin and ``--onto REV`` are fetched by the same routine,
   all when its commit is here already (a depth would cut the history the
   repository has of it).
 * ``deepen_to``: deepen a shallow history until the fetched commit and
-  this one (the pin's real upstream commit) share a merge base, doubling
-  the depth up to ``MAX_DEPTH`` (REV's range since the pin).
+  this one (the pin's real upstream commit) share a merge base (REV's
+  range since the pin). ``exclude``, the source's ref that names that
+  commit (its release tag), makes it two fetches however long the range,
+  for a REV this fetch brought: REV's history down to the pin's
+  (``--shallow-exclude``), then the one commit below it (``--deepen=1``).
+  Without one, or where that does not meet, the depth doubles up to
+  ``MAX_DEPTH``.
 * ``memory``: remember a URL that did not answer (``unreachable``), so
   that ``upstream.source = "auto"`` goes straight to the sdist for a while.
 * ``every_ref_under``: when every refspec is refused (a commit id that no
@@ -63,6 +68,7 @@ class Policy:
 
     depth: int | None
     deepen_to: str | None = None
+    exclude: str | None = None  # the source's ref naming ``deepen_to`` (module docstring)
     memory: Memory | None = None
     every_ref_under: str | None = None
 
@@ -144,7 +150,7 @@ def _fetch(
     say: Say,
 ) -> Fetched:
     if have():
-        _deepen(repo, want.source, [*want.tries[0]], want.ref, policy)
+        _deepen(repo, want.source, [*want.tries[0]], want.ref, policy, deep=False)
         return Fetched(True, cached=True)
     if announce is not None:
         say(announce)
@@ -161,7 +167,7 @@ def _fetch(
         if refused is not None:
             errors.append(refused)
             continue
-        _deepen(repo, want.source, [*refspecs], want.ref, policy)
+        _deepen(repo, want.source, [*refspecs], want.ref, policy, deep=bool(policy.depth))
         return Fetched(True, errors=errors)
     if policy.every_ref_under is not None:
         prefix = policy.every_ref_under
@@ -171,20 +177,60 @@ def _fetch(
     return Fetched(False, errors=errors)
 
 
-def _deepen(repo: Repo, source: str, refspecs: list[str], ref: str, policy: Policy) -> None:
-    """Deepen a shallow history until ``ref`` and ``policy.deepen_to`` meet (or it ends)."""
+def _deepen(
+    repo: Repo, source: str, refspecs: list[str], ref: str, policy: Policy, *, deep: bool
+) -> None:
+    """Deepen a shallow history until ``ref`` and ``policy.deepen_to`` meet (or it ends).
+
+    ``deep``: the fetch of ``ref`` had a depth of its own (``DEPTH``): its
+    history here is what that fetch brought. Then, where the source names
+    the pin (``policy.exclude``), ``ref``'s history is fetched down to the
+    pin's and one commit below it: two fetches for any length of range (the
+    first marks the commits just above the pin's history shallow, the
+    second gives them their parents back). A ``ref`` that was here already
+    may have history of the user's that the first would cut, were the
+    second to fail: its depth doubles from ``DEPTH``, as it does where the
+    two do not meet (a pin far off REV's line, a source that cannot
+    exclude).
+    """
     real = policy.deepen_to
     if real is None or not repo.objects.has(real):
         return
     got = repo.objects.rev(ref)
     if got is None:
         return
+
+    def met() -> bool:
+        return repo.history.merge_base(real, got) is not None
+
+    if met():
+        return
+    exclude = policy.exclude if deep else None  # not a history of the user's (docstring)
+    if exclude is not None:
+        taken, err = _down_to(repo, source, refspecs, exclude)
+        if (taken and met()) or network_failure(err):
+            return  # met; or a silent source, which the next fetch would wait for again
     depth = DEPTH
-    while repo.history.merge_base(real, got) is None and depth <= MAX_DEPTH:
-        roots = repo.history.shallow_roots()
-        if not roots:
-            return  # complete history: they share none
-        status, _ = repo.remote.fetch(source, refspecs, deepen=depth)
-        if status != 0 or repo.history.shallow_roots() == roots:
+    while depth <= MAX_DEPTH:
+        if not _deeper(repo, source, refspecs, depth) or met():
             return
         depth *= 2
+
+
+def _deeper(repo: Repo, source: str, refspecs: list[str], depth: int) -> bool:
+    """``depth`` more commits below the shallow boundary: whether the history grew."""
+    roots = repo.history.shallow_roots()
+    if not roots:
+        return False  # complete history: there is nothing below to fetch
+    status, _ = repo.remote.fetch(source, refspecs, deepen=depth)
+    return status == 0 and repo.history.shallow_roots() != roots
+
+
+def _down_to(repo: Repo, source: str, refspecs: list[str], exclude: str) -> tuple[bool, str]:
+    """The history of ``refspecs[0]`` down to ``exclude``'s, then the commit below: whether
+    both fetches were taken (a source that cannot exclude refuses the first), and git's
+    error if not."""
+    status, err = repo.remote.fetch(source, refspecs[:1], shallow_exclude=exclude)
+    if status == 0:
+        status, err = repo.remote.fetch(source, refspecs, deepen=1)
+    return status == 0, err if status else ""

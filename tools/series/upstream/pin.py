@@ -274,7 +274,11 @@ def keep(repo: Repo, source: Path, ref: str, commit: str, *, pin: bool) -> str |
 
     ``pin``: as a git pin (``series rebase`` keeps the pin it moved to, so
     that ``series apply`` needs no network for it), else as a checkout's
-    base brought back into a new cache.
+    base brought back into a new cache. Its tree is all the cache needs of it,
+    as of a pin fetched from upstream (a depth of one): not the history the
+    checkout has of it (a rebase deepens that to the old pin, hundreds of
+    commits). A commit the cache has already is named, not fetched again
+    with a depth (that would cut the history the cache has of it).
     """
     name = refs.git_pin(commit) if pin else refs.checkout_base(commit)
     if repo.objects.rev(name) == commit:
@@ -284,5 +288,6 @@ def keep(repo: Repo, source: Path, ref: str, commit: str, *, pin: bool) -> str |
         return None if not pin or repo.objects.rev(name) == commit else "no ref"
 
     want = Want(str(source), name, [[f"+{ref}:{name}"]])
-    fetched = fetch(repo, want, Policy(depth=None), accept=accept)
+    depth = None if repo.objects.has(commit) else 1
+    fetched = fetch(repo, want, Policy(depth=depth), accept=accept)
     return None if fetched.ok else fetched.why() or "no ref"

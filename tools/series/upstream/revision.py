@@ -110,7 +110,7 @@ def _fetch(
         source = str(Path(source).resolve())
     wanted = f"{scratch}onto"
     pin_specs = [] if real is None or repo.objects.has(real) else pin_refspecs(pinned)
-    known, deepen_pin = _remote_commits(repo, source, rev, pinned, real)
+    known, deepen_pin, exclude = _remote_commits(repo, source, rev, pinned, real)
 
     def have() -> bool:
         if known is None or pin_specs or repo.objects.rev(known) != known:
@@ -128,6 +128,7 @@ def _fetch(
         # A commit here already is fetched without a depth: one would cut its history.
         depth=None if known and repo.objects.has(known) else DEPTH,
         deepen_to=real,
+        exclude=exclude,
         every_ref_under=scratch if _HEX.match(rev) else None,
     )
     fetched = fetch(repo, Want(source, wanted, tries), policy, have=have)
@@ -150,31 +151,30 @@ def _fetch(
 
 def _remote_commits(
     repo: Repo, source: str, rev: str, pinned: Upstream, real: str | None
-) -> tuple[str | None, list[str]]:
-    """The commit REV names in ``source`` (REV itself if it is a full commit id), and the
-    refspec that deepens the pin in the same fetch, when it needs it (else none).
+) -> tuple[str | None, list[str], str | None]:
+    """The commit REV names in ``source`` (REV itself if it is a full commit id), the
+    refspec that deepens the pin in the same fetch, when it needs it (else none), and
+    the source's ref that names the pin (its tag; None if it names another commit).
 
     A pin that is a shallow root here (a checkout's base is fetched with its tree
     alone) has no parents to meet REV's history at, unless REV descends from it:
     fetching its ref at the same depth brings them with REV, in one fetch, instead
-    of a second fetch that deepens afterwards. Asked only when the source's ref
-    names the pin (the same ``ls-remote``); the ref lands nowhere (no destination).
+    of a second fetch that deepens afterwards. The ref lands nowhere (no
+    destination). The pin's ref is asked in the same ``ls-remote`` as REV: where
+    REV's range is longer than the first fetch's depth, it bounds the deepening
+    (series.upstream.fetch, ``Policy.exclude``).
     """
     full = _HEX.fullmatch(rev) is not None and len(rev) == 40
-    tag = pinned.ref if pinned.ref.startswith("refs/") else f"refs/tags/{pinned.ref}"
-    shallow = (
-        real is not None
-        and not full
-        and pinned.ref != ""
-        and real in repo.history.shallow_roots()
-        and repo.objects.has(real)
-    )
     if full:
-        return rev, []
-    if not shallow:
-        return repo.remote.rev(source, rev), []
+        return rev, [], None
+    tag = pinned.ref if pinned.ref.startswith("refs/") else f"refs/tags/{pinned.ref}"
+    if real is None or pinned.ref == "" or tag == rev:
+        return repo.remote.rev(source, rev), [], None
     found = repo.remote.revs(source, [rev, tag])
-    return found[rev], [tag] if found[tag] == real and tag != rev else []
+    if found[tag] != real:
+        return found[rev], [], None
+    shallow = real in repo.history.shallow_roots() and repo.objects.has(real)
+    return found[rev], [tag] if shallow else [], tag
 
 
 def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError:
