@@ -203,6 +203,26 @@ def test_a_command_that_starts_no_git_does_not_import_gitpython(
     assert "git" not in modules and "series.git" in modules
 
 
+# What a command that only reads does not import (issue 23): rich (its tables and spinner
+# are for a terminal), the upstream's fetch and sdist machinery, the stack builder.
+NOT_TO_READ = ("rich", "series.upstream.fetch", "series.upstream.sdist_download", "series.builder")
+
+
+@pytest.mark.parametrize("argv", [["list"], ["show", "P2"], ["status"], ["status", "--json"]])
+def test_a_command_that_reads_imports_no_engine_it_does_not_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    counted.run(*argv)  # the patch files read once, the status worked out once
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
+    modules = imported_after("-C", str(project.root), *argv)
+    assert "series.cli.run" in modules
+    found = sorted(m for m in modules if m.startswith(NOT_TO_READ))
+    assert not found, found
+
+
 # -- the replay's predictions grow linearly with the number of patches ------------------
 
 UTIL = "pkg/util.py"
