@@ -223,6 +223,25 @@ def test_a_command_that_reads_imports_no_engine_it_does_not_use(
     assert not found, found
 
 
+@pytest.mark.parametrize("command", ["status", "apply", "export"])
+def test_a_rerun_with_nothing_changed_starts_one_git_and_no_gitpython(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """What was kept answers, after one ``git status``: started without GitPython, whose
+    import costs more than the rest of the command and starts two ``git version``."""
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    counted.run(command)  # export: the first writes patches/ in its own form
+    first, _ = counted.run(command, "--json")
+    again, calls = counted.run(command, "--json")
+    assert calls == ["--no-optional-locks status --porcelain=v1 -z --untracked-files=all"]
+    assert json.loads(again) == json.loads(first)
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
+    modules = imported_after("-C", str(project.root), command)
+    assert "git" not in modules and "series.git.worktree" in modules
+
+
 # -- the replay's predictions grow linearly with the number of patches ------------------
 
 UTIL = "pkg/util.py"
