@@ -192,6 +192,29 @@ def test_top_level_help_imports_neither_dataclasses_nor_typing() -> None:
     assert not {"dataclasses", "inspect", "typing", "pathlib"} & imported_after("--help")
 
 
+def test_parsing_makes_only_the_parser_of_the_command_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The top-level help needs each command's name and one-line help, not its parser."""
+    from series import cli
+    from series.cli.table import CommandParser
+
+    made: list[str] = []
+    make = CommandParser.__init__
+
+    def spy(self: CommandParser, *args: Any, command: cli.Command, **kwargs: Any) -> None:
+        made.append(command.name)
+        make(self, *args, command=command, **kwargs)
+
+    monkeypatch.setattr(CommandParser, "__init__", spy)
+    assert cli.parser().parse_args(["-v", "list", "--json"]).command == "list"
+    assert made == ["list"]
+    made.clear()
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["--help"])
+    assert made == [] and "status" in capsys.readouterr().out
+
+
 def test_a_command_that_starts_no_git_does_not_import_gitpython(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
