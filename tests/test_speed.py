@@ -263,6 +263,7 @@ def test_a_rerun_with_nothing_changed_starts_one_git_and_no_gitpython(
     monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
     modules = imported_after("-C", str(project.root), command)
     assert "git" not in modules and "series.git.worktree" in modules
+    assert not sorted(m for m in modules if m.startswith(NOT_TO_READ))
 
 
 # -- the replay's predictions grow linearly with the number of patches ------------------
