@@ -74,7 +74,10 @@ class Stream:
             return False
 
     def line(self, text: str) -> None:
-        self.file.write(text + "\n")
+        if self._console is not None:  # a spinner may be live on it: rich prints above it
+            self._console.print(text, markup=False)
+        else:
+            self.file.write(text + "\n")
 
 
 def _console(file: IO[str]) -> Console:
