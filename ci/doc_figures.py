@@ -71,6 +71,10 @@ SOURCES: dict[tuple[str, str], Source] = {
     ("benchmarks.md", "The everyday commands against what a maintainer would run instead"): script(
         "ci/bench_commands.py [--scale]"
     ),
+    (
+        "benchmarks.md",
+        "The fixed cost of status, list, show and the no-op export and apply",
+    ): script("ci/bench_commands.py --rounds 7 --only ..."),
     ("benchmarks.md", "Bytecode"): Source(
         "by hand", "`time series --help` with and without PYTHONDONTWRITEBYTECODE"
     ),

@@ -192,6 +192,29 @@ def test_top_level_help_imports_neither_dataclasses_nor_typing() -> None:
     assert not {"dataclasses", "inspect", "typing", "pathlib"} & imported_after("--help")
 
 
+def test_parsing_makes_only_the_parser_of_the_command_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The top-level help needs each command's name and one-line help, not its parser."""
+    from series import cli
+    from series.cli.table import CommandParser
+
+    made: list[str] = []
+    make = CommandParser.__init__
+
+    def spy(self: CommandParser, *args: Any, command: cli.Command, **kwargs: Any) -> None:
+        made.append(command.name)
+        make(self, *args, command=command, **kwargs)
+
+    monkeypatch.setattr(CommandParser, "__init__", spy)
+    assert cli.parser().parse_args(["-v", "list", "--json"]).command == "list"
+    assert made == ["list"]
+    made.clear()
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["--help"])
+    assert made == [] and "status" in capsys.readouterr().out
+
+
 def test_a_command_that_starts_no_git_does_not_import_gitpython(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -201,6 +224,46 @@ def test_a_command_that_starts_no_git_does_not_import_gitpython(
     monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
     modules = imported_after("-C", str(project.root), "list")
     assert "git" not in modules and "series.git" in modules
+
+
+# What a command that only reads does not import (issue 23): rich (its tables and spinner
+# are for a terminal), the upstream's fetch and sdist machinery, the stack builder.
+NOT_TO_READ = ("rich", "series.upstream.fetch", "series.upstream.sdist_download", "series.builder")
+
+
+@pytest.mark.parametrize("argv", [["list"], ["show", "P2"], ["status"], ["status", "--json"]])
+def test_a_command_that_reads_imports_no_engine_it_does_not_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    counted.run(*argv)  # the patch files read once, the status worked out once
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
+    modules = imported_after("-C", str(project.root), *argv)
+    assert "series.cli.run" in modules
+    found = sorted(m for m in modules if m.startswith(NOT_TO_READ))
+    assert not found, found
+
+
+@pytest.mark.parametrize("command", ["status", "apply", "export"])
+def test_a_rerun_with_nothing_changed_starts_one_git_and_no_gitpython(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """What was kept answers, after one ``git status``: started without GitPython, whose
+    import costs more than the rest of the command and starts two ``git version``."""
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    counted.run(command)  # export: the first writes patches/ in its own form
+    first, _ = counted.run(command, "--json")
+    again, calls = counted.run(command, "--json")
+    assert calls == ["--no-optional-locks status --porcelain=v1 -z --untracked-files=all"]
+    assert json.loads(again) == json.loads(first)
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
+    modules = imported_after("-C", str(project.root), command)
+    assert "git" not in modules and "series.git.worktree" in modules
+    assert not sorted(m for m in modules if m.startswith(NOT_TO_READ))
 
 
 # -- the replay's predictions grow linearly with the number of patches ------------------

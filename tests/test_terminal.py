@@ -153,5 +153,8 @@ def test_progress_on_a_terminal_never_in_a_pipe(tmp_path: Path) -> None:
     code, out = run_pty(project.root, "apply", "--dir", str(tmp_path / "tty"))
     assert code == 0, out
     assert "materialising the upstream base" in out
+    # the status line said while the spinner runs is printed above it, not into its line
+    said = [part for line in out.split("\n") for part in line.split("\r") if "upstream:" in part]
+    assert said and not [part for part in said if "materialising" in part], said
     code, _, err = project.run("apply")
     assert code == 0 and "materialising" not in err and "\x1b[" not in err

@@ -257,6 +257,30 @@ def test_git_missing_from_path_is_said_plainly(tmp_path: Path, command: str) -> 
     assert snapshot(project.root) == before
 
 
+@pytest.mark.parametrize("command", ["status", "apply", "export"])
+def test_git_missing_on_a_rerun_answered_from_what_was_kept(tmp_path: Path, command: str) -> None:
+    """A re-run answered from its record starts its one `git status` without GitPython:
+    git missing is said the same way there."""
+    project = applied(make_project(tmp_path))
+    for _ in range(2):  # export: the first writes patches/ in its form, the second is kept
+        code, _, err = project.run(command)
+        assert code == 0, err
+    before = snapshot(project.root)
+    empty = tmp_path / "no-git"
+    empty.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(project.root), command],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": str(empty)},
+        check=False,
+    )
+    assert proc.returncode == Exit.FAILED, proc.stderr
+    clean(proc.stderr)
+    assert "git is not installed or not on PATH" in proc.stderr
+    assert snapshot(project.root) == before
+
+
 # -- 5. a damaged object in the checkout or in the cache -------------------------
 
 

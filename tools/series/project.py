@@ -13,6 +13,11 @@ built on it (:meth:`Series.stack`, memoised), the checkout
 (:meth:`Series.checkout`) and the per-user cache repository
 (:attr:`Series.cache`). No command opens a repository or reads the
 manifest itself.
+
+The engines behind the prologue (series.upstream: fetches, the sdist; the
+stack builder) are imported by the methods that use them, when first
+called: ``list``, ``show`` and a ``status`` or a re-run answered from what
+is kept never pay for them (docs/architecture.md, rule 12).
 """
 
 from __future__ import annotations
@@ -26,19 +31,20 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from series import patchinfo
-from series.builder import memo
-from series.builder.build import Built, PatchFile
-from series.builder.build import build as build_stack
 from series.checkout import Checkout
 from series.errors import SeriesError
 from series.files import clear_stale_temps, confined
 from series.git import FileStat, MailInfo, Repo
 from series.locks import exclusive, holder
 from series.manifest import Manifest, Patch, load
-from series.ui import Ui
-from series.upstream import Base, UpstreamSource, cache_repo
+
+if TYPE_CHECKING:
+    from series.builder.build import Built, PatchFile
+    from series.ui import Ui
+    from series.upstream import Base, UpstreamSource
 
 # What commands may use of the git layer's values, without importing it.
 __all__ = ["FileStat", "MailInfo", "Series", "default_cache_dir", "find_root"]
@@ -131,6 +137,8 @@ class Series:
     @cached_property
     def cache(self) -> Repo:
         """The per-user cache repository: upstream bases and memoised stacks."""
+        from series.upstream import cache_repo
+
         return cache_repo(self.cache_dir)
 
     def pin(
@@ -154,6 +162,8 @@ class Series:
 
         ``ui`` gets a status line before anything that may wait (none: quiet).
         """
+        from series.upstream import UpstreamSource
+
         if ui is None:
             return UpstreamSource(self.manifest.upstream, self.cache_dir, override)
         return UpstreamSource(self.manifest.upstream, self.cache_dir, override, ui.status)
@@ -162,16 +172,21 @@ class Series:
         self, base: str, patches: list[Patch] | None = None, *, memoised: bool = True
     ) -> Built[Patch]:
         """``patches`` (default: all) applied in order on ``base``, in the cache repository."""
+        from series.builder import memo
+        from series.builder.build import build
+
         files = self.patch_files(list(self.manifest.patches) if patches is None else patches)
         if memoised:
             return memo.build(self.cache, base, files)
-        return build_stack(self.cache, base, files)
+        return build(self.cache, base, files)
 
     # -- the manifest's patches ---------------------------------------------------
     def patch_path(self, patch: Patch) -> Path:
         return self.root / patch.file
 
     def patch_files(self, patches: list[Patch]) -> list[PatchFile[Patch]]:
+        from series.builder.build import PatchFile
+
         return [PatchFile(p, self.patch_path(p)) for p in patches]
 
     def project_repo(self) -> Repo | None:

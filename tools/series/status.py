@@ -2,6 +2,9 @@
 
 It only reads (building the stack to compare it uses the memo in the
 per-user cache). The keys are documented in docs/status.md.
+A report answered from what series.status_memo kept imports nothing more:
+the rebase state and the range-diff's classes are imported by the work
+that needs them (docs/architecture.md, rule 12).
 """
 
 from __future__ import annotations
@@ -11,8 +14,6 @@ from typing import TYPE_CHECKING, Any
 from series import status_memo
 from series.checkout import BACKUP_PREFIX, Checkout, CheckoutState
 from series.errors import SeriesError
-from series.stack import rebase_state
-from series.stack.rangediff import CONTENT, classify_diffs
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -37,6 +38,8 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
 
 
 def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
+    from series.stack import rebase_state
+
     up = series.manifest.upstream
     sdist = f"{up.sdist.package}=={up.sdist.version}" if up.sdist else None
     report: dict[str, Any] = {
@@ -112,6 +115,7 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
 
 def _drift(series: Series, checkout: Checkout, state: CheckoutState) -> dict[str, Any]:
     """Which patches differ between patches/ and the commits apply or export last wrote."""
+    from series.stack.rangediff import CONTENT, classify_diffs
 
     pin_moved = state.source == "git" and state.base != series.manifest.upstream.commit
     if not series.cache.objects.has(state.base):

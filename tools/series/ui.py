@@ -11,6 +11,10 @@ that never cut a path, and there is no progress and no colour. A closed
 pipe (``series show P1 --diff | head -1``) surfaces as ``BrokenPipeError``
 for ``cli.main`` to end quietly, as git does.
 
+Lines are written to the stream as they are; rich (its ``Console``, its
+tables, its spinner) is imported only when a terminal gets a boxed table
+or a spinner: ``series list`` or ``status`` in a pipe never import it.
+
 With ``--json``, ``cli.main`` owns stdout: :meth:`Ui.json` keeps the
 command's payload and ``cli.main`` prints it inside the one envelope
 (docs/json.md), also when the command fails.
@@ -24,25 +28,92 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.measure import Measurement
-from rich.table import Table
-
-
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        # rich turns a closed pipe into SystemExit(1); cli.main ends it like git.
-        self.quiet = True
-        raise BrokenPipeError
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 def plain_env() -> bool:
     """Whether the environment asks for no colour and no box drawing."""
     return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb"
+
+
+class Stream:
+    """One output stream: lines are written to ``file`` as they are; rich's ``console``
+    is made only when a table for a terminal or a spinner needs it (importing rich
+    costs more than a short command's own work)."""
+
+    def __init__(self, file: IO[str]) -> None:
+        self.file = file
+        self._console: Console | None = None
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            self._console = _console(self.file)
+        return self._console
+
+    @property
+    def is_terminal(self) -> bool:
+        """A terminal, as rich tells one (``TTY_COMPATIBLE``, ``FORCE_COLOR``, then isatty)."""
+        if self._console is not None:
+            return self._console.is_terminal
+        compatible = os.environ.get("TTY_COMPATIBLE", "")
+        if compatible in ("0", "1"):
+            return compatible == "1"
+        force = os.environ.get("FORCE_COLOR")
+        if force is not None:
+            return force != ""
+        try:
+            return self.file.isatty()
+        except (AttributeError, ValueError):  # no isatty, or a closed file
+            return False
+
+    def line(self, text: str) -> None:
+        if self._console is not None:  # a spinner may be live on it: rich prints above it
+            self._console.print(text, markup=False)
+        else:
+            self.file.write(text + "\n")
+
+
+def _console(file: IO[str]) -> Console:
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich turns a closed pipe into SystemExit(1); cli.main ends it like git.
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console(file=file, highlight=False, soft_wrap=True)
+
+
+class Grid:
+    """A table of text cells for ``Ui.table``, rich's ``Table`` built only for a terminal.
+
+    Columns fold long cells on a terminal; in a pipe every cell is whole."""
+
+    def __init__(self, title: str, headers: Sequence[str]) -> None:
+        self.title = title
+        self.headers = list(headers)
+        self.rows: list[list[str]] = []
+
+    def add_row(self, *cells: str) -> None:
+        self.rows.append(list(cells))
+
+    def rich(self) -> Table:
+        from rich.table import Table
+
+        table = Table(title=self.title)
+        for header in self.headers:
+            table.add_column(header, overflow="fold")
+        for row in self.rows:
+            table.add_row(*row)
+        return table
 
 
 class Ui:
@@ -53,8 +124,8 @@ class Ui:
         *,
         keep_json: bool = False,
     ) -> None:
-        self.out = _Console(file=out or sys.stdout, highlight=False, soft_wrap=True)
-        self.err = _Console(file=err or sys.stderr, highlight=False, soft_wrap=True)
+        self.out = Stream(out or sys.stdout)
+        self.err = Stream(err or sys.stderr)
         self.keep_json = keep_json  # cli.main prints the payload in the envelope
         self.payload: dict[str, Any] | None = None
 
@@ -65,19 +136,23 @@ class Ui:
 
     def status(self, text: str) -> None:
         """One line per state change, for people, on stderr."""
-        self.err.print(text, markup=False)
+        self.err.line(text)
 
     def result(self, text: str) -> None:
         # Under --json, stdout holds the one JSON document: the sentence goes to stderr.
-        (self.err if self.keep_json else self.out).print(text, markup=False)
+        (self.err if self.keep_json else self.out).line(text)
 
-    def table(self, table: Table) -> None:
+    def table(self, table: Table | Grid) -> None:
         if self.keep_json:  # stdout holds the one JSON document: the table is for people
             self.err.file.write(plain_table(table))
-        elif self.fancy and _natural_width(self.out, table) <= self.out.width:
-            self.out.print(table)
-        else:
-            self.out.file.write(plain_table(table))
+            return
+        if self.fancy:
+            shown = table.rich() if isinstance(table, Grid) else table
+            console = self.out.console
+            if _natural_width(console, shown) <= console.width:
+                console.print(shown)
+                return
+        self.out.file.write(plain_table(table))
 
     def json(self, data: dict[str, Any]) -> None:
         if self.keep_json:
@@ -88,7 +163,7 @@ class Ui:
     def progress(self, text: str) -> Any:
         """A spinner on a terminal's stderr while long work runs; nothing in a pipe."""
         if self.err.is_terminal and not plain_env():
-            return self.err.status(text)
+            return self.err.console.status(text)
         return nullcontext()
 
     def page(self, text: str, *, pager: bool = True) -> None:
@@ -123,6 +198,8 @@ def _pager(argv: list[str]) -> Iterator[IO[str]]:
 
 def _natural_width(console: Console, table: Table) -> int:
     """The width the table needs to show every cell on one line, unclamped."""
+    from rich.measure import Measurement
+
     wide = console.options.update_width(1_000_000)
     return Measurement.get(console, wide, table).maximum
 
@@ -140,10 +217,15 @@ def colour_diff(text: str) -> str:
     return "".join(out)
 
 
-def plain_table(table: Table) -> str:
+def plain_table(table: Table | Grid) -> str:
     """A table as aligned columns with no box drawing; cells are never cut or wrapped."""
-    columns = [str(c.header) for c in table.columns]
-    cells = [[str(cell).splitlines() or [""] for cell in c._cells] for c in table.columns]
+    if isinstance(table, Grid):
+        columns = table.headers
+        texts = [[row[i] for row in table.rows] for i in range(len(columns))]
+    else:
+        columns = [str(c.header) for c in table.columns]
+        texts = [[str(cell) for cell in c._cells] for c in table.columns]
+    cells = [[cell.splitlines() or [""] for cell in column] for column in texts]
     rows = max((len(c) for c in cells), default=0)
     grid: list[list[str]] = [columns]
     for r in range(rows):

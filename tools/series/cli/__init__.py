@@ -25,7 +25,7 @@ from series.errors import Exit
 
 TYPE_CHECKING = False  # neither typing nor pathlib is imported to parse
 if TYPE_CHECKING:
-    from typing import IO, NoReturn
+    from typing import IO, Any, NoReturn
 
 __all__ = ["COMMANDS", "Command", "main", "parser"]
 
@@ -49,6 +49,41 @@ class _CommandParser(CommandParser, _Parser):
     """A command's parser: its arguments come from its module when it is used."""
 
 
+class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """The commands' words: a command's parser is made when its word is parsed.
+
+    ``series --help`` lists each command's name and one-line help, and
+    ``series list`` parses with one command's parser: neither needs the
+    other fifteen parsers, whose making was most of a ``--help``'s work.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rows: dict[str, Command] = {}
+
+    def add_command(self, command: Command) -> None:
+        """``command`` as a choice, shown in the top-level help; its parser made later."""
+        shown = self._ChoicesPseudoAction(command.name, (), command.help)
+        self._choices_actions.append(shown)
+        self._name_parser_map[command.name] = None  # its parser: made when its word is parsed
+        self.rows[command.name] = command
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        name = values[0]
+        if name in self.rows and self._name_parser_map.get(name) is None:
+            command = self.rows[name]
+            self._name_parser_map[name] = self._parser_class(
+                prog=f"{self._prog_prefix} {name}", description=command.help, command=command
+            )
+        super().__call__(parser, namespace, values, option_string)
+
+
 def parser() -> argparse.ArgumentParser:
     top = _Parser(
         prog="series",
@@ -67,10 +102,15 @@ def parser() -> argparse.ArgumentParser:
     )
     top.add_argument("-v", "--verbose", action="store_true", help="log every git command")
     sub = top.add_subparsers(
-        dest="command", metavar="COMMAND", required=True, parser_class=_CommandParser
+        dest="command",
+        metavar="COMMAND",
+        required=True,
+        parser_class=_CommandParser,
+        action=_Commands,
     )
+    assert isinstance(sub, _Commands)
     for command in COMMANDS:
-        sub.add_parser(command.name, help=command.help, description=command.help, command=command)
+        sub.add_command(command)
     return top
 
 

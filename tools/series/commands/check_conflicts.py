@@ -86,7 +86,8 @@ def run(
     merge_mode: str = "auto",
 ) -> Exit:
     from series.checkout import warn_unexported
-    from series.conflicts import check, render
+    from series.conflicts.check import check
+    from series.conflicts.report import render
 
     _check_options(onto, upstream_url)
     warn_unexported(series.checkout(), ui)

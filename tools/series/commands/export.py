@@ -19,9 +19,14 @@ OPTIONS = (DIR, ENVELOPE)
 
 
 def run(series: Series, ui: Ui, *, directory: Path | None = None, as_json: bool = False) -> Exit:
-    from series.stack.export import export
+    from series.stack import verified
 
-    done = export(series, ui, series.checkout(directory))
+    checkout = series.checkout(directory)
+    digest, done = verified.rerun(series, ui, checkout, "export")
+    if done is None:  # the export itself (and what it imports) only when it has work
+        from series.stack.export import export
+
+        done = export(series, ui, checkout, digest)
     if as_json:
         ui.json(done)
     return Exit.OK

@@ -15,7 +15,7 @@ OPTIONS = (ENVELOPE,)
 
 
 def run(series: Series, ui: Ui, *, as_json: bool = False) -> Exit:
-    from rich.table import Table
+    from series.ui import Grid
 
     rows: list[dict[str, Any]] = []
     for pos, patch in enumerate(series.manifest.patches, 1):
@@ -37,9 +37,8 @@ def run(series: Series, ui: Ui, *, as_json: bool = False) -> Exit:
     if as_json:
         ui.json({"patches": rows})
         return Exit.OK
-    table = Table(title=f"{len(rows)} patches on {series.manifest.upstream.ref}")
-    for column in ("#", "id", "PR", "title", "files", "subset"):
-        table.add_column(column, overflow="fold")
+    title = f"{len(rows)} patches on {series.manifest.upstream.ref}"
+    table = Grid(title, ("#", "id", "PR", "title", "files", "subset"))
     for row in rows:
         pr = f"#{row['pr']}" if row["pr"] else "-"
         table.add_row(

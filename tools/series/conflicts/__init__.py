@@ -4,10 +4,10 @@
   (merged by series.merge);
 * :mod:`~series.conflicts.analysis`: the matrix and the replay (the verdicts);
 * :mod:`~series.conflicts.report`: the report dict and its tables;
-* :mod:`~series.conflicts.check`: all of it, for ``series check-conflicts``.
+* :mod:`~series.conflicts.check`: all of it, for ``series check-conflicts``;
+* :mod:`~series.conflicts.alone`: what check-conflicts last found about each
+  patch alone, which ``series show`` reads.
+
+The package imports none of them itself: ``series show`` reads ``alone``
+without loading the merge and evidence engines.
 """
-
-from series.conflicts.check import check
-from series.conflicts.report import render
-
-__all__ = ["check", "render"]

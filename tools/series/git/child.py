@@ -1,8 +1,10 @@
 """One git process: ended with series, whatever it started, and bounded by silence.
 
-git is started by GitPython (``as_process``) in series' own process group
-and session: a terminal's Ctrl-C or hangup reaches git and its helpers
-too, a terminal prompt works, and a kill of series' process group takes
+git is started by GitPython (``as_process``), or for a read-only query
+that may be a command's only git process, the same way without importing
+GitPython (:func:`plain`), in series' own process group and session: a
+terminal's Ctrl-C or hangup reaches git and its helpers too, a terminal
+prompt works, and a kill of series' process group takes
 them all. A signal sent to series alone (``kill -INT PID``, a supervisor's
 SIGTERM) does not reach them, so on any exception while it waits
 (``KeyboardInterrupt``, which entry.py also raises for SIGTERM and SIGHUP)
@@ -58,6 +60,29 @@ def gitpython(cwd: Path) -> _Cmd:
     return Git(str(cwd))
 
 
+def plain(
+    cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | None
+) -> subprocess.Popen[bytes]:
+    """git started as GitPython starts it, without importing GitPython: for a read-only
+    query that may be a command's only git process (``git status`` after what was kept).
+
+    The same process: ``argv`` as given (no shell), in ``cwd``, GitPython's C locale
+    (``LANGUAGE``, ``LC_ALL``) over series' environment and ``env`` over both, stdin
+    from /dev/null unless given, both streams piped, no inherited descriptors. git
+    missing from PATH (or ``cwd`` missing) raises ``FileNotFoundError``.
+    """
+    full = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **env}
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=full,
+        stdin=stdin if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        close_fds=True,
+    )
+
+
 @dataclass(frozen=True)
 class Outcome:
     status: int
@@ -73,12 +98,23 @@ def run_child(
     env: Mapping[str, str],
     stdin: BinaryIO | None,
     stall: float | None,
+    light: bool = False,
 ) -> Outcome:
-    """Run ``argv`` (``git ...``) to its end, or until ``stall`` seconds of silence."""
+    """Run ``argv`` (``git ...``) to its end, or until ``stall`` seconds of silence.
+
+    ``light``: started by :func:`plain`, GitPython not imported for it.
+    """
     held = _Held()
+    handle = None
     with held:  # a signal while git starts would leave it running, out of reach
-        handle = gitpython(cwd).execute(list(argv), istream=stdin, as_process=True, env=dict(env))
-    proc = handle.proc
+        if light:
+            started: subprocess.Popen[bytes] | None = plain(cwd, argv, env, stdin)
+        else:
+            handle = gitpython(cwd).execute(
+                list(argv), istream=stdin, as_process=True, env=dict(env)
+            )
+            started = handle.proc
+    proc = started
     assert proc is not None
     try:
         held.deliver()
@@ -90,7 +126,8 @@ def run_child(
                 pipe.close()
         raise
     finally:
-        handle.proc = None  # GitPython's finaliser must not touch it again
+        if handle is not None:
+            handle.proc = None  # GitPython's finaliser must not touch it again
     return Outcome(int(proc.returncode), out or b"", err or b"", stalled)
 
 

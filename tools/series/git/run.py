@@ -265,13 +265,16 @@ def execute(
     stdin: Path | None = None,
     raw: bool = False,
     stall: float | None = None,
+    light: bool = False,
 ) -> tuple[int, str | bytes, str]:
     """Run ``git argv`` in ``cwd``: (status, stdout, stderr); never raises on status.
 
     git, and whatever it starts, ends with series (series.git.child).
     ``stall``: stop git once it and its helpers have been silent that many
     seconds (network operations); its stderr then begins with ``no
-    answer: no data for N s``.
+    answer: no data for N s``. ``light``: a read-only query started without
+    GitPython (series.git.child.plain), for a command whose only git process
+    it may be.
     """
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
     record = leftovers.begin(cwd, argv, env)
@@ -280,12 +283,12 @@ def execute(
     stream = stdin.open("rb") if stdin is not None else None
     status = -1  # git did not end by itself: interrupted, or it could not start
     try:
-        done = run_child(cwd, ["git", *argv], env=_environment(env), stdin=stream, stall=stall)
+        done = run_child(
+            cwd, ["git", *argv], env=_environment(env), stdin=stream, stall=stall, light=light
+        )
         status = done.status
     except Exception as exc:  # no git, or (GitPython says the same) no such cwd
-        from git.exc import GitCommandNotFound  # imported by now: run_child started GitPython
-
-        if not isinstance(exc, GitCommandNotFound):
+        if not _not_started(exc):
             raise
         if shutil.which("git") is None:
             raise GitMissing() from None
@@ -298,6 +301,15 @@ def execute(
     if done.stalled:
         err = f"no answer: no data for {stall:g} s, so git was stopped\n{err}"
     return done.status, done.out if raw else _utf8(done.out), err
+
+
+def _not_started(exc: Exception) -> bool:
+    """Whether ``exc`` says git could not be started (no git, or no such directory)."""
+    if isinstance(exc, FileNotFoundError):  # started without GitPython
+        return True
+    from git.exc import GitCommandNotFound  # imported by now: run_child started GitPython
+
+    return isinstance(exc, GitCommandNotFound)
 
 
 class GitMissing(SeriesError):
@@ -377,9 +389,10 @@ def run(
     *,
     env: Mapping[str, str] | None = None,
     stdin: Path | None = None,
+    light: bool = False,
 ) -> str:
     """Run git and return its stdout as text; GitFailed on a non-zero status."""
-    status, out, err = execute(cwd, argv, env=env, stdin=stdin)
+    status, out, err = execute(cwd, argv, env=env, stdin=stdin, light=light)
     if status != 0:
         raise GitFailed(argv, status, err, cwd=cwd)
     return out if isinstance(out, str) else out.decode("utf-8", "surrogateescape")
@@ -423,8 +436,9 @@ class Runner:
         *argv: str,
         env: Mapping[str, str] | None = None,
         stdin: Path | None = None,
+        light: bool = False,
     ) -> str:
-        return run(self.path, argv, env=env, stdin=stdin)
+        return run(self.path, argv, env=env, stdin=stdin, light=light)
 
     def lookup(self, name: str) -> tuple[str, str] | None:
         """(id, type) of the object ``name`` names, or None; asks one long-lived process.

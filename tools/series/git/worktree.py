@@ -36,10 +36,13 @@ class Worktree(Part):
         """Uncommitted changes: modified, staged and untracked (not ignored) paths.
 
         ``read_only``: the index is not refreshed on the way (no write, so
-        a full disk or a lock left behind does not make it fail).
+        a full disk or a lock left behind does not make it fail), and git
+        is started without GitPython: it is all a status or a re-run
+        answered from what was kept asks of git (series.git.child.plain).
         """
         optional = ["--no-optional-locks"] if read_only else []
-        out = self._run.git(*optional, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+        argv = [*optional, "status", "--porcelain=v1", "-z", "--untracked-files=all"]
+        out = self._run.git(*argv, light=read_only)
         return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
     def changed(self) -> list[str]:

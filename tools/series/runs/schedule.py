@@ -135,7 +135,7 @@ def _progress(ui: Ui) -> Progress:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=ui.err,
+        console=ui.err.console,
         transient=True,
         disable=not ui.err.is_terminal,
     )

@@ -20,19 +20,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from series.backup import Kept
-from series.builder.build import Built, Failure
 from series.checkout import Checkout, CheckoutState, guard_apply, move_in, staging
 from series.errors import ConflictError
 from series.git import Repo
-from series.manifest import Patch
 from series.stack import verified
 from series.stack.export_files import refuse_if_interrupted
-from series.ui import Ui
-from series.upstream import Base
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a re-run answered by what was kept imports neither builder nor upstream
+    from series.backup import Kept
+    from series.builder.build import Built, Failure
+    from series.manifest import Patch
     from series.project import Series
+    from series.ui import Ui
+    from series.upstream import Base
 
 EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n.ruff_cache/\n"
 
@@ -53,10 +53,9 @@ def apply(
     plain = (source, upstream_url, force) == (None, None, False) and patches == list(
         series.manifest.patches
     )
-    digest = verified.key(series, checkout, "apply") if plain else None
-    entry = verified.recall(checkout, "apply", digest)
-    if entry is not None and not checkout.repo.worktree.dirty(read_only=True):
-        return verified.answer(ui, entry, "apply")
+    digest, said = verified.rerun(series, ui, checkout, "apply") if plain else (None, None)
+    if said is not None:
+        return said
     old = checkout.tip() if checkout.exists() else None  # what the checks below see
     state = guard_apply(checkout, force, ui)
     why = "--source"

@@ -52,16 +52,14 @@ class Exported:
     data: bytes
 
 
-def export(series: Series, ui: Ui, checkout: Checkout) -> dict[str, Any]:
+def export(series: Series, ui: Ui, checkout: Checkout, digest: str | None) -> dict[str, Any]:
     """Write the branch of ``checkout`` to patches/ and series.toml; what was done.
 
-    When the last export changed nothing and nothing changed since
-    (series.stack.verified), that is the answer, after one ``git status``.
+    The caller asked series.stack.verified first (``rerun``: when the last
+    export changed nothing and nothing changed since, that is the answer,
+    after one ``git status``); ``digest`` is what it read, kept with the
+    answer when this run changes nothing either.
     """
-    digest = verified.key(series, checkout, "export")
-    entry = verified.recall(checkout, "export", digest)
-    if entry is not None and not checkout.repo.worktree.dirty(read_only=True):
-        return verified.answer(ui, entry, "export")
     state, tip = _prepare(series, ui, checkout)
     done = export_tip(series, ui, checkout, state, tip)
     quiet = checkout.on_branch() and not checkout.repo.worktree.dirty(read_only=True)

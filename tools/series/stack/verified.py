@@ -108,6 +108,22 @@ def recall(checkout: Checkout, command: str, digest: str | None) -> dict[str, An
     return entry
 
 
+def rerun(
+    series: Series, ui: Ui, checkout: Checkout, command: str
+) -> tuple[str | None, dict[str, Any] | None]:
+    """The digest of what ``command`` reads now, and its answer when that is what the
+    last run verified and the files are clean (one ``git status``), said again; else None.
+
+    It needs only this module and the git layer: ``series export`` asks it
+    before importing the export (commands/export.py).
+    """
+    digest = key(series, checkout, command)
+    entry = recall(checkout, command, digest)
+    if entry is not None and not checkout.repo.worktree.dirty(read_only=True):
+        return digest, answer(ui, entry, command)
+    return digest, None
+
+
 def answer(ui: Ui, entry: dict[str, Any], command: str) -> dict[str, Any]:
     """Say again what the run that verified the state said; its ``--json`` payload."""
     ui.status(
