@@ -89,6 +89,9 @@ SOURCES: dict[tuple[str, str], Source] = {
     ("testing.md", "The broad suite on the series (2026-12-01)"): Source(
         "command", "series test --broad -j 2 --json (parts: pin_duration, stack_duration)"
     ),
+    ("testing.md", "Every patch proven: `series prove` of the 21 patches"): Source(
+        "command", "series prove -j 2 (each run's time on stderr; wall time from the shell)"
+    ),
     ("testing.md", "Parallel runs and work trees"): Source(
         "command", "series test --json (each run's duration, from JUnit)"
     ),

@@ -142,18 +142,18 @@ def test_parameterized_and_module_level_changes_select_what_they_touch(
     code, patches, _ = prove_json(proving, "P4")
     assert code == 0
     p4 = patches["P4"]
-    # The decorator line is test_mul_cases's: its class runs, only its cases count
-    # (not test_mul_cases_zero, whose name it prefixes). A module-level line: the whole file.
-    assert p4["selection"] == [f"{MUL}::MulTest", OPS]
-    found = kinds(p4)
-    assert {k for k in found if k.startswith(MUL)} == {
-        f"{MUL}::MulTest::test_mul_cases_{case}" for case in ("pos", "neg", "big")
+    # The decorator line is test_mul_cases's: its cases run, selected by prefix, and
+    # only they count (not test_mul_cases_zero, whose name it prefixes). A new
+    # module-level constant: the tests that name it.
+    assert p4["selection"] == [f"{MUL}::MulTest::test_mul_cases*", f"{OPS}::test_add_saturates"]
+    assert kinds(p4) == {
+        **{f"{MUL}::MulTest::test_mul_cases_{case}": "guard" for case in ("pos", "neg", "big")},
+        f"{OPS}::test_add_saturates": "behaviour",
     }
-    assert found[f"{OPS}::test_add_saturates"] == "behaviour"
-    assert found[f"{OPS}::test_div"] == "guard"  # P1's fix is in the parent state
-    assert found[f"{OPS}::test_pow"] == "skipped"
-    assert found[f"{OPS}::test_squares"] == "guard"
     assert p4["status"] == "proven"
+    # The harness ran the prefix's four tests, test_add_saturates, and nothing else.
+    assert "5 passed" in Path(p4["log"]).read_text(encoding="utf-8")
+    assert "1 failed, 4 passed" in Path(p4["reverted_log"]).read_text(encoding="utf-8")
 
 
 def test_patches_without_tests_and_exemptions(proving: Project) -> None:
@@ -259,7 +259,7 @@ SOURCE = textwrap.dedent(
             return 2
 
         def test_one(self):
-            assert 1
+            assert self.helper()
 
         @mark.slow
         def test_two(self):
@@ -281,16 +281,104 @@ SOURCE = textwrap.dedent(
     [
         ([(13, 1)], ["Base::test_one", "Child::test_one"]),
         ([(15, 1)], ["Base::test_two", "Child::test_two"]),  # the decorator line
-        ([(10, 1)], ["Base", "Child"]),  # a helper method: the class
+        ([(10, 1)], ["Base::test_one", "Child::test_one"]),  # a helper method: its users
+        ([(7, 1)], ["Base", "Child"]),  # a class attribute: the class
         ([(11, 2)], ["Base::test_one", "Child::test_one"]),  # a blank line is nobody's
         ([(25, 1)], ["test_free"]),
-        ([(3, 1)], [""]),  # module level: the whole file
+        ([(1, 1)], ["test_free"]),  # an import: the tests naming it
+        ([(3, 1)], []),  # a constant nothing names: no test
         ([(13, 0)], ["Base::test_one", "Child::test_one"]),  # a deletion inside test_one
     ],
 )
 def test_touched_scopes(hunks: list[tuple[int, int]], expected: list[str]) -> None:
     module = read_module("t_test.py", SOURCE)
     found = ["::".join(filter(None, (s.cls, s.func))) for s in touched(module, hunks)]
+    assert found == expected
+
+
+HELPERS = textwrap.dedent(
+    """\
+    import pytest
+    from absl.testing import parameterized
+
+    CASES = [("a", 1)]
+
+
+    def make(n):
+        return Model(n)
+
+
+    class Model:
+        def __init__(self, n):
+            self.n = n
+
+
+    class ModelTest(parameterized.TestCase):
+        def setUp(self):
+            self.base = self._base()
+
+        def _base(self):
+            return 0
+
+        def _check(self, n):
+            return self._twice(n)
+
+        def _twice(self, n):
+            return 2 * n
+
+        @parameterized.named_parameters(CASES)
+        def test_cases(self, n):
+            assert self._check(n)
+
+        def test_model(self):
+            assert make(1).n == 1
+
+        def test_other(self):
+            assert True
+
+
+    @pytest.fixture
+    def model():
+        return make(2)
+
+
+    def test_fixture(model):
+        assert model.n == 2
+
+
+    @register
+    class Node:
+        pass
+
+
+    def test_node():
+        assert Node()
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("hunks", "expected"),
+    [
+        ([(27, 1)], ["ModelTest::test_cases*"]),  # through _check: its user, by prefix
+        ([(4, 1)], ["ModelTest::test_cases*"]),  # a constant a decorator names
+        ([(13, 1)], [""]),  # a helper class -> make -> a fixture: the whole file
+        ([(7, 1)], [""]),  # make's def line: the same
+        ([(21, 1)], ["ModelTest"]),  # a helper setUp names: the class
+        ([(18, 1)], ["ModelTest"]),  # setUp itself
+        ([(34, 1)], ["ModelTest::test_model"]),
+        ([(36, 2)], ["ModelTest::test_other"]),
+        ([(51, 1)], ["test_node"]),  # a decorated class with no tests is a helper too
+    ],
+)
+def test_a_changed_helper_touches_the_tests_that_name_it(
+    hunks: list[tuple[int, int]], expected: list[str]
+) -> None:
+    path = "h_test.py"
+    found = [
+        s.selection.removeprefix(path).removeprefix("::")
+        for s in touched(read_module(path, HELPERS), hunks)
+    ]
     assert found == expected
 
 

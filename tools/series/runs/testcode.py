@@ -9,28 +9,46 @@ data, helpers). Everything else is production code.
 The tests a patch "adds or changes" are found from its diff against the
 AST of each changed test module as the patch leaves it: every changed
 line that is not blank or a comment belongs to the ``test*`` function or
-method around it (decorators included), or to the class around it (a
-class attribute, ``setUp``, a helper method: the whole class), or to the
-module (an import, a fixture, a module-level helper: the whole file). A
-hunk that only deletes lines touches what its neighbouring lines belong
-to. A touched class also touches its subclasses in the same file, which
-is where a mixin's tests run.
+method around it (decorators included); or to a **helper**, a definition
+that runs only when something names it (an undecorated helper method or
+module-level function, a module-level import, a module-level assignment
+to plain names, a module-level class with no tests): the tests that name
+it, directly or through other helpers, are touched (a use of it anywhere
+else selects that place's class or file); or else to the class around it
+(a class attribute, ``setUp``, a decorated method: the whole class), or
+to the module (a fixture, an ``if`` block: the whole file). A hunk that
+only deletes lines touches what its neighbouring lines belong to. A
+touched class also touches its subclasses in the same file, which is
+where a mixin's tests run.
 
 Tests whose names absl's ``parameterized`` decorators rewrite
 (``test_x`` runs as ``test_x_case`` or ``test_x0``) cannot be selected by
-name: for those the class runs, and the results are mapped back to the
-method whose name is the longest prefix of the test's name.
+their node id: they are selected by prefix (``...::test_x*``, which the
+harness reads as "every test whose id starts so"), and the results are
+mapped back to the method whose name is the longest prefix of the test's
+name.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 TEST_DIRS = ("tests",)
 _IMPORT_LIKE = (ast.Import, ast.ImportFrom)
+# Methods and functions unittest or pytest call without naming them: never helpers.
+_IMPLICIT = frozenset(
+    {
+        "setUp", "tearDown", "setUpClass", "tearDownClass", "setUpModule", "tearDownModule",
+        "setup_method", "teardown_method", "setup_class", "teardown_class",
+        "setup_module", "teardown_module", "setup_function", "teardown_function",
+        "setup", "teardown", "run", "debug", "load_tests", "pytestmark",
+    }
+)  # fmt: skip
+# Decorators that leave a helper run only where it is named.
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "cached_property"})
 
 
 def is_test_file(path: str) -> bool:
@@ -59,8 +77,8 @@ class Scope:
 
     @property
     def selection(self) -> str:
-        parts = [self.file, self.cls or "", "" if self.renamed else (self.func or "")]
-        return "::".join(p for p in parts if p)
+        func = f"{self.func}*" if self.renamed and self.func else self.func
+        return "::".join(p for p in (self.file, self.cls, func) if p)
 
 
 @dataclass(frozen=True)
@@ -68,6 +86,16 @@ class _Span:
     first: int
     last: int
     scope: Scope
+    binds: frozenset[str] = frozenset()  # a helper's names: a change touches their users
+
+
+@dataclass(frozen=True)
+class _Use:
+    """A place that names things: a test, a helper (``binds``), or a class's or file's own code."""
+
+    scope: Scope
+    refs: frozenset[str]
+    binds: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -80,6 +108,7 @@ class TestModule:
     bases: dict[str, set[str]]  # class -> the classes of this file it derives from
     lines: list[str]
     parsed: bool = True
+    uses: list[_Use] = field(default_factory=list)
 
 
 def read_module(path: str, source: str) -> TestModule:
@@ -92,22 +121,27 @@ def read_module(path: str, source: str) -> TestModule:
     for node in tree.body:
         first = min([d.lineno for d in _decorators(node)] + [node.lineno])
         last = node.end_lineno or node.lineno
-        if isinstance(node, ast.ClassDef):
+        binds = _module_helper(node, set(module.bases))
+        if isinstance(node, ast.ClassDef) and not binds:
             _read_class(module, node, first, last)
         elif _is_test(node):
             assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
             module.names[None].add(node.name)
             scope = Scope(path, None, node.name, _renamed(node))
             module.spans.append(_Span(first, last, scope))
+            module.uses.append(_Use(scope, _refs(node)))
         else:
-            module.spans.append(_Span(first, last, Scope(path)))
+            module.spans.append(_Span(first, last, Scope(path), binds))
+            module.uses.append(_Use(Scope(path), _refs(node), binds))
     return module
 
 
 def _read_class(module: TestModule, node: ast.ClassDef, first: int, last: int) -> None:
     names = module.names.setdefault(node.name, set())
     module.bases[node.name] = {b.id for b in node.bases if isinstance(b, ast.Name)}
+    whole = Scope(module.path, node.name)
     inner = []
+    own = [*node.bases, *node.keywords, *node.decorator_list]  # what the class itself names
     for item in node.body:
         if _is_test(item):
             assert isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
@@ -115,8 +149,72 @@ def _read_class(module: TestModule, node: ast.ClassDef, first: int, last: int) -
             start = min([d.lineno for d in item.decorator_list] + [item.lineno])
             scope = Scope(module.path, node.name, item.name, _renamed(item))
             inner.append(_Span(start, item.end_lineno or item.lineno, scope))
+            module.uses.append(_Use(scope, _refs(item)))
+        elif _is_helper(item):
+            assert isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+            start = min([d.lineno for d in item.decorator_list] + [item.lineno])
+            binds = frozenset({item.name})
+            inner.append(_Span(start, item.end_lineno or item.lineno, whole, binds))
+            module.uses.append(_Use(whole, _refs(item), binds))
+        else:
+            own.append(item)
+    module.uses.append(_Use(whole, frozenset().union(*map(_refs, own))))
     # Methods first: the class span is the fallback for lines outside them.
-    module.spans += [*inner, _Span(first, last, Scope(module.path, node.name))]
+    module.spans += [*inner, _Span(first, last, whole)]
+
+
+def _is_helper(node: ast.stmt) -> bool:
+    """A function or method that runs only where it is named (not a test, hook or fixture)."""
+    return (
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and not _is_test(node)
+        and node.name not in _IMPLICIT
+        and not (node.name.startswith("__") and node.name.endswith("__"))
+        and all(ast.unparse(d).split(".")[-1] in _PLAIN_DECORATORS for d in node.decorator_list)
+    )
+
+
+def _module_helper(node: ast.stmt, classes: set[str]) -> frozenset[str]:
+    """The names a module-level helper binds; empty when the statement is not one.
+
+    ``classes``: the test classes read so far (a class deriving from one is one).
+    """
+    if _is_helper(node):
+        assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        return frozenset({node.name})
+    if isinstance(node, _IMPORT_LIKE):
+        names = [a.asname or a.name.split(".")[0] for a in node.names]
+        return frozenset() if "*" in names else frozenset(names)
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if all(isinstance(t, ast.Name) for t in targets):
+            found = {t.id for t in targets if isinstance(t, ast.Name)}
+            if not found & _IMPLICIT and not any(n.startswith("__") for n in found):
+                return frozenset(found)
+    if isinstance(node, ast.ClassDef):  # decorated too: what it registers needs the class
+        return frozenset() if _has_tests(node, classes) else frozenset({node.name})
+    return frozenset()
+
+
+def _has_tests(node: ast.ClassDef, classes: set[str]) -> bool:
+    """Whether pytest could collect tests from the class (a test class, not a helper)."""
+    if node.name.startswith("Test") or any(_is_test(item) for item in node.body):
+        return True
+    bases = [ast.unparse(b) for b in node.bases]
+    return any(b in classes or b.endswith(("TestCase", "Test")) for b in bases)
+
+
+def _refs(node: ast.AST) -> frozenset[str]:
+    """Every name a piece of code may refer to: names, attributes, parameters (fixtures)."""
+    found: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            found.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            found.add(sub.attr)
+        elif isinstance(sub, ast.arg):
+            found.add(sub.arg)
+    return frozenset(found)
 
 
 def _decorators(node: ast.stmt) -> list[ast.expr]:
@@ -138,12 +236,16 @@ def touched(module: TestModule, hunks: list[tuple[int, int]]) -> list[Scope]:
     if not module.parsed:
         return [Scope(module.path)]
     found: dict[Scope, None] = {}
+    helpers: set[str] = set()
     for first, count in hunks:
         lines = range(first, first + count) if count else (first, first + 1)
         for line in lines:
-            scope = _scope_at(module, line)
-            if scope is not None:
-                found.setdefault(scope, None)
+            span = _span_at(module, line)
+            if span is not None and span.binds:
+                helpers |= span.binds
+            elif span is not None:
+                found.setdefault(span.scope, None)
+    found.update(dict.fromkeys(_users(module, helpers)))
     scopes = _with_subclasses(module, list(found))
     if any(s.cls is None and s.func is None for s in scopes):
         return [Scope(module.path)]
@@ -154,7 +256,7 @@ def touched(module: TestModule, hunks: list[tuple[int, int]]) -> list[Scope]:
     )
 
 
-def _scope_at(module: TestModule, line: int) -> Scope | None:
+def _span_at(module: TestModule, line: int) -> _Span | None:
     if not 1 <= line <= len(module.lines):
         return None
     text = module.lines[line - 1].strip()
@@ -162,8 +264,25 @@ def _scope_at(module: TestModule, line: int) -> Scope | None:
         return None
     for span in module.spans:
         if span.first <= line <= span.last:
-            return span.scope
-    return Scope(module.path)  # a continuation line between statements: module level
+            return span
+    return _Span(line, line, Scope(module.path))  # between statements: module level
+
+
+def _users(module: TestModule, names: set[str]) -> list[Scope]:
+    """What runs the changed helpers ``names``: the tests (or class, or file) naming them."""
+    found: dict[Scope, None] = {}
+    pending, seen = set(names), set(names)
+    while pending:
+        name = pending.pop()
+        for use in module.uses:
+            if name not in use.refs:
+                continue
+            if use.binds:  # another helper: its users in turn
+                pending |= use.binds - seen
+                seen |= use.binds
+            else:
+                found.setdefault(use.scope, None)
+    return list(found)
 
 
 def _with_subclasses(module: TestModule, scopes: list[Scope]) -> list[Scope]:

@@ -12,7 +12,9 @@ holds this file is put on PYTHONPATH by the runner; it is not part of the
   output (written before the check, so a failed check leaves the evidence);
 * ``SERIES_SELECT``: optional JSON list of node ids; collected items outside
   them are deselected (an id missing from the tree is simply absent, where
-  naming it on the command line would abort the whole run).
+  naming it on the command line would abort the whole run). An id ending
+  in ``*`` selects every test whose id starts with the rest (the cases
+  absl's ``parameterized`` generates from one method: ``...::test_x*``).
 
 Every collected test carries its node id as the JUnit property
 ``series_nodeid``, which is how the runner names results.
@@ -85,6 +87,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def _selected(nodeid: str, wanted: list[str]) -> bool:
     for want in wanted:
+        if want.endswith("*") and nodeid.startswith(want[:-1]):
+            return True
         if nodeid == want or nodeid.startswith((f"{want}::", f"{want}[", f"{want}/")):
             return True
     return False
