@@ -223,6 +223,7 @@ class Bench:
             Row("apply, re-run, up to date", "a no-op (git status)",
                 lambda: self._again("apply"),
                 lambda: timed(lambda: sh(w, "git", "status", "--porcelain"))),
+            *self._quilt_rows(),
             Row("rebase --onto master (P18 recorded)", "git rebase --onto + rerere + format-patch",
                 self._rebase, self._git_rebase),
             Row("rebase --abort (stopped at P18)", "git rebase --abort",
@@ -244,6 +245,33 @@ class Bench:
                 lambda: self._merge_tree_loop("refs/bench/master")),
             Row("apply, fresh directory", "git am -3",
                 self._apply_fresh, self._git_am),
+        ]  # fmt: skip
+
+    def _quilt_rows(self) -> list[Row]:
+        """apply's re-run against the competitor issue 23 names, ``quilt push -a`` with
+        everything applied (quilt exits 2 and says "File series fully applied"), on a
+        quilt tree of the pin's files and the same patch files; none without quilt."""
+        if shutil.which("quilt") is None:
+            return []
+        tree = self.tmp / "quilt"
+        tree.mkdir()
+        archive = subprocess.run(
+            ["git", "-C", str(self.work), "archive", self.pin], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        (tree / "patches").mkdir()
+        manifest = tomllib.loads((self.project / "series.toml").read_text())
+        names = []
+        for entry in manifest["patch"]:
+            source = self.project / entry["file"]
+            shutil.copy(source, tree / "patches" / source.name)
+            names.append(source.name)
+        (tree / "patches" / "series").write_text("".join(f"{n}\n" for n in names))
+        sh(tree, "quilt", "push", "-a", "-q")
+        return [
+            Row("apply, re-run, up to date (quilt)", "quilt push -a (all applied)",
+                lambda: self._again("apply"),
+                lambda: timed(lambda: sh(tree, "quilt", "push", "-a", ok=False))),
         ]  # fmt: skip
 
     def _status(self) -> float:
