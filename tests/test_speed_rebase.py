@@ -24,10 +24,9 @@ def fetches(calls: list[str]) -> list[str]:
     return [c for c in calls if c.startswith("fetch ")]
 
 
-def test_a_pin_off_upstreams_branch_is_deepened_in_the_fetch_of_rev(tmp_path: Path) -> None:
-    """The pin is a release commit on a side branch (as Keras tags are), a shallow root
-    in the checkout: REV and the pin's history come in one fetch, not a fetch and a
-    deepening one."""
+def _pinned_off_main(tmp_path: Path) -> tuple[Project, str, str]:
+    """A project pinned on a release commit on a side branch (tag v1.1, as Keras tags
+    are), main one commit past the fork; the fork and the pin."""
     project = make_project(tmp_path)
     up = project.upstream
     fork = commit_upstream(up, "pkg/util.py", "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
@@ -42,6 +41,15 @@ def test_a_pin_off_upstreams_branch_is_deepened_in_the_fetch_of_rev(tmp_path: Pa
     toml = project.root / "series.toml"
     text = toml.read_text().replace('ref = "v1.0"', 'ref = "v1.1"')
     toml.write_text(text.replace(project.commit, pin))
+    return project, fork, pin
+
+
+def test_a_pin_off_upstreams_branch_is_deepened_in_the_fetch_of_rev(tmp_path: Path) -> None:
+    """The pin is a release commit on a side branch (as Keras tags are), a shallow root
+    in the checkout: REV and the pin's history come in one fetch, not a fetch and a
+    deepening one."""
+    project, fork, pin = _pinned_off_main(tmp_path)
+    up, toml = project.upstream, project.root / "series.toml"
     shimmed = GitShim(tmp_path)
     shimmed.calls(project.root, "apply")
     assert pin in (project.work / ".git" / "shallow").read_text().split()  # a shallow root
@@ -291,20 +299,8 @@ def test_a_rev_the_checkout_has_is_deepened_to_the_pin_asking_git_where_shallow_
     """REV fetched into the checkout already (at a depth of one), the pin a shallow root
     on a side branch: one deepening fetch meets them, where git keeps the shallow roots
     is asked once, not before and after each fetch, and their merge base once a depth."""
-    project = make_project(tmp_path)
+    project, fork, pin = _pinned_off_main(tmp_path)
     up = project.upstream
-    fork = commit_upstream(up, "pkg/util.py", "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
-    git(up, "checkout", "-q", "-b", "release")
-    (up / "VERSION").write_text("1.1\n")
-    git(up, "add", "VERSION")
-    git(up, "commit", "-qm", "release: 1.1")
-    git(up, "tag", "v1.1")
-    pin = git(up, "rev-parse", "HEAD")
-    git(up, "checkout", "-q", "-")
-    commit_upstream(up, "pkg/util.py", "VALUE_21 = 21\n", "VALUE_21 = 2100\n", "util: 21")
-    toml = project.root / "series.toml"
-    text = toml.read_text().replace('ref = "v1.0"', 'ref = "v1.1"')
-    toml.write_text(text.replace(project.commit, pin))
     shimmed = GitShim(tmp_path)
     shimmed.calls(project.root, "apply")
     git(project.work, "fetch", "-q", "--depth=1", f"file://{up}", "+main:refs/mine/main")

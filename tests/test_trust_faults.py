@@ -238,14 +238,12 @@ def test_full_disk_under_the_checkout(tmpfs: Path, tmp_path: Path) -> None:
 # -- 4. git missing from PATH ----------------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["list", "apply", "status"])
-def test_git_missing_from_path_is_said_plainly(tmp_path: Path, command: str) -> None:
-    project = applied(make_project(tmp_path))  # status then has a checkout to ask git about
-    before = snapshot(project.root)
+def _refused_without_git(tmp_path: Path, root: Path, command: str) -> None:
+    """``series COMMAND`` with no git on PATH fails plainly, saying so."""
     empty = tmp_path / "no-git"
     empty.mkdir()
     proc = subprocess.run(
-        [sys.executable, "-m", "series", "-C", str(project.root), command],
+        [sys.executable, "-m", "series", "-C", str(root), command],
         capture_output=True,
         text=True,
         env={**os.environ, "PATH": str(empty)},
@@ -254,6 +252,13 @@ def test_git_missing_from_path_is_said_plainly(tmp_path: Path, command: str) -> 
     assert proc.returncode == Exit.FAILED, proc.stderr
     clean(proc.stderr)
     assert "git is not installed or not on PATH" in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["list", "apply", "status"])
+def test_git_missing_from_path_is_said_plainly(tmp_path: Path, command: str) -> None:
+    project = applied(make_project(tmp_path))  # status then has a checkout to ask git about
+    before = snapshot(project.root)
+    _refused_without_git(tmp_path, project.root, command)
     assert snapshot(project.root) == before
 
 
@@ -266,18 +271,7 @@ def test_git_missing_on_a_rerun_answered_from_what_was_kept(tmp_path: Path, comm
         code, _, err = project.run(command)
         assert code == 0, err
     before = snapshot(project.root)
-    empty = tmp_path / "no-git"
-    empty.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-m", "series", "-C", str(project.root), command],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PATH": str(empty)},
-        check=False,
-    )
-    assert proc.returncode == Exit.FAILED, proc.stderr
-    clean(proc.stderr)
-    assert "git is not installed or not on PATH" in proc.stderr
+    _refused_without_git(tmp_path, project.root, command)
     assert snapshot(project.root) == before
 
 
