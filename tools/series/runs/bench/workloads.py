@@ -10,6 +10,7 @@ the parent's weights. Keras objects are untyped, hence ``Any``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,22 +118,31 @@ def _tree(keras: Any, torch: Any, x: Any) -> Built:
     return Built(call, outputs)
 
 
-def _lm(keras: Any) -> Any:
-    layers, ops = keras.layers, keras.ops
+def _block(keras: Any, width: int, hidden: int) -> Any:
+    """The transformer block of both LMs: LayerNorm, causal attention, residual,
+    LayerNorm, Dense ``hidden`` gelu, Dense ``width``, residual."""
+    layers = keras.layers
 
     class Block(layers.Layer):  # type: ignore[misc, name-defined]
         def __init__(self) -> None:
             super().__init__()
             self.ln1 = layers.LayerNormalization()
-            self.att = layers.MultiHeadAttention(num_heads=HEADS, key_dim=D_MODEL // HEADS)
+            self.att = layers.MultiHeadAttention(num_heads=HEADS, key_dim=width // HEADS)
             self.ln2 = layers.LayerNormalization()
-            self.ff1 = layers.Dense(4 * D_MODEL, activation="gelu")
-            self.ff2 = layers.Dense(D_MODEL)
+            self.ff1 = layers.Dense(hidden, activation="gelu")
+            self.ff2 = layers.Dense(width)
 
         def call(self, x: Any) -> Any:
             h = self.ln1(x)
             x = x + self.att(h, h, use_causal_mask=True)
             return x + self.ff2(self.ff1(self.ln2(x)))
+
+    return Block
+
+
+def _lm(keras: Any) -> Any:
+    layers, ops = keras.layers, keras.ops
+    Block = _block(keras, D_MODEL, 4 * D_MODEL)
 
     class LM(keras.Model):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -153,27 +163,37 @@ def _lm(keras: Any) -> Any:
     return LM()
 
 
-def _lm_forward(keras: Any, torch: Any, ids: Any) -> Built:
-    model = _lm(keras)
+def _forward(keras: Any, model: Any, ids: Any) -> Built:
+    """One call of a built ``model`` on ``ids``."""
     model(ids)
     call = lambda: model(ids)  # noqa: E731
     return Built(call, _keras_out(keras, call), list(model.weights), model, (ids,))
 
 
-def _lm_generate(keras: Any, torch: Any, ids: Any) -> Built:
-    model = _lm(keras)
+def _lm_forward(keras: Any, torch: Any, ids: Any) -> Built:
+    return _forward(keras, _lm(keras), ids)
+
+
+def _greedy(keras: Any, model: Any, ids: Any, window: int | None, scope: Any) -> Built:
+    """Greedy generation of ``GENERATE`` tokens by a built ``model`` from ``ids``, each
+    step fed the last ``window`` tokens (all of them with None), inside ``scope()``."""
     model(ids)
     ops = keras.ops
 
     def generate() -> Any:
         out = ids
-        for _ in range(GENERATE):
-            logits = model(out)
-            token = ops.cast(ops.argmax(logits[:, -1, :], axis=-1), "int32")
-            out = ops.concatenate([out, ops.expand_dims(token, 1)], axis=1)
+        with scope():
+            for _ in range(GENERATE):
+                logits = model(out if window is None else out[:, -window:])
+                token = ops.cast(ops.argmax(logits[:, -1, :], axis=-1), "int32")
+                out = ops.concatenate([out, ops.expand_dims(token, 1)], axis=1)
         return out
 
     return Built(generate, _keras_out(keras, generate), list(model.weights))
+
+
+def _lm_generate(keras: Any, torch: Any, ids: Any) -> Built:
+    return _greedy(keras, _lm(keras), ids, None, contextlib.nullcontext)
 
 
 def _cnn(keras: Any, torch: Any, x: Any) -> Built:
@@ -197,20 +217,7 @@ def _cnn(keras: Any, torch: Any, x: Any) -> Built:
 def _llm(keras: Any) -> Any:
     """Upstream's LLM (SERIES.md): 2,105,344 parameters, no position embedding."""
     layers = keras.layers
-
-    class Block(layers.Layer):  # type: ignore[misc, name-defined]
-        def __init__(self) -> None:
-            super().__init__()
-            self.ln1 = layers.LayerNormalization()
-            self.att = layers.MultiHeadAttention(num_heads=HEADS, key_dim=UP_D // HEADS)
-            self.ln2 = layers.LayerNormalization()
-            self.ff1 = layers.Dense(UP_FF, activation="gelu")
-            self.ff2 = layers.Dense(UP_D)
-
-        def call(self, x: Any) -> Any:
-            h = self.ln1(x)
-            x = x + self.att(h, h, use_causal_mask=True)
-            return x + self.ff2(self.ff1(self.ln2(x)))
+    Block = _block(keras, UP_D, UP_FF)
 
     class LLM(keras.Model):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -230,28 +237,12 @@ def _llm(keras: Any) -> Any:
 
 
 def _llm_forward(keras: Any, torch: Any, ids: Any) -> Built:
-    model = _llm(keras)
-    model(ids)
-    call = lambda: model(ids)  # noqa: E731
-    return Built(call, _keras_out(keras, call), list(model.weights), model, (ids,))
+    return _forward(keras, _llm(keras), ids)
 
 
 def _llm_generate(keras: Any, torch: Any, ids: Any) -> Built:
     """Greedy, over a sliding window of the last 64 tokens, under ``torch.no_grad``."""
-    model = _llm(keras)
-    model(ids)
-    ops = keras.ops
-
-    def generate() -> Any:
-        out = ids
-        with torch.no_grad():
-            for _ in range(GENERATE):
-                logits = model(out[:, -UP_WINDOW:])
-                token = ops.cast(ops.argmax(logits[:, -1, :], axis=-1), "int32")
-                out = ops.concatenate([out, ops.expand_dims(token, 1)], axis=1)
-        return out
-
-    return Built(generate, _keras_out(keras, generate), list(model.weights))
+    return _greedy(keras, _llm(keras), ids, UP_WINDOW, torch.no_grad)
 
 
 def _cnn_up(keras: Any, torch: Any, x: Any) -> Built:
