@@ -163,11 +163,11 @@ def _lm(keras: Any) -> Any:
     return LM()
 
 
-def _forward(keras: Any, model: Any, ids: Any) -> Built:
-    """One call of a built ``model`` on ``ids``."""
-    model(ids)
-    call = lambda: model(ids)  # noqa: E731
-    return Built(call, _keras_out(keras, call), list(model.weights), model, (ids,))
+def _forward(keras: Any, model: Any, x: Any) -> Built:
+    """One call of ``model`` on ``x`` (built by a first call here)."""
+    model(x)
+    call = lambda: model(x)  # noqa: E731
+    return Built(call, _keras_out(keras, call), list(model.weights), model, (x,))
 
 
 def _lm_forward(keras: Any, torch: Any, ids: Any) -> Built:
@@ -209,9 +209,7 @@ def _cnn(keras: Any, torch: Any, x: Any) -> Built:
             layers.Dense(10),
         ]
     )
-    model(x)
-    call = lambda: model(x)  # noqa: E731
-    return Built(call, _keras_out(keras, call), list(model.weights), model, (x,))
+    return _forward(keras, model, x)
 
 
 def _llm(keras: Any) -> Any:
@@ -259,9 +257,7 @@ def _cnn_up(keras: Any, torch: Any, x: Any) -> Built:
             layers.Dense(10),
         ]
     )
-    model(x)
-    call = lambda: model(x)  # noqa: E731
-    return Built(call, _keras_out(keras, call), list(model.weights), model, (x,))
+    return _forward(keras, model, x)
 
 
 def _torch_out(call: Callable[[], Any]) -> Callable[[], dict[str, np.ndarray]]:
