@@ -265,7 +265,9 @@ def test_bad_input_is_refused_before_anything_runs(arms: list[Arm], tmp_path: Pa
 
 
 def test_profile_shows_where_a_dense_call_goes(arms: list[Arm], bench_cache: Path) -> None:
-    profile = run_profile(arms[0], "dense", cache_dir=bench_cache, calls=50, top=15)
+    # Dense's call() ranks about 8th by cumulative time; a preemption on a loaded machine
+    # inflates every frame above the one it hit, so leave room: the top 40.
+    profile = run_profile(arms[0], "dense", cache_dir=bench_cache, calls=50, top=40)
     where = [f.where for f in profile.frames]
     assert any(w.startswith("keras/src/layers/layer.py:") for w in where)
     assert any(w.startswith(f"{DENSE}:") for w in where)
