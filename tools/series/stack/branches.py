@@ -19,6 +19,8 @@ did not make, or a remote branch someone else moved is refused with exit
 4 and the way out; ``--force`` goes over it after keeping the old commit
 under ``refs/series/backup/``. ``--push`` leases every remote ref against
 what ``ls-remote`` saw, in one atomic push. docs/branches.md is the manual.
+Its git processes start without importing GitPython
+(series.git.run.light_processes).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from series.builder.build import Failure
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import PushUpdate, Repo, Transaction
+from series.git.run import light_processes
 from series.manifest import Patch
 from series.stack import branch_base, branch_record
 from series.stack.branch_plan import (
@@ -65,6 +68,7 @@ class _Target:
 
 
 def branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outcome:
+    light_processes()  # its git work is a few queries: GitPython's import costs more
     state = checkout.require()
     if opts.push is not None:
         opts = replace(opts, push=_remote(checkout.repo, opts.push))
