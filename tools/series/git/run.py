@@ -306,18 +306,24 @@ def execute(
     return done.status, done.out if raw else _utf8(done.out), err
 
 
-_LIGHT = [False]  # every git process of this run started without GitPython (light_processes)
+_LIGHT = [False]  # every git process started without GitPython (within light_processes)
 
 
-def light_processes() -> None:
-    """Start every git process of this run without importing GitPython (``light``), the
+@contextmanager
+def light_processes() -> Iterator[None]:
+    """Within it, start every git process without importing GitPython (``light``), the
     long-lived ``cat-file`` of :meth:`Runner.lookup` and :meth:`Runner.object_data` too.
 
     For a command whose git work is a few queries (``series branches``, ``series
     range-diff``): importing GitPython (and its two ``git version``) costs more than
     that work. The processes are the same ones (series.git.child.plain).
     """
+    before = _LIGHT[0]
     _LIGHT[0] = True
+    try:
+        yield
+    finally:
+        _LIGHT[0] = before
 
 
 class _PlainBatch:

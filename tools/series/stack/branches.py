@@ -68,7 +68,11 @@ class _Target:
 
 
 def branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outcome:
-    light_processes()  # its git work is a few queries: GitPython's import costs more
+    with light_processes():  # its git work is a few queries: GitPython's import costs more
+        return _branches(series, ui, checkout, opts)
+
+
+def _branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outcome:
     state = checkout.require()
     if opts.push is not None:
         opts = replace(opts, push=_remote(checkout.repo, opts.push))

@@ -166,9 +166,18 @@ class Row:
         }
 
 
+def report(
+    series: Series, ui: Ui, since: str | None, only: str | None
+) -> tuple[Version, Version, list[Row]]:
+    """The old version (:func:`previous`), the new one, and :func:`compare`'s rows."""
+    with light_processes():  # a few queries and one range-diff: GitPython's import costs more
+        old = previous(series, since)
+        new = current(series)
+        return old, new, compare(series, ui, old, new, only)
+
+
 def previous(series: Series, since: str | None) -> Version:
     """The version to compare with: ``--since REV``, else the default (docs/range-diff.md)."""
-    light_processes()  # a few queries and one range-diff: GitPython's import costs more
     project = series.project_repo()
     current = _current_files(series)
     if since is not None:
