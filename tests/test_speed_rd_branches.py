@@ -22,9 +22,10 @@ from series.git import run as git_run
 from series.stack.rangediff import classify_diffs
 from test_speed import ELEVEN, Counted, committed_project, drop, imported_after, one_by_one
 
-# What `branches --dry-run` asks git: the checkout (is it one; its state and record; its
-# branches; HEAD), the cache (the pin; the memo of the built stack). No `git version`.
-BRANCHES_AT_MOST = 7
+# What `branches --dry-run` asks git (no `git version`): the checkout (is it one; its state
+# and record; its branches and HEAD in one for-each-ref), the cache (the pin; the memo of
+# the built stack).
+BRANCHES_AT_MOST = 6
 
 
 def test_branches_dry_run_starts_no_gitpython_and_few_git_processes(

@@ -88,8 +88,9 @@ def _branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outc
     )
     outcome.failure = failure
     first = _Target(None, 0, base.commit)  # the first pull request's base: the pin
-    outcome.items = _items(repo, bset, [first, *targets], opts, upstream_ref)
-    refusals = _check_local(checkout, record, outcome.items, opts)
+    local, head = repo.refs.branches()
+    outcome.items = _items(repo, bset, [first, *targets], opts, upstream_ref, local)
+    refusals = _check_local(checkout, record, outcome.items, opts, head)
     heads: dict[str, str] = {}
     if opts.push:
         ui.status(f"branches: reading the branches of {opts.push}; {_bound()}")
@@ -144,9 +145,13 @@ def _targets(series: Series, pin: str, alone: bool) -> tuple[list[_Target], Fail
 
 
 def _items(
-    repo: Repo, bset: BranchSet, targets: list[_Target], opts: Options, upstream_ref: str
+    repo: Repo,
+    bset: BranchSet,
+    targets: list[_Target],
+    opts: Options,
+    upstream_ref: str,
+    local: dict[str, str],
 ) -> list[Item]:
-    local = repo.refs.under("refs/heads/")
     items: list[Item] = []
     previous: str | None = None
     for t in targets:
@@ -193,9 +198,12 @@ def _check_name(repo: Repo, name: str, patch: Patch | None, prefix: str, taken: 
         )
 
 
-def _check_local(checkout: Checkout, record: Record, items: list[Item], opts: Options) -> list[str]:
-    """Why each branch may not be moved or deleted; marks the ones --force goes over."""
-    head = checkout.repo.refs.symbolic_head()
+def _check_local(
+    checkout: Checkout, record: Record, items: list[Item], opts: Options, head: str | None
+) -> list[str]:
+    """Why each branch may not be moved or deleted; marks the ones --force goes over.
+
+    ``head``: the branch HEAD is on (only a branch that exists is moved or deleted)."""
     refusals = []
     for item in items:
         touched = item.action == MOVE or (item.action == DELETE and opts.prune)
