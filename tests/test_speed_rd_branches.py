@@ -164,6 +164,7 @@ def test_the_long_lived_cat_file_without_gitpython_answers_as_git(
         assert repo.objects.rev("HEAD") == head
         assert repo.objects.rev("no-such-ref") is None
         assert repo.objects.rev("HEAD\nHEAD") is None
+        assert repo.objects.rev("no such") is None  # "no such^{commit} missing"
         assert repo.objects.has(blob) and not repo.objects.has("0" * 40)
         assert repo.objects.read_blob(blob) == data
         assert repo._run.object_data(head, "blob") is None  # a commit, not a blob

@@ -345,8 +345,8 @@ class _PlainBatch:
         head = stdout.readline()
         if not head.endswith(b"\n"):
             raise ValueError("cat-file ended")
-        parts = head.decode("utf-8", "surrogateescape").split()
-        if len(parts) != 3:  # "<name> missing", "<name> ambiguous"
+        parts = head[:-1].decode("utf-8", "surrogateescape").rsplit(" ", 2)
+        if len(parts) != 3 or not parts[2].isdigit():  # "<name> missing", "<name> ambiguous"
             return None
         sha, kind, size = parts
         if not self.data:
