@@ -234,9 +234,9 @@ class Bench:
                 lambda: self._stopped("--continue"), lambda: self._git_stopped("--continue")),
             Row("range-diff (pin vs master)", "git range-diff",
                 self._range_diff, self._git_range_diff),
-            Row("branches --dry-run", "git rev-list + for-each-ref",
+            Row("branches --dry-run", "git for-each-ref + rev-list + cat-file of the record + cat series.toml",
                 lambda: timed(lambda: series(p, "branches", "--dry-run")),
-                lambda: timed(lambda: (sh(w, "git", "for-each-ref", "refs/heads/"), sh(w, "git", "rev-list", f"{self.pin}..series")))),
+                lambda: timed(self._git_branches)),
             Row("check-conflicts (pin)", "a git merge-tree loop",
                 lambda: timed(lambda: series(p, "check-conflicts", "--json")),
                 lambda: self._merge_tree_loop(None)),
@@ -344,6 +344,17 @@ class Bench:
                 clone, "git", "range-diff", f"{self.pin}..origin/series", "refs/bench/master..HEAD"
             )
         )
+
+    def _git_branches(self) -> None:
+        """What ``branches --dry-run`` answers (which branch would be created, moved, deleted
+        or refused), asked of git by hand: the local branches and the one checked out (never
+        moved), each patch's commit (pin..series, in order), the record of the branches series
+        made (what it may move or delete; none here yet) and the branch names (series.toml)."""
+        w = self.work
+        sh(w, "git", "for-each-ref", "--format=%(HEAD) %(objectname) %(refname)", "refs/heads/")
+        sh(w, "git", "rev-list", "--reverse", f"{self.pin}..series")
+        sh(w, "git", "cat-file", "-p", "refs/series/branches", ok=False)
+        sh(self.project, "cat", "series.toml")
 
     def _merge_tree_loop(self, onto: str | None) -> float:
         """What check-conflicts answers, as a loop of merge-tree: each patch alone, each pair,

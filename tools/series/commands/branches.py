@@ -87,13 +87,12 @@ def run(
 
 
 def _show(ui: Ui, outcome: Outcome) -> None:
-    from rich.table import Table
+    from series.ui import Grid  # rich only for a terminal's boxed table
 
     remote = outcome.remote
     title = f"{len(outcome.items)} branches ({outcome.mode}) on {outcome.pin[:12]}"
-    table = Table(title=title + (f", remote {remote}" if remote else ""))
-    for column in ("branch", "patch", "local", *(["remote"] if remote else []), "PR base"):
-        table.add_column(column, overflow="fold")
+    columns = ("branch", "patch", "local", *(["remote"] if remote else []), "PR base")
+    table = Grid(title + (f", remote {remote}" if remote else ""), columns)
     for item in outcome.items:
         patch = item.patch or ("the pin" if item.position == 0 else "-")
         row = [item.branch, patch, _local(item, outcome.prune)]

@@ -34,11 +34,9 @@ def run(
     since: str | None = None,
     as_json: bool = False,
 ) -> Exit:
-    from series.stack.rangediff import compare, current, previous
+    from series.stack.rangediff import report
 
-    old = previous(series, since)
-    new = current(series)
-    rows = compare(series, ui, old, new, patch_id)
+    old, new, rows = report(series, ui, since, patch_id)
     if as_json:
         ui.json(
             {

@@ -61,14 +61,15 @@ def gitpython(cwd: Path) -> _Cmd:
 
 
 def plain(
-    cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | None
+    cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | int | None
 ) -> subprocess.Popen[bytes]:
     """git started as GitPython starts it, without importing GitPython: for a read-only
     query that may be a command's only git process (``git status`` after what was kept).
 
     The same process: ``argv`` as given (no shell), in ``cwd``, GitPython's C locale
     (``LANGUAGE``, ``LC_ALL``) over series' environment and ``env`` over both, stdin
-    from /dev/null unless given, both streams piped, no inherited descriptors. git
+    from /dev/null unless given (a file, or ``subprocess.PIPE`` for a long-lived
+    ``cat-file``), both streams piped, no inherited descriptors. git
     missing from PATH (or ``cwd`` missing) raises ``FileNotFoundError``.
     """
     full = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **env}

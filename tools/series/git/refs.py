@@ -122,6 +122,22 @@ class Refs(Part):
         pairs = (line.split(" ", 1) for line in out.splitlines() if line)
         return {name: sha for name, sha in pairs}
 
+    def branches(self) -> tuple[dict[str, str], str | None]:
+        """refname -> commit of every branch, and the branch HEAD is on (None: detached, or
+        on a branch with no commit yet): one ``for-each-ref`` (its ``%(HEAD)`` marks it)."""
+        out = self._run.git(
+            "for-each-ref", "--format=%(HEAD)%(objectname) %(refname)", "refs/heads/"
+        )
+        found, head = {}, None
+        for line in out.splitlines():
+            if not line:
+                continue
+            sha, name = line[1:].split(" ", 1)
+            found[name] = sha
+            if line[0] == "*":
+                head = name
+        return found, head
+
     def commits_under(self, prefix: str) -> dict[str, tuple[str, str, str]]:
         """refname -> (commit, tree, first parent or "") for commit refs under ``prefix``."""
         fmt = "%(refname) %(objectname) %(tree) %(parent)"

@@ -38,11 +38,13 @@ lists (docs/hardening.md, "Command execution and hostile URLs"):
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -58,7 +60,7 @@ os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 from series.errors import InternalError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
-from series.git.child import gitpython, run_child
+from series.git.child import gitpython, plain, run_child
 
 if TYPE_CHECKING:
     from git.cmd import Git as _Cmd
@@ -277,6 +279,7 @@ def execute(
     it may be.
     """
     log.debug("git %s  (in %s)", " ".join(argv), cwd)
+    light = light or _LIGHT[0]
     record = leftovers.begin(cwd, argv, env)
     _fault_point(argv)
     _strip_inherited()
@@ -301,6 +304,70 @@ def execute(
     if done.stalled:
         err = f"no answer: no data for {stall:g} s, so git was stopped\n{err}"
     return done.status, done.out if raw else _utf8(done.out), err
+
+
+_LIGHT = [False]  # every git process started without GitPython (within light_processes)
+
+
+@contextmanager
+def light_processes() -> Iterator[None]:
+    """Within it, start every git process without importing GitPython (``light``), the
+    long-lived ``cat-file`` of :meth:`Runner.lookup` and :meth:`Runner.object_data` too.
+
+    For a command whose git work is a few queries (``series branches``, ``series
+    range-diff``): importing GitPython (and its two ``git version``) costs more than
+    that work. The processes are the same ones (series.git.child.plain).
+    """
+    before = _LIGHT[0]
+    _LIGHT[0] = True
+    try:
+        yield
+    finally:
+        _LIGHT[0] = before
+
+
+class _PlainBatch:
+    """A long-lived ``cat-file --batch-check`` or ``--batch`` started without GitPython,
+    answering one name at a time as GitPython's ``get_object_header``/``_data`` do."""
+
+    def __init__(self, cwd: Path, mode: str) -> None:
+        _strip_inherited()
+        self.data = mode == "--batch"
+        self.proc = plain(cwd, ["git", "cat-file", mode], _environment(None), subprocess.PIPE)
+
+    def ask(self, name: str) -> tuple[str, str, bytes | None] | None:
+        """(id, type, data: None for --batch-check) of ``name``, None when git has none.
+        Raises OSError or ValueError when the process is gone."""
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(name.encode("utf-8", "surrogateescape") + b"\n")
+        stdin.flush()
+        head = stdout.readline()
+        if not head.endswith(b"\n"):
+            raise ValueError("cat-file ended")
+        parts = head[:-1].decode("utf-8", "surrogateescape").rsplit(" ", 2)
+        if len(parts) != 3 or not parts[2].isdigit():  # "<name> missing", "<name> ambiguous"
+            return None
+        sha, kind, size = parts
+        if not self.data:
+            return sha, kind, None
+        data = stdout.read(int(size) + 1)
+        if len(data) != int(size) + 1:
+            raise ValueError("cat-file ended")
+        return sha, kind, data[:-1]
+
+    def __del__(self) -> None:
+        """End cat-file with this object, as GitPython's own does (end of input: it exits)."""
+        proc = self.__dict__.get("proc")
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+            proc.wait(timeout=1)
+        if proc.poll() is None:
+            proc.kill()
 
 
 def _not_started(exc: Exception) -> bool:
@@ -449,6 +516,9 @@ class Runner:
         is seen moved). Where that process cannot run, ``rev-parse`` does.
         """
         log.debug("lookup %s (git cat-file --batch-check, one process)  (in %s)", name, self.path)
+        if _LIGHT[0]:
+            found = self._plain_ask("--batch-check", name)
+            return (found[0], found[1]) if found is not None else None
         cmd = self.__dict__.get("_batch")
         if cmd is None:
             cmd = self.__dict__["_batch"] = _command(self.path)
@@ -473,6 +543,9 @@ class Runner:
         run (callers then ask git directly, and get its error).
         """
         log.debug("read %s (git cat-file --batch, one process)  (in %s)", oid, self.path)
+        if _LIGHT[0]:
+            found = self._plain_ask("--batch", oid)
+            return found[2] if found is not None and found[1] == kind else None
         cmd = self.__dict__.get("_batch")
         if cmd is None:
             cmd = self.__dict__["_batch"] = _command(self.path)
@@ -482,6 +555,32 @@ class Runner:
             self.__dict__.pop("_batch", None)
             return None
         return bytes(data) if _text(got) == kind else None
+
+    def _plain_ask(self, mode: str, name: str) -> tuple[str, str, bytes | None] | None:
+        """:class:`_PlainBatch` ``mode``'s answer for ``name`` (one process per mode and
+        repository); where it cannot run, ``rev-parse`` and ``cat-file`` answer."""
+        if "\n" in name:
+            return None
+        key = f"_plain{mode}"
+        try:
+            batch = self.__dict__.get(key)
+            if batch is None:
+                batch = self.__dict__[key] = _PlainBatch(self.path, mode)
+            return batch.ask(name)
+        except (OSError, ValueError):
+            self.__dict__.pop(key, None)
+        argv = ["rev-parse", "-q", "--verify", "--end-of-options", name]
+        status, out, _ = execute(self.path, argv)
+        if status != 0 or not isinstance(out, str):
+            return None
+        sha = out.strip()
+        status, kind, _ = execute(self.path, ["cat-file", "-t", sha])
+        if status != 0 or not isinstance(kind, str):
+            return None
+        if mode != "--batch":
+            return sha, kind.strip(), None
+        status, data, _ = execute(self.path, ["cat-file", kind.strip(), sha], raw=True)
+        return (sha, kind.strip(), data) if status == 0 and isinstance(data, bytes) else None
 
     def git_bytes(self, *argv: str, env: Mapping[str, str] | None = None) -> bytes:
         status, out, err = execute(self.path, argv, env=env, raw=True)

@@ -19,6 +19,8 @@ did not make, or a remote branch someone else moved is refused with exit
 4 and the way out; ``--force`` goes over it after keeping the old commit
 under ``refs/series/backup/``. ``--push`` leases every remote ref against
 what ``ls-remote`` saw, in one atomic push. docs/branches.md is the manual.
+Its git processes start without importing GitPython
+(series.git.run.light_processes).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from series.builder.build import Failure
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import PushUpdate, Repo, Transaction
+from series.git.run import light_processes
 from series.manifest import Patch
 from series.stack import branch_base, branch_record
 from series.stack.branch_plan import (
@@ -65,6 +68,11 @@ class _Target:
 
 
 def branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outcome:
+    with light_processes():  # its git work is a few queries: GitPython's import costs more
+        return _branches(series, ui, checkout, opts)
+
+
+def _branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outcome:
     state = checkout.require()
     if opts.push is not None:
         opts = replace(opts, push=_remote(checkout.repo, opts.push))
@@ -80,8 +88,9 @@ def branches(series: Series, ui: Ui, checkout: Checkout, opts: Options) -> Outco
     )
     outcome.failure = failure
     first = _Target(None, 0, base.commit)  # the first pull request's base: the pin
-    outcome.items = _items(repo, bset, [first, *targets], opts, upstream_ref)
-    refusals = _check_local(checkout, record, outcome.items, opts)
+    local, head = repo.refs.branches()
+    outcome.items = _items(repo, bset, [first, *targets], opts, upstream_ref, local)
+    refusals = _check_local(checkout, record, outcome.items, opts, head)
     heads: dict[str, str] = {}
     if opts.push:
         ui.status(f"branches: reading the branches of {opts.push}; {_bound()}")
@@ -136,9 +145,13 @@ def _targets(series: Series, pin: str, alone: bool) -> tuple[list[_Target], Fail
 
 
 def _items(
-    repo: Repo, bset: BranchSet, targets: list[_Target], opts: Options, upstream_ref: str
+    repo: Repo,
+    bset: BranchSet,
+    targets: list[_Target],
+    opts: Options,
+    upstream_ref: str,
+    local: dict[str, str],
 ) -> list[Item]:
-    local = repo.refs.under("refs/heads/")
     items: list[Item] = []
     previous: str | None = None
     for t in targets:
@@ -185,9 +198,12 @@ def _check_name(repo: Repo, name: str, patch: Patch | None, prefix: str, taken: 
         )
 
 
-def _check_local(checkout: Checkout, record: Record, items: list[Item], opts: Options) -> list[str]:
-    """Why each branch may not be moved or deleted; marks the ones --force goes over."""
-    head = checkout.repo.refs.symbolic_head()
+def _check_local(
+    checkout: Checkout, record: Record, items: list[Item], opts: Options, head: str | None
+) -> list[str]:
+    """Why each branch may not be moved or deleted; marks the ones --force goes over.
+
+    ``head``: the branch HEAD is on (only a branch that exists is moved or deleted)."""
     refusals = []
     for item in items:
         touched = item.action == MOVE or (item.action == DELETE and opts.prune)

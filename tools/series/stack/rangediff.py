@@ -16,7 +16,10 @@ asks git once for the whole series (:func:`range_diffs`: one ``range-diff``
 of the two stacks, cut into patches and numbered as the one-patch form
 numbers them) and once for every diff (``diff-tree --stdin``); a patch that
 git pairs with another patch's commit in the whole-series run is asked
-alone, so the text is always the one-patch form's.
+alone, so the text is always the one-patch form's. A pair git's range-diff
+marks ``=`` (the same text) is ``unchanged`` without a diff of its own
+(:func:`_same`); only the others are diffed. Its git processes start
+without importing GitPython (series.git.run.light_processes).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from series.builder import memo
 from series.builder.build import PatchFile
 from series.errors import UsageError
 from series.git import Repo
+from series.git.run import light_processes
 from series.manifest import load
 from series.stack.rebase_state import LAST_REF
 from series.stack.snapshot import saved_files
@@ -162,6 +166,16 @@ class Row:
         }
 
 
+def report(
+    series: Series, ui: Ui, since: str | None, only: str | None
+) -> tuple[Version, Version, list[Row]]:
+    """The old version (:func:`previous`), the new one, and :func:`compare`'s rows."""
+    with light_processes():  # a few queries and one range-diff: GitPython's import costs more
+        old = previous(series, since)
+        new = current(series)
+        return old, new, compare(series, ui, old, new, only)
+
+
 def previous(series: Series, since: str | None) -> Version:
     """The version to compare with: ``--since REV``, else the default (docs/range-diff.md)."""
     project = series.project_repo()
@@ -201,7 +215,7 @@ def current(series: Series) -> Version:
 def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None) -> list[Row]:
     """One row per patch of either version (new order first, then the dropped ones)."""
     cache = series.cache
-    (a, a_range), (b, b_range) = _build(series, ui, old), _build(series, ui, new)
+    (a, a_range), (b, b_range) = _build(series, ui, old, cache), _build(series, ui, new, cache)
     if only is not None and only not in a and only not in b:
         raise UsageError(
             f"no patch {only} in either version",
@@ -210,14 +224,23 @@ def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None
     reasons = _drop_reasons(new)
     ids = [pid for pid in [*b, *(p for p in a if p not in b)] if only in (None, pid)]
     pairs = [(a[pid][0], b[pid][0]) for pid in ids if pid in a and pid in b]
-    diffs = cache.diffs.commits([c for pair in pairs for c in pair])
     texts = range_diffs(cache, a_range, b_range, pairs)
+    same = {
+        (a[pid][0], b[pid][0])
+        for pid in ids
+        if pid in a and pid in b and _same(texts[a[pid][0], b[pid][0]], old, new, a[pid], b[pid])
+    }
+    diffs = cache.diffs.commits([c for pair in pairs if pair not in same for c in pair])
     rows = []
     for pid in ids:
         o, n = a.get(pid), b.get(pid)
-        title = (n or o or ("", ""))[1]
+        title = (n or o or ("", "", ""))[1]
         if o is not None and n is not None:
-            kind = classify_diffs(diffs.get(o[0], b""), diffs.get(n[0], b""))
+            kind = (
+                UNCHANGED
+                if (o[0], n[0]) in same
+                else classify_diffs(diffs.get(o[0], b""), diffs.get(n[0], b""))
+            )
             rows.append(Row(pid, kind, o[0], n[0], title, texts[o[0], n[0]]))
         elif n is not None:
             rows.append(Row(pid, "new", None, n[0], title, ""))
@@ -227,11 +250,34 @@ def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None
     return rows
 
 
+# What makes git range-diff's own diffs differ from :func:`shape`'s (``--no-renames``): a
+# file deleted, renamed or copied, which range-diff may show as a rename.
+_RENAMES = (b"\ndeleted file mode ", b"\nrename from ", b"\ncopy from ")
+
+
+def _same(
+    text: str, old: Version, new: Version, o: tuple[str, str, str], n: tuple[str, str, str]
+) -> bool:
+    """Whether git range-diff's ``=`` for this pair already says :data:`UNCHANGED`.
+
+    ``=`` is git's verdict that the two commits' texts are equal: message, file
+    headers, every added, removed and context line (only line numbers and blob ids
+    dropped), so the lines :func:`classify_diffs` compares are equal too, and the
+    pair needs no diff of its own. Unless a patch deletes, renames or copies a file:
+    range-diff's diffs find renames, :func:`shape`'s do not, so those are diffed.
+    """
+    match = _HEADER.match(text.split("\n", 1)[0])
+    if match is None or match.group(3) != "=":
+        return False
+    files = (old.files.get(o[2], b""), new.files.get(n[2], b""))
+    return not any(marker in data for data in files for marker in _RENAMES)
+
+
 def _build(
-    series: Series, ui: Ui, version: Version
-) -> tuple[dict[str, tuple[str, str]], tuple[str, str]]:
-    """patch id -> (commit, title) of ``version`` built on its own pin, in the cache; and
-    (pin, tip) of that stack."""
+    series: Series, ui: Ui, version: Version, cache: Repo
+) -> tuple[dict[str, tuple[str, str, str]], tuple[str, str]]:
+    """patch id -> (commit, title, patch file) of ``version`` built on its own pin, in the
+    cache; and (pin, tip) of that stack."""
     with tempfile.TemporaryDirectory(prefix="series-range-diff-") as tmp:
         root = Path(tmp)
         for rel, data in version.files.items():
@@ -241,8 +287,9 @@ def _build(
         base = upstream.resolve(manifest.upstream, series.cache_dir, source=None, override=None)
         ui.status(f"{version.label}: {len(manifest.patches)} patches on {base.label}")
         files = [PatchFile(p, root / p.file) for p in manifest.patches]
-        built = memo.build(series.cache, base.commit, files)
-    return {s.patch.id: (s.commit, s.patch.title) for s in built.steps}, (built.base, built.tip)
+        built = memo.build(cache, base.commit, files)
+    steps = {s.patch.id: (s.commit, s.patch.title, s.patch.file) for s in built.steps}
+    return steps, (built.base, built.tip)
 
 
 def _drop_reasons(version: Version) -> dict[str, str]:
