@@ -15,7 +15,8 @@ built on it (:meth:`Series.stack`, memoised), the checkout
 manifest itself.
 
 The engines behind the prologue (series.upstream: fetches, the sdist; the
-stack builder) are imported by the methods that use them, when first
+stack builder; the git layer's repository, the checkout and the patch
+files' reading) are imported by the methods that use them, when first
 called: ``list``, ``show`` and a ``status`` or a re-run answered from what
 is kept never pay for them (docs/architecture.md, rule 12).
 """
@@ -33,16 +34,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from series import patchinfo
-from series.checkout import Checkout
 from series.errors import SeriesError
 from series.files import clear_stale_temps, confined
-from series.git import FileStat, MailInfo, Repo
 from series.locks import exclusive, holder
 from series.manifest import Manifest, Patch, load
 
 if TYPE_CHECKING:
     from series.builder.build import Built, PatchFile
+    from series.checkout import Checkout
+    from series.git import FileStat, MailInfo, Repo
     from series.ui import Ui
     from series.upstream import Base, UpstreamSource
 
@@ -191,12 +191,20 @@ class Series:
 
     def project_repo(self) -> Repo | None:
         """The git repository the project itself lives in, when it is one."""
+        from series.git import Repo
+
         repo = Repo(self.root)
         return repo if repo.is_repo() else None
 
-    def checkout(self, directory: Path | None = None) -> Checkout:
+    def checkout_path(self, directory: Path | None = None) -> Path:
+        """Where the checkout is: ``directory`` (``--dir``), else the manifest's, resolved."""
         path = directory if directory is not None else self.root / self.manifest.checkout
-        return Checkout(path.resolve(), self.manifest.branch)
+        return path.resolve()
+
+    def checkout(self, directory: Path | None = None) -> Checkout:
+        from series.checkout import Checkout
+
+        return Checkout(self.checkout_path(directory), self.manifest.branch)
 
     def select(self, ids: list[str] | None) -> list[Patch]:
         if not ids:
@@ -211,10 +219,14 @@ class Series:
 
     def mail(self, patch: Patch) -> MailInfo:
         """The patch file read as ``git am`` reads it (kept by content: series.patchinfo)."""
+        from series import patchinfo
+
         return patchinfo.mail(self.cache_dir, self.patch_path(patch))
 
     def stat(self, patch: Patch) -> list[FileStat]:
         """Per-file line counts of the patch file (kept by content: series.patchinfo)."""
+        from series import patchinfo
+
         return patchinfo.stat(self.cache_dir, self.patch_path(patch))
 
 

@@ -52,18 +52,28 @@ def run(
     force: bool = False,
     as_json: bool = False,
 ) -> Exit:
-    from series.stack.apply import apply
+    from series.stack import verified
 
-    checkout = series.checkout(directory)
-    done = apply(
-        series,
-        ui,
-        checkout,
-        series.upto(to),
-        source=source,
-        upstream_url=upstream_url,
-        force=force,
+    patches = series.upto(to)
+    # Only a plain re-run may be answered by what the last one verified (series.stack.verified),
+    # which is asked before the apply (and all it imports) is loaded.
+    plain = (source, upstream_url, force) == (None, None, False) and patches == list(
+        series.manifest.patches
     )
+    digest, done = verified.rerun(series, ui, directory, "apply") if plain else (None, None)
+    if done is None:
+        from series.stack.apply import apply
+
+        done = apply(
+            series,
+            ui,
+            series.checkout(directory),
+            patches,
+            source=source,
+            upstream_url=upstream_url,
+            force=force,
+            digest=digest,
+        )
     if as_json:
         ui.json(done)
     return Exit.OK

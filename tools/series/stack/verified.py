@@ -35,12 +35,14 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from series import __version__
 from series.errors import SeriesError
 from series.files import write_atomic
-from series.git import files_key
+from series.git.refs import files_key
+from series.git.run import Runner
+from series.git.worktree import Worktree
 from series.stack.export_files import JOURNAL
 
 if TYPE_CHECKING:
@@ -64,7 +66,15 @@ BUSY = (
 RECORDS = "series-git-"  # series.git.leftovers: a git command of series' cut short
 
 
-def key(series: Series, checkout: Checkout, command: str) -> str | None:
+class Where(NamedTuple):
+    """What this module reads of a checkout: a ``Checkout`` has both, and so has this,
+    which a re-run builds without loading series.checkout (and the git layer's ``Repo``)."""
+
+    path: Path
+    branch: str
+
+
+def key(series: Series, checkout: Checkout | Where, command: str) -> str | None:
     """The digest of all that ``command`` reads in ``checkout``; None when it cannot be told."""
     git_dir = checkout.path / ".git"
     if (series.root / JOURNAL).exists() or _busy(git_dir):
@@ -89,7 +99,7 @@ def key(series: Series, checkout: Checkout, command: str) -> str | None:
     return digest.hexdigest()
 
 
-def recall(checkout: Checkout, command: str, digest: str | None) -> dict[str, Any] | None:
+def recall(checkout: Checkout | Where, command: str, digest: str | None) -> dict[str, Any] | None:
     """What ``command`` said when it last verified the state ``digest``, validated; or None.
 
     The caller still asks git whether the files have uncommitted changes.
@@ -109,17 +119,21 @@ def recall(checkout: Checkout, command: str, digest: str | None) -> dict[str, An
 
 
 def rerun(
-    series: Series, ui: Ui, checkout: Checkout, command: str
+    series: Series, ui: Ui, directory: Path | None, command: str
 ) -> tuple[str | None, dict[str, Any] | None]:
-    """The digest of what ``command`` reads now, and its answer when that is what the
-    last run verified and the files are clean (one ``git status``), said again; else None.
+    """The digest of what ``command`` reads now in the checkout (``directory``, else the
+    manifest's), and its answer when that is what the last run verified and the files
+    are clean (one ``git status``), said again; else None.
 
-    It needs only this module and the git layer: ``series export`` asks it
-    before importing the export (commands/export.py).
+    It needs only this module, the refs read as files and the one ``git status``
+    (started without GitPython): ``series apply`` and ``series export`` ask it
+    before importing their work (commands/apply.py, commands/export.py), and
+    the ``Repo`` with its other parts is not loaded.
     """
-    digest = key(series, checkout, command)
-    entry = recall(checkout, command, digest)
-    if entry is not None and not checkout.repo.worktree.dirty(read_only=True):
+    where = Where(series.checkout_path(directory), series.manifest.branch)
+    digest = key(series, where, command)
+    entry = recall(where, command, digest)
+    if entry is not None and not Worktree(Runner(where.path)).dirty(read_only=True):
         return digest, answer(ui, entry, command)
     return digest, None
 
