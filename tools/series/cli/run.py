@@ -53,6 +53,7 @@ def run(
                 command=shlex.join(["series", *words]),
                 say=ui.status,
                 missing_ok=command.name == "export",
+                known=command.name in ("apply", "export"),  # a re-run may not parse it
             ) as series:
                 code = int(command.run(series, ui, args))
         except SeriesError as exc:

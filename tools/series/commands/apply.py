@@ -54,11 +54,11 @@ def run(
 ) -> Exit:
     from series.stack import verified
 
-    patches = series.upto(to)
     # Only a plain re-run may be answered by what the last one verified (series.stack.verified),
-    # which is asked before the apply (and all it imports) is loaded.
-    plain = (source, upstream_url, force) == (None, None, False) and patches == list(
-        series.manifest.patches
+    # which is asked before the apply (and all it imports) is loaded, and before the manifest
+    # is parsed when what the re-run needs of it is known (series.known).
+    plain = (source, upstream_url, force) == (None, None, False) and (
+        to is None or series.upto(to) == list(series.manifest.patches)
     )
     digest, done = verified.rerun(series, ui, directory, "apply") if plain else (None, None)
     if done is None:
@@ -68,7 +68,7 @@ def run(
             series,
             ui,
             series.checkout(directory),
-            patches,
+            series.upto(to),
             source=source,
             upstream_url=upstream_url,
             force=force,

@@ -11,7 +11,8 @@ what it read is kept, as a digest (``key``), with what it said, in the
 checkout's git directory (``.git/series/verified.json``, one entry per
 command). The next run computes the digest from files alone
 (series.git.files_key for the refs, the sha256 of every file, the size
-and time of series' own modules) and, when it is the same, says the same
+and time of series' own modules: series.known.code_digest) and, when it
+is the same, says the same
 again after one ``git status`` (without optional locks: it writes
 nothing), which sees what the digest does not: the index and the files,
 an uncommitted change, a staged one, a move of the files cut short (the
@@ -37,12 +38,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
-from series import __version__
 from series.errors import SeriesError
 from series.files import write_atomic
 from series.git.refs import files_key
 from series.git.run import Runner
 from series.git.worktree import Worktree
+from series.known import code_digest
 from series.stack.export_files import JOURNAL
 
 if TYPE_CHECKING:
@@ -85,15 +86,16 @@ def key(series: Series, checkout: Checkout | Where, command: str) -> str | None:
     digest = hashlib.sha256(
         f"{FORMAT}\0{command}\0{checkout.path}\0{checkout.branch}\0{refs}\0".encode()
     )
-    digest.update(_code())
-    files = [series.root / "series.toml", *(series.patch_path(p) for p in series.manifest.patches)]
+    digest.update(code_digest())
+    named = series.named()
+    files = [series.root / "series.toml", *(series.root / file for _, file in named)]
     if any(path.is_symlink() for path in files):
         return None  # the full run says what it does with a link (docs/hardening.md)
     try:
         digest.update(files[0].read_bytes())
-        for patch, path in zip(series.manifest.patches, files[1:], strict=True):
+        for (patch_id, file), path in zip(named, files[1:], strict=True):
             data = path.read_bytes()
-            digest.update(f"\0{patch.id}\0{patch.file}\0".encode() + hashlib.sha256(data).digest())
+            digest.update(f"\0{patch_id}\0{file}\0".encode() + hashlib.sha256(data).digest())
     except OSError:
         return None
     return digest.hexdigest()
@@ -130,7 +132,7 @@ def rerun(
     before importing their work (commands/apply.py, commands/export.py), and
     the ``Repo`` with its other parts is not loaded.
     """
-    where = Where(series.checkout_path(directory), series.manifest.branch)
+    where = Where(series.checkout_path(directory), series.branch)
     digest = key(series, where, command)
     entry = recall(where, command, digest)
     if entry is not None and not Worktree(Runner(where.path)).dirty(read_only=True):
@@ -188,18 +190,6 @@ def _busy(git_dir: Path) -> bool:
         return any(name.startswith(RECORDS) for name in os.listdir(git_dir))
     except OSError:
         return True
-
-
-def _code() -> bytes:
-    """series' own modules as installed (path, size, time): a changed series verifies again."""
-    root = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256(__version__.encode())
-    for where, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(f for f in files if f.endswith(".py")):
-            stat = os.stat(os.path.join(where, name))
-            digest.update(f"\0{where}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
-    return digest.digest()
 
 
 def _valid(entry: object) -> TypeGuard[dict[str, Any]]:
