@@ -266,6 +266,47 @@ def test_a_rerun_with_nothing_changed_starts_one_git_and_no_gitpython(
     assert not sorted(m for m in modules if m.startswith(NOT_TO_READ))
 
 
+# What a re-run of apply or export answered from what was kept does not load (issue 23):
+# the manifest's parser (series.toml is known unchanged by its bytes: series.known), the
+# git layer's Repo and its other parts, the checkout, the work itself.
+NOT_TO_RERUN = (
+    "tomllib",
+    "series.manifest",
+    "series.git.repo",
+    "series.git.history",
+    "series.git.mergetree",
+    "series.git.remote",
+    "series.git.index",
+    "series.checkout",
+    "series.backup",
+    "series.patchinfo",
+    "series.stack.apply",
+    "series.stack.export",
+)
+
+
+@pytest.mark.parametrize("command", ["apply", "export"])
+def test_a_rerun_loads_neither_the_manifest_parser_nor_the_repo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    counted.run("export")
+    counted.run(command)
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
+    modules = imported_after("-C", str(project.root), command)
+    found = sorted(set(NOT_TO_RERUN) & modules)
+    assert not found, found
+    assert "series.stack.verified" in modules
+    # ... and, when it goes further than the answer kept, it loads them all
+    (project.root / "patches/perf-P2.patch").write_text(
+        (project.root / "patches/perf-P2.patch").read_text().replace("VALUE_5 = 55", "VALUE_5 = 56")
+    )
+    modules = imported_after("-C", str(project.root), command)
+    assert {"tomllib", "series.manifest", "series.git.repo", f"series.stack.{command}"} <= modules
+
+
 # -- the replay's predictions grow linearly with the number of patches ------------------
 
 UTIL = "pkg/util.py"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers import Project, git, make_project, replace_line
+from series.locks import exclusive
 from test_speed import Counted
 
 HIT = "nothing changed since the last"
@@ -235,3 +236,95 @@ def test_a_patch_file_made_a_link_takes_the_full_run(tmp_path: Path) -> None:
     for command in ("apply", "export"):
         _, _, err = project.run(command)
         assert HIT not in err, err
+
+
+# -- the re-run that does not parse series.toml (series.known) ---------------------------
+
+
+def _same_size_and_time(path: Path, old: str, new: str) -> None:
+    """Edit ``path`` in place, ``old`` to ``new`` (as long), and give it back its times."""
+    assert len(old) == len(new)
+    held = path.stat()
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    os.utime(path, ns=(held.st_atime_ns, held.st_mtime_ns))
+    assert path.stat().st_size == held.st_size and path.stat().st_mtime_ns == held.st_mtime_ns
+
+
+def test_a_patch_file_edited_with_its_size_and_time_kept_is_applied(tmp_path: Path) -> None:
+    """What was kept is compared with the bytes of every file, never with their size and
+    time alone: an edit that keeps both (a tool restoring times, a checkout) is seen."""
+    project = settled(tmp_path)
+    _same_size_and_time(project.root / "patches/perf-P2.patch", "VALUE_5 = 55", "VALUE_5 = 56")
+    code, _, err = project.run("apply")
+    assert code == 0 and HIT not in err, err
+    assert "VALUE_5 = 56" in (project.work / "pkg/util.py").read_text()
+
+
+def test_series_toml_edited_with_its_size_and_time_kept_is_read_again(tmp_path: Path) -> None:
+    """The checkout's place changed in series.toml, size and time as they were: apply makes
+    the new checkout, not an answer about the old one (what was known of series.toml is
+    kept by its bytes)."""
+    project = settled(tmp_path)
+    toml = project.root / "series.toml"
+    assert 'checkout = "work"' in toml.read_text()
+    _same_size_and_time(toml, 'checkout = "work"', 'checkout = "wark"')
+    code, _, err = project.run("apply")
+    assert code == 0 and HIT not in err, err
+    assert git(project.root / "wark", "rev-parse", "series") == git(
+        project.work, "rev-parse", "series"
+    )
+
+
+def test_a_patch_directory_linked_out_of_the_project_is_refused_again(tmp_path: Path) -> None:
+    """The same bytes, but patches/ is now a link out of the project: the parse of
+    series.toml refuses it, as it does for any run; nothing kept stands in for it."""
+    project = settled(tmp_path)
+    outside = tmp_path / "elsewhere"
+    (project.root / "patches").rename(outside)
+    (project.root / "patches").symlink_to(outside)
+    for command in ("apply", "export"):
+        code, _, err = project.run(command)
+        assert code != 0 and HIT not in err and "outside the project" in err, err
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text[: len(text) // 2],
+        lambda text: text.replace('"checkout": "work"', '"checkout": "wark"'),
+        lambda text: text.replace('"patches": [', '"patches": [["P9", "patches/x.patch"], '),
+        lambda text: json.dumps({**json.loads(text), "branch": 7}),
+    ],
+    ids=["cut", "another checkout", "another patch", "shape"],
+)
+def test_what_is_known_of_series_toml_is_taken_only_as_written(
+    tmp_path: Path, damage: Callable[[str], str]
+) -> None:
+    """What apply and export keep of series.toml (series.known) damaged, or altered
+    without its key: it is not taken, the manifest is parsed (and kept anew), and the
+    re-run is answered as before."""
+    project = settled(tmp_path)
+    (known,) = (Path(os.environ["SERIES_CACHE_DIR"]) / "known").glob("*.json")
+    kept = known.read_text()
+    known.write_text(damage(kept))
+    for command in ("apply", "export"):
+        code, _, err = project.run(command)
+        assert code == 0 and HIT in err, err
+    assert not (project.root / "wark").exists()
+    assert json.loads(known.read_text()) == json.loads(kept)
+
+
+def test_a_rerun_waits_for_the_project_lock_like_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another command holds the project lock: the re-run does not answer past it."""
+    project = settled(tmp_path)
+    monkeypatch.setenv("SERIES_LOCK_TIMEOUT", "0")
+    with exclusive(project.root / ".series" / "lock", command="series apply (another)"):
+        for command in ("apply", "export"):
+            code, _, err = project.run(command)
+            assert code == 1 and HIT not in err and "gave up waiting" in err, err
+    code, _, err = project.run("apply")
+    assert code == 0 and HIT in err, err

@@ -15,7 +15,8 @@ built on it (:meth:`Series.stack`, memoised), the checkout
 manifest itself.
 
 The engines behind the prologue (series.upstream: fetches, the sdist; the
-stack builder) are imported by the methods that use them, when first
+stack builder; the git layer's repository, the checkout and the patch
+files' reading) are imported by the methods that use them, when first
 called: ``list``, ``show`` and a ``status`` or a re-run answered from what
 is kept never pay for them (docs/architecture.md, rule 12).
 """
@@ -26,23 +27,22 @@ import contextlib
 import errno
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from series import patchinfo
-from series.checkout import Checkout
+from series import known as kept
 from series.errors import SeriesError
 from series.files import clear_stale_temps, confined
-from series.git import FileStat, MailInfo, Repo
 from series.locks import exclusive, holder
-from series.manifest import Manifest, Patch, load
 
 if TYPE_CHECKING:
     from series.builder.build import Built, PatchFile
+    from series.checkout import Checkout
+    from series.git import FileStat, MailInfo, Repo
+    from series.manifest import Manifest, Patch
     from series.ui import Ui
     from series.upstream import Base, UpstreamSource
 
@@ -67,11 +67,12 @@ def default_cache_dir() -> Path:
     return Path(xdg) / "keras-series"
 
 
-def _clear_leftovers(root: Path, manifest: Manifest) -> None:
-    """Remove the temporary files a killed series run left in the project (never the user's)."""
+def _clear_leftovers(root: Path, files: Iterable[str]) -> None:
+    """Remove the temporary files a killed series run left in the project (never the user's);
+    ``files``: the manifest's patch files."""
     resolutions = root / "resolutions"
     dirs = {root, root / ".series", root / "patches"}
-    dirs |= {(root / p.file).parent for p in manifest.patches}
+    dirs |= {(root / file).parent for file in files}
     if resolutions.is_dir() and not resolutions.is_symlink():
         dirs.add(resolutions)
         with contextlib.suppress(OSError):  # unreadable: the command that reads it says so
@@ -89,22 +90,84 @@ def find_root(start: Path) -> Path:
     )
 
 
-@dataclass
 class Series:
-    root: Path
-    manifest: Manifest
-    cache_dir: Path
-    _pins: dict[tuple[str | None, str | None], Base] = field(default_factory=dict, repr=False)
+    """The project of one command: its root, its manifest (parsed when first used, when
+    what apply and export need of it was known: series.known) and the cache."""
+
+    def __init__(
+        self,
+        root: Path,
+        manifest: Manifest | None,
+        cache_dir: Path,
+        *,
+        known: kept.Known | None = None,
+        missing_ok: bool = False,
+    ) -> None:
+        if manifest is None and known is None:
+            raise ValueError("a Series needs its manifest, or what is known of it")
+        self.root = root
+        self.cache_dir = cache_dir
+        self._manifest = manifest
+        self._known = known
+        self._missing_ok = missing_ok
+        self._pins: dict[tuple[str | None, str | None], Base] = {}
+
+    @property
+    def manifest(self) -> Manifest:
+        """series.toml, read and validated (on first use, when it was known unchanged)."""
+        if self._manifest is None:
+            from series.manifest import load
+
+            self._manifest = load(self.root / "series.toml", missing_ok=self._missing_ok)
+        return self._manifest
+
+    @manifest.setter
+    def manifest(self, manifest: Manifest) -> None:
+        self._manifest = manifest
+
+    @property
+    def branch(self) -> str:
+        """The checkout's branch (``[series] branch``)."""
+        if self._manifest is None and self._known is not None:
+            return self._known.branch
+        return self.manifest.branch
+
+    def named(self) -> list[tuple[str, str]]:
+        """Each patch's id and file (relative to the root), in the series' order."""
+        if self._manifest is None and self._known is not None:
+            return list(self._known.patches)
+        return [(p.id, p.file) for p in self.manifest.patches]
 
     @classmethod
     def load(
-        cls, root: Path | None = None, cache_dir: Path | None = None, *, missing_ok: bool = False
+        cls,
+        root: Path | None = None,
+        cache_dir: Path | None = None,
+        *,
+        missing_ok: bool = False,
+        known: bool = False,
     ) -> Series:
-        """``missing_ok``: a patch file may be missing (export writes it again)."""
+        """``missing_ok``: a patch file may be missing (export writes it again).
+
+        ``known``: what the last parse of the same series.toml kept may stand in for
+        the parse until the manifest is used (apply and export: series.known); a
+        parse keeps it.
+        """
         root = find_root(Path.cwd()) if root is None else root.resolve()
+        cache_dir = cache_dir or default_cache_dir()
+        was = kept.recall(root, cache_dir) if known else None
+        if was is not None:
+            _clear_leftovers(root, (file for _, file in was.patches))
+            return cls(root, None, cache_dir, known=was, missing_ok=missing_ok)
+        from series.manifest import load  # the parser, only when nothing stands in for it
+
+        text = _bytes(root / "series.toml") if known else None
         manifest = load(root / "series.toml", missing_ok=missing_ok)
-        _clear_leftovers(root, manifest)
-        return cls(root, manifest, cache_dir or default_cache_dir())
+        _clear_leftovers(root, (p.file for p in manifest.patches))
+        if text is not None:
+            named = tuple((p.id, p.file) for p in manifest.patches)
+            kept.keep(root, cache_dir, text, kept.Known(manifest.checkout, manifest.branch, named))
+        return cls(root, manifest, cache_dir, missing_ok=missing_ok)
 
     @classmethod
     @contextmanager
@@ -116,6 +179,7 @@ class Series:
         command: str,
         say: Callable[[str], None],
         missing_ok: bool = False,
+        known: bool = False,
     ) -> Iterator[Series]:
         """The project, loaded under the project lock when the command ``writes``.
 
@@ -131,7 +195,7 @@ class Series:
                 # .series/ linked out of the project must not get the lock file
                 lock = confined(root, root / LOCK, reading=not writes)
                 _lock(stack, lock, writes=writes, command=command, say=say)
-            yield cls.load(root, missing_ok=missing_ok)
+            yield cls.load(root, missing_ok=missing_ok, known=known)
 
     # -- the prologue every command shares ------------------------------------
     @cached_property
@@ -191,12 +255,22 @@ class Series:
 
     def project_repo(self) -> Repo | None:
         """The git repository the project itself lives in, when it is one."""
+        from series.git import Repo
+
         repo = Repo(self.root)
         return repo if repo.is_repo() else None
 
+    def checkout_path(self, directory: Path | None = None) -> Path:
+        """Where the checkout is: ``directory`` (``--dir``), else the manifest's, resolved."""
+        if directory is None:
+            known = self._known if self._manifest is None else None
+            directory = self.root / (known.checkout if known else self.manifest.checkout)
+        return directory.resolve()
+
     def checkout(self, directory: Path | None = None) -> Checkout:
-        path = directory if directory is not None else self.root / self.manifest.checkout
-        return Checkout(path.resolve(), self.manifest.branch)
+        from series.checkout import Checkout
+
+        return Checkout(self.checkout_path(directory), self.branch)
 
     def select(self, ids: list[str] | None) -> list[Patch]:
         if not ids:
@@ -211,11 +285,23 @@ class Series:
 
     def mail(self, patch: Patch) -> MailInfo:
         """The patch file read as ``git am`` reads it (kept by content: series.patchinfo)."""
+        from series import patchinfo
+
         return patchinfo.mail(self.cache_dir, self.patch_path(patch))
 
     def stat(self, patch: Patch) -> list[FileStat]:
         """Per-file line counts of the patch file (kept by content: series.patchinfo)."""
+        from series import patchinfo
+
         return patchinfo.stat(self.cache_dir, self.patch_path(patch))
+
+
+def _bytes(path: Path) -> bytes | None:
+    """``path``'s bytes, or None (the parse then says what is wrong with it)."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def _lock(

@@ -9,6 +9,11 @@ error with the traceback and exit code 70. A git failure whose cause is
 outside series (``GitFailed.fault``: a lock file, a full or read-only
 disk, a damaged repository) is not a bug: it ends with exit 1, naming the
 file or repository and the way on.
+
+This module does not import the git layer: a command answered without
+it (a re-run of ``apply`` or ``export`` that nothing changed since the
+last one, series.stack.verified) does not load it, and a git failure can
+only come from a git layer that was loaded (``_outside_series``).
 """
 
 from __future__ import annotations
@@ -18,16 +23,17 @@ import logging
 import os
 import shlex
 import sys
-import traceback
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from series import envelope
 from series.cli.table import COMMANDS
 from series.errors import Exit, InternalError, SeriesError, os_error
-from series.git import EnvironmentFault, GitFailed
 from series.project import Series, default_cache_dir
 from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.git.run import EnvironmentFault, GitFailed
 
 
 def run(
@@ -47,6 +53,7 @@ def run(
                 command=shlex.join(["series", *words]),
                 say=ui.status,
                 missing_ok=command.name == "export",
+                known=command.name in ("apply", "export"),  # a re-run may not parse it
             ) as series:
                 code = int(command.run(series, ui, args))
         except SeriesError as exc:
@@ -58,7 +65,7 @@ def run(
             error = os_error(exc)
             code = _report(ui, error, args.verbose)
             if args.verbose or os.environ.get("SERIES_DEBUG"):
-                ui.err.file.write(traceback.format_exc())
+                ui.err.file.write(_traceback())
         except KeyboardInterrupt:
             error = SeriesError("interrupted", exit_code=Exit.INTERRUPTED)
             ui.err.file.write("series: interrupted\n")
@@ -66,9 +73,9 @@ def run(
         except Exception:
             ui.err.file.write(
                 "series: internal error (a bug in series; please report it with this output)\n"
-                + traceback.format_exc()
+                + _traceback()
             )
-            error = InternalError("internal error (a bug in series)", why=traceback.format_exc())
+            error = InternalError("internal error (a bug in series)", why=_traceback())
             code = int(Exit.INTERNAL)
         if as_json:
             envelope.emit(ui, command.name, code, error)
@@ -91,13 +98,20 @@ def _outside_series(exc: SeriesError) -> SeriesError:
     """A git failure caused by the machine, not by series, as a clear error (exit 1).
 
     The git layer recognises the cause from git's words; only here is it
-    known that a damaged cache repository can simply be deleted.
+    known that a damaged cache repository can simply be deleted. The git layer
+    is not imported for this: a ``GitFailed`` or an ``EnvironmentFault`` can
+    only come from it once loaded (series.git.run, where both are defined).
     """
-    fault = exc.fault() if isinstance(exc, GitFailed) else exc
-    if not isinstance(fault, EnvironmentFault):
+    layer = sys.modules.get("series.git.run")
+    if layer is None:
+        return exc
+    failed: type[GitFailed] = layer.GitFailed
+    outside: type[EnvironmentFault] = layer.EnvironmentFault
+    fault = exc.fault() if isinstance(exc, failed) else exc
+    if not isinstance(fault, outside):
         return exc
     if fault.kind == "corrupt" and fault.repo is not None:
-        return EnvironmentFault(
+        return outside(
             fault.kind, fault.repo, fault.message, why=fault.why, hint=_repair(Path(fault.repo))
         )
     return fault
@@ -121,9 +135,15 @@ def _report(ui: Ui, exc: SeriesError, verbose: bool) -> int:
     ui.err.file.write(exc.render() + "\n")
     if isinstance(exc, InternalError):
         if verbose or os.environ.get("SERIES_DEBUG"):
-            ui.err.file.write(traceback.format_exc())
+            ui.err.file.write(_traceback())
         return int(Exit.INTERNAL)
     return int(exc.exit_code)
+
+
+def _traceback() -> str:
+    import traceback  # only for an error: a command that went well does not load it
+
+    return traceback.format_exc()
 
 
 def _broken_pipe(ui: Ui) -> int:

@@ -47,6 +47,7 @@ ENTRIES = {
     "bench": "bench trees, timings and work directories (measured again)",
     "scorecard": "scorecard results and work directories (measured again)",
     "unreachable": "notes of upstreams that did not answer",
+    "known": "what apply and export read of series.toml (read again)",
 }
 UPSTREAM_LOCK = "upstream.lock"
 

@@ -21,12 +21,11 @@ OPTIONS = (DIR, ENVELOPE)
 def run(series: Series, ui: Ui, *, directory: Path | None = None, as_json: bool = False) -> Exit:
     from series.stack import verified
 
-    checkout = series.checkout(directory)
-    digest, done = verified.rerun(series, ui, checkout, "export")
+    digest, done = verified.rerun(series, ui, directory, "export")
     if done is None:  # the export itself (and what it imports) only when it has work
         from series.stack.export import export
 
-        done = export(series, ui, checkout, digest)
+        done = export(series, ui, series.checkout(directory), digest)
     if as_json:
         ui.json(done)
     return Exit.OK

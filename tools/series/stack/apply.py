@@ -46,16 +46,15 @@ def apply(
     source: str | None,
     upstream_url: str | None,
     force: bool,
+    digest: str | None = None,
 ) -> dict[str, Any]:
-    """Apply ``patches`` into ``checkout``; what was done (the ``--json`` payload)."""
+    """Apply ``patches`` into ``checkout``; what was done (the ``--json`` payload).
+
+    ``digest``: what a plain re-run reads, as series.stack.verified told it
+    before this run (commands/apply.py asks it first); what this run says
+    is kept under it when the run changed nothing.
+    """
     refuse_if_interrupted(series.root, "apply")
-    # Only a plain re-run may be answered by what the last one verified (series.stack.verified).
-    plain = (source, upstream_url, force) == (None, None, False) and patches == list(
-        series.manifest.patches
-    )
-    digest, said = verified.rerun(series, ui, checkout, "apply") if plain else (None, None)
-    if said is not None:
-        return said
     old = checkout.tip() if checkout.exists() else None  # what the checks below see
     state = guard_apply(checkout, force, ui)
     why = "--source"

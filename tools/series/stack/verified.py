@@ -11,7 +11,8 @@ what it read is kept, as a digest (``key``), with what it said, in the
 checkout's git directory (``.git/series/verified.json``, one entry per
 command). The next run computes the digest from files alone
 (series.git.files_key for the refs, the sha256 of every file, the size
-and time of series' own modules) and, when it is the same, says the same
+and time of series' own modules: series.known.code_digest) and, when it
+is the same, says the same
 again after one ``git status`` (without optional locks: it writes
 nothing), which sees what the digest does not: the index and the files,
 an uncommitted change, a staged one, a move of the files cut short (the
@@ -35,12 +36,14 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
-from series import __version__
 from series.errors import SeriesError
 from series.files import write_atomic
-from series.git import files_key
+from series.git.refs import files_key
+from series.git.run import Runner
+from series.git.worktree import Worktree
+from series.known import code_digest
 from series.stack.export_files import JOURNAL
 
 if TYPE_CHECKING:
@@ -64,7 +67,15 @@ BUSY = (
 RECORDS = "series-git-"  # series.git.leftovers: a git command of series' cut short
 
 
-def key(series: Series, checkout: Checkout, command: str) -> str | None:
+class Where(NamedTuple):
+    """What this module reads of a checkout: a ``Checkout`` has both, and so has this,
+    which a re-run builds without loading series.checkout (and the git layer's ``Repo``)."""
+
+    path: Path
+    branch: str
+
+
+def key(series: Series, checkout: Checkout | Where, command: str) -> str | None:
     """The digest of all that ``command`` reads in ``checkout``; None when it cannot be told."""
     git_dir = checkout.path / ".git"
     if (series.root / JOURNAL).exists() or _busy(git_dir):
@@ -75,21 +86,22 @@ def key(series: Series, checkout: Checkout, command: str) -> str | None:
     digest = hashlib.sha256(
         f"{FORMAT}\0{command}\0{checkout.path}\0{checkout.branch}\0{refs}\0".encode()
     )
-    digest.update(_code())
-    files = [series.root / "series.toml", *(series.patch_path(p) for p in series.manifest.patches)]
+    digest.update(code_digest())
+    named = series.named()
+    files = [series.root / "series.toml", *(series.root / file for _, file in named)]
     if any(path.is_symlink() for path in files):
         return None  # the full run says what it does with a link (docs/hardening.md)
     try:
         digest.update(files[0].read_bytes())
-        for patch, path in zip(series.manifest.patches, files[1:], strict=True):
+        for (patch_id, file), path in zip(named, files[1:], strict=True):
             data = path.read_bytes()
-            digest.update(f"\0{patch.id}\0{patch.file}\0".encode() + hashlib.sha256(data).digest())
+            digest.update(f"\0{patch_id}\0{file}\0".encode() + hashlib.sha256(data).digest())
     except OSError:
         return None
     return digest.hexdigest()
 
 
-def recall(checkout: Checkout, command: str, digest: str | None) -> dict[str, Any] | None:
+def recall(checkout: Checkout | Where, command: str, digest: str | None) -> dict[str, Any] | None:
     """What ``command`` said when it last verified the state ``digest``, validated; or None.
 
     The caller still asks git whether the files have uncommitted changes.
@@ -109,17 +121,21 @@ def recall(checkout: Checkout, command: str, digest: str | None) -> dict[str, An
 
 
 def rerun(
-    series: Series, ui: Ui, checkout: Checkout, command: str
+    series: Series, ui: Ui, directory: Path | None, command: str
 ) -> tuple[str | None, dict[str, Any] | None]:
-    """The digest of what ``command`` reads now, and its answer when that is what the
-    last run verified and the files are clean (one ``git status``), said again; else None.
+    """The digest of what ``command`` reads now in the checkout (``directory``, else the
+    manifest's), and its answer when that is what the last run verified and the files
+    are clean (one ``git status``), said again; else None.
 
-    It needs only this module and the git layer: ``series export`` asks it
-    before importing the export (commands/export.py).
+    It needs only this module, the refs read as files and the one ``git status``
+    (started without GitPython): ``series apply`` and ``series export`` ask it
+    before importing their work (commands/apply.py, commands/export.py), and
+    the ``Repo`` with its other parts is not loaded.
     """
-    digest = key(series, checkout, command)
-    entry = recall(checkout, command, digest)
-    if entry is not None and not checkout.repo.worktree.dirty(read_only=True):
+    where = Where(series.checkout_path(directory), series.branch)
+    digest = key(series, where, command)
+    entry = recall(where, command, digest)
+    if entry is not None and not Worktree(Runner(where.path)).dirty(read_only=True):
         return digest, answer(ui, entry, command)
     return digest, None
 
@@ -174,18 +190,6 @@ def _busy(git_dir: Path) -> bool:
         return any(name.startswith(RECORDS) for name in os.listdir(git_dir))
     except OSError:
         return True
-
-
-def _code() -> bytes:
-    """series' own modules as installed (path, size, time): a changed series verifies again."""
-    root = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256(__version__.encode())
-    for where, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(f for f in files if f.endswith(".py")):
-            stat = os.stat(os.path.join(where, name))
-            digest.update(f"\0{where}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
-    return digest.digest()
 
 
 def _valid(entry: object) -> TypeGuard[dict[str, Any]]:
