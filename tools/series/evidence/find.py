@@ -48,7 +48,7 @@ def find_evidence(
     if not target.revs:
         return {}
     paths = {f for files in stacked.files.values() for f in files}
-    mine = [str(node.commit) for node in stacked.nodes[1:]]
+    mine = [node.commit for node in stacked.nodes[1:] if node.commit]
     ours = set(mine)
     touching = [
         c.commit
