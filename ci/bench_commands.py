@@ -90,8 +90,17 @@ def sh(cwd: Path, *argv: str, ok: bool = True, env: dict[str, str] | None = None
     return proc.stdout
 
 
-def series(project: Path, *args: str, ok: bool = True) -> str:
-    return sh(project, sys.executable, "-m", "series", "-C", str(project), *args, ok=ok)
+def series(project: Path, *args: str, ok: bool = True, cache: Path | None = None) -> str:
+    """``series -C project ARGS``; with the per-user cache ``cache`` when one is given."""
+    env = {"SERIES_CACHE_DIR": str(cache)} if cache else None
+    return sh(project, sys.executable, "-m", "series", "-C", str(project), *args, ok=ok, env=env)
+
+
+def own_cache(project: Path) -> Path:
+    """A synthetic project's own per-user cache: the memo of built stacks keeps 256
+    commits, so two 200-patch series in one cache would rebuild each other's every run,
+    as no maintainer's one series does."""
+    return project.parent / f"{project.name}.cache"
 
 
 def peak(fn: Callable[[], float]) -> tuple[float, int]:
@@ -471,7 +480,7 @@ def scale_rows(bench: Bench, only: list[str] | None) -> list[Row]:
 def _synthetic_apply(bench: Bench, project: Path) -> float:
     target = bench.tmp / "runs" / "synthetic-fresh"
     shutil.rmtree(target, ignore_errors=True)
-    return timed(lambda: series(project, "apply", "--dir", str(target)))
+    return timed(lambda: series(project, "apply", "--dir", str(target), cache=own_cache(project)))
 
 
 def _synthetic_am(bench: Bench, project: Path) -> float:
@@ -488,8 +497,10 @@ def _synthetic_am(bench: Bench, project: Path) -> float:
 
 
 def _synthetic_export(bench: Bench, project: Path) -> float:
-    series(project, "export")  # the canonical form written once: the timed run changes nothing
-    return timed(lambda: series(project, "export"))
+    cache = own_cache(project)
+    # the canonical form written once: the timed run changes nothing
+    series(project, "export", cache=cache)
+    return timed(lambda: series(project, "export", cache=cache))
 
 
 def _synthetic_format_patch(bench: Bench, project: Path) -> float:
@@ -553,14 +564,16 @@ def synthetic_project(bench: Bench, up: Path, patches: int, commits: int) -> Pat
         )
     (project / "series.toml").write_text(toml + "".join(entries))
     sh(project, "git", "init", "-q")
-    series(project, "apply", "--source", "git", "--upstream", str(bench.shared))
+    argv = ["apply", "--source", "git", "--upstream", str(bench.shared)]
+    series(project, *argv, cache=own_cache(project))
     sh(project / "work", "git", "fetch", "-q", str(up), "+next:refs/bench/next")
     return project
 
 
 def _synthetic_rebase(bench: Bench, project: Path, up: Path) -> float:
     run = bench.copy(project, "synthetic-rebase")
-    return timed(lambda: series(run, "rebase", "--onto", "next", "--upstream", str(up), ok=False))
+    argv = ["rebase", "--onto", "next", "--upstream", str(up)]
+    return timed(lambda: series(run, *argv, ok=False, cache=own_cache(project)))
 
 
 def _synthetic_git_rebase(bench: Bench, project: Path) -> float:
@@ -583,7 +596,7 @@ def _synthetic_git_rebase(bench: Bench, project: Path) -> float:
 
 def _synthetic_check(project: Path, up: Path) -> float:
     argv = ["check-conflicts", "--onto", "next", "--upstream", str(up), "--no-matrix", "--json"]
-    return timed(lambda: series(project, *argv))
+    return timed(lambda: series(project, *argv, cache=own_cache(project)))
 
 
 def _synthetic_loop(project: Path) -> float:

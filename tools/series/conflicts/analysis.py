@@ -44,6 +44,7 @@ not used, and the note says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -106,8 +107,12 @@ def analyse(
     *,
     matrix: bool,
     recorded: Path | None = None,
+    cache_dir: Path | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Analysis:
-    """``recorded``: the project root whose resolutions/ the replay uses (None: none)."""
+    """``recorded``: the project root whose resolutions/ the replay uses (None: none);
+    ``cache_dir``: the per-user cache where the evidence keeps patch-ids by commit
+    (``say`` prints its warning about a file it did not trust)."""
     s, pin = stacked.nodes, stacked.pin
     n = len(s) - 1
     alone_jobs = [Job(s[k - 1], pin, s[k]) for k in range(1, n + 1)] if matrix else []
@@ -127,7 +132,8 @@ def analyse(
         )
     result.pairs = _pairs(stacked, result.alone, pair_keys, pair_out)
     if target:
-        chain = _Chain(merger, stacked, target, predicted, checked, recorded)
+        evidence = find_evidence(merger.repo, stacked, target, cache_dir, say)
+        chain = _Chain(merger, stacked, target, predicted, checked, recorded, evidence)
         result.replayed = chain.run()
     return result
 
@@ -213,11 +219,12 @@ class _Chain:
         predicted: list[TreeMerge],
         checked: list[TreeMerge | None],
         recorded: Path | None,
+        evidence: dict[str, tuple[Evidence, ...]],
     ) -> None:
         self.merger, self.stacked, self.target = merger, stacked, target
         self.recorded = recorded
         self.guesses = {"skip": _Guess(0, target.node, predicted, checked)}
-        self.evidence = find_evidence(merger.repo, stacked, target)
+        self.evidence = evidence
 
     def run(self) -> list[Replayed]:
         s, patches = self.stacked.nodes, self.stacked.patches

@@ -51,7 +51,15 @@ def check(
             ui.status(f"onto: {target.label}; upstream since the pin: {target.range}")
         with repo.merge.scratch_objects() as env:
             merger = Merger(repo, env, merge_mode)
-            analysis = analyse(merger, stacked, target, matrix=matrix, recorded=series.root)
+            analysis = analyse(
+                merger,
+                stacked,
+                target,
+                matrix=matrix,
+                recorded=series.root,
+                cache_dir=series.cache_dir,
+                say=ui.status,
+            )
     seconds = time.perf_counter() - started
     stats = {
         "merges": merger.merges,

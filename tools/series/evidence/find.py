@@ -2,8 +2,8 @@
 
 Read from the upstream commits since the pin (a :class:`~series.merge.Target`)
 and the stack as merge nodes (:class:`~series.merge.Stacked`): an upstream
-commit whose patch-id (over the files the series touches) is a patch's,
-or whose subject ends in ``(#N)`` or starts ``Merge pull request #N`` where
+commit that touches a file of the series and whose patch-id (of the whole
+commit) is a patch's, or whose subject ends in ``(#N)`` or starts ``Merge pull request #N`` where
 N is the patch's ``pr``. check-conflicts reports it; rebase drops a patch
 with patch-id evidence, as git rebase does.
 """
@@ -11,6 +11,7 @@ with patch-id evidence, as git rebase does.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,29 +30,38 @@ class Evidence:
 
 
 def find_evidence(
-    repo: Repo, stacked: Stacked, target: Target, cache_dir: Path | None = None
+    repo: Repo,
+    stacked: Stacked,
+    target: Target,
+    cache_dir: Path | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> dict[str, tuple[Evidence, ...]]:
     """patch id -> upstream commits with the same patch-id, or naming its PR.
 
-    ``cache_dir``: the per-user cache, where the patch-ids of commits are
-    kept (series.evidence.patchids): only the commits it lacks are diffed.
+    The upstream commits are the target's (the range since the pin, each
+    with the files it changes); the patch-id of each one that touches a
+    file of the series and of each patch is asked of git once and kept in
+    ``cache_dir``, the per-user cache, by commit (series.evidence.patchids):
+    a second run over the same range diffs no commit. ``say`` prints the
+    warning about a cache file that was not trusted.
     """
     if not target.revs:
         return {}
-    paths = sorted({f for files in stacked.files.values() for f in files})
-    pin, tip = stacked.pin.commit, stacked.nodes[-1].commit
-    revs = [str(tip), *target.revs, f"^{pin}"]
-    if not paths:
-        ids: dict[str, str] = {}
-    elif cache_dir is None:
-        ids = repo.diffs.patch_ids(revs, paths)
-    else:
-        ids = _patch_ids(repo, cache_dir, revs, paths)
-    ours = {str(node.commit) for node in stacked.nodes[1:]}
+    paths = {f for files in stacked.files.values() for f in files}
+    mine = [node.commit for node in stacked.nodes[1:] if node.commit]
+    ours = set(mine)
+    touching = [
+        c.commit
+        for c in target.commits
+        if c.commit not in ours
+        and (c.parents is None or len(c.parents) == 1)
+        and not paths.isdisjoint(c.files)
+    ]
+    ids = patchids.patch_ids(repo, [*mine, *touching], cache_dir, say) if paths else {}
     upstream_ids: dict[str, list[str]] = {}
-    for commit, pid in ids.items():
-        if commit not in ours:
-            upstream_ids.setdefault(pid, []).append(commit)
+    for commit in touching:
+        if commit in ids:
+            upstream_ids.setdefault(ids[commit], []).append(commit)
     subjects = {c.commit: c.subject for c in target.commits}
     prs: dict[int, list[str]] = {}
     for c in target.commits:
@@ -70,13 +80,3 @@ def find_evidence(
         if items:
             found[patch.id] = tuple(items)
     return found
-
-
-def _patch_ids(repo: Repo, cache_dir: Path, revs: list[str], paths: list[str]) -> dict[str, str]:
-    """``Diffs.patch_ids`` of ``revs`` over ``paths``, the cache's ids first."""
-    listed = repo.diffs.touching(revs, paths)
-    known = patchids.recall(cache_dir, listed)
-    fresh = repo.diffs.patch_ids_of([c for c in listed if c not in known])
-    patchids.keep(cache_dir, fresh)
-    every = {**known, **fresh}
-    return {c: every[c] for c in listed if c in every}

@@ -84,12 +84,6 @@ class Diffs(Part):
         out = self._run.git_input("patch-id", "--stable", data=diff, env=HERMETIC).decode()
         return {commit: pid for pid, commit in (line.split() for line in out.splitlines())}
 
-    def touching(self, revs: Sequence[str], paths: Sequence[str]) -> list[str]:
-        """The commits :meth:`patch_ids` reads for ``revs`` and ``paths``, in its order,
-        without their diffs."""
-        argv = ["log", "--min-parents=1", "--max-parents=1", "--format=%H", *revs, "--", *paths]
-        return self._run.git(*argv, env=HERMETIC).split()
-
     def patch_ids_of(self, commits: Sequence[str]) -> dict[str, str]:
         """commit -> ``patch-id --stable`` of each of ``commits`` (non-merge, non-root)."""
         if not commits:

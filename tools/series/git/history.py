@@ -22,6 +22,7 @@ class LogEntry:
     commit: str
     subject: str
     files: tuple[str, ...]
+    parents: tuple[str, ...] | None = None  # None: not read
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,35 @@ class History(Part):
             files = tuple(line for line in rest.splitlines() if line)
             entries.append(LogEntry(commit, subject, files))
         return entries
+
+    def heads(
+        self, revs: Sequence[str], *, max_count: int | None = None
+    ) -> list[tuple[str, tuple[str, ...], str]]:
+        """(commit, parents, subject) of the commits of ``revs``, in :meth:`log_files`'
+        order, without their diffs (no tree is read)."""
+        argv = ["log", "--format=%x01%H%x00%P%x00%s"]
+        argv += [f"--max-count={max_count}"] if max_count else []
+        out = self._run.git(*argv, *revs, "--", env=HERMETIC)
+        heads = []
+        for chunk in out.split("\x01")[1:]:
+            commit, parents, subject = chunk.rstrip("\n").split("\x00", 2)
+            heads.append((commit, tuple(parents.split()), subject))
+        return heads
+
+    def files_of(self, commits: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """commit -> the files it changes against its first parent, as :meth:`log_files`
+        lists them, with one ``log --no-walk --stdin`` (a merge: none)."""
+        if not commits:
+            return {}
+        argv = ["-c", "core.quotePath=false", "log", "--no-walk=unsorted", "--stdin"]
+        argv += ["--no-renames", "--name-only", "--format=%x01%H"]
+        data = ("\n".join(commits) + "\n").encode()
+        out = self._run.git_input(*argv, data=data, env=HERMETIC).decode("utf-8", "surrogateescape")
+        found: dict[str, tuple[str, ...]] = {}
+        for chunk in out.split("\x01")[1:]:
+            head, _, rest = chunk.partition("\n")
+            found[head.strip()] = tuple(line for line in rest.splitlines() if line)
+        return found
 
     def commit_infos(self, base: str, tip: str) -> list[CommitInfo]:
         """First-parent commits of base..tip, oldest first, with all a replay needs."""

@@ -68,7 +68,7 @@ def start(
         return
     infos = repo.history.commit_infos(cstate.base, tip)
     patches = [(series_id(i.message) or "?", i.commit) for i in infos]
-    found = _evidence(series, repo, cstate.base, tip, infos, patches, target)
+    found = _evidence(series, ui, repo, cstate.base, tip, infos, patches, target)
     evidence = {pid: Upstream(e[0].kind, e[0].commit, e[0].subject) for pid, e in found.items()}
     parts = _parts(repo, infos, patches, found, target)
     onto_commit = str(target.node.commit)
@@ -176,6 +176,7 @@ def _drop_refs(repo: Repo) -> None:
 
 def _evidence(
     series: Series,
+    ui: Ui,
     repo: Repo,
     base: str,
     tip: str,
@@ -191,7 +192,8 @@ def _evidence(
         steps.append(PinStep(_patch(series, pid), "clean", info.commit))
     files_by_commit = {e.commit: e.files for e in repo.history.log_files([tip, f"^{base}"])}
     files = {pid: files_by_commit.get(commit, ()) for pid, commit in patches}
-    found = find_evidence(repo, Stacked(nodes[0], steps, nodes, files), target, series.cache_dir)
+    stacked = Stacked(nodes[0], steps, nodes, files)
+    found = find_evidence(repo, stacked, target, series.cache_dir, ui.status)
     return {pid: e for pid, e in found.items() if e}
 
 

@@ -25,6 +25,7 @@ from series.git import ZERO, LogEntry, RefMoved, Repo
 from series.manifest import Sdist, Upstream
 from series.upstream.fetch import DEPTH, Policy, Want, fetch
 from series.upstream.pin import Base, pin_refspecs, resolve
+from series.upstream.rangelog import range_log
 from series.upstream.refs import SCRATCH
 
 SCAN_LIMIT = 2000  # upstream commits read when REV shares no history with the pin
@@ -56,11 +57,14 @@ def resolve_revision(
     repo: Repo,
     url: str | None,
     scratch: str,
+    say: Callable[[str], None] | None = None,
 ) -> Revision:
     """``onto`` in ``repo`` (from ``url``, else ``pinned.repository``) and what came since ``base``.
 
     A git REV is fetched under ``scratch`` as ``<scratch>onto``; ``sdist:VERSION``
-    is imported into the cache.
+    is imported into the cache. The files of the upstream commits are read
+    from ``cache_dir`` where it has them (series.upstream.rangelog);
+    ``say`` prints its warning about a cache file it did not trust.
     """
     if onto.startswith("sdist:"):
         commit, label = _sdist(pinned, cache_dir, onto.removeprefix("sdist:"), url)
@@ -70,9 +74,8 @@ def resolve_revision(
         commit = _fetch(repo, onto, url, pinned, scratch, real)
         label = f"{onto} ({commit[:12]})" + (f" from {url}" if url else "")
     revs, described, unrelated = _range(repo, base.commit, commit, real)
-    commits = (
-        repo.history.log_files(revs, max_count=SCAN_LIMIT if unrelated else None) if revs else []
-    )
+    limit = SCAN_LIMIT if unrelated else None
+    commits = range_log(repo, revs, cache_dir=cache_dir, max_count=limit, say=say) if revs else []
     if not unrelated and revs:
         described += f", {len(commits)} commits"
     return Revision(label, commit, revs, described, commits)

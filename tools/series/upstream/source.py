@@ -108,6 +108,7 @@ class UpstreamSource:
             repo=into,
             url=self.override,
             scratch=scratch,
+            say=self.say,
         )
 
     @contextmanager
