@@ -63,6 +63,26 @@ def test_clean_removes_what_series_rebuilds_and_says_how_much(tmp_path: Path) ->
     assert (cache / "upstream.git").is_dir()
 
 
+def test_clean_knows_every_directory_series_writes(tmp_path: Path) -> None:
+    """What status, list and check-conflicts --onto leave in the cache is series' own."""
+    project, cache = filled(tmp_path)
+    (project.upstream / "extra.txt").write_text("upstream moved\n")
+    git(project.upstream, "add", "extra.txt")
+    git(project.upstream, "commit", "-q", "-m", "upstream moves")
+    for argv in (("status",), ("list",), ("check-conflicts", "--onto", "main")):
+        code, _, err = project.run(*argv)
+        assert code == 0, err
+    made = {p.name for p in cache.iterdir()} - {"upstream.lock", "mine.txt"}
+    assert {"status", "patchids", "commitfiles"} <= made, made
+
+    code, out, err = project.run("cache", "clean", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["kept"] == ["mine.txt"], data["kept"]
+    assert {e["path"] for e in data["removed"]} == made
+    assert sorted(p.name for p in cache.iterdir()) == ["mine.txt", "upstream.lock"]
+
+
 def test_a_cache_that_is_or_holds_the_project_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -48,6 +48,11 @@ ENTRIES = {
     "scorecard": "scorecard results and work directories (measured again)",
     "unreachable": "notes of upstreams that did not answer",
     "known": "what apply and export read of series.toml (read again)",
+    "status": "what the last series status saw (looked at again)",
+    "patchinfo": "what series read of each patch file (read again)",
+    "patchids": "patch-ids of upstream commits, by commit (computed again)",
+    "commitfiles": "the files each upstream commit changes, by commit (read again)",
+    "alone.json": "what check-conflicts found of each patch alone (computed again)",
 }
 UPSTREAM_LOCK = "upstream.lock"
 
