@@ -78,9 +78,18 @@ class Checkout:
         self.repo = Repo(path)
         self.branch = branch
         self.branch_ref = f"refs/heads/{branch}"
+        self._exists = False
 
     def exists(self) -> bool:
-        return self.repo.is_repo()
+        """Whether the checkout is a repository; asked of git until it is one.
+
+        A command asks this several times (the rebase state, the cut move, the
+        end's state); a directory that was a repository earlier in the same run
+        still is (nothing series does removes one), so a yes is not asked again.
+        """
+        if not self._exists:
+            self._exists = self.repo.is_repo()
+        return self._exists
 
     def state(self) -> CheckoutState | None:
         """The validated state, or None when this is not a series checkout."""
@@ -203,6 +212,8 @@ class Checkout:
         extra: Sequence[tuple[str, str | None]] = (),
         gone: Iterable[str] = (),
         synced: bool = True,
+        head: str | None = None,
+        listed: dict[str, str] | None = None,
     ) -> Kept | None:
         """Keep under a backup ref, in ``txn``, what of HEAD and the branch it would lose.
 
@@ -213,9 +224,12 @@ class Checkout:
         counted as a commit of the user's); ``gone``: refs a later step deletes.
         ``synced`` False: the exported series is being replaced (the end of a
         rebase), so neither the synced tip nor ``own`` count as series' own.
+        ``head``: HEAD's commit, read already by the caller in this run (it
+        compares against it in the same transaction); ``listed``: every ref
+        under ``refs/``, read already.
         """
         repo = self.repo
-        head = repo.refs.head()
+        head = repo.refs.head() if head is None else head
         looked_at = [(self.head_label(), head), (f"branch {self.branch}", self.tip()), *extra]
         mine = [*own, repo.objects.rev(SYNCED_REF)] if synced else []
         kept = [*mine, head if head_stays else None]
@@ -228,6 +242,7 @@ class Checkout:
             kept=kept,
             gone=gone,
             made=made,
+            listed=listed,
         )
 
     def head_label(self) -> str:

@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.table import Table
-
 from series import manifest, refnames
 from series.checkout import Checkout
 from series.errors import InternalError
@@ -31,7 +29,7 @@ from series.stack.edit_finish import finish_edit
 from series.stack.rangediff import classify_diffs
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
 from series.stack.upstream_parts import records
-from series.ui import Ui
+from series.ui import Grid, Ui
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -164,9 +162,7 @@ def _verify(repo: Repo, st: RebaseState, patches: list[bytes]) -> None:
 
 
 def _summary(repo: Repo, ui: Ui, st: RebaseState, dropped: list[Dropped], kept: int) -> None:
-    table = Table(title=f"rebased onto {st.onto_label}")
-    for column in ("#", "id", "result", "details"):
-        table.add_column(column, overflow="fold")
+    table = Grid(f"rebased onto {st.onto_label}", ("#", "id", "result", "details"))
     walked = st.walked()
     picked = [c for a, o in walked if o.status == "picked" for c in (a.commit, o.new)]
     diffs = repo.diffs.commits(picked)
