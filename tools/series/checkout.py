@@ -163,6 +163,7 @@ class Checkout:
         move_files: bool,
         also: Callable[[Transaction], None] | None = None,
         replaces_series: bool = False,
+        listed: dict[str, str] | None = None,
     ) -> Kept | None:
         """Move the branch to ``tip[1]`` and record the state: one transaction.
 
@@ -176,11 +177,13 @@ class Checkout:
         ``replaces_series``: the exported series itself is replaced (a
         rebase rewrites patches/), so the old synced tip is no longer one
         series can write again and is kept like the user's commits.
+        ``listed``: every ref under ``refs/``, read by the caller for ``also``.
         """
         old, new = tip
         state = CheckoutState(base, new, tuple(applied), source, old if move_files else None)
         blob = self.repo.objects.write("blob", [_dump(state)])[0]
-        on_branch = self.on_branch()
+        symbolic = self.repo.refs.symbolic_head()
+        on_branch = symbolic == self.branch_ref
         kept = None
         with self.repo.refs.transaction(f"series {verb}: {len(applied)} patches") as txn:
             if old != new:
@@ -193,7 +196,13 @@ class Checkout:
             if prior is not None:  # a new checkout holds nothing of the user's
                 stays = not on_branch and not move_files  # else HEAD is the branch, or moves
                 kept = self.keep_lost(
-                    txn, verb, head_stays=stays, own=[prior.synced], synced=not replaces_series
+                    txn,
+                    verb,
+                    head_stays=stays,
+                    own=[prior.synced],
+                    synced=not replaces_series,
+                    listed=listed,
+                    label=head_label(symbolic),
                 )
         (self.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)
         if move_files:
@@ -214,6 +223,7 @@ class Checkout:
         synced: bool = True,
         head: str | None = None,
         listed: dict[str, str] | None = None,
+        label: str | None = None,
     ) -> Kept | None:
         """Keep under a backup ref, in ``txn``, what of HEAD and the branch it would lose.
 
@@ -226,11 +236,12 @@ class Checkout:
         rebase), so neither the synced tip nor ``own`` count as series' own.
         ``head``: HEAD's commit, read already by the caller in this run (it
         compares against it in the same transaction); ``listed``: every ref
-        under ``refs/``, read already.
+        under ``refs/``, read already; ``label``: :meth:`head_label`, made already.
         """
         repo = self.repo
         head = repo.refs.head() if head is None else head
-        looked_at = [(self.head_label(), head), (f"branch {self.branch}", self.tip()), *extra]
+        label = self.head_label() if label is None else label
+        looked_at = [(label, head), (f"branch {self.branch}", self.tip()), *extra]
         mine = [*own, repo.objects.rev(SYNCED_REF)] if synced else []
         kept = [*mine, head if head_stays else None]
         made = [commit for label, commit in extra if label == backup.CHANGES]
@@ -246,8 +257,12 @@ class Checkout:
         )
 
     def head_label(self) -> str:
-        ref = self.repo.refs.symbolic_head()
-        return f"HEAD (on {ref.removeprefix('refs/heads/')})" if ref else "HEAD (detached)"
+        return head_label(self.repo.refs.symbolic_head())
+
+
+def head_label(ref: str | None) -> str:
+    """How HEAD is named to the user, from its symbolic ref (None: detached)."""
+    return f"HEAD (on {ref.removeprefix('refs/heads/')})" if ref else "HEAD (detached)"
 
 
 def _dump(state: CheckoutState) -> bytes:

@@ -92,6 +92,7 @@ def finish(
             "`series apply` will fetch it (pass --upstream)"
         )
     tip = kept[-1][1].new if kept else st.onto
+    listed = repo.refs.under("refs/")  # the rebase's refs to delete, and what keeps commits
     backed = checkout.write(
         "rebase",
         prior=checkout.state(),
@@ -101,9 +102,13 @@ def finish(
         source="git",
         move_files=True,
         also=lambda txn: rstate.forget(
-            repo, txn, keep_last=True, refs=repo.refs.under(refnames.ROOT)
+            repo,
+            txn,
+            keep_last=True,
+            refs={n: v for n, v in listed.items() if n.startswith(refnames.ROOT)},
         ),
         replaces_series=True,
+        listed=listed,
     )
     if backed is not None:
         ui.status(backed.describe(checkout.path))
