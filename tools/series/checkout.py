@@ -182,7 +182,7 @@ class Checkout:
         old, new = tip
         state = CheckoutState(base, new, tuple(applied), source, old if move_files else None)
         blob = self.repo.objects.write("blob", [_dump(state)])[0]
-        symbolic = self.repo.refs.symbolic_head()
+        head, symbolic = self.repo.refs.head_and_ref()
         on_branch = symbolic == self.branch_ref
         kept = None
         with self.repo.refs.transaction(f"series {verb}: {len(applied)} patches") as txn:
@@ -202,6 +202,7 @@ class Checkout:
                     own=[prior.synced],
                     synced=not replaces_series,
                     listed=listed,
+                    head=head,
                     label=head_label(symbolic),
                 )
         (self.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)

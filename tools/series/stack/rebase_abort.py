@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from series import backup, refnames
-from series.checkout import Checkout, finish_cut_move, finish_interrupted_move
+from series.checkout import Checkout, finish_cut_move, finish_interrupted_move, head_label
 from series.errors import RefusedError, UsageError
 from series.stack import export_files
 from series.stack import rebase_state as rstate
@@ -114,6 +114,7 @@ def keep_stop(
     gone: list[str] | None = None,
     back_to: str | None = None,
     listed: dict[str, str] | None = None,
+    at: tuple[str | None, str | None] | None = None,
 ) -> None:
     """Before a stop is thrown away: keep what the user committed or changed there.
 
@@ -122,7 +123,8 @@ def keep_stop(
     ``gone`` are deleted, and of the checkout's files when they are the
     user's (not what the rebase wrote); with ``back_to``, HEAD is detached
     back there in it. The rebase's own commits are not kept. ``listed``:
-    every ref under ``refs/``, read already in this run.
+    every ref under ``refs/``, read already in this run; ``at``: HEAD's
+    commit and branch (``Refs.head_and_ref``), read already in this run.
 
     HEAD is read once: the snapshot of the files is made on it, the backup
     looks at it, and the transaction detaches HEAD only if it is still
@@ -130,7 +132,7 @@ def keep_stop(
     transaction rather than being kept from an older reading.
     """
     repo = checkout.repo
-    head = repo.refs.head()
+    head, on = repo.refs.head_and_ref() if at is None else at
     known = [repo.objects.tree_of(c) for c in (st.current, st.tip)]
     if st.stop is not None:
         known += [st.stop.conflict_tree, st.stop.written_from]
@@ -145,6 +147,7 @@ def keep_stop(
             gone=gone or (),
             head=head,
             listed=listed,
+            label=head_label(on),
         )
         if back_to is not None and head is not None and head != back_to:
             txn.detach_head(back_to, head)

@@ -43,7 +43,7 @@ def resume(
     st, cut = found
     repo = checkout.repo
     editing = st.stop is not None and st.stop.kind == "edit"
-    _check_moved(checkout, st, head_may_move=action == "skip" or editing)
+    at = _check_moved(checkout, st, head_may_move=action == "skip" or editing)
     infos = repo.history.commit_infos(st.base, st.tip)
     run = Run(series, ui, checkout, {i.commit: i for i in infos}, lambda: _since_pin(run, st))
     if editing:
@@ -56,7 +56,7 @@ def resume(
         if not stop_cut_short(repo, ui, st, finished=cut):
             drive(run, st, edited(repo, checkout.path, st))
     elif action == "skip":
-        _skip(run, st)
+        _skip(run, st, at)
     elif cut and st.stop is not None and st.stop.proposal:
         # the stop was killed while writing the proposal: it is written now, but no one
         # has seen it; --continue would take it unread
@@ -76,8 +76,13 @@ def _since_pin(run: Run, st: RebaseState) -> list[LogEntry]:
     return run.repo.history.log_files(revs, max_count=2000)
 
 
-def _check_moved(checkout: Checkout, st: RebaseState, *, head_may_move: bool) -> None:
-    """Refuse when what the rebase stands on moved; ``--skip`` keeps a moved HEAD aside."""
+def _check_moved(
+    checkout: Checkout, st: RebaseState, *, head_may_move: bool
+) -> tuple[str | None, str | None]:
+    """Refuse when what the rebase stands on moved; ``--skip`` keeps a moved HEAD aside.
+
+    HEAD's commit and branch, as read here (``--skip`` keeps what they hold).
+    """
     repo, where = checkout.repo, checkout.path
     tip = checkout.tip()
     if tip != st.tip:
@@ -94,7 +99,7 @@ def _check_moved(checkout: Checkout, st: RebaseState, *, head_may_move: bool) ->
             hint="`series rebase --abort`, then start again with --onto",
         )
     expected = st.current if st.stop is not None else st.tip
-    head = repo.refs.head()
+    head, on = repo.refs.head_and_ref()
     if head != expected and not (head_may_move and st.stop is not None):
         raise RefusedError(
             f"refusing to go on: the checkout moved (HEAD is {(head or 'nothing')[:12]}, "
@@ -104,6 +109,7 @@ def _check_moved(checkout: Checkout, st: RebaseState, *, head_may_move: bool) ->
             f"a backup ref and prints it); or keep them yourself (git -C {where} branch NAME), "
             f"then git -C {where} checkout --detach {expected[:12]} to go back",
         )
+    return head, on
 
 
 def _continue(run: Run, st: RebaseState) -> None:
@@ -188,11 +194,13 @@ def _finish_stop(run: Run, st: RebaseState, s: Stop) -> str | None:
     return index
 
 
-def _skip(run: Run, st: RebaseState) -> None:
+def _skip(run: Run, st: RebaseState, at: tuple[str | None, str | None]) -> None:
+    """``at``: HEAD's commit and branch, read by the checks a moment before (keep_stop's
+    transaction detaches HEAD only if it is still there)."""
     s = st.stop
     if s is None:
         raise UsageError("nothing to skip: the rebase is not stopped at a conflict")
-    keep_stop(run.checkout, st, f"{st.kind} --skip", run.ui, back_to=st.current)
+    keep_stop(run.checkout, st, f"{st.kind} --skip", run.ui, back_to=st.current, at=at)
     run.repo.worktree.checkout_tree(
         None, st.current
     )  # the conflict is thrown away, as git rebase --skip
