@@ -397,3 +397,27 @@ def test_skip_asks_git_once_for_the_checkout_and_head_at_the_stop(tmp_path: Path
     assert len(kept) == 1 and "notes.txt" in git(work, "ls-tree", "--name-only", kept[0])
     assert "P1" in (project.root / "series.toml").read_text().split("[[dropped]]", 1)[1]
     assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+
+
+def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -> None:
+    """--continue after a resolution: the checkout recognised once (not three times),
+    conflict stages not listed once write-tree took the index, HEAD read at the check and
+    at the end (not four times), the refs listed once at the end; the result as staged."""
+    project, shimmed = stopped(tmp_path)
+    work = project.work
+    core = work / "pkg" / "core.py"
+    text = core.read_text()
+    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
+    core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
+    git(work, "add", "pkg/core.py")
+    staged = git(work, "write-tree")
+    calls = shimmed.calls(project.root, "rebase", "--continue")
+    assert counted(calls, "rev-parse", "--git-dir") == 1, calls
+    assert not [c for c in calls if c.startswith("ls-files -u")], calls
+    assert head_reads(calls) == 2, calls
+    assert len([c for c in calls if c.startswith("for-each-ref")]) == 1, calls
+    main = git(project.upstream, "rev-parse", "main")
+    first = git(work, "rev-list", "--reverse", f"{main}..series").split()[0]
+    assert git(work, "rev-parse", f"{first}^{{tree}}") == staged
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(work, "for-each-ref", "refs/series/rebase/state") == ""
