@@ -353,7 +353,10 @@ def test_abort_asks_git_once_for_what_it_knows_and_loads_no_driver(tmp_path: Pat
     assert head_reads(calls) == 1, calls  # 4 before
     assert len([c for c in calls if c.startswith("for-each-ref")]) == 1, calls
     assert not [c for c in calls if c.startswith("rev-list")], calls
-    assert len(calls) <= 17, calls  # 22 before
+    # series.toml and patches/ are the snapshot's already: no blob read for them (the
+    # one cat-file --batch left is the long-lived reader of the rebase state)
+    assert len([c for c in calls if c == "cat-file --batch"]) <= 1, calls
+    assert len(calls) <= 16, calls  # 22 before
     assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
     assert git(work, "rev-parse", "HEAD") == before
     assert git(work, "status", "--porcelain", "--untracked-files=all") == ""
@@ -421,3 +424,18 @@ def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -
     assert git(work, "rev-parse", f"{first}^{{tree}}") == staged
     assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
     assert git(work, "for-each-ref", "refs/series/rebase/state") == ""
+
+
+def test_abort_puts_back_exactly_the_project_files_that_differ(tmp_path: Path) -> None:
+    """Two patch files changed at the stop: --abort writes those two back byte for byte
+    (their blobs read from the snapshot) and leaves the others alone."""
+    project, shimmed = stopped(tmp_path)
+    files = sorted((project.root / "patches").glob("*.patch"))
+    before = {p: p.read_bytes() for p in [project.root / "series.toml", *files]}
+    untouched = files[2].stat().st_mtime_ns
+    files[0].write_bytes(before[files[0]] + b"changed\n")
+    files[1].write_bytes(before[files[1]].replace(b"\n", b"\r\n", 1))
+    out, _ = shimmed.run(project.root, "rebase", "--abort")
+    assert "2 project file(s) restored" in out, out
+    assert {p: p.read_bytes() for p in before} == before
+    assert files[2].stat().st_mtime_ns == untouched
