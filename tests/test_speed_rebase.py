@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -312,3 +313,129 @@ def test_a_rev_the_checkout_has_is_deepened_to_the_pin_asking_git_where_shallow_
     main = git(up, "rev-parse", "main")
     assert git(project.work, "merge-base", pin, main) == fork
     assert git(project.work, "rev-parse", "refs/series/base") == main
+
+
+def stopped(tmp_path: Path) -> tuple[Project, GitShim]:
+    """A project whose rebase onto ``main`` stopped at P1's conflict."""
+    project = moving_project(tmp_path, conflict=True)
+    shimmed = GitShim(tmp_path)
+    up = str(project.upstream)
+    shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
+    return project, shimmed
+
+
+def counted(calls: list[str], *argv: str) -> int:
+    return len([c for c in calls if c == " ".join(argv)])
+
+
+HEAD_READS = (
+    "rev-parse -q --verify HEAD^{commit}",
+    "symbolic-ref -q HEAD",
+    "rev-parse HEAD^{commit} --symbolic-full-name HEAD --",  # both in one
+)
+
+
+def head_reads(calls: list[str]) -> int:
+    """The git processes that read HEAD (its commit, its branch, or both)."""
+    return len([c for c in calls if c in HEAD_READS])
+
+
+def test_abort_asks_git_once_for_what_it_knows_and_loads_no_driver(tmp_path: Path) -> None:
+    """--abort at a stop the user left as it was: the checkout is recognised once, HEAD
+    (its commit and branch) read once, the refs listed once; the rebase's own commits
+    (HEAD at the stop, the branch) are not walked by ``rev-list`` to see that nothing is
+    lost. Everything is back, nothing kept."""
+    project, shimmed = stopped(tmp_path)
+    work = project.work
+    before = git(work, "rev-parse", "series")
+    calls = shimmed.calls(project.root, "rebase", "--abort")
+    assert counted(calls, "rev-parse", "--git-dir") == 1, calls
+    assert head_reads(calls) == 1, calls  # 4 before
+    assert len([c for c in calls if c.startswith("for-each-ref")]) == 1, calls
+    assert not [c for c in calls if c.startswith("rev-list")], calls
+    # series.toml and patches/ are the snapshot's already: no blob read for them (the
+    # one cat-file --batch left is the long-lived reader of the rebase state)
+    assert len([c for c in calls if c == "cat-file --batch"]) <= 1, calls
+    assert len(calls) <= 16, calls  # 22 before
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(work, "rev-parse", "HEAD") == before
+    assert git(work, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(work, "for-each-ref", "refs/series/rebase/", "refs/series/backup/") == ""
+
+
+def test_abort_imports_neither_the_driver_nor_the_start(tmp_path: Path) -> None:
+    project, _ = stopped(tmp_path)
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['series', '-C', {str(project.root)!r}, 'rebase', '--abort']\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    modules = set(proc.stdout.split("\n")[-2].split())
+    assert "series.stack.rebase_abort" in modules
+    heavy = {"series.stack.rebase", "series.stack.rebase_driver", "series.stack.rebase_finish"}
+    assert not heavy & modules
+    assert not [m for m in modules if m.startswith(("series.evidence", "series.merge", "rich"))]
+
+
+def test_skip_asks_git_once_for_the_checkout_and_head_at_the_stop(tmp_path: Path) -> None:
+    """--skip keeps what the user changed at the stop (HEAD read once at the stop for
+    the check and the backup, not five times), recognises the checkout once, and goes on
+    to the end as before."""
+    project, shimmed = stopped(tmp_path)
+    work = project.work
+    (work / "notes.txt").write_text("mine\n")
+    calls = shimmed.calls(project.root, "rebase", "--skip")
+    assert counted(calls, "rev-parse", "--git-dir") == 1, calls
+    # HEAD: the check that it stayed (the backup at the stop uses that reading), and the
+    # end's backup
+    assert head_reads(calls) == 2, calls
+    refs = git(work, "for-each-ref", "--format=%(refname)", "refs/series/backup/").split()
+    kept = [r for r in refs if r.endswith("-rebase-skip")]  # the end keeps the old series too
+    assert len(kept) == 1 and "notes.txt" in git(work, "ls-tree", "--name-only", kept[0])
+    assert "P1" in (project.root / "series.toml").read_text().split("[[dropped]]", 1)[1]
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+
+
+def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -> None:
+    """--continue after a resolution: the checkout recognised once (not three times),
+    conflict stages not listed once write-tree took the index, HEAD read at the check and
+    at the end (not four times), the refs listed once at the end; the result as staged."""
+    project, shimmed = stopped(tmp_path)
+    work = project.work
+    core = work / "pkg" / "core.py"
+    text = core.read_text()
+    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
+    core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
+    git(work, "add", "pkg/core.py")
+    staged = git(work, "write-tree")
+    calls = shimmed.calls(project.root, "rebase", "--continue")
+    assert counted(calls, "rev-parse", "--git-dir") == 1, calls
+    assert not [c for c in calls if c.startswith("ls-files -u")], calls
+    assert head_reads(calls) == 2, calls
+    assert len([c for c in calls if c.startswith("for-each-ref")]) == 1, calls
+    main = git(project.upstream, "rev-parse", "main")
+    first = git(work, "rev-list", "--reverse", f"{main}..series").split()[0]
+    assert git(work, "rev-parse", f"{first}^{{tree}}") == staged
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(work, "for-each-ref", "refs/series/rebase/state") == ""
+
+
+def test_abort_puts_back_exactly_the_project_files_that_differ(tmp_path: Path) -> None:
+    """Two patch files changed at the stop: --abort writes those two back byte for byte
+    (their blobs read from the snapshot) and leaves the others alone."""
+    project, shimmed = stopped(tmp_path)
+    files = sorted((project.root / "patches").glob("*.patch"))
+    before = {p: p.read_bytes() for p in [project.root / "series.toml", *files]}
+    untouched = files[2].stat().st_mtime_ns
+    files[0].write_bytes(before[files[0]] + b"changed\n")
+    files[1].write_bytes(before[files[1]].replace(b"\n", b"\r\n", 1))
+    out, _ = shimmed.run(project.root, "rebase", "--abort")
+    assert "2 project file(s) restored" in out, out
+    assert {p: p.read_bytes() for p in before} == before
+    assert files[2].stat().st_mtime_ns == untouched

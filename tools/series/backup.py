@@ -63,6 +63,7 @@ def keep_lost(
     kept: Iterable[str | None] = (),
     gone: Iterable[str] = (),
     made: Iterable[str | None] = (),
+    listed: dict[str, str] | None = None,
 ) -> Kept | None:
     """Add a backup ref to ``txn`` of what it would leave unreachable; None if nothing.
 
@@ -72,15 +73,20 @@ def keep_lost(
     later step deletes them), and the commits of ``kept`` (HEAD when it
     does not move, commits series wrote itself). ``made``: commits made
     for this backup (a snapshot of uncommitted changes), not counted as
-    the user's.
+    the user's. ``listed``: every ref under ``refs/``, read already.
+
+    A commit that is itself one of ``kept`` is reached by it: git is not
+    asked (``rev-list C ^C`` is empty), nor are the refs listed for it.
     """
     planned: dict[str, str | None] = dict(txn.planned())
     planned.update({ref: None for ref in gone})
     planned.update({f"kept:{n}": c for n, c in enumerate(kept) if c})
+    reached = {c for c in kept if c}
     lost: dict[str, tuple[str, frozenset[str]]] = {}
-    listed = repo.refs.under("refs/") if any(c for _, c in looked_at) else {}
     for label, commit in looked_at:
-        if commit and commit not in lost:
+        if commit and commit not in lost and commit not in reached:
+            if listed is None:
+                listed = repo.refs.under("refs/")
             gone_from = frozenset(repo.refs.unreachable([commit], planned, listed))
             if gone_from:
                 lost[commit] = (label, gone_from)
@@ -129,21 +135,26 @@ def free_ref(repo: Repo, ref: str, commit: str) -> str:
     return name
 
 
-def uncommitted(repo: Repo, what: str, known: Iterable[str]) -> str | None:
+def uncommitted(
+    repo: Repo, what: str, known: Iterable[str], *, head: str | None = None
+) -> str | None:
     """A commit on HEAD of the work tree's files, when they are the user's changes.
 
     The files (tracked, changed and untracked, not ignored) as they are;
     None when they are HEAD's tree, one of the ``known`` trees (what series
     itself wrote there) or the tree of a backup ref already made (a command
-    run again after a kill keeps them once).
+    run again after a kill keeps them once; the backup refs are listed only
+    when the tree is none of the others). ``head``: HEAD's commit, read
+    already in this run.
     """
-    head = repo.refs.head()
+    head = repo.refs.head() if head is None else head
     if head is None:
         return None
     base = repo.objects.tree_of(head)
     tree = repo.index.files_tree(base, repo.worktree.changed())
-    seen = {base, *known, *(t for _, t, _ in repo.refs.commits_under(PREFIX).values())}
-    if tree in seen:
+    if tree in {base, *known}:
+        return None
+    if tree in {t for _, t, _ in repo.refs.commits_under(PREFIX).values()}:
         return None
     message = f"series {what}: the uncommitted changes in the checkout\n"
     return repo.objects.commit_tree(tree, [head], message, _who())

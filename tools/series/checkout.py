@@ -78,9 +78,18 @@ class Checkout:
         self.repo = Repo(path)
         self.branch = branch
         self.branch_ref = f"refs/heads/{branch}"
+        self._exists = False
 
     def exists(self) -> bool:
-        return self.repo.is_repo()
+        """Whether the checkout is a repository; asked of git until it is one.
+
+        A command asks this several times (the rebase state, the cut move, the
+        end's state); a directory that was a repository earlier in the same run
+        still is (nothing series does removes one), so a yes is not asked again.
+        """
+        if not self._exists:
+            self._exists = self.repo.is_repo()
+        return self._exists
 
     def state(self) -> CheckoutState | None:
         """The validated state, or None when this is not a series checkout."""
@@ -154,6 +163,7 @@ class Checkout:
         move_files: bool,
         also: Callable[[Transaction], None] | None = None,
         replaces_series: bool = False,
+        listed: dict[str, str] | None = None,
     ) -> Kept | None:
         """Move the branch to ``tip[1]`` and record the state: one transaction.
 
@@ -167,11 +177,13 @@ class Checkout:
         ``replaces_series``: the exported series itself is replaced (a
         rebase rewrites patches/), so the old synced tip is no longer one
         series can write again and is kept like the user's commits.
+        ``listed``: every ref under ``refs/``, read by the caller for ``also``.
         """
         old, new = tip
         state = CheckoutState(base, new, tuple(applied), source, old if move_files else None)
         blob = self.repo.objects.write("blob", [_dump(state)])[0]
-        on_branch = self.on_branch()
+        head, symbolic = self.repo.refs.head_and_ref()
+        on_branch = symbolic == self.branch_ref
         kept = None
         with self.repo.refs.transaction(f"series {verb}: {len(applied)} patches") as txn:
             if old != new:
@@ -184,7 +196,14 @@ class Checkout:
             if prior is not None:  # a new checkout holds nothing of the user's
                 stays = not on_branch and not move_files  # else HEAD is the branch, or moves
                 kept = self.keep_lost(
-                    txn, verb, head_stays=stays, own=[prior.synced], synced=not replaces_series
+                    txn,
+                    verb,
+                    head_stays=stays,
+                    own=[prior.synced],
+                    synced=not replaces_series,
+                    listed=listed,
+                    head=head,
+                    label=head_label(symbolic),
                 )
         (self.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)
         if move_files:
@@ -203,6 +222,9 @@ class Checkout:
         extra: Sequence[tuple[str, str | None]] = (),
         gone: Iterable[str] = (),
         synced: bool = True,
+        head: str | None = None,
+        listed: dict[str, str] | None = None,
+        label: str | None = None,
     ) -> Kept | None:
         """Keep under a backup ref, in ``txn``, what of HEAD and the branch it would lose.
 
@@ -213,10 +235,14 @@ class Checkout:
         counted as a commit of the user's); ``gone``: refs a later step deletes.
         ``synced`` False: the exported series is being replaced (the end of a
         rebase), so neither the synced tip nor ``own`` count as series' own.
+        ``head``: HEAD's commit, read already by the caller in this run (it
+        compares against it in the same transaction); ``listed``: every ref
+        under ``refs/``, read already; ``label``: :meth:`head_label`, made already.
         """
         repo = self.repo
-        head = repo.refs.head()
-        looked_at = [(self.head_label(), head), (f"branch {self.branch}", self.tip()), *extra]
+        head = repo.refs.head() if head is None else head
+        label = self.head_label() if label is None else label
+        looked_at = [(label, head), (f"branch {self.branch}", self.tip()), *extra]
         mine = [*own, repo.objects.rev(SYNCED_REF)] if synced else []
         kept = [*mine, head if head_stays else None]
         made = [commit for label, commit in extra if label == backup.CHANGES]
@@ -228,11 +254,16 @@ class Checkout:
             kept=kept,
             gone=gone,
             made=made,
+            listed=listed,
         )
 
     def head_label(self) -> str:
-        ref = self.repo.refs.symbolic_head()
-        return f"HEAD (on {ref.removeprefix('refs/heads/')})" if ref else "HEAD (detached)"
+        return head_label(self.repo.refs.symbolic_head())
+
+
+def head_label(ref: str | None) -> str:
+    """How HEAD is named to the user, from its symbolic ref (None: detached)."""
+    return f"HEAD (on {ref.removeprefix('refs/heads/')})" if ref else "HEAD (detached)"
 
 
 def _dump(state: CheckoutState) -> bytes:

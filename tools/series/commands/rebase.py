@@ -61,9 +61,6 @@ def run(
     directory: Path | None = None,
     as_json: bool = False,
 ) -> Exit:
-    from series.stack.rebase import start
-    from series.stack.rebase_resume import resume
-
     if (onto is None) == (action is None):
         raise UsageError(
             "series rebase needs --onto REV, or one of --continue, --skip, --abort",
@@ -75,10 +72,20 @@ def run(
             hint=f"series rebase --{action}",
         )
     checkout = series.checkout(directory)
+    # Each action imports only its own work: --abort loads none of the driver or its
+    # engines, --continue and --skip none of the start's (fetch, evidence).
     if onto is not None:
+        from series.stack.rebase import start
+
         start(series, ui, checkout, onto=onto, url=upstream_url, drop_merged=drop_merged)
+    elif action == "abort":
+        from series.stack.rebase_abort import resume_abort
+
+        resume_abort(series, ui, checkout)
     else:
         assert action is not None
+        from series.stack.rebase_resume import resume
+
         resume(series, ui, checkout, action)
     if as_json:
         ui.json(_after(checkout, action or "start", onto))

@@ -183,6 +183,16 @@ class Refs(Part):
         status, out, _ = self._run.git_status("rev-parse", "-q", "--verify", "HEAD^{commit}")
         return out.strip() if status == 0 else None
 
+    def head_and_ref(self) -> tuple[str | None, str | None]:
+        """:meth:`head` and :meth:`symbolic_head` together: one process where HEAD has a
+        commit (``rev-parse`` answers both; "HEAD" for the branch when detached)."""
+        argv = ["rev-parse", "HEAD^{commit}", "--symbolic-full-name", "HEAD", "--"]
+        status, out, _ = self._run.git_status(*argv)
+        lines = out.split("\n")
+        if status == 0 and len(lines) >= 2 and len(lines[0]) in (40, 64):
+            return lines[0], (lines[1] if lines[1].startswith("refs/") else None)
+        return None, self.symbolic_head()  # unborn: no commit, maybe a branch to be
+
     def valid_branch(self, name: str) -> bool:
         """Whether ``name`` is a valid branch name (``check-ref-format``).
 

@@ -134,14 +134,3 @@ def edited(repo: Repo, where: object, st: RebaseState) -> Edited:
         )
     commits = tuple((c, series_id(messages[c]) or "", repo.objects.tree_of(c)) for c in made)
     return Edited(commits, head)
-
-
-def refuse_other_kind(checkout: Checkout, st: RebaseState, kind: str) -> None:
-    """``series rebase --continue`` on an edit (or the reverse): name the right command."""
-    if st.kind != kind:
-        raise RefusedError(
-            f"refusing to {kind}: a `{st.command}` is in progress in {checkout.path}",
-            why="one sequencer state per checkout: it goes on with the command that began it",
-            hint=f"`{st.command} --continue`, `--skip` or `--abort`; `series status` says "
-            "where it stands",
-        )

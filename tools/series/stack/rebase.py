@@ -8,14 +8,14 @@ it all into a plan (series.stack.rebase_plan: pick or drop each patch).
 Its first transaction saves the state and a snapshot of series.toml and
 patches/ (series.stack.snapshot); then the driver
 (series.stack.rebase_driver) walks the plan: it finishes, or stops at a
-conflict. ``--continue``, ``--skip`` and ``--abort`` are
-series.stack.rebase_resume's.
+conflict. ``--continue`` and ``--skip`` are series.stack.rebase_resume's,
+``--abort`` series.stack.rebase_abort's.
 
 The sequencer's modules, from the bottom: rebase_plan (the state as
 data), rebase_step (the pure step function), rebase_state (the state in
 the checkout's refs), rebase_finish (the end), rebase_driver (the
-effects), and this module and rebase_resume above the driver. None
-imports one above it.
+effects), and this module and rebase_resume above the driver (rebase_abort
+beside it, below rebase_resume, using no driver). None imports one above it.
 """
 
 from __future__ import annotations

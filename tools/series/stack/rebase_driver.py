@@ -284,7 +284,7 @@ def _stop_transaction(repo: Repo, state: RebaseState) -> None:
     """The state with its stop saved; HEAD detached at the commit so far, logged in git's
     words (git status reads the last "checkout: moving from A to B" of HEAD's reflog)."""
     old_blob = repo.refs.value(rstate.STATE_REF)
-    head, on = repo.refs.head(), repo.refs.symbolic_head()
+    head, on = repo.refs.head_and_ref()
     ref = stop_ref(state)
     moving = (on or head or "HEAD").removeprefix("refs/heads/")
     with repo.refs.transaction(f"checkout: moving from {moving} to {ref}") as txn:

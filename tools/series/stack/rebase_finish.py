@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.table import Table
-
 from series import manifest, refnames
 from series.checkout import Checkout
 from series.errors import InternalError
@@ -31,7 +29,7 @@ from series.stack.edit_finish import finish_edit
 from series.stack.rangediff import classify_diffs
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
 from series.stack.upstream_parts import records
-from series.ui import Ui
+from series.ui import Grid, Ui
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -94,6 +92,7 @@ def finish(
             "`series apply` will fetch it (pass --upstream)"
         )
     tip = kept[-1][1].new if kept else st.onto
+    listed = repo.refs.under("refs/")  # the rebase's refs to delete, and what keeps commits
     backed = checkout.write(
         "rebase",
         prior=checkout.state(),
@@ -103,9 +102,13 @@ def finish(
         source="git",
         move_files=True,
         also=lambda txn: rstate.forget(
-            repo, txn, keep_last=True, refs=repo.refs.under(refnames.ROOT)
+            repo,
+            txn,
+            keep_last=True,
+            refs={n: v for n, v in listed.items() if n.startswith(refnames.ROOT)},
         ),
         replaces_series=True,
+        listed=listed,
     )
     if backed is not None:
         ui.status(backed.describe(checkout.path))
@@ -164,9 +167,7 @@ def _verify(repo: Repo, st: RebaseState, patches: list[bytes]) -> None:
 
 
 def _summary(repo: Repo, ui: Ui, st: RebaseState, dropped: list[Dropped], kept: int) -> None:
-    table = Table(title=f"rebased onto {st.onto_label}")
-    for column in ("#", "id", "result", "details"):
-        table.add_column(column, overflow="fold")
+    table = Grid(f"rebased onto {st.onto_label}", ("#", "id", "result", "details"))
     walked = st.walked()
     picked = [c for a, o in walked if o.status == "picked" for c in (a.commit, o.new)]
     diffs = repo.diffs.commits(picked)

@@ -2,33 +2,28 @@
 
 ``--continue`` checks what the user staged at the stop (series.stack.
 resolution_check), records it (series.merge.resolutions) and hands it to
-the driver as the stop's resolution; ``--skip`` hands it the stop as
-skipped; both then walk on (series.stack.rebase_driver). ``--abort`` puts
-HEAD back on the branch, the checkout's files back to the branch,
-series.toml and patches/ back from the snapshot, and deletes the rebase
-state last: each step can be done again after a kill. Before ``--skip`` or
-``--abort`` throws a stop away, what the user committed or changed there is
-kept under a backup ref (``keep_stop``, series.backup). A rebase killed
-after its last transaction, or before its first, is recognised and
-finished (or its leftovers removed) here.
+the driver as the stop's resolution; ``--skip`` keeps what the user
+changed at the stop (``keep_stop``) and hands the driver the stop as
+skipped; both then walk on (series.stack.rebase_driver). ``--abort``, and
+what all three check first (a rebase killed after its end or before its
+start), are series.stack.rebase_abort's, which loads none of the driver.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from series import backup, refnames
-from series.checkout import Checkout, finish_cut_move, finish_interrupted_move
+from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import LogEntry
 from series.merge import resolutions
-from series.stack import export_files, resolution_check
 from series.stack import rebase_state as rstate
-from series.stack.edit_finish import edited, refuse_other_kind, stop_cut_short
+from series.stack import resolution_check
+from series.stack.edit_finish import edited, stop_cut_short
+from series.stack.rebase_abort import keep_stop, prepare, resume_abort
 from series.stack.rebase_driver import Run, conflict_error, drive, write_conflict
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import Resolved, Skipped
-from series.stack.snapshot import restore_project
 from series.ui import Ui
 
 if TYPE_CHECKING:
@@ -39,29 +34,16 @@ def resume(
     series: Series, ui: Ui, checkout: Checkout, action: str, *, kind: str = "rebase"
 ) -> None:
     """``--continue``, ``--skip`` or ``--abort`` of the ``kind`` (rebase, edit) in progress."""
-    repo = checkout.repo
-    st = rstate.load(repo) if checkout.exists() else None
-    if st is not None:
-        refuse_other_kind(checkout, st, kind)
-    cut = finish_cut_move(checkout, ui)
-    if st is None and checkout.exists() and (_finish_interrupted_end(checkout, ui, kind) or cut):
-        ui.result(f"the {kind} had finished (interrupted while moving the files, now moved)")
-        return
-    if st is None and action == "abort" and checkout.exists() and _leftovers(checkout):
-        ui.result(f"no {kind} was in progress; removed what an interrupted start had left")
-        return
-    if st is None:
-        raise UsageError(
-            f"no {kind} in progress in {checkout.path}",
-            hint="start one with `series rebase --onto REV [--upstream URL|PATH]`"
-            if kind == "rebase"
-            else "start one with `series edit ID` (or --after, --drop, --move, --squash)",
-        )
     if action == "abort":
-        abort(series, ui, checkout, st)
+        resume_abort(series, ui, checkout, kind)
         return
+    found = prepare(checkout, ui, action, kind)
+    if found is None:
+        return
+    st, cut = found
+    repo = checkout.repo
     editing = st.stop is not None and st.stop.kind == "edit"
-    _check_moved(checkout, st, head_may_move=action == "skip" or editing)
+    at = _check_moved(checkout, st, head_may_move=action == "skip" or editing)
     infos = repo.history.commit_infos(st.base, st.tip)
     run = Run(series, ui, checkout, {i.commit: i for i in infos}, lambda: _since_pin(run, st))
     if editing:
@@ -74,7 +56,7 @@ def resume(
         if not stop_cut_short(repo, ui, st, finished=cut):
             drive(run, st, edited(repo, checkout.path, st))
     elif action == "skip":
-        _skip(run, st)
+        _skip(run, st, at)
     elif cut and st.stop is not None and st.stop.proposal:
         # the stop was killed while writing the proposal: it is written now, but no one
         # has seen it; --continue would take it unread
@@ -94,8 +76,13 @@ def _since_pin(run: Run, st: RebaseState) -> list[LogEntry]:
     return run.repo.history.log_files(revs, max_count=2000)
 
 
-def _check_moved(checkout: Checkout, st: RebaseState, *, head_may_move: bool) -> None:
-    """Refuse when what the rebase stands on moved; ``--skip`` keeps a moved HEAD aside."""
+def _check_moved(
+    checkout: Checkout, st: RebaseState, *, head_may_move: bool
+) -> tuple[str | None, str | None]:
+    """Refuse when what the rebase stands on moved; ``--skip`` keeps a moved HEAD aside.
+
+    HEAD's commit and branch, as read here (``--skip`` keeps what they hold).
+    """
     repo, where = checkout.repo, checkout.path
     tip = checkout.tip()
     if tip != st.tip:
@@ -112,7 +99,7 @@ def _check_moved(checkout: Checkout, st: RebaseState, *, head_may_move: bool) ->
             hint="`series rebase --abort`, then start again with --onto",
         )
     expected = st.current if st.stop is not None else st.tip
-    head = repo.refs.head()
+    head, on = repo.refs.head_and_ref()
     if head != expected and not (head_may_move and st.stop is not None):
         raise RefusedError(
             f"refusing to go on: the checkout moved (HEAD is {(head or 'nothing')[:12]}, "
@@ -122,6 +109,7 @@ def _check_moved(checkout: Checkout, st: RebaseState, *, head_may_move: bool) ->
             f"a backup ref and prints it); or keep them yourself (git -C {where} branch NAME), "
             f"then git -C {where} checkout --detach {expected[:12]} to go back",
         )
+    return head, on
 
 
 def _continue(run: Run, st: RebaseState) -> None:
@@ -150,8 +138,10 @@ def _continue(run: Run, st: RebaseState) -> None:
 def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
     """The tree staged as the resolution; refuse what is not one (yet)."""
     repo, where = run.repo, run.checkout.path
-    unmerged = repo.worktree.unmerged()
-    index = None if unmerged else _finish_stop(run, st, s)  # raises when the stop was cut short
+    # The index's tree; None when it has conflict stages (git's write-tree refuses them),
+    # and only then are they listed. Raises when the stop was cut short.
+    index = _finish_stop(run, st, s)
+    unmerged = repo.worktree.unmerged() if index is None else []
     if unmerged:
         raise ConflictError(
             f"{sid} still has unresolved conflicts",
@@ -204,129 +194,15 @@ def _finish_stop(run: Run, st: RebaseState, s: Stop) -> str | None:
     return index
 
 
-def _skip(run: Run, st: RebaseState) -> None:
+def _skip(run: Run, st: RebaseState, at: tuple[str | None, str | None]) -> None:
+    """``at``: HEAD's commit and branch, read by the checks a moment before (keep_stop's
+    transaction detaches HEAD only if it is still there)."""
     s = st.stop
     if s is None:
         raise UsageError("nothing to skip: the rebase is not stopped at a conflict")
-    keep_stop(run.checkout, st, f"{st.kind} --skip", run.ui, back_to=st.current)
+    keep_stop(run.checkout, st, f"{st.kind} --skip", run.ui, back_to=st.current, at=at)
     run.repo.worktree.checkout_tree(
         None, st.current
     )  # the conflict is thrown away, as git rebase --skip
     run.ui.status(f"  {st.plan[s.index].id:<4} skipped; series.toml will record why")
     drive(run, st, Skipped())
-
-
-def abort(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> None:
-    repo = checkout.repo
-    ours = repo.refs.under(refnames.ROOT)  # the rebase's refs and the stop's, in one listing
-    gone = [rstate.STATE_REF, rstate.ONTO_REF, rstate.SAVED_REF, rstate.CURRENT_REF]
-    gone += [name for name in ours if name.startswith(rstate.STOP_PREFIX)]
-    keep_stop(checkout, st, f"{st.kind} --abort", ui, gone=gone)
-    repo.refs.set_head(checkout.branch_ref)
-    tip = checkout.tip()
-    assert tip is not None
-    repo.worktree.checkout_tree(None, tip)
-    written = [series.patch_path(p) for p in series.manifest.patches]
-    journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
-    written += [series.root / str(p) for p in (journal or {}).get("created", [])]
-    changed = restore_project(repo, series.root, st.saved, written)
-    if journal is not None:
-        export_files.finish(series.root)
-    with repo.refs.transaction(f"series {st.kind}: abort") as txn:
-        rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them
-    moved = "" if tip == st.tip else f" (the branch had moved to {tip[:12]}; it stays there)"
-    ui.result(
-        f"{st.kind} aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
-        f"{changed} project file(s) restored"
-    )
-
-
-def keep_stop(
-    checkout: Checkout,
-    st: RebaseState,
-    what: str,
-    ui: Ui,
-    *,
-    gone: list[str] | None = None,
-    back_to: str | None = None,
-) -> None:
-    """Before a stop is thrown away: keep what the user committed or changed there.
-
-    One transaction, before anything moves: a backup ref (series.backup)
-    of HEAD's commits that nothing else would reach once the refs of
-    ``gone`` are deleted, and of the checkout's files when they are the
-    user's (not what the rebase wrote); with ``back_to``, HEAD is detached
-    back there in it. The rebase's own commits are not kept.
-    """
-    repo = checkout.repo
-    known = [repo.objects.tree_of(c) for c in (st.current, st.tip)]
-    if st.stop is not None:
-        known += [st.stop.conflict_tree, st.stop.written_from]
-        known += [st.stop.proposal] if st.stop.proposal else []
-    changes = backup.uncommitted(repo, what, known)
-    with repo.refs.transaction(f"series {what}: keep what the checkout held") as txn:
-        kept = checkout.keep_lost(
-            txn,
-            what,
-            own=[st.current, st.onto, st.base, st.tip],
-            extra=[(backup.CHANGES, changes)],
-            gone=gone or (),
-        )
-        head = repo.refs.head()
-        if back_to is not None and head is not None and head != back_to:
-            txn.detach_head(back_to, head)
-    if kept is not None:
-        where = checkout.path
-        show = (
-            f"; `git -C {where} diff {kept.ref}~ {kept.ref}` shows the uncommitted changes"
-            if [c for _, c in kept.tips] == [changes]
-            else ""
-        )
-        ui.status(kept.describe(where) + show)
-
-
-def _finish_interrupted_end(checkout: Checkout, ui: Ui, kind: str = "rebase") -> bool:
-    """A rebase or edit killed after its last transaction: put HEAD and the files on the branch.
-
-    The transaction moved the branch and deleted the state; HEAD may still
-    be detached where the last stop left it, and the files where the
-    resolution (or the edit) left them. Only when nothing is unstaged or
-    unmerged, the branch is what the command wrote (synced; after a rebase,
-    which keeps ``last``), and HEAD's commits are kept (on the branch, or
-    under the backup ref the end made of what the user committed).
-    """
-    repo = checkout.repo
-    state = checkout.state()
-    tip = checkout.tip()
-    if (
-        state is None
-        or tip is None
-        or (kind == "rebase" and repo.objects.rev(rstate.LAST_REF) is None)
-    ):
-        return finish_interrupted_move(checkout, ui)
-    if checkout.on_branch() or state.synced != tip or repo.refs.symbolic_head() is not None:
-        return finish_interrupted_move(checkout, ui)
-    head = repo.refs.head()
-    kept = [tip, *repo.refs.under(backup.PREFIX).values()]
-    if kind == "edit" and (
-        head is None or not any(repo.history.is_ancestor(head, k) for k in kept)
-    ):
-        return False
-    if repo.worktree.unmerged() or not repo.worktree.files_match_index():
-        return False
-    repo.worktree.checkout_tree(None, tip)
-    repo.refs.set_head(checkout.branch_ref)
-    return True
-
-
-def _leftovers(checkout: Checkout) -> bool:
-    """Delete the refs a start killed before its first transaction left; any found?"""
-    repo = checkout.repo
-    left = {n: v for n, v in repo.refs.under(rstate.PREFIX).items() if n != rstate.LAST_REF}
-    if left:
-        with repo.refs.transaction(
-            "series rebase: drop the leftovers of an interrupted start"
-        ) as txn:
-            for name, old in left.items():
-                txn.delete(name, old)
-    return bool(left)

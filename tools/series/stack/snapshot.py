@@ -9,6 +9,7 @@ same bytes), and ``series range-diff`` reads the old series from it.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from series.files import confined, remove, write_atomic
@@ -40,18 +41,30 @@ def restore_project(repo: Repo, root: Path, saved: str, written: list[Path]) -> 
     """Put the snapshot's files back; delete those of ``written`` it does not have.
 
     Returns how many files it changed. Files that already match are not
-    touched, so it can run again after an interruption.
+    touched, so it can run again after an interruption. A file matches when
+    its bytes hash to the snapshot's blob id (git's own object id of those
+    bytes): only the blobs of the files that differ are read from git.
     """
-    files = saved_files(repo, saved)
+    files = repo.objects.tree_files(saved)
     for path in [root / rel for rel in files] + written:
         confined(root, path)  # all checked before any is written
+    stale = {rel: oid for rel, oid in files.items() if _blob_id(root / rel, oid) != oid}
+    blobs = repo.objects.read_blobs(sorted(set(stale.values()))) if stale else {}
     changed = 0
-    for rel, data in files.items():
-        path = root / rel
-        if not path.is_file() or path.read_bytes() != data:
-            write_atomic(path, data, within=root)
-            changed += 1
+    for rel, oid in stale.items():
+        write_atomic(root / rel, blobs[oid], within=root)
+        changed += 1
     for path in written:
         if path.relative_to(root).as_posix() not in files and remove(path, within=root):
             changed += 1
     return changed
+
+
+def _blob_id(path: Path, like: str) -> str | None:
+    """The id git gives the bytes of the file ``path`` as a blob (the hash of ``like``'s
+    length: SHA-1, or SHA-256 in such a repository); None when it is not a file."""
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    digest = hashlib.sha256 if len(like) == 64 else hashlib.sha1
+    return digest(b"blob %d\0" % len(data) + data).hexdigest()

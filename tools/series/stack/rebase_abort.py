@@ -1,0 +1,208 @@
+"""``--abort`` of a stopped rebase or edit, and what every resume checks first.
+
+``--abort`` puts HEAD back on the branch, the checkout's files back to the
+branch, series.toml and patches/ back from the snapshot, and deletes the
+rebase state last: each step can be done again after a kill. Before
+``--skip`` or ``--abort`` throws a stop away, what the user committed or
+changed there is kept under a backup ref (``keep_stop``, series.backup).
+A rebase killed after its last transaction, or before its first, is
+recognised and finished (or its leftovers removed) by :func:`prepare`.
+
+This module imports nothing of the driver (series.stack.rebase_driver)
+and its engines: ``series rebase --abort`` loads only what it uses;
+``--continue`` and ``--skip`` are series.stack.rebase_resume's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from series import backup, refnames
+from series.checkout import Checkout, finish_cut_move, finish_interrupted_move, head_label
+from series.errors import RefusedError, UsageError
+from series.stack import export_files
+from series.stack import rebase_state as rstate
+from series.stack.rebase_plan import RebaseState
+from series.stack.snapshot import restore_project
+from series.ui import Ui
+
+if TYPE_CHECKING:
+    from series.project import Series
+
+
+def prepare(
+    checkout: Checkout, ui: Ui, action: str, kind: str = "rebase"
+) -> tuple[RebaseState, bool] | None:
+    """What ``--continue``, ``--skip`` or ``--abort`` of ``kind`` go on from.
+
+    The state in progress, and whether a cut move of the files was just
+    finished; None when there is nothing left to do (a rebase killed after
+    its end, or an ``--abort`` of a start killed before its first
+    transaction: both finished here, and said).
+    """
+    repo = checkout.repo
+    st = rstate.load(repo) if checkout.exists() else None
+    if st is not None:
+        refuse_other_kind(checkout, st, kind)
+    cut = finish_cut_move(checkout, ui)
+    if st is None and checkout.exists() and (_finish_interrupted_end(checkout, ui, kind) or cut):
+        ui.result(f"the {kind} had finished (interrupted while moving the files, now moved)")
+        return None
+    if st is None and action == "abort" and checkout.exists() and _leftovers(checkout):
+        ui.result(f"no {kind} was in progress; removed what an interrupted start had left")
+        return None
+    if st is None:
+        raise UsageError(
+            f"no {kind} in progress in {checkout.path}",
+            hint="start one with `series rebase --onto REV [--upstream URL|PATH]`"
+            if kind == "rebase"
+            else "start one with `series edit ID` (or --after, --drop, --move, --squash)",
+        )
+    return st, cut
+
+
+def resume_abort(series: Series, ui: Ui, checkout: Checkout, kind: str = "rebase") -> None:
+    """``--abort`` of the ``kind`` (rebase, edit) in progress."""
+    found = prepare(checkout, ui, "abort", kind)
+    if found is not None:
+        abort(series, ui, checkout, found[0])
+
+
+def refuse_other_kind(checkout: Checkout, st: RebaseState, kind: str) -> None:
+    """``series rebase --continue`` on an edit (or the reverse): name the right command."""
+    if st.kind != kind:
+        raise RefusedError(
+            f"refusing to {kind}: a `{st.command}` is in progress in {checkout.path}",
+            why="one sequencer state per checkout: it goes on with the command that began it",
+            hint=f"`{st.command} --continue`, `--skip` or `--abort`; `series status` says "
+            "where it stands",
+        )
+
+
+def abort(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> None:
+    repo = checkout.repo
+    listed = repo.refs.under("refs/")  # the rebase's refs, the stop's, and every other
+    ours = {name: old for name, old in listed.items() if name.startswith(refnames.ROOT)}
+    gone = [rstate.STATE_REF, rstate.ONTO_REF, rstate.SAVED_REF, rstate.CURRENT_REF]
+    gone += [name for name in ours if name.startswith(rstate.STOP_PREFIX)]
+    keep_stop(checkout, st, f"{st.kind} --abort", ui, gone=gone, listed=listed)
+    repo.refs.set_head(checkout.branch_ref)
+    tip = checkout.tip()
+    assert tip is not None
+    repo.worktree.checkout_tree(None, tip)
+    written = [series.patch_path(p) for p in series.manifest.patches]
+    journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
+    written += [series.root / str(p) for p in (journal or {}).get("created", [])]
+    changed = restore_project(repo, series.root, st.saved, written)
+    if journal is not None:
+        export_files.finish(series.root)
+    with repo.refs.transaction(f"series {st.kind}: abort") as txn:
+        rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them
+    moved = "" if tip == st.tip else f" (the branch had moved to {tip[:12]}; it stays there)"
+    ui.result(
+        f"{st.kind} aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
+        f"{changed} project file(s) restored"
+    )
+
+
+def keep_stop(
+    checkout: Checkout,
+    st: RebaseState,
+    what: str,
+    ui: Ui,
+    *,
+    gone: list[str] | None = None,
+    back_to: str | None = None,
+    listed: dict[str, str] | None = None,
+    at: tuple[str | None, str | None] | None = None,
+) -> None:
+    """Before a stop is thrown away: keep what the user committed or changed there.
+
+    One transaction, before anything moves: a backup ref (series.backup)
+    of HEAD's commits that nothing else would reach once the refs of
+    ``gone`` are deleted, and of the checkout's files when they are the
+    user's (not what the rebase wrote); with ``back_to``, HEAD is detached
+    back there in it. The rebase's own commits are not kept. ``listed``:
+    every ref under ``refs/``, read already in this run; ``at``: HEAD's
+    commit and branch (``Refs.head_and_ref``), read already in this run.
+
+    HEAD is read once: the snapshot of the files is made on it, the backup
+    looks at it, and the transaction detaches HEAD only if it is still
+    there (compare-and-swap), so a HEAD moved meanwhile fails the whole
+    transaction rather than being kept from an older reading.
+    """
+    repo = checkout.repo
+    head, on = repo.refs.head_and_ref() if at is None else at
+    known = [repo.objects.tree_of(c) for c in (st.current, st.tip)]
+    if st.stop is not None:
+        known += [st.stop.conflict_tree, st.stop.written_from]
+        known += [st.stop.proposal] if st.stop.proposal else []
+    changes = backup.uncommitted(repo, what, known, head=head)
+    with repo.refs.transaction(f"series {what}: keep what the checkout held") as txn:
+        kept = checkout.keep_lost(
+            txn,
+            what,
+            own=[st.current, st.onto, st.base, st.tip],
+            extra=[(backup.CHANGES, changes)],
+            gone=gone or (),
+            head=head,
+            listed=listed,
+            label=head_label(on),
+        )
+        if back_to is not None and head is not None and head != back_to:
+            txn.detach_head(back_to, head)
+    if kept is not None:
+        where = checkout.path
+        show = (
+            f"; `git -C {where} diff {kept.ref}~ {kept.ref}` shows the uncommitted changes"
+            if [c for _, c in kept.tips] == [changes]
+            else ""
+        )
+        ui.status(kept.describe(where) + show)
+
+
+def _finish_interrupted_end(checkout: Checkout, ui: Ui, kind: str = "rebase") -> bool:
+    """A rebase or edit killed after its last transaction: put HEAD and the files on the branch.
+
+    The transaction moved the branch and deleted the state; HEAD may still
+    be detached where the last stop left it, and the files where the
+    resolution (or the edit) left them. Only when nothing is unstaged or
+    unmerged, the branch is what the command wrote (synced; after a rebase,
+    which keeps ``last``), and HEAD's commits are kept (on the branch, or
+    under the backup ref the end made of what the user committed).
+    """
+    repo = checkout.repo
+    state = checkout.state()
+    tip = checkout.tip()
+    if (
+        state is None
+        or tip is None
+        or (kind == "rebase" and repo.objects.rev(rstate.LAST_REF) is None)
+    ):
+        return finish_interrupted_move(checkout, ui)
+    if checkout.on_branch() or state.synced != tip or repo.refs.symbolic_head() is not None:
+        return finish_interrupted_move(checkout, ui)
+    head = repo.refs.head()
+    kept = [tip, *repo.refs.under(backup.PREFIX).values()]
+    if kind == "edit" and (
+        head is None or not any(repo.history.is_ancestor(head, k) for k in kept)
+    ):
+        return False
+    if repo.worktree.unmerged() or not repo.worktree.files_match_index():
+        return False
+    repo.worktree.checkout_tree(None, tip)
+    repo.refs.set_head(checkout.branch_ref)
+    return True
+
+
+def _leftovers(checkout: Checkout) -> bool:
+    """Delete the refs a start killed before its first transaction left; any found?"""
+    repo = checkout.repo
+    left = {n: v for n, v in repo.refs.under(rstate.PREFIX).items() if n != rstate.LAST_REF}
+    if left:
+        with repo.refs.transaction(
+            "series rebase: drop the leftovers of an interrupted start"
+        ) as txn:
+            for name, old in left.items():
+                txn.delete(name, old)
+    return bool(left)
