@@ -22,27 +22,12 @@ from typing import Any
 import pytest
 
 from conflict_helpers import Case, make_case, upstream_commit
-from helpers import GitShim, PatchSpec, git
+from helpers import GitShim, git
 from rebase_helpers import moving_project
 from series.bycommit import Store
 from series.evidence import patchids
 from series.upstream import rangelog
-
-CORE, UTIL = "pkg/core.py", "pkg/util.py"
-SPECS = [
-    PatchSpec(
-        "P1",
-        "core, util: f3 and VALUE_7",
-        {CORE: ("return 3\n", "return 303\n"), UTIL: ("VALUE_7 = 7\n", "VALUE_7 = 77\n")},
-    ),
-    PatchSpec(
-        "P2",
-        "core, util: f8 and VALUE_20",
-        {CORE: ("return 8\n", "return 808\n"), UTIL: ("VALUE_20 = 20\n", "VALUE_20 = 2020\n")},
-    ),
-    PatchSpec("P3", "util: VALUE_25", {UTIL: ("VALUE_25 = 25\n", "VALUE_25 = 2525\n")}),
-    PatchSpec("P4", "core: f10", {CORE: ("return 10\n", "return 1010\n")}),
-]
+from test_check_partial import CORE, SPECS, UTIL  # the partly-upstream case
 
 
 class Shim(GitShim):

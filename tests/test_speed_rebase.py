@@ -278,12 +278,7 @@ def test_continue_reads_the_resolution_once_and_of_the_snapshot_only_series_toml
     shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
     work = project.work
     saved = git(work, "rev-parse", "refs/series/rebase/saved")
-    core = work / "pkg" / "core.py"
-    text = core.read_text()
-    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
-    core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
-    git(work, "add", "pkg/core.py")
-    staged = git(work, "write-tree")
+    staged = _resolve_p1(work)
     calls = shimmed.calls(project.root, "rebase", "--continue")
     assert len([c for c in calls if c == "write-tree"]) == 2, calls
     assert not [c for c in calls if c.startswith("ls-tree") and saved in c], calls
@@ -408,12 +403,7 @@ def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -
     at the end (not four times), the refs listed once at the end; the result as staged."""
     project, shimmed = stopped(tmp_path)
     work = project.work
-    core = work / "pkg" / "core.py"
-    text = core.read_text()
-    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
-    core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
-    git(work, "add", "pkg/core.py")
-    staged = git(work, "write-tree")
+    staged = _resolve_p1(work)
     calls = shimmed.calls(project.root, "rebase", "--continue")
     assert counted(calls, "rev-parse", "--git-dir") == 1, calls
     assert not [c for c in calls if c.startswith("ls-files -u")], calls
@@ -439,3 +429,13 @@ def test_abort_puts_back_exactly_the_project_files_that_differ(tmp_path: Path) -
     assert "2 project file(s) restored" in out, out
     assert {p: p.read_bytes() for p in before} == before
     assert files[2].stat().st_mtime_ns == untouched
+
+
+def _resolve_p1(work: Path) -> str:
+    """Resolve P1's conflict in pkg/core.py by hand, stage it; the staged tree's id."""
+    core = work / "pkg" / "core.py"
+    text = core.read_text()
+    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
+    core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
+    git(work, "add", "pkg/core.py")
+    return git(work, "write-tree")
