@@ -67,3 +67,56 @@ def test_a_git_executable_named_in_the_environment_is_checked_as_gitpython_does(
         env,
     )
     assert shim.log.read_text().split() == ["version", "version"]
+
+
+def _modules_after(root: Path, env: dict[str, str], *argv: str) -> set[str]:
+    """The modules a fresh interpreter has imported after ``series -C root argv``."""
+    code = (
+        "import sys\n"
+        f"sys.argv = ['series', '-C', {str(root)!r}, *{list(argv)!r}]\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    return set(_python(code, env).split("\n")[-2].split())
+
+
+def test_a_rerun_imports_no_logging(tmp_path: Path) -> None:
+    """logging (a few ms of every command) is imported only when a line is written."""
+    project = make_project(tmp_path)
+    shim = GitShim(tmp_path)
+    shim.run(project.root, "apply")
+    shim.run(project.root, "export")
+    for command in ("apply", "export", "status"):
+        shim.run(project.root, command)
+        modules = _modules_after(project.root, shim.env, command)
+        assert "series.git.run" in modules and "logging" not in modules, command
+
+
+def test_debug_lines_with_v_and_warnings_without_it(tmp_path: Path) -> None:
+    """The same lines as before logging was imported lazily: ``name: message`` on stderr."""
+    code = (
+        "import sys\n"
+        "from series import logs\n"
+        "logs.configure(False)\n"
+        "logs.debug('series.git', 'hidden %s', 1)\n"
+        "assert not logs.debugging('series.faults')\n"
+        "print('logging' in sys.modules)\n"
+        "logs.warning('series', 'removed %s', 'x.lock')\n"
+        "logs.configure(True)\n"
+        "logs.debug('series.git', 'git %s', 'status')\n"
+        "assert logs.debugging('series.faults')\n"
+        "logs.configure(False)\n"
+        "logs.debug('series.git', 'hidden again')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=GitShim(tmp_path).env,
+        timeout=GitShim.BOUND,
+        check=True,
+    )
+    assert proc.stdout == "False\n"
+    assert proc.stderr == "series: removed x.lock\nseries.git: git status\n"
