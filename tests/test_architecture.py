@@ -76,7 +76,14 @@ def test_only_the_git_package_runs_git(name: str) -> None:
             n
             for n in _uses(found, "series")
             if not n.startswith(
-                ("series.git", "series.errors", "series.faults", "series.pids", "series.refnames")
+                (
+                    "series.git",
+                    "series.errors",
+                    "series.faults",
+                    "series.logs",
+                    "series.pids",
+                    "series.refnames",
+                )
             )
         ]
         assert not outside, f"{name} (the git layer) imports {outside}"

@@ -18,11 +18,10 @@ When neither variable is set a step costs one dictionary lookup.
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 
-log = logging.getLogger("series.faults")
+from series.logs import debug, debugging
 
 _steps = 0
 
@@ -31,10 +30,10 @@ def point(name: str) -> None:
     """One step of the run: counted, logged in debug, and the kill when it is the Nth."""
     global _steps
     at = os.environ.get("SERIES_FAULT_KILL_AT")
-    if at is None and not log.isEnabledFor(logging.DEBUG):
+    if at is None and not debugging("series.faults"):
         return
     _steps += 1
-    log.debug("step %d: %s", _steps, name)
+    debug("series.faults", "step %d: %s", _steps, name)
     if at == str(_steps):
         if os.getpgrp() == os.getpid():
             os.killpg(0, signal.SIGKILL)

@@ -23,8 +23,8 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from series.errors import SeriesError
 
@@ -45,8 +45,7 @@ def this_command() -> str:
     return shlex.join(["series", *sys.argv[1:]])
 
 
-@dataclass(frozen=True)
-class Holder:
+class Holder(NamedTuple):
     """Who holds a lock, as it recorded itself (empty fields: not recorded)."""
 
     pid: str

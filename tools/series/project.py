@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from series import known as kept
+from series import logs
 from series.errors import SeriesError
 from series.files import clear_stale_temps, confined
 from series.locks import exclusive, holder
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 # What commands may use of the git layer's values, without importing it.
 __all__ = ["FileStat", "MailInfo", "Series", "default_cache_dir", "find_root"]
 
-log = logging.getLogger("series.project")
 
 # The project lock, relative to the project root: inside the project (so it
 # exists before the checkout does, and covers the project's files and the
@@ -320,4 +319,4 @@ def _lock(
     except OSError as exc:
         if exc.errno not in _READ_ONLY:
             raise
-        log.debug("not locked: %s cannot be created (%s)", path, exc.strerror)
+        logs.debug("series.project", "not locked: %s cannot be created (%s)", path, exc.strerror)

@@ -19,14 +19,13 @@ only come from a git layer that was loaded (``_outside_series``).
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import shlex
 import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from series import envelope
+from series import envelope, logs
 from series.cli.table import COMMANDS
 from series.errors import Exit, InternalError, SeriesError, os_error
 from series.project import Series, default_cache_dir
@@ -42,7 +41,7 @@ def run(
     """The command ``args`` names, run in one session; its exit code."""
     as_json = bool(getattr(args, "json", False))
     ui = Ui(out, err, keep_json=as_json)
-    _logging(args.verbose or bool(os.environ.get("SERIES_DEBUG")))
+    logs.configure(args.verbose or bool(os.environ.get("SERIES_DEBUG")))
     command = next(c for c in COMMANDS if c.name == args.command)
     error: SeriesError | None = None
     try:
@@ -159,12 +158,3 @@ def _broken_pipe(ui: Ui) -> int:
         except (OSError, ValueError):
             pass
     return int(Exit.BROKEN_PIPE)
-
-
-def _logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(name)s: %(message)s",
-        stream=sys.stderr,
-        force=True,
-    )

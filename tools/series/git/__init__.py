@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from series.git.history import CommitInfo, LogEntry
+    from series.git.ident import Ident
     from series.git.index import ApplyResult
     from series.git.mail import FileStat, MailInfo, mailinfo, patch_stat, read_mail
     from series.git.mergetree import MergeMessage, StageEntry, TreeMerge, parse_merge_tree
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
         EnvironmentFault,
         GitFailed,
         GitMissing,
-        Ident,
         lock_fault,
     )
 

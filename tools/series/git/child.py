@@ -31,13 +31,13 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 if TYPE_CHECKING:
     from git.cmd import Git as _Cmd
@@ -51,13 +51,87 @@ _STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 def gitpython(cwd: Path) -> _Cmd:
     """GitPython's command runner for ``cwd``, GitPython imported on first use.
 
-    Importing GitPython costs more than a short command's whole work (it
-    also runs ``git version``), so a command that starts no git (``series
-    --version``, ``--help``, a usage error) does not pay for it.
+    Importing GitPython costs more than a short command's whole work, so a
+    command that starts no git (``series --version``, ``--help``, a usage
+    error) does not pay for it; and it is imported without its two ``git
+    version`` (:func:`_import_quietly`).
     """
+    if "git.cmd" not in sys.modules:
+        _import_quietly()
     from git.cmd import Git
 
     return Git(str(cwd))
+
+
+def _import_quietly() -> None:
+    """Import GitPython without the two ``git version`` its import runs.
+
+    GitPython's import ends with ``git.refresh()``: ``Git.refresh`` runs ``git
+    version`` to learn whether git can be started, and ``FetchInfo.refresh``
+    runs it again to pick a flag of GitPython's own ``fetch`` (git 2.10 or
+    later), which series never calls (it runs ``git fetch`` itself). Two git
+    processes for nothing series uses: with ``GIT_PYTHON_REFRESH=quiet``
+    (series.git.run) a git that cannot be started is not refused by the
+    import anyway, but by the first command (``GitCommandNotFound``, said as
+    series.git.run.GitMissing), and that stays so. For that import only,
+    the two refreshes set what they would set for a git found on PATH
+    (series needs git 2.38 or later), without starting it; GitPython's own
+    refresh is left in place for anyone who calls it later. A
+    ``GIT_PYTHON_GIT_EXECUTABLE`` in the environment keeps GitPython's own
+    import (it checks that path).
+    """
+    if os.environ.get("GIT_PYTHON_GIT_EXECUTABLE"):
+        return
+    import importlib.abc
+    import importlib.machinery
+
+    def no_version(cls: Any, path: Any = None) -> bool:
+        if path is not None:  # never by the import itself
+            return bool(kept["git.cmd"].__func__(cls, path))
+        cls.GIT_PYTHON_GIT_EXECUTABLE = cls.git_exec_name
+        cls._refresh_token = object()
+        return True
+
+    def fetch_flags(cls: Any) -> bool:
+        cls._flag_map.pop("-", None)
+        cls._flag_map["t"] = cls.TAG_UPDATE  # git 2.10 or later
+        return True
+
+    kept: dict[str, Any] = {}
+    quiet = {"git.cmd": ("Git", no_version), "git.remote": ("FetchInfo", fetch_flags)}
+
+    class Loader(importlib.abc.Loader):
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def create_module(self, spec: Any) -> Any:
+            return self.real.create_module(spec)
+
+        def exec_module(self, module: Any) -> None:
+            self.real.exec_module(module)
+            name, method = quiet[module.__name__]
+            owner = getattr(module, name)
+            kept[module.__name__] = owner.__dict__["refresh"]
+            owner.refresh = classmethod(method)
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+            if fullname not in quiet:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is not None and spec.loader is not None:
+                spec.loader = Loader(spec.loader)
+            return spec
+
+    finder = Finder()
+    sys.meta_path.insert(0, finder)
+    try:
+        import git  # noqa: F401  (its refresh() runs here)
+    finally:
+        sys.meta_path.remove(finder)
+        for module, (name, _method) in quiet.items():
+            if module in kept:
+                getattr(sys.modules[module], name).refresh = kept[module]
 
 
 def plain(
@@ -84,8 +158,7 @@ def plain(
     )
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     status: int
     out: bytes
     err: bytes

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from series.git.run import HERMETIC, Ident, Part, Runner
+from series.git.ident import Ident
+from series.git.run import HERMETIC, Part, Runner
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 

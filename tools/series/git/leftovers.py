@@ -28,16 +28,14 @@ files cut short), which stays until the move is finished
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
+from series.logs import warning
 from series.pids import alive
-
-log = logging.getLogger("series")
 
 RECORD_PREFIX = "series-git-"
 LOCKS = ("index.lock", "shallow.lock")
@@ -45,8 +43,7 @@ LOCKS = ("index.lock", "shallow.lock")
 LOCKING = frozenset({"fetch", "read-tree", "stash", "checkout", "update-index"})
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):
     path: Path
     pid: int
     argv: list[str]
@@ -154,7 +151,8 @@ def clear_stale_locks(where: Path) -> list[Path]:
             continue
         lock.unlink(missing_ok=True)
         removed.append(lock)
-        log.warning(
+        warning(
+            "series",
             "removed %s, left by `git %s` that series (pid %d) started and was killed",
             lock,
             verb(owner.argv),

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import Exit, SeriesError
-from series.git.run import HERMETIC, GitFailed, Ident, run
+from series.git.ident import Ident
+from series.git.run import HERMETIC, GitFailed, run
 
 
 @dataclass(frozen=True)

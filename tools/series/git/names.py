@@ -6,6 +6,7 @@ part and what it imports.
 """
 
 from series.git.history import CommitInfo, LogEntry
+from series.git.ident import Ident
 from series.git.index import ApplyResult
 from series.git.mail import FileStat, MailInfo, mailinfo, patch_stat, read_mail
 from series.git.mergetree import MergeMessage, StageEntry, TreeMerge, parse_merge_tree
@@ -18,7 +19,6 @@ from series.git.run import (
     EnvironmentFault,
     GitFailed,
     GitMissing,
-    Ident,
     lock_fault,
 )
 

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from series.errors import InternalError
-from series.git.run import HERMETIC, Ident, Part, input_file, ram_dir
+from series.git.ident import Ident
+from series.git.run import HERMETIC, Part, input_file, ram_dir
 
 
 class Objects(Part):

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import re
 import shutil
@@ -49,7 +48,6 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,11 +59,10 @@ from series.errors import InternalError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
 from series.git.child import gitpython, plain, run_child
+from series.logs import debug
 
 if TYPE_CHECKING:
     from git.cmd import Git as _Cmd
-
-log = logging.getLogger("series.git")
 
 # Switches off ~/.gitconfig and /etc/gitconfig for content-producing commands.
 HERMETIC = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
@@ -243,22 +240,6 @@ def environment_fault(
     return None
 
 
-@dataclass(frozen=True)
-class Ident:
-    """An author or committer: name, email and a git date string."""
-
-    name: str
-    email: str
-    date: str
-
-    def env(self, role: str) -> dict[str, str]:
-        return {
-            f"GIT_{role}_NAME": self.name,
-            f"GIT_{role}_EMAIL": self.email,
-            f"GIT_{role}_DATE": self.date,
-        }
-
-
 def execute(
     cwd: Path,
     argv: Sequence[str],
@@ -278,7 +259,7 @@ def execute(
     GitPython (series.git.child.plain), for a command whose only git process
     it may be.
     """
-    log.debug("git %s  (in %s)", " ".join(argv), cwd)
+    debug("series.git", "git %s  (in %s)", " ".join(argv), cwd)
     light = light or _LIGHT[0]
     record = leftovers.begin(cwd, argv, env)
     _fault_point(argv)
@@ -515,7 +496,12 @@ class Runner:
         and objects afresh each time (a ref another process moved meanwhile
         is seen moved). Where that process cannot run, ``rev-parse`` does.
         """
-        log.debug("lookup %s (git cat-file --batch-check, one process)  (in %s)", name, self.path)
+        debug(
+            "series.git",
+            "lookup %s (git cat-file --batch-check, one process)  (in %s)",
+            name,
+            self.path,
+        )
         if _LIGHT[0]:
             found = self._plain_ask("--batch-check", name)
             return (found[0], found[1]) if found is not None else None
@@ -542,7 +528,7 @@ class Runner:
         None when it is missing, of another type, or the process cannot
         run (callers then ask git directly, and get its error).
         """
-        log.debug("read %s (git cat-file --batch, one process)  (in %s)", oid, self.path)
+        debug("series.git", "read %s (git cat-file --batch, one process)  (in %s)", oid, self.path)
         if _LIGHT[0]:
             found = self._plain_ask("--batch", oid)
             return found[2] if found is not None and found[1] == kind else None

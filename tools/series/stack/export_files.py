@@ -22,9 +22,8 @@ import json
 import shutil
 import time
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from series import faults
 from series.errors import RefusedError, SeriesError
@@ -33,8 +32,7 @@ from series.files import clear_stale_temps, confined, remove, replace_all, write
 JOURNAL = Path(".series") / "export-journal.json"
 
 
-@dataclass(frozen=True)
-class Written:
+class Written(NamedTuple):
     changed: list[Path]  # relative to the project root
     backup: Path | None  # relative to the project root
     created: list[Path]  # files that did not exist before (relative)
