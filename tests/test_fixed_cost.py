@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import GitShim, make_project
 
 
@@ -122,3 +124,62 @@ def test_debug_lines_with_v_and_warnings_without_it(tmp_path: Path) -> None:
     )
     assert proc.stdout == "False\n"
     assert proc.stderr == "series: removed x.lock\nseries.git: git status\n"
+
+
+def test_a_rerun_imports_neither_argparse_nor_tempfile(tmp_path: Path) -> None:
+    """A plain ``series -C DIR apply`` (``export``) answered from what was verified is parsed
+    without argparse (with gettext, and shutil for its help formatter), and writes no file
+    (tempfile with random, shutil with bz2 and lzma)."""
+    project = make_project(tmp_path)
+    shim = GitShim(tmp_path)
+    shim.run(project.root, "apply")
+    shim.run(project.root, "export")
+    for command in ("apply", "export"):
+        shim.run(project.root, command)
+        modules = _modules_after(project.root, shim.env, command)
+        assert "series.stack.verified" in modules, command
+        found = {"argparse", "gettext", "tempfile", "shutil", "series.cli.parse"} & modules
+        assert not found, (command, sorted(found))
+
+
+PLAIN = [
+    ["apply"],
+    ["export"],
+    ["-C", "some/dir", "apply"],
+    ["-v", "export"],
+    ["--verbose", "-C", "x", "apply"],
+    ["-C", "x", "-v", "-C", "y", "export"],
+    ["-C", "", "apply"],
+]
+
+
+@pytest.mark.parametrize("words", PLAIN)
+def test_a_plain_rerun_is_parsed_as_argparse_parses_it(words: list[str]) -> None:
+    from series import cli
+
+    fast = cli.plain(words)
+    assert fast is not None
+    assert vars(fast) == vars(cli.parser().parse_args(words))
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["apply", "--json"],
+        ["apply", "--force"],
+        ["export", "--dir", "d"],
+        ["-Cx", "apply"],
+        ["-C", "-x", "apply"],
+        ["-C", "x"],
+        ["appl"],
+        ["list"],
+        ["status"],
+        ["--", "apply"],
+        ["apply", "apply"],
+        [],
+    ],
+)
+def test_any_other_command_line_is_argparse_s(words: list[str]) -> None:
+    from series import cli
+
+    assert cli.plain(words) is None

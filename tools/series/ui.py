@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -173,6 +170,9 @@ class Ui:
             return
         shown = colour_diff(text) if self.fancy else text
         command = os.environ.get("GIT_PAGER") or os.environ.get("PAGER") or "less"
+        import shlex  # a pager is started only here: not imported by every command
+        import shutil
+
         argv = shlex.split(command) if command.strip() not in ("", "cat") else []
         if argv and shutil.which(argv[0]):
             with _pager(argv) as stdin:
@@ -184,6 +184,8 @@ class Ui:
 @contextmanager
 def _pager(argv: list[str]) -> Iterator[IO[str]]:
     env = {**os.environ, "LESS": os.environ.get("LESS", "FRX"), "LV": "-c"}
+    import subprocess
+
     sys.stdout.flush()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, env=env)
     assert proc.stdin is not None

@@ -18,7 +18,6 @@ only come from a git layer that was loaded (``_outside_series``).
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import sys
@@ -32,6 +31,8 @@ from series.project import Series, default_cache_dir
 from series.ui import Ui
 
 if TYPE_CHECKING:
+    import argparse
+
     from series.git.run import EnvironmentFault, GitFailed
 
 

@@ -42,9 +42,7 @@ import contextlib
 import errno
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -274,6 +272,8 @@ def execute(
     except Exception as exc:  # no git, or (GitPython says the same) no such cwd
         if not _not_started(exc):
             raise
+        import shutil  # only to say why git did not start
+
         if shutil.which("git") is None:
             raise GitMissing() from None
         raise FileNotFoundError(errno.ENOENT, "no such directory to run git in", str(cwd)) from None
@@ -457,6 +457,8 @@ def ram_dir() -> str | None:
 @contextmanager
 def input_file(data: bytes) -> Iterator[Path]:
     """``data`` in a temporary file, for a git process's stdin."""
+    import tempfile  # tempfile (with random, shutil): a few ms not every command pays
+
     with tempfile.NamedTemporaryFile(prefix="series-stdin-", dir=ram_dir(), delete=False) as fh:
         fh.write(data)
     try:

@@ -19,7 +19,6 @@ to build from half-written patches and names the two ways on (finish with
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -49,6 +48,8 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
     confined(root, root / JOURNAL)
     rel = {path: path.relative_to(root) for path in changes}
     created = [rel[p] for p in changes if not p.exists()]
+    import shutil  # only to write: a re-run reads JOURNAL alone (series.stack.verified)
+
     try:
         for path in changes:
             if path.exists():
