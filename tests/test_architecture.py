@@ -82,6 +82,7 @@ def test_only_the_git_package_runs_git(name: str) -> None:
                     "series.faults",
                     "series.logs",
                     "series.pids",
+                    "series.records",
                     "series.refnames",
                 )
             )

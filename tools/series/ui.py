@@ -27,9 +27,11 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import IO, TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
+    from typing import IO, Any
+
     from rich.console import Console
     from rich.table import Table
 

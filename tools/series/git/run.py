@@ -47,7 +47,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 # Without git on PATH, importing GitPython raises ImportError with a page of
 # advice; "quiet" defers that to the first command, where execute() says it.
@@ -59,6 +58,7 @@ from series.git import leftovers
 from series.git.child import gitpython, plain, run_child
 from series.logs import debug
 
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
     from git.cmd import Git as _Cmd
 

@@ -22,11 +22,15 @@ import json
 import time
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from series import faults
 from series.errors import RefusedError, SeriesError
 from series.files import clear_stale_temps, confined, remove, replace_all, write_atomic
+from series.records import NamedTuple
+
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
+if TYPE_CHECKING:
+    from typing import Any
 
 JOURNAL = Path(".series") / "export-journal.json"
 
