@@ -10,6 +10,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from helpers import GitShim, make_project
 
@@ -122,3 +125,112 @@ def test_debug_lines_with_v_and_warnings_without_it(tmp_path: Path) -> None:
     )
     assert proc.stdout == "False\n"
     assert proc.stderr == "series: removed x.lock\nseries.git: git status\n"
+
+
+def test_a_rerun_imports_neither_argparse_nor_tempfile_nor_typing(tmp_path: Path) -> None:
+    """A plain ``series -C DIR apply`` (``export``) answered from what was verified is parsed
+    without argparse (with gettext, and shutil for its help formatter), writes no file
+    (tempfile with random, shutil with bz2 and lzma), and its records are made without
+    typing (series.records)."""
+    project = make_project(tmp_path)
+    shim = GitShim(tmp_path)
+    shim.run(project.root, "apply")
+    shim.run(project.root, "export")
+    for command in ("apply", "export"):
+        shim.run(project.root, command)
+        modules = _modules_after(project.root, shim.env, command)
+        assert "series.stack.verified" in modules, command
+        found = {"argparse", "gettext", "tempfile", "shutil", "typing", "series.cli.parse"}
+        found &= modules
+        assert not found, (command, sorted(found))
+
+
+PLAIN = [
+    ["apply"],
+    ["export"],
+    ["-C", "some/dir", "apply"],
+    ["-v", "export"],
+    ["--verbose", "-C", "x", "apply"],
+    ["-C", "x", "-v", "-C", "y", "export"],
+    ["-C", "", "apply"],
+]
+
+
+@pytest.mark.parametrize("words", PLAIN)
+def test_a_plain_rerun_is_parsed_as_argparse_parses_it(words: list[str]) -> None:
+    from series import cli
+
+    fast = cli.plain(words)
+    assert fast is not None
+    assert vars(fast) == vars(cli.parser().parse_args(words))
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["apply", "--json"],
+        ["apply", "--force"],
+        ["export", "--dir", "d"],
+        ["-Cx", "apply"],
+        ["-C", "-x", "apply"],
+        ["-C", "x"],
+        ["appl"],
+        ["list"],
+        ["status"],
+        ["--", "apply"],
+        ["apply", "apply"],
+        [],
+    ],
+)
+def test_any_other_command_line_is_argparse_s(words: list[str]) -> None:
+    from series import cli
+
+    assert cli.plain(words) is None
+
+
+def test_a_record_without_typing_is_typing_s_named_tuple() -> None:
+    """series.records.NamedTuple makes what typing.NamedTuple makes of the same class."""
+    import typing
+
+    from series import records
+
+    def make(base: Any) -> Any:
+        class Point(base):  # type: ignore[misc]
+            """A point."""
+
+            x: int
+            y: str = "b"
+            z: tuple[int, ...] = ()
+
+            def shown(self) -> str:
+                return f"{self.x}{self.y}"
+
+        return Point
+
+    ours, theirs = make(records.NamedTuple), make(typing.NamedTuple)
+    point: Any
+    for point in (ours, theirs):
+        assert point._fields == ("x", "y", "z")
+        assert point._field_defaults == {"y": "b", "z": ()}
+        assert point.__doc__ == "A point." and point.__name__ == "Point"
+        assert point.__qualname__.endswith("make.<locals>.Point")
+        value: Any = point(1)
+        assert value == (1, "b", ()) and isinstance(point(1), tuple)
+        assert value.shown() == "1b" and value._asdict() == {"x": 1, "y": "b", "z": ()}
+        assert value._replace(y="c") == (1, "c", ())
+        assert repr(value) == "Point(x=1, y='b', z=())"
+        with pytest.raises(AttributeError):
+            value.x = 2
+        with pytest.raises(TypeError):
+            point()
+    assert ours.__module__ == theirs.__module__
+
+
+def test_a_record_field_without_default_after_one_with_is_refused() -> None:
+    from series import records
+
+    with pytest.raises(TypeError):
+
+        class Bad(records.NamedTuple):
+            x: int = 1
+            y: int  # type: ignore[misc]

@@ -166,6 +166,7 @@ PARSING = {
     "series",
     "series.entry",
     "series.cli",
+    "series.cli.parse",
     "series.cli.table",
     "series.commands",
     "series.commands.options",
@@ -197,7 +198,7 @@ def test_parsing_makes_only_the_parser_of_the_command_named(
 ) -> None:
     """The top-level help needs each command's name and one-line help, not its parser."""
     from series import cli
-    from series.cli.table import CommandParser
+    from series.cli.parse import CommandParser
 
     made: list[str] = []
     make = CommandParser.__init__

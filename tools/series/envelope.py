@@ -12,10 +12,13 @@ docs/json-schema.json is the schema; tests check real output against it.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from series.errors import SeriesError
 from series.ui import Ui
+
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 1
 _RESERVED = ("format", "command", "ok", "exit_code", "error")

@@ -25,8 +25,6 @@ whose process is gone (every command does, for the project's directories).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from series import faults
@@ -123,7 +121,7 @@ def write_atomic(
         confined(within, path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
+    fd, tmp = _mkstemp(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
@@ -131,7 +129,7 @@ def write_atomic(
             if durable:
                 os.fsync(fh.fileno())
         if path.exists():
-            shutil.copymode(path, tmp)
+            _copymode(path, tmp)
         faults.point(f"write {path.name}: staged")
         os.replace(tmp, path)
     except BaseException:
@@ -178,18 +176,32 @@ def replace_all(changes: dict[Path, bytes | None], *, within: Path) -> list[Path
 
 def _stage(path: Path, data: bytes) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
+    fd, tmp = _mkstemp(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         if path.exists():
-            shutil.copymode(path, tmp)
+            _copymode(path, tmp)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return tmp
+
+
+def _mkstemp(path: Path) -> tuple[int, str]:
+    # tempfile and shutil (with random, bz2, lzma: a few ms) only when a file is written:
+    # a re-run answered from what was verified writes nothing (series.stack.verified)
+    import tempfile
+
+    return tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
+
+
+def _copymode(source: Path, target: str) -> None:
+    import shutil
+
+    shutil.copymode(source, target)
 
 
 def _temp_prefix(path: Path) -> str:

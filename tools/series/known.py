@@ -35,10 +35,10 @@ import json
 import os
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple
 
 from series import __version__
 from series.files import write_atomic
+from series.records import NamedTuple
 
 FORMAT = 1
 DIR = "known"

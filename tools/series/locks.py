@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import NamedTuple
 
 from series.errors import SeriesError
+from series.records import NamedTuple
 
 # A shared-lock probe (``holder``) makes a taker's first try fail for an
 # instant: it tries again quietly this long before saying it waits.

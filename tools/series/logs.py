@@ -11,7 +11,10 @@ command asked for (:func:`configure`): the same lines, the same stream.
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
+if TYPE_CHECKING:
+    from typing import Any
 
 _WANTED: list[dict[str, Any]] = []  # the configuration asked for, not made yet
 

@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from series import known as kept
 from series import logs
@@ -38,6 +37,7 @@ from series.errors import SeriesError
 from series.files import clear_stale_temps, confined
 from series.locks import exclusive, holder
 
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
     from series.builder.build import Built, PatchFile
     from series.checkout import Checkout

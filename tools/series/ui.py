@@ -24,15 +24,14 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import IO, TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
+    from typing import IO, Any
+
     from rich.console import Console
     from rich.table import Table
 
@@ -173,6 +172,9 @@ class Ui:
             return
         shown = colour_diff(text) if self.fancy else text
         command = os.environ.get("GIT_PAGER") or os.environ.get("PAGER") or "less"
+        import shlex  # a pager is started only here: not imported by every command
+        import shutil
+
         argv = shlex.split(command) if command.strip() not in ("", "cat") else []
         if argv and shutil.which(argv[0]):
             with _pager(argv) as stdin:
@@ -184,6 +186,8 @@ class Ui:
 @contextmanager
 def _pager(argv: list[str]) -> Iterator[IO[str]]:
     env = {**os.environ, "LESS": os.environ.get("LESS", "FRX"), "LV": "-c"}
+    import subprocess
+
     sys.stdout.flush()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, env=env)
     assert proc.stdin is not None

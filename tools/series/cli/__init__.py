@@ -3,115 +3,86 @@
 Each command is a row of ``COMMANDS`` (series.cli.table): its name, its
 help, its module under series.commands (which declares its options and its
 run) and whether it writes. A command's module is imported when its parser
-is first used (series.cli.table.CommandParser), so ``series list`` does not
-pay for importing what ``series test`` needs.
+is first used (series.cli.parse), so ``series list`` does not pay for
+importing what ``series test`` needs.
 Parsing needs only argparse and the declarations: ``main`` imports
 series.cli.run (the session, the project, the git layer, rich) once the
 words parsed into a command, so ``series --help``, ``series CMD --help``
-and a usage error import no engine. That import inside ``main`` is one of
-the designed function-local imports of docs/architecture.md (rule 12).
+and a usage error import no engine.
+
+A plain re-run, ``series [-C DIR] [-v] apply`` or ``export`` and no other
+word, is parsed here without argparse (:func:`plain`): it is the command
+typed most often to be told "nothing changed", and argparse (with gettext
+and its help formatter's shutil) was a tenth of such a run. Its namespace
+is argparse's for the same words (tests/test_fixed_cost.py compares
+them); any other word, or form of one, is argparse's to parse.
+The imports inside ``main`` and ``parser`` are the designed function-local
+imports of docs/architecture.md (rule 12).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
+from types import SimpleNamespace  # argparse.Namespace's behaviour, without argparse
 
-from series import __version__
-from series.cli.table import COMMANDS, Command, CommandParser
-from series.commands.options import path
+from series.cli.table import COMMANDS, Command
+from series.commands.options import flat, path
 from series.errors import Exit
 
 TYPE_CHECKING = False  # neither typing nor pathlib is imported to parse
 if TYPE_CHECKING:
-    from typing import IO, Any, NoReturn
+    import argparse
+    from typing import IO
 
-__all__ = ["COMMANDS", "Command", "main", "parser"]
+__all__ = ["COMMANDS", "Command", "main", "parser", "plain"]
 
-
-class _BadUsage(Exception):
-    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
-        super().__init__(message)
-        self.usage = parser.format_usage()
-        self.text = f"{parser.prog}: error: {message}"
-        self.message = message
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error comes back to ``main`` (for the --json envelope)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise _BadUsage(self, message)
-
-
-class _CommandParser(CommandParser, _Parser):
-    """A command's parser: its arguments come from its module when it is used."""
-
-
-class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
-    """The commands' words: a command's parser is made when its word is parsed.
-
-    ``series --help`` lists each command's name and one-line help, and
-    ``series list`` parses with one command's parser: neither needs the
-    other fifteen parsers, whose making was most of a ``--help``'s work.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.rows: dict[str, Command] = {}
-
-    def add_command(self, command: Command) -> None:
-        """``command`` as a choice, shown in the top-level help; its parser made later."""
-        shown = self._ChoicesPseudoAction(command.name, (), command.help)
-        self._choices_actions.append(shown)
-        self._name_parser_map[command.name] = None  # its parser: made when its word is parsed
-        self.rows[command.name] = command
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        name = values[0]
-        if name in self.rows and self._name_parser_map.get(name) is None:
-            command = self.rows[name]
-            self._name_parser_map[name] = self._parser_class(
-                prog=f"{self._prog_prefix} {name}", description=command.help, command=command
-            )
-        super().__call__(parser, namespace, values, option_string)
+# The commands whose plain re-run is parsed here; the words accepted before them.
+PLAIN = ("apply", "export")
+_VERBOSE = ("-v", "--verbose")
 
 
 def parser() -> argparse.ArgumentParser:
-    top = _Parser(
-        prog="series",
-        description="Carry an ordered series of patches on a pinned upstream Keras.",
-        epilog="exit codes: 0 ok, 1 failed, 2 bad input, 3 conflict, "
-        "4 refused (would lose work), 70 internal error (a bug in series); 130 interrupted "
-        "(143 terminated, 129 hung up), 141 stdout closed. Manual: docs/.",
-    )
-    top.add_argument("--version", action="version", version=f"series {__version__}")
-    top.add_argument(
-        "-C",
-        dest="root",
-        type=path,
-        metavar="DIR",
-        help="the project directory holding series.toml (default: search upwards)",
-    )
-    top.add_argument("-v", "--verbose", action="store_true", help="log every git command")
-    sub = top.add_subparsers(
-        dest="command",
-        metavar="COMMAND",
-        required=True,
-        parser_class=_CommandParser,
-        action=_Commands,
-    )
-    assert isinstance(sub, _Commands)
-    for command in COMMANDS:
-        sub.add_command(command)
-    return top
+    """The whole command line's argparse parser (series.cli.parse)."""
+    from series.cli.parse import parser as full
+
+    return full()
+
+
+def plain(words: Sequence[str]) -> argparse.Namespace | None:
+    """The namespace argparse gives ``words`` when they are ``[-C DIR] [-v] apply`` (or
+    ``export``) and nothing else; None for any other command line (argparse parses it).
+
+    Each option of the command has argparse's default: its declared default, or, for a
+    switch, off. ``DIR`` is taken as argparse takes it after ``-C``: any word that does
+    not start with ``-``.
+    """
+    values: dict[str, object] = {"root": None, "verbose": False}
+    rest = list(words)
+    while len(rest) > 1:
+        if rest[0] == "-C" and not rest[1].startswith("-"):
+            values["root"] = path(rest[1])
+            rest = rest[2:]
+        elif rest[0] in _VERBOSE:
+            values["verbose"] = True
+            rest = rest[1:]
+        else:
+            return None
+    if len(rest) != 1 or rest[0] not in PLAIN:
+        return None
+    command = next(c for c in COMMANDS if c.name == rest[0])
+    values["command"] = command.name
+    for option in flat(command.load().OPTIONS):
+        if option.action not in ("store", "store_true") or option.positional:
+            return None  # not one whose default is known here: argparse's to say
+        if option.action == "store_true":
+            values[option.dest] = bool(option.default)
+        elif option.default is None or not isinstance(option.default, str):
+            values[option.dest] = option.default
+        else:
+            return None  # argparse converts a string default by the option's type
+    parsed: argparse.Namespace = SimpleNamespace(**values)  # type: ignore[assignment]
+    return parsed
 
 
 def main(
@@ -121,17 +92,21 @@ def main(
     err: IO[str] | None = None,
 ) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    try:
-        args = parser().parse_args(words)
-    except SystemExit as exc:  # argparse: --help and --version exit 0
-        return int(exc.code or 0)
-    except _BadUsage as exc:
-        (err or sys.stderr).write(exc.usage + exc.text + "\n")
-        if "--json" in words:
-            from series.cli.run import bad_usage_json
+    args = plain(words)
+    if args is None:
+        from series.cli.parse import BadUsage, parser
 
-            bad_usage_json(exc.message, words, out)
-        return int(Exit.BAD_INPUT)
+        try:
+            args = parser().parse_args(words)
+        except SystemExit as exc:  # argparse: --help and --version exit 0
+            return int(exc.code or 0)
+        except BadUsage as exc:
+            (err or sys.stderr).write(exc.usage + exc.text + "\n")
+            if "--json" in words:
+                from series.cli.run import bad_usage_json
+
+                bad_usage_json(exc.message, words, out)
+            return int(Exit.BAD_INPUT)
     from series.cli.run import run
 
     return run(args, words, out, err)

@@ -18,12 +18,10 @@ only come from a git layer that was loaded (``_outside_series``).
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
 
 from series import envelope, logs
 from series.cli.table import COMMANDS
@@ -31,7 +29,11 @@ from series.errors import Exit, InternalError, SeriesError, os_error
 from series.project import Series, default_cache_dir
 from series.ui import Ui
 
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
+    import argparse
+    from typing import IO
+
     from series.git.run import EnvironmentFault, GitFailed
 
 

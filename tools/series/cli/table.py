@@ -1,9 +1,9 @@
 """The table of commands: one row per command, its name, help, module and whether it writes.
 
 A command is its module under series.commands, which declares its options
-and its ``run`` (series.commands.options), plus one row here. ``Command.add``
-builds the command's argparse arguments from the declaration, and
-``Command.run`` calls the module's ``run`` with the parsed values as
+and its ``run`` (series.commands.options), plus one row here.
+series.cli.parse builds the command's argparse arguments from the
+declaration, and ``Command.run`` calls the module's ``run`` with the parsed values as
 keywords. The module is imported only when its row is used: ``series
 --help`` needs only the rows, and a command module keeps what it needs to
 run out of its top-level imports. A test runs every row for real
@@ -13,22 +13,21 @@ module declares its options and a ``run`` taking exactly their keys.
 
 from __future__ import annotations
 
-import argparse
 import importlib
-from collections.abc import Callable, Sequence
 from types import ModuleType
 
-from series.commands.options import Declared, Exclusive, Option, flat
+from series.commands.options import flat
 from series.errors import Exit
 
 TYPE_CHECKING = False  # typing itself is not imported: ``series --help`` reads this table
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # argparse neither: a plain re-run of apply or export is parsed without it
+    import argparse
+    from collections.abc import Callable
 
     from series.project import Series
     from series.ui import Ui
 
-Writes = Callable[[argparse.Namespace], bool]
+    Writes = Callable[[argparse.Namespace], bool]
 
 
 def reads(a: argparse.Namespace) -> bool:
@@ -61,74 +60,10 @@ class Command:
         """The command's module (imported on first use)."""
         return importlib.import_module(self.module)
 
-    def add(self, p: argparse.ArgumentParser) -> None:
-        module = self.load()
-        p.epilog = getattr(module, "EPILOG", None)
-        add_arguments(p, module.OPTIONS)
-
     def run(self, series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
         module = self.load()
         options = {o.keyword: getattr(a, o.dest) for o in flat(module.OPTIONS)}
         return Exit(module.run(series, ui, **options))
-
-
-class CommandParser(argparse.ArgumentParser):
-    """The parser of one command, given its arguments the first time it parses or
-    prints its usage: ``series --help`` and ``series list`` import no other command."""
-
-    def __init__(self, *args: Any, command: Command, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.command = command
-        self.ready = False
-
-    def declare(self) -> None:
-        if not self.ready:
-            self.ready = True
-            self.command.add(self)
-
-    def parse_known_args(  # type: ignore[override]
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        self.declare()
-        return super().parse_known_args(args, namespace)
-
-    def format_usage(self) -> str:
-        self.declare()
-        return super().format_usage()
-
-    def format_help(self) -> str:
-        self.declare()
-        return super().format_help()
-
-
-def add_arguments(p: argparse.ArgumentParser, declared: Declared) -> None:
-    for item in declared:
-        if isinstance(item, Exclusive):
-            group = p.add_mutually_exclusive_group()
-            for option in item.options:
-                group.add_argument(*_names(option), **_settings(option))
-        else:
-            p.add_argument(*_names(item), **_settings(item))
-
-
-def _names(o: Option) -> tuple[str, ...]:
-    return (o.dest,) if o.positional else o.names
-
-
-def _settings(o: Option) -> dict[str, Any]:
-    given: dict[str, Any] = {
-        "action": o.action,
-        "help": o.help,
-        "type": o.type,
-        "default": o.default,
-        "metavar": o.shown if o.positional else o.metavar,
-        "choices": o.choices,
-        "nargs": o.nargs,
-        "const": o.const,
-    }
-    if not o.positional:
-        given["dest"] = o.dest
-    return {k: v for k, v in given.items() if v is not None}
 
 
 COMMANDS: tuple[Command, ...] = (

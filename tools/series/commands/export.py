@@ -6,11 +6,11 @@ The work is in series.stack.export; docs/workflow.md is the manual.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from series.commands.options import DIR, ENVELOPE
 from series.errors import Exit
 
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
     from series.project import Series
     from series.ui import Ui

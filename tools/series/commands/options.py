@@ -13,7 +13,6 @@ command needs to run.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 
 from series.untrusted import path_hint, revision_problem, url_problem
@@ -177,6 +176,8 @@ def _checked(problem: Callable[[str], str | None], hint: bool) -> Callable[[str]
     def check(value: str) -> str:
         found = problem(value)
         if found:
+            import argparse  # only argparse calls this: the module is loaded by then
+
             more = path_hint(value) if hint else "name a branch, tag or commit"
             raise argparse.ArgumentTypeError(f"{found}; {more}")
         return value

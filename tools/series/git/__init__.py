@@ -20,9 +20,10 @@ nothing else of the layer (docs/architecture.md, rule 12).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
+    from typing import Any
+
     from series.git.history import CommitInfo, LogEntry
     from series.git.ident import Ident
     from series.git.index import ApplyResult

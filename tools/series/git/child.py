@@ -37,9 +37,13 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
+from series.records import NamedTuple
+
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
     from git.cmd import Git as _Cmd
 
 GRACE = 2.0  # seconds git has to clean up after SIGTERM before SIGKILL

@@ -32,10 +32,10 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from series.logs import warning
 from series.pids import alive
+from series.records import NamedTuple
 
 RECORD_PREFIX = "series-git-"
 LOCKS = ("index.lock", "shallow.lock")

@@ -17,12 +17,12 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from series.errors import SeriesError
 from series.git.run import ZERO, GitFailed, Part, Runner, environment_fault
 from series.refnames import STOP as STOP_REFS
 
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
     from collections.abc import Sequence
 

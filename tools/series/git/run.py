@@ -42,14 +42,11 @@ import contextlib
 import errno
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 # Without git on PATH, importing GitPython raises ImportError with a page of
 # advice; "quiet" defers that to the first command, where execute() says it.
@@ -61,6 +58,7 @@ from series.git import leftovers
 from series.git.child import gitpython, plain, run_child
 from series.logs import debug
 
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
     from git.cmd import Git as _Cmd
 
@@ -274,6 +272,8 @@ def execute(
     except Exception as exc:  # no git, or (GitPython says the same) no such cwd
         if not _not_started(exc):
             raise
+        import shutil  # only to say why git did not start
+
         if shutil.which("git") is None:
             raise GitMissing() from None
         raise FileNotFoundError(errno.ENOENT, "no such directory to run git in", str(cwd)) from None
@@ -457,6 +457,8 @@ def ram_dir() -> str | None:
 @contextmanager
 def input_file(data: bytes) -> Iterator[Path]:
     """``data`` in a temporary file, for a git process's stdin."""
+    import tempfile  # tempfile (with random, shutil): a few ms not every command pays
+
     with tempfile.NamedTemporaryFile(prefix="series-stdin-", dir=ram_dir(), delete=False) as fh:
         fh.write(data)
     try:

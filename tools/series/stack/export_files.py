@@ -19,15 +19,18 @@ to build from half-written patches and names the two ways on (finish with
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from series import faults
 from series.errors import RefusedError, SeriesError
 from series.files import clear_stale_temps, confined, remove, replace_all, write_atomic
+from series.records import NamedTuple
+
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
+if TYPE_CHECKING:
+    from typing import Any
 
 JOURNAL = Path(".series") / "export-journal.json"
 
@@ -49,6 +52,8 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
     confined(root, root / JOURNAL)
     rel = {path: path.relative_to(root) for path in changes}
     created = [rel[p] for p in changes if not p.exists()]
+    import shutil  # only to write: a re-run reads JOURNAL alone (series.stack.verified)
+
     try:
         for path in changes:
             if path.exists():

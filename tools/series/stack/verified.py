@@ -36,7 +36,6 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from series.errors import SeriesError
 from series.files import write_atomic
@@ -44,9 +43,13 @@ from series.git.refs import files_key
 from series.git.run import Runner
 from series.git.worktree import Worktree
 from series.known import code_digest
+from series.records import NamedTuple
 from series.stack.export_files import JOURNAL
 
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
+    from typing import Any, TypeGuard
+
     from series.checkout import Checkout
     from series.project import Series
     from series.ui import Ui
