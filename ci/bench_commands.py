@@ -16,12 +16,13 @@ pin from ``../shared/upstream`` (a shallow clone of keras with ``master``
 
 ``--scale`` adds the synthetic rows (slow: minutes): N patches generated
 on the Keras tree against K upstream commits generated on top of the pin
-(not committed; built by this script), for ``rebase --onto`` (13 patches
-over 60 / 1,000 / 5,000 commits) and ``check-conflicts --onto`` (200
-patches over the same), each against the git commands that do the same
+(not committed; built by this script), for ``rebase --onto`` and
+``check-conflicts --onto`` (13 and 200 patches over 60 / 1,000 / 5,000
+commits), each against the git commands that do the same
 job (``git rebase`` + ``format-patch``; a ``git merge-tree`` loop), and
-``apply`` (fresh) and ``export`` (nothing changed) of 13 and 200 synthetic
-patches against ``git am -3`` and ``git format-patch``. Every row also
+``apply`` (fresh) and ``export`` (nothing changed; the last patch changed by
+``git commit --amend``, untimed) of 13 and 200 synthetic patches against
+``git am -3`` and ``git format-patch`` (after the same ``--amend``). Every row also
 shows series' peak memory: the largest resident set of the ``series``
 process and of each git process it started (GNU ``/usr/bin/time``'s %M;
 "-" without it).
@@ -367,53 +368,22 @@ class Bench:
 
     def _merge_tree_loop(self, onto: str | None) -> float:
         """What check-conflicts answers, as a loop of merge-tree: each patch alone, each pair,
-        and (``onto``) each patch replayed onto it in order."""
+        and (``onto``) each patch replayed onto it in order (``cherry_pick_tree``)."""
         commits = sh(
             self.clone, "git", "rev-list", "--reverse", f"{self.pin}..origin/series"
         ).split()
+        pin_tree = sh(self.clone, "git", "rev-parse", f"{self.pin}^{{tree}}").strip()
 
         def job() -> None:
-            for i, c in enumerate(commits):
-                sh(
-                    self.clone,
-                    "git",
-                    "merge-tree",
-                    "--write-tree",
-                    f"--merge-base={c}^",
-                    self.pin,
-                    c,
-                    ok=False,
-                )
-                for d in commits[i + 1 :]:
-                    sh(
-                        self.clone,
-                        "git",
-                        "merge-tree",
-                        "--write-tree",
-                        f"--merge-base={self.pin}",
-                        c,
-                        d,
-                        ok=False,
-                    )
+            alone = [cherry_pick_tree(self.clone, pin_tree, c) for c in commits]
+            for i, one in enumerate(alone):
+                for two in alone[i + 1 :]:
+                    if one and two:
+                        merge_trees(self.clone, self.pin, one, two)
             if onto:
-                prev = onto
+                prev = sh(self.clone, "git", "rev-parse", f"{onto}^{{tree}}").strip()
                 for c in commits:
-                    tree = sh(
-                        self.clone,
-                        "git",
-                        "merge-tree",
-                        "--write-tree",
-                        f"--merge-base={c}^",
-                        prev,
-                        c,
-                        ok=False,
-                    ).split("\n")[0]
-                    prev = (
-                        sh(
-                            self.clone, "git", "commit-tree", tree, "-p", c, "-m", "x", ok=False
-                        ).strip()
-                        or prev
-                    )
+                    prev = cherry_pick_tree(self.clone, prev, c) or prev
 
         return timed(job)
 
@@ -446,7 +416,7 @@ def scale_rows(bench: Bench, only: list[str] | None) -> list[Row]:
 
     rows = []
     for commits in (60, 1000, 5000):
-        for patches, what in ((13, "rebase"), (200, "check-conflicts")):
+        for patches, what in ((p, w) for p in (13, 200) for w in ("rebase", "check-conflicts")):
             if what == "rebase":
                 name = f"rebase --onto, {patches} synthetic over {commits}"
                 if wanted(name):
@@ -469,6 +439,8 @@ def scale_rows(bench: Bench, only: list[str] | None) -> list[Row]:
             (f"apply, fresh, {patches} synthetic", "git am -3", _synthetic_apply, _synthetic_am),
             (f"export, nothing changed, {patches} synthetic", "git format-patch pin..",
              _synthetic_export, _synthetic_format_patch),
+            (f"export, last patch changed, {patches} synthetic", "git format-patch pin.. (the same --amend before)",
+             _synthetic_export_changed, _synthetic_format_patch_changed),
         ):  # fmt: skip
             if wanted(name):
                 project = synthetic_project(bench, synthetic_upstream(bench, 60), patches, 60)
@@ -510,6 +482,34 @@ def _synthetic_format_patch(bench: Bench, project: Path) -> float:
         lambda: sh(
             project / "work", "git", "format-patch", "-q", "-o", str(out), f"{bench.pin}..series"
         )
+    )
+
+
+def _amend_last(work: Path) -> None:
+    """The checkout's last patch changed as a maintainer changes it: one more line in its
+    file, and ``git commit --amend``."""
+    path = sh(work, "git", "diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD").split()[0]
+    with (work / path).open("a") as fh:
+        fh.write("# changed\n")
+    sh(work, "git", "commit", "-q", "--amend", "--no-edit", "-a")
+
+
+def _synthetic_export_changed(bench: Bench, project: Path) -> float:
+    run = bench.copy(project, "synthetic-export-changed")
+    cache = own_cache(project)
+    series(run, "export", cache=cache)  # what the copy's checkout is, known once
+    _amend_last(run / "work")
+    return timed(lambda: series(run, "export", cache=cache))
+
+
+def _synthetic_format_patch_changed(bench: Bench, project: Path) -> float:
+    work = bench.copy(project / "work", "synthetic-fp-changed")
+    out = bench.tmp / "synthetic-fp-changed-out"
+    shutil.rmtree(out, ignore_errors=True)
+
+    _amend_last(work)  # untimed, as on series' side
+    return timed(
+        lambda: sh(work, "git", "format-patch", "-q", "-o", str(out), f"{bench.pin}..series")
     )
 
 
@@ -599,20 +599,64 @@ def _synthetic_check(project: Path, up: Path) -> float:
     return timed(lambda: series(project, *argv, cache=own_cache(project)))
 
 
+@functools.cache
+def merge_base_option(work: Path) -> bool:
+    """Whether this git's ``merge-tree --write-tree`` takes ``--merge-base`` (2.40 and
+    later; 2.39 refuses it with exit 129, and a loop that ignored that merged nothing)."""
+    proc = subprocess.run(
+        ["git", "merge-tree", "--write-tree", "--merge-base=HEAD", "HEAD", "HEAD"],
+        cwd=work,
+        capture_output=True,
+        check=False,
+    )
+    return proc.returncode == 0
+
+
+def cherry_pick_tree(work: Path, onto: str, commit: str) -> str | None:
+    """The tree of ``commit`` cherry-picked onto the tree ``onto``, by hand: one ``git
+    merge-tree`` (after one ``commit-tree`` where git cannot take ``--merge-base``: a
+    commit of ``onto`` whose parent is ``commit^``, so that the merge base git finds is
+    ``commit^``); None when it conflicts."""
+    if merge_base_option(work):
+        argv = ["merge-tree", "--write-tree", f"--merge-base={commit}^", onto, commit]
+    else:
+        side = sh(work, "git", "commit-tree", onto, "-p", f"{commit}^", "-m", "x").strip()
+        argv = ["merge-tree", "--write-tree", side, commit]
+    proc = subprocess.run(["git", *argv], cwd=work, capture_output=True, text=True, check=False)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"git {' '.join(argv)}: exit {proc.returncode}\n{proc.stderr[-500:]}")
+    return proc.stdout.split("\n")[0] if proc.returncode == 0 else None
+
+
+def merge_trees(work: Path, base: str, one: str, two: str) -> str | None:
+    """The trees ``one`` and ``two`` merged over the commit ``base``, by hand: each made a
+    commit whose parent is ``base`` (``commit-tree``), then one ``git merge-tree``; None
+    when they conflict."""
+    sides = [sh(work, "git", "commit-tree", t, "-p", base, "-m", "x").strip() for t in (one, two)]
+    proc = subprocess.run(
+        ["git", "merge-tree", "--write-tree", *sides],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"git merge-tree: exit {proc.returncode}\n{proc.stderr[-500:]}")
+    return proc.stdout.split("\n")[0] if proc.returncode == 0 else None
+
+
 def _synthetic_loop(project: Path) -> float:
+    """Each patch cherry-picked onto the one before, a conflicting one skipped (as ``git
+    rebase --skip`` would), with ``git merge-tree``."""
     work = project / "work"
     pin = sh(work, "git", "rev-parse", "refs/series/base").strip()
     commits = sh(work, "git", "rev-list", "--reverse", f"{pin}..series").split()
+    onto = sh(work, "git", "rev-parse", "refs/bench/next^{tree}").strip()
 
     def job() -> None:
-        prev = "refs/bench/next"
+        prev = onto
         for c in commits:
-            tree = sh(
-                work, "git", "merge-tree", "--write-tree", f"--merge-base={c}^", prev, c, ok=False
-            ).split("\n")[0]
-            prev = (
-                sh(work, "git", "commit-tree", tree, "-p", c, "-m", "x", ok=False).strip() or prev
-            )
+            prev = cherry_pick_tree(work, prev, c) or prev
 
     return timed(job)
 

@@ -2,10 +2,11 @@
 
 Read from the upstream commits since the pin (a :class:`~series.merge.Target`)
 and the stack as merge nodes (:class:`~series.merge.Stacked`): an upstream
-commit that touches a file of the series and whose patch-id (of the whole
-commit) is a patch's, or whose subject ends in ``(#N)`` or starts ``Merge pull request #N`` where
-N is the patch's ``pr``. check-conflicts reports it; rebase drops a patch
-with patch-id evidence, as git rebase does.
+commit whose patch-id (of the whole commit; only one that changes exactly a
+patch's files can have it) is a patch's, or whose subject ends in ``(#N)``
+or starts ``Merge pull request #N`` where N is the patch's ``pr``.
+check-conflicts reports it; rebase drops a patch with patch-id evidence, as
+git rebase does.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def find_evidence(
     """patch id -> upstream commits with the same patch-id, or naming its PR.
 
     The upstream commits are the target's (the range since the pin, each
-    with the files it changes); the patch-id of each one that touches a
-    file of the series and of each patch is asked of git once and kept in
+    with the files it changes); the patch-id of each one that changes
+    exactly the files of a patch, and of each patch, is asked of git once and kept in
     ``cache_dir``, the per-user cache, by commit (series.evidence.patchids):
     a second run over the same range diffs no commit. ``say`` prints the
     warning about a cache file that was not trusted.
@@ -50,12 +51,16 @@ def find_evidence(
     paths = {f for files in stacked.files.values() for f in files}
     mine = [node.commit for node in stacked.nodes[1:] if node.commit]
     ours = set(mine)
+    # A patch-id hashes each file's diff with the file's name: a commit can share one
+    # with a patch only if it changes exactly the patch's files (both lists are git's
+    # `log --name-only --no-renames`). Only those commits are diffed.
+    shapes = {frozenset(files) for files in stacked.files.values() if files}
     touching = [
         c.commit
         for c in target.commits
         if c.commit not in ours
         and (c.parents is None or len(c.parents) == 1)
-        and not paths.isdisjoint(c.files)
+        and frozenset(c.files) in shapes
     ]
     ids = patchids.patch_ids(repo, [*mine, *touching], cache_dir, say) if paths else {}
     upstream_ids: dict[str, list[str]] = {}
