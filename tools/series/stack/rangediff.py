@@ -195,7 +195,7 @@ def previous(series: Series, since: str | None) -> Version:
     checkout = series.checkout()
     saved = checkout.repo.objects.rev(REBASE_LAST) if checkout.exists() else None
     if saved is not None:
-        files = _saved_files(checkout.repo, saved)
+        files = checkout.repo.objects.files_of(saved)  # the snapshot series rebase kept
         if files != current:
             return Version("the series before the last `series rebase`", files)
     if project is not None and last is not None and project.objects.rev(f"{last}^") is not None:
@@ -306,7 +306,9 @@ def _built(
     cache: Repo,
     known: memo.Known,
 ) -> Built:
-    base = upstream.resolve(manifest.upstream, series.cache_dir, source=None, override=None)
+    base = upstream.cached_pin(manifest.upstream, cache, series.cache_dir) or upstream.resolve(
+        manifest.upstream, series.cache_dir, source=None, override=None
+    )
     ui.status(f"{label}: {len(manifest.patches)} patches on {base.label}")
     files = [PatchFile(p, root / p.file) for p in manifest.patches]
     built = memo.build(cache, base.commit, files, known)
@@ -319,13 +321,6 @@ def _current_files(series: Series) -> dict[str, bytes]:
     for path in sorted((series.root / "patches").glob("*.patch")):
         files[path.relative_to(series.root).as_posix()] = path.read_bytes()
     return files
-
-
-def _saved_files(repo: Repo, saved: str) -> dict[str, bytes]:
-    """relative path -> bytes of every file of the snapshot ``series rebase`` kept."""
-    files = repo.objects.tree_files(saved)
-    blobs = repo.objects.read_blobs(sorted(set(files.values())))
-    return {path: blobs[oid] for path, oid in files.items()}
 
 
 def _files_at(project: Repo, rev: str) -> dict[str, bytes]:
