@@ -19,7 +19,11 @@ git pairs with another patch's commit in the whole-series run is asked
 alone, so the text is always the one-patch form's. A pair git's range-diff
 marks ``=`` (the same text) is ``unchanged`` without a diff of its own
 (:func:`_same`); only the others are diffed. Its git processes start
-without importing GitPython (series.git.run.light_processes).
+without importing GitPython (series.git.run.light_processes: one
+``cat-file`` per repository); the memo is listed once for both versions,
+both pins are found in the cache without the fetch machinery
+(series.upstream.cached_pin), and the current version's series.toml is
+the one the command parsed.
 """
 
 from __future__ import annotations
@@ -279,10 +283,10 @@ def _same(
     return not any(marker in data for data in files for marker in _RENAMES)
 
 
-Built = tuple[dict[str, tuple[str, str, str]], tuple[str, str], Manifest]
+Stack = tuple[dict[str, tuple[str, str, str]], tuple[str, str], Manifest]
 
 
-def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Known) -> Built:
+def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Known) -> Stack:
     """patch id -> (commit, title, patch file) of ``version`` built on its own pin, in the
     cache; (pin, tip) of that stack; its manifest. The current version is the project's
     own files, as parsed already; another is written out to be parsed and read."""
@@ -305,7 +309,7 @@ def _built(
     root: Path,
     cache: Repo,
     known: memo.Known,
-) -> Built:
+) -> Stack:
     base = upstream.cached_pin(manifest.upstream, cache, series.cache_dir) or upstream.resolve(
         manifest.upstream, series.cache_dir, source=None, override=None
     )
