@@ -9,6 +9,7 @@ imports, and that what it says is what git says asked pair by pair.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -17,15 +18,37 @@ import pytest
 
 from helpers import PatchSpec, Project, git, make_project
 from rebase_helpers import commit_upstream
+from series import upstream
+from series.builder import memo
 from series.git import Repo
 from series.git import run as git_run
+from series.manifest import load
+from series.project import Series
 from series.stack.rangediff import classify_diffs
+from series.upstream.unreachable import recall, remember
 from test_speed import ELEVEN, Counted, committed_project, drop, imported_after, one_by_one
 
-# What `branches --dry-run` asks git (no `git version`): the checkout (is it one; its state
-# and record; its branches and HEAD in one for-each-ref), the cache (the pin; the memo of
-# the built stack).
-BRANCHES_AT_MOST = 6
+# What `branches --dry-run` asks git (no `git version`): the checkout (is it one; its
+# branches and HEAD in one for-each-ref; its state and record through one cat-file), the
+# cache (the pin through one cat-file; the memo of the built stack).
+BRANCHES_AT_MOST = 5
+
+# Modules neither command needs when the cache has the pin and the memo the stacks: the
+# fetch and the sdist (tarfile, html.parser), the upstream revisions, the rebase state,
+# logging (a line is written only under --verbose).
+NOT_IMPORTED = {
+    "git",
+    "rich",
+    "logging",
+    "tarfile",
+    "html.parser",
+    "series.upstream.pin",
+    "series.upstream.fetch",
+    "series.upstream.sdist_download",
+    "series.upstream.revision",
+    "series.upstream.source",
+    "series.stack.rebase_state",
+}
 
 
 def test_branches_dry_run_starts_no_gitpython_and_few_git_processes(
@@ -40,10 +63,11 @@ def test_branches_dry_run_starts_no_gitpython_and_few_git_processes(
     verbs = [c.split()[0] for c in calls]
     assert "version" not in verbs, calls
     assert len(calls) <= BRANCHES_AT_MOST, calls
+    assert verbs.count("cat-file") == 2, calls  # one per repository, lookups and reads
     monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
     modules = imported_after("-C", str(project.root), "branches", "--dry-run")
     assert "series.stack.branches" in modules
-    assert not {"git", "rich"} & modules, sorted({"git", "rich"} & modules)
+    assert not NOT_IMPORTED & modules, sorted(NOT_IMPORTED & modules)
 
 
 def test_branches_answers_the_same_without_gitpython(tmp_path: Path) -> None:
@@ -85,7 +109,44 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
     monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
     modules = imported_after("-C", str(project.root), "range-diff")
     assert "series.stack.rangediff" in modules
-    assert not {"git", "rich"} & modules, sorted({"git", "rich"} & modules)
+    assert not NOT_IMPORTED & modules, sorted(NOT_IMPORTED & modules)
+
+
+# What `range-diff` asks git after a rebase, the project not a git repository (no process
+# to say so): the checkout (is it one; the snapshot of the series before the rebase, its
+# commit, trees and files through one cat-file), the cache (both pins through one
+# cat-file; the memo of both stacks in one for-each-ref; the range-diff).
+RANGE_DIFF_AFTER_REBASE = [
+    "rev-parse --git-dir",
+    "cat-file --batch-command",
+    "for-each-ref --format=%(refname) %(objectname) refs/series/stack/",
+    "cat-file --batch-command",
+    "range-diff",
+]
+
+
+def test_range_diff_after_a_rebase_reads_what_it_compares_with_few_git_processes(
+    tmp_path: Path,
+) -> None:
+    """The series before the rebase (its snapshot in the checkout) against patches/ now:
+    each repository read through one cat-file, the memo listed once, both pins found in the
+    cache without the fetch; the texts and classes are git's, pair by pair."""
+    project = make_project(tmp_path, ELEVEN)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    commit_upstream(project.upstream, UTIL, "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
+    counted.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+    counted.run("range-diff")  # builds the series before the rebase on its pin: the memo
+    out, calls = counted.run("range-diff", "--json")
+    report = json.loads(out)
+    assert report["old"] == "the series before the last `series rebase`", report["old"]
+    kinds = {p["id"]: p["kind"] for p in report["patches"]}
+    assert kinds == {s.id: "unchanged" for s in ELEVEN}
+    assert kinds == oracle_kinds(counted, report)
+    texts = {p["id"]: p["range_diff"] for p in report["patches"] if p["old"] and p["new"]}
+    assert texts == one_by_one(counted, report)
+    assert [c if c.split()[0] in ("rev-parse", "cat-file", "for-each-ref") else c.split()[0]
+            for c in calls] == RANGE_DIFF_AFTER_REBASE, calls  # fmt: skip
 
 
 def oracle_kinds(counted: Counted, report: dict[str, object]) -> dict[str, str]:
@@ -140,6 +201,7 @@ def test_range_diff_diffs_a_rename_git_marks_equal(tmp_path: Path) -> None:
     counted.run("apply")
     commit_upstream(project.upstream, UTIL, "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
     counted.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+    counted.run("range-diff")  # builds the series before the rebase on its pin: the memo
     out, calls = counted.run("range-diff", "--json")
     report = json.loads(out)
     rows = {p["id"]: p for p in report["patches"]}
@@ -179,3 +241,55 @@ def test_light_processes_ends_with_its_block() -> None:
     with git_run.light_processes():
         assert git_run._LIGHT == [True]
     assert git_run._LIGHT == [False]
+
+
+def test_the_cached_pin_is_what_resolve_answers_or_none(tmp_path: Path) -> None:
+    """cached_pin answers only where resolve would find the pin in the cache without a fetch,
+    and answers what resolve answers; else None, and resolve decides (the sdist, a fetch)."""
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    cache_dir = counted.cache
+    pinned = load(project.root / "series.toml").upstream
+    repo = upstream.cache_repo(cache_dir)
+    for source in ("git", "auto"):
+        wanted = dataclasses.replace(pinned, source=source)
+        found = upstream.cached_pin(wanted, repo, cache_dir)
+        assert found is not None
+        assert found == upstream.resolve(wanted, cache_dir, source=None, override=None)
+        assert found == upstream.cached_pin(pinned, repo, cache_dir, source=source)
+    assert upstream.cached_pin(dataclasses.replace(pinned, source="sdist"), repo, cache_dir) is None
+    # auto falls back to the sdist while the URL is remembered unreachable; git does not
+    remember(cache_dir, pinned.repository, "no route to host")
+    auto = dataclasses.replace(pinned, source="auto")
+    assert upstream.cached_pin(auto, repo, cache_dir) is None
+    assert upstream.cached_pin(auto, repo, cache_dir, source="git") is not None
+    assert recall(cache_dir, pinned.repository) is None  # forgotten, as the fetch forgets it
+    # the pin's ref moved (or gone): resolve fetches again
+    cache = cache_dir / "upstream.git"
+    ref = git(cache, "for-each-ref", "--format=%(refname)", "refs/series/git/").split()[0]
+    commit_upstream(project.upstream, UTIL, "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
+    git(cache, "fetch", "-q", str(project.upstream), f"+main:{ref}")
+    assert git(cache, "rev-parse", ref) != pinned.commit
+    assert upstream.cached_pin(pinned, upstream.cache_repo(cache_dir), cache_dir) is None
+    git(cache, "update-ref", "-d", ref)
+    assert upstream.cached_pin(pinned, upstream.cache_repo(cache_dir), cache_dir) is None
+
+
+def test_one_memo_listing_for_two_builds_stays_what_the_refs_hold(tmp_path: Path) -> None:
+    """range-diff lists the memo once for both stacks: what the first build records (and
+    deletes, over the limit) is in the listing the second one reads."""
+    project = make_project(tmp_path, ELEVEN)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")  # the pin in the cache; then a memo of nothing
+    series = Series.load(project.root, counted.cache)
+    cache, base = series.cache, series.manifest.upstream.commit
+    for ref in git(cache.path, "for-each-ref", "--format=%(refname)", memo.MEMO).split():
+        git(cache.path, "update-ref", "-d", ref)
+    files = series.patch_files(list(series.manifest.patches))
+    known = memo.recorded(cache)
+    first = memo.build(cache, base, files[:5], known)
+    assert known == memo.recorded(cache) and first.reused == 0
+    second = memo.build(cache, base, files, known)
+    assert second.reused == 5 and known == memo.recorded(cache)
+    assert [s.commit for s in second.steps[:5]] == [s.commit for s in first.steps]

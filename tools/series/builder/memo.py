@@ -14,7 +14,6 @@ concurrent run is simply not recorded.
 from __future__ import annotations
 
 import hashlib
-import logging
 from pathlib import Path
 
 from series import refnames
@@ -24,19 +23,33 @@ from series.builder.build import Built, P, PatchFile, Step
 from series.git import RefMoved, Repo
 from series.git import index as git_index
 from series.git import repo as git_repo
+from series.logs import debug
 
-log = logging.getLogger("series.stack")
 MEMO = refnames.MEMO
 MEMO_LIMIT = 256
 
+Known = dict[str, tuple[str, bool]]  # key -> (commit, whether it needed a 3-way apply)
 
-def build(repo: Repo, base: str, files: list[PatchFile[P]]) -> Built[P]:
-    """:func:`series.builder.build.build`, reusing and recording commits in ``repo``."""
-    keys = memo_keys(base, files)
-    known: dict[str, tuple[str, bool]] = {}
+
+def recorded(repo: Repo) -> Known:
+    """Every commit the memo of ``repo`` keeps, by key: one ``for-each-ref``."""
+    known: Known = {}
     for name, commit in repo.refs.under(MEMO).items():
         key, _, flag = name.removeprefix(MEMO).partition(".")
         known[key] = (commit, flag == "3way")
+    return known
+
+
+def build(repo: Repo, base: str, files: list[PatchFile[P]], known: Known | None = None) -> Built[P]:
+    """:func:`series.builder.build.build`, reusing and recording commits in ``repo``.
+
+    ``known``: :func:`recorded`'s answer, for a command that builds two stacks in one
+    repository (``series range-diff``: one listing for both); what this build records
+    (or deletes) is written into it, so it stays what the refs hold.
+    """
+    keys = memo_keys(base, files)
+    if known is None:
+        known = recorded(repo)
     built: Built[P] = Built(base)
     for item, key in zip(files, keys, strict=True):
         if key not in known:
@@ -53,22 +66,27 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]]) -> Built[P]:
     return built
 
 
-def _record(
-    repo: Repo, known: dict[str, tuple[str, bool]], keys: list[str], at: int, steps: list[Step[P]]
-) -> None:
+def _record(repo: Repo, known: Known, keys: list[str], at: int, steps: list[Step[P]]) -> None:
     lines = [
         f"update {MEMO}{keys[at + i]}{'.3way' if s.three_way else ''} {s.commit} {'0' * 40}"
         for i, s in enumerate(steps)
     ]
+    gone = []
     if len(known) + len(lines) > MEMO_LIMIT:
         wanted = set(keys)
         for key, (commit, three_way) in known.items():
             if key not in wanted:
                 lines.append(f"delete {MEMO}{key}{'.3way' if three_way else ''} {commit}")
+                gone.append(key)
     try:
         repo.refs.update("series memo: record built commits", lines)
     except RefMoved as exc:  # a concurrent run got there first: the memo is optional
-        log.debug("memo not recorded: %s", exc.why)
+        debug("series.stack", "memo not recorded: %s", exc.why)
+        return
+    for key in gone:
+        del known[key]
+    for i, s in enumerate(steps):
+        known[keys[at + i]] = (s.commit, s.three_way)
 
 
 def _salt() -> bytes:

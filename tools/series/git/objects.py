@@ -64,6 +64,35 @@ class Objects(Part):
                 files[path] = head.split(" ")[2]
         return files
 
+    def files_of(self, commit: str) -> dict[str, bytes]:
+        """path -> bytes of every file in ``commit``'s tree (recursively): what
+        :meth:`tree_files` and :meth:`read_blobs` answer, read object by object through
+        the long-lived ``cat-file`` (no process of its own)."""
+        files: dict[str, bytes] = {}
+        trees = [("", self.tree_of(commit))]
+        while trees:
+            prefix, tree = trees.pop()
+            data = self._run.object_data(tree, "tree")
+            if data is None:
+                raise InternalError(f"{tree} is not a tree here", why=f"in {self.path}")
+            size = len(tree) // 2  # the binary id's bytes
+            pos = 0
+            while pos < len(data):
+                space, nul = data.index(b" ", pos), data.index(b"\0", pos)
+                mode, name = (
+                    data[pos:space],
+                    data[space + 1 : nul].decode("utf-8", "surrogateescape"),
+                )
+                oid = data[nul + 1 : nul + 1 + size].hex()
+                pos = nul + 1 + size
+                if mode == b"40000":
+                    trees.append((f"{prefix}{name}/", oid))
+                elif mode == b"160000":
+                    raise InternalError(f"{oid} is a commit, not a blob")
+                else:
+                    files[prefix + name] = self.read_blob(oid)
+        return files
+
     def existing_paths(self, rev: str, paths: Sequence[str]) -> set[str]:
         """Which of ``paths`` (files or directories) exist in ``rev``'s tree; one process."""
         if not paths:

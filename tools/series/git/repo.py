@@ -19,6 +19,7 @@ process per repository)::
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from series.git.diffs import Diffs
@@ -70,8 +71,14 @@ class Repo:
         return cls(path)
 
     def is_repo(self) -> bool:
-        """Whether ``path`` is itself a repository (not a directory inside one)."""
+        """Whether ``path`` is itself a repository (not a directory inside one).
+
+        One with neither ``.git`` nor ``HEAD`` is not, without asking git: git takes
+        as a repository a directory with one or the other (its ``.git``, or a bare
+        repository's ``HEAD``, ``objects`` and ``refs``)."""
         if not self.path.is_dir():
+            return False
+        if not os.path.lexists(self.path / ".git") and not os.path.lexists(self.path / "HEAD"):
             return False
         status, out, _ = self._run.git_status("rev-parse", "--git-dir")
         if status != 0:

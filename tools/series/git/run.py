@@ -297,7 +297,8 @@ def light_processes() -> Iterator[None]:
 
     For a command whose git work is a few queries (``series branches``, ``series
     range-diff``): importing GitPython (and its two ``git version``) costs more than
-    that work. The processes are the same ones (series.git.child.plain).
+    that work. The processes are the same ones (series.git.child.plain), but for the
+    long-lived ``cat-file``: one ``--batch-command`` per repository answers both.
     """
     before = _LIGHT[0]
     _LIGHT[0] = True
@@ -308,20 +309,22 @@ def light_processes() -> Iterator[None]:
 
 
 class _PlainBatch:
-    """A long-lived ``cat-file --batch-check`` or ``--batch`` started without GitPython,
-    answering one name at a time as GitPython's ``get_object_header``/``_data`` do."""
+    """A long-lived ``cat-file --batch-command`` started without GitPython: one process
+    answering both what GitPython's ``get_object_header`` (``info``) and
+    ``get_object_data`` (``contents``) answer, one name at a time."""
 
-    def __init__(self, cwd: Path, mode: str) -> None:
+    def __init__(self, cwd: Path) -> None:
         _strip_inherited()
-        self.data = mode == "--batch"
-        self.proc = plain(cwd, ["git", "cat-file", mode], _environment(None), subprocess.PIPE)
+        argv = ["git", "cat-file", "--batch-command"]
+        self.proc = plain(cwd, argv, _environment(None), subprocess.PIPE)
 
-    def ask(self, name: str) -> tuple[str, str, bytes | None] | None:
-        """(id, type, data: None for --batch-check) of ``name``, None when git has none.
+    def ask(self, name: str, data: bool) -> tuple[str, str, bytes | None] | None:
+        """(id, type, data: None unless ``data``) of ``name``, None when git has none.
         Raises OSError or ValueError when the process is gone."""
         stdin, stdout = self.proc.stdin, self.proc.stdout
         assert stdin is not None and stdout is not None
-        stdin.write(name.encode("utf-8", "surrogateescape") + b"\n")
+        command = b"contents " if data else b"info "
+        stdin.write(command + name.encode("utf-8", "surrogateescape") + b"\n")
         stdin.flush()
         head = stdout.readline()
         if not head.endswith(b"\n"):
@@ -330,12 +333,12 @@ class _PlainBatch:
         if len(parts) != 3 or not parts[2].isdigit():  # "<name> missing", "<name> ambiguous"
             return None
         sha, kind, size = parts
-        if not self.data:
+        if not data:
             return sha, kind, None
-        data = stdout.read(int(size) + 1)
-        if len(data) != int(size) + 1:
+        body = stdout.read(int(size) + 1)
+        if len(body) != int(size) + 1:
             raise ValueError("cat-file ended")
-        return sha, kind, data[:-1]
+        return sha, kind, body[:-1]
 
     def __del__(self) -> None:
         """End cat-file with this object, as GitPython's own does (end of input: it exits)."""
@@ -505,7 +508,7 @@ class Runner:
             self.path,
         )
         if _LIGHT[0]:
-            found = self._plain_ask("--batch-check", name)
+            found = self._plain_ask(name, data=False)
             return (found[0], found[1]) if found is not None else None
         cmd = self.__dict__.get("_batch")
         if cmd is None:
@@ -532,7 +535,7 @@ class Runner:
         """
         debug("series.git", "read %s (git cat-file --batch, one process)  (in %s)", oid, self.path)
         if _LIGHT[0]:
-            found = self._plain_ask("--batch", oid)
+            found = self._plain_ask(oid, data=True)
             return found[2] if found is not None and found[1] == kind else None
         cmd = self.__dict__.get("_batch")
         if cmd is None:
@@ -544,19 +547,18 @@ class Runner:
             return None
         return bytes(data) if _text(got) == kind else None
 
-    def _plain_ask(self, mode: str, name: str) -> tuple[str, str, bytes | None] | None:
-        """:class:`_PlainBatch` ``mode``'s answer for ``name`` (one process per mode and
-        repository); where it cannot run, ``rev-parse`` and ``cat-file`` answer."""
+    def _plain_ask(self, name: str, *, data: bool) -> tuple[str, str, bytes | None] | None:
+        """:class:`_PlainBatch`'s answer for ``name`` (one process per repository); where
+        it cannot run, ``rev-parse`` and ``cat-file`` answer."""
         if "\n" in name:
             return None
-        key = f"_plain{mode}"
         try:
-            batch = self.__dict__.get(key)
+            batch = self.__dict__.get("_plain")
             if batch is None:
-                batch = self.__dict__[key] = _PlainBatch(self.path, mode)
-            return batch.ask(name)
+                batch = self.__dict__["_plain"] = _PlainBatch(self.path)
+            return batch.ask(name, data)
         except (OSError, ValueError):
-            self.__dict__.pop(key, None)
+            self.__dict__.pop("_plain", None)
         argv = ["rev-parse", "-q", "--verify", "--end-of-options", name]
         status, out, _ = execute(self.path, argv)
         if status != 0 or not isinstance(out, str):
@@ -565,10 +567,10 @@ class Runner:
         status, kind, _ = execute(self.path, ["cat-file", "-t", sha])
         if status != 0 or not isinstance(kind, str):
             return None
-        if mode != "--batch":
+        if not data:
             return sha, kind.strip(), None
-        status, data, _ = execute(self.path, ["cat-file", kind.strip(), sha], raw=True)
-        return (sha, kind.strip(), data) if status == 0 and isinstance(data, bytes) else None
+        status, body, _ = execute(self.path, ["cat-file", kind.strip(), sha], raw=True)
+        return (sha, kind.strip(), body) if status == 0 and isinstance(body, bytes) else None
 
     def git_bytes(self, *argv: str, env: Mapping[str, str] | None = None) -> bytes:
         status, out, err = execute(self.path, argv, env=env, raw=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from series import upstream
 from series.errors import RefusedError, SeriesError
 from series.git import EnvironmentFault, Repo
 from series.ui import Ui
@@ -39,7 +40,16 @@ if TYPE_CHECKING:
 def upstream_base(
     series: Series, ui: Ui, checkout: Checkout, state: CheckoutState, url: str | None
 ) -> Base:
-    """The pinned upstream commit from git, in the cache; refused when it cannot be had."""
+    """The pinned upstream commit from git, in the cache; refused when it cannot be had.
+
+    The cache has it from an earlier run, mostly: then it is said as ``Series.pin``
+    says it, without the fetch machinery (series.upstream.cached_pin)."""
+    if url is None:
+        pinned = series.manifest.upstream
+        base = upstream.cached_pin(pinned, series.cache, series.cache_dir, source="git")
+        if base is not None:
+            ui.status(f"upstream: {base.label} [{base.source}: {base.reason}]")
+            return base
     if state.source == "git":
         return series.pin(ui, source="git", override=url, why="the checkout was made from git")
     why = "the branches need upstream's history (the checkout was made from the sdist)"

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from series import refnames
+from series import refnames, upstream
 from series.backup import free_ref
 from series.builder.build import Failure
 from series.checkout import Checkout
@@ -53,7 +53,6 @@ from series.stack.branch_plan import (
 )
 from series.stack.branch_record import RECORD_REF, BranchSet, Record
 from series.ui import Ui
-from series.upstream import UpstreamSource
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -281,7 +280,7 @@ def _refused(checkout: Checkout, opts: Options, refusals: list[str]) -> RefusedE
 
 
 def _bound() -> str:
-    return UpstreamSource.patience()
+    return upstream.UpstreamSource.patience()  # the fetch machinery, only for a remote
 
 
 def _write(

@@ -19,14 +19,17 @@ git pairs with another patch's commit in the whole-series run is asked
 alone, so the text is always the one-patch form's. A pair git's range-diff
 marks ``=`` (the same text) is ``unchanged`` without a diff of its own
 (:func:`_same`); only the others are diffed. Its git processes start
-without importing GitPython (series.git.run.light_processes).
+without importing GitPython (series.git.run.light_processes: one
+``cat-file`` per repository); the memo is listed once for both versions,
+both pins are found in the cache without the fetch machinery
+(series.upstream.cached_pin), and the current version's series.toml is
+the one the command parsed.
 """
 
 from __future__ import annotations
 
 import re
 import tempfile
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +41,8 @@ from series.builder.build import PatchFile
 from series.errors import UsageError
 from series.git import Repo
 from series.git.run import light_processes
-from series.manifest import load
-from series.stack.rebase_state import LAST_REF
-from series.stack.snapshot import saved_files
+from series.manifest import Manifest, load
+from series.refnames import REBASE_LAST
 from series.ui import Ui
 
 if TYPE_CHECKING:
@@ -138,10 +140,12 @@ def range_diffs(
 
 @dataclass(frozen=True)
 class Version:
-    """One version of the series: where it came from, and its files by relative path."""
+    """One version of the series: where it came from, and its files by relative path;
+    ``manifest``: its series.toml parsed, when the project's own was (the current one)."""
 
     label: str
     files: dict[str, bytes]
+    manifest: Manifest | None = None
 
 
 @dataclass(frozen=True)
@@ -193,9 +197,9 @@ def previous(series: Series, since: str | None) -> Version:
             f"{last[:12]} (the last commit that changed patches/)", _files_at(project, last)
         )
     checkout = series.checkout()
-    saved = checkout.repo.objects.rev(LAST_REF) if checkout.exists() else None
+    saved = checkout.repo.objects.rev(REBASE_LAST) if checkout.exists() else None
     if saved is not None:
-        files = saved_files(checkout.repo, saved)
+        files = checkout.repo.objects.files_of(saved)  # the snapshot series rebase kept
         if files != current:
             return Version("the series before the last `series rebase`", files)
     if project is not None and last is not None and project.objects.rev(f"{last}^") is not None:
@@ -209,19 +213,25 @@ def previous(series: Series, since: str | None) -> Version:
 
 
 def current(series: Series) -> Version:
-    return Version("patches/ as they are now", _current_files(series))
+    """The project's files now, with its series.toml as the command parsed it (when that
+    names only files of patches/, as the version's files hold)."""
+    files, manifest = _current_files(series), series.manifest
+    named = all(p.file in files for p in manifest.patches)
+    return Version("patches/ as they are now", files, manifest if named else None)
 
 
 def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None) -> list[Row]:
     """One row per patch of either version (new order first, then the dropped ones)."""
     cache = series.cache
-    (a, a_range), (b, b_range) = _build(series, ui, old, cache), _build(series, ui, new, cache)
+    known = memo.recorded(cache)  # one listing of the memo for both versions
+    a, a_range, _ = _build(series, ui, old, cache, known)
+    b, b_range, manifest = _build(series, ui, new, cache, known)
     if only is not None and only not in a and only not in b:
         raise UsageError(
             f"no patch {only} in either version",
             why=f"old: {', '.join(a) or 'none'}\nnew: {', '.join(b) or 'none'}",
         )
-    reasons = _drop_reasons(new)
+    reasons = {d.id: d.reason for d in manifest.dropped}  # why each was dropped
     ids = [pid for pid in [*b, *(p for p in a if p not in b)] if only in (None, pid)]
     pairs = [(a[pid][0], b[pid][0]) for pid in ids if pid in a and pid in b]
     texts = range_diffs(cache, a_range, b_range, pairs)
@@ -273,28 +283,41 @@ def _same(
     return not any(marker in data for data in files for marker in _RENAMES)
 
 
-def _build(
-    series: Series, ui: Ui, version: Version, cache: Repo
-) -> tuple[dict[str, tuple[str, str, str]], tuple[str, str]]:
+Stack = tuple[dict[str, tuple[str, str, str]], tuple[str, str], Manifest]
+
+
+def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Known) -> Stack:
     """patch id -> (commit, title, patch file) of ``version`` built on its own pin, in the
-    cache; and (pin, tip) of that stack."""
+    cache; (pin, tip) of that stack; its manifest. The current version is the project's
+    own files, as parsed already; another is written out to be parsed and read."""
+    if version.manifest is not None:
+        return _built(series, ui, version.label, version.manifest, series.root, cache, known)
     with tempfile.TemporaryDirectory(prefix="series-range-diff-") as tmp:
         root = Path(tmp)
         for rel, data in version.files.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_bytes(data)
         manifest = load(root / "series.toml")
-        base = upstream.resolve(manifest.upstream, series.cache_dir, source=None, override=None)
-        ui.status(f"{version.label}: {len(manifest.patches)} patches on {base.label}")
-        files = [PatchFile(p, root / p.file) for p in manifest.patches]
-        built = memo.build(cache, base.commit, files)
+        return _built(series, ui, version.label, manifest, root, cache, known)
+
+
+def _built(
+    series: Series,
+    ui: Ui,
+    label: str,
+    manifest: Manifest,
+    root: Path,
+    cache: Repo,
+    known: memo.Known,
+) -> Stack:
+    base = upstream.cached_pin(manifest.upstream, cache, series.cache_dir) or upstream.resolve(
+        manifest.upstream, series.cache_dir, source=None, override=None
+    )
+    ui.status(f"{label}: {len(manifest.patches)} patches on {base.label}")
+    files = [PatchFile(p, root / p.file) for p in manifest.patches]
+    built = memo.build(cache, base.commit, files, known)
     steps = {s.patch.id: (s.commit, s.patch.title, s.patch.file) for s in built.steps}
-    return steps, (built.base, built.tip)
-
-
-def _drop_reasons(version: Version) -> dict[str, str]:
-    data = tomllib.loads(version.files["series.toml"].decode("utf-8"))
-    return {str(d.get("id")): str(d.get("reason", "")) for d in data.get("dropped", [])}
+    return steps, (built.base, built.tip), manifest
 
 
 def _current_files(series: Series) -> dict[str, bytes]:

@@ -22,7 +22,6 @@ import tarfile
 import tempfile
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import Exit, SeriesError, UsageError
@@ -30,6 +29,7 @@ from series.git import ZERO, EnvironmentFault, Ident, Repo
 from series.locks import exclusive
 from series.manifest import Upstream
 from series.upstream import refs
+from series.upstream.base import Base, cache_repo
 from series.upstream.fetch import Memory, Policy, RememberedUnreachable, Want, fetch
 from series.upstream.sdist_download import download
 from series.upstream.unreachable import advice, stall, ttl
@@ -38,21 +38,6 @@ Say = Callable[[str], None]
 
 IMPORTER = "keras-series import"
 IMPORTER_EMAIL = "import@keras-series.invalid"
-
-
-@dataclass(frozen=True)
-class Base:
-    commit: str  # the upstream commit, present in the cache repository
-    source: str  # "git" or "sdist"
-    label: str  # what it is, for people
-    reason: str  # why this source was used
-
-
-def cache_repo(cache_dir: Path) -> Repo:
-    path = cache_dir / "upstream.git"
-    if not (path / "HEAD").is_file():
-        Repo.init(path, bare=True)
-    return Repo(path)
 
 
 def _quiet(text: str) -> None:

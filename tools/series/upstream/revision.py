@@ -23,8 +23,9 @@ from pathlib import Path
 from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, LogEntry, RefMoved, Repo
 from series.manifest import Sdist, Upstream
+from series.upstream.base import Base
 from series.upstream.fetch import DEPTH, Policy, Want, fetch
-from series.upstream.pin import Base, pin_refspecs, resolve
+from series.upstream.pin import pin_refspecs, resolve
 from series.upstream.rangelog import range_log
 from series.upstream.refs import SCRATCH
 

@@ -22,7 +22,8 @@ from pathlib import Path
 from series.errors import SeriesError
 from series.git import Repo
 from series.manifest import Upstream
-from series.upstream.pin import Base, cache_repo, keep, resolve
+from series.upstream.base import Base, cache_repo
+from series.upstream.pin import keep, resolve
 from series.upstream.revision import Revision, drop_scratch, resolve_revision, scratch_prefix
 from series.upstream.unreachable import stall
 

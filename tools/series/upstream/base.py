@@ -1,0 +1,57 @@
+"""The pinned upstream base, and the pin as the per-user cache has it already.
+
+:class:`Base` is what every way of getting the pin answers
+(series.upstream.pin: git or the sdist); :func:`cache_repo` is the per-user
+cache repository it lands in. :func:`cached_pin` is the pin when a fetch
+from git left it in the cache: what :func:`series.upstream.pin.resolve`
+answers then, found without importing the fetch and sdist machinery or
+taking the cache's lock (a ref is read whole, and nothing takes a pinned
+commit out of the cache). A command whose git work is a few queries
+(``series range-diff``, ``series branches``) asks it first, and resolves
+only when it answers None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from series.git import Repo
+from series.manifest import Upstream
+from series.upstream import refs
+from series.upstream.unreachable import forget, recall
+
+
+@dataclass(frozen=True)
+class Base:
+    commit: str  # the upstream commit, present in the cache repository
+    source: str  # "git" or "sdist"
+    label: str  # what it is, for people
+    reason: str  # why this source was used
+
+
+def cache_repo(cache_dir: Path) -> Repo:
+    path = cache_dir / "upstream.git"
+    if not (path / "HEAD").is_file():
+        Repo.init(path, bare=True)
+    return Repo(path)
+
+
+def cached_pin(
+    upstream: Upstream, repo: Repo, cache_dir: Path, *, source: str | None = None
+) -> Base | None:
+    """The pin from git, when ``repo`` (the cache) has it already; else None (resolve it).
+
+    What ``resolve(upstream, cache_dir, source=source, override=None)`` answers
+    when its fetch finds the pinned ref there: not for the sdist, nor where
+    ``auto`` remembers the repository as unreachable (resolve falls back to the
+    sdist then); like that fetch, it forgets a remembered failure of the URL.
+    """
+    wanted = source or upstream.source
+    url = upstream.repository
+    if wanted == "sdist" or (wanted == "auto" and recall(cache_dir, url) is not None):
+        return None
+    if repo.objects.rev(refs.git_pin(upstream.commit)) != upstream.commit:
+        return None
+    forget(cache_dir, url)
+    return Base(upstream.commit, "git", f"{url} {upstream.ref} ({upstream.commit[:12]})", "cached")
