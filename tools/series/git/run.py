@@ -49,7 +49,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 # Without git on PATH, importing GitPython raises ImportError with a page of
 # advice; "quiet" defers that to the first command, where execute() says it.
@@ -429,6 +429,26 @@ def _fault_point(argv: Sequence[str]) -> None:
         Path(go + ".paused").touch()
         while not os.path.exists(go):
             time.sleep(0.02)
+
+
+def start_long_lived(
+    cwd: Path,
+    argv: Sequence[str],
+    env: Mapping[str, str] | None,
+    stderr: BinaryIO | int,
+    prefix: Sequence[str] = (),
+) -> subprocess.Popen[bytes]:
+    """``git argv`` started as :class:`_PlainBatch` starts ``cat-file``: a long-lived
+    process asked one request at a time through its stdin, without GitPython;
+    ``prefix``: a command that runs git (``stdbuf -o0``)."""
+    _strip_inherited()
+    return plain(cwd, [*prefix, "git", *argv], _environment(env), subprocess.PIPE, stderr)
+
+
+def fault_point(argv: Sequence[str]) -> None:
+    """The fault-injection step of a git call (:func:`_fault_point`), for a request to a
+    long-lived process that stands in for a git call (series.git.mergetree.MergeStream)."""
+    _fault_point(argv)
 
 
 def run(
