@@ -26,7 +26,7 @@ from series.stack.rebase_driver import Run, conflict_error, drive, write_conflic
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import Resolved, Skipped
 from series.ui import Ui
-from series.upstream.rangelog import range_log
+from series.upstream import range_log
 
 if TYPE_CHECKING:
     from series.project import Series

@@ -14,6 +14,7 @@ the git-level primitive this package is the policy above.
 from __future__ import annotations
 
 from series.upstream.pin import Base, cache_repo, import_sdist, resolve
+from series.upstream.rangelog import range_log
 from series.upstream.refs import SCRATCH
 from series.upstream.revision import Revision
 from series.upstream.source import Onto, UpstreamSource
@@ -26,5 +27,6 @@ __all__ = [
     "UpstreamSource",
     "cache_repo",
     "import_sdist",
+    "range_log",
     "resolve",
 ]
