@@ -393,7 +393,14 @@ def test_a_rebase_predicts_no_more_than_a_chunk_of_patches_per_merge(
     assert code == 0, err
     oracle = git_rebase_trees(project, "next")
     batched = spy_batches(monkeypatch)
-    code, _, err = project.run("rebase", "--onto", "next", "--upstream", str(project.upstream))
+    # Without stdbuf on PATH the rebase speculates in batches (with it, it merges each
+    # patch once in one long-lived merge-tree: tests/test_speed_rebase.py)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(str(shutil.which("git")))
+    with monkeypatch.context() as path:
+        path.setenv("PATH", str(bin_dir))
+        code, _, err = project.run("rebase", "--onto", "next", "--upstream", str(project.upstream))
     assert code == 0, err
     work = project.work
     spans = [

@@ -8,6 +8,7 @@ exactly the ones git gives.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,6 +20,17 @@ import pytest
 from conflict_helpers import make_case, spy_batches, upstream_commit
 from helpers import GitShim, PatchSpec, Project, git, make_project, replace_line
 from rebase_helpers import commit_upstream, moving_project
+from series import manifest
+from series.git import TreeMerge
+from series.git.mergetree import MergeStream
+from series.manifest import Dropped, UpstreamPart
+from series.manifest_write import (
+    PatchUpdate,
+    write_parts,
+    write_patches,
+    write_pin,
+    write_rebased,
+)
 
 
 def fetches(calls: list[str]) -> list[str]:
@@ -105,9 +117,30 @@ def cherry_picked(clone: Path, old: str, onto: str) -> str:
     return git(clone, "rev-parse", "HEAD^{tree}")
 
 
-def test_continue_speculates_the_rest_instead_of_merging_one_by_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _no_stdbuf(tmp: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """PATH with git and, for ``buffering``, a ``stdbuf`` that leaves git's output
+    buffered (as where it cannot unbuffer git); none for ``none``."""
+    if how == "stream":
+        return
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    real = shutil.which("git")
+    assert real is not None
+    (bin_dir / "git").symlink_to(real)
+    if how == "buffering":
+        (bin_dir / "stdbuf").write_text('#!/bin/sh\nshift\nexec "$@"\n')
+        (bin_dir / "stdbuf").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+@pytest.mark.parametrize("how", ["stream", "none", "buffering"])
+def test_continue_merges_the_rest_once_each_in_one_process_or_in_two_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
+    """After a conflict, the nine patches left are each merged once, as the walk asks for
+    it, in one long-lived merge-tree (``stream``), with no batch; without a ``stdbuf``
+    (``none``), or with one that leaves git's output buffered (``buffering``), they are
+    speculated in two batches instead of nine. Every tree is git's own cherry-pick."""
     case = make_case(tmp_path, SPREAD)
     project: Project = case.project
     up = project.upstream
@@ -123,10 +156,24 @@ def test_continue_speculates_the_rest_instead_of_merging_one_by_one(
     (project.work / UTIL).write_text(head + "VALUE_6 = 66\n" + tail)
     git(project.work, "add", UTIL)
     batched = spy_batches(monkeypatch)
-    code, _, err = project.run("rebase", "--continue")
+    streams: list[MergeStream] = []
+    original = MergeStream.merge
+
+    def merge(self: MergeStream, line: str) -> TreeMerge | None:
+        streams.append(self)
+        return original(self, line)
+
+    monkeypatch.setattr(MergeStream, "merge", merge)
+    with monkeypatch.context() as path:
+        _no_stdbuf(tmp_path, path, how)
+        code, _, err = project.run("rebase", "--continue")
     assert code == 0, err
-    # The nine patches after P3: predicted and verified in two batches, not nine.
-    assert 0 < len(batched) <= 2, [len(b) for b in batched]
+    if how == "stream":  # each of the nine asked of one stream, and no batch
+        assert batched == [], [len(b) for b in batched]
+        assert len(streams) == 9 and len(set(map(id, streams))) == 1
+    else:  # predicted and verified in two batches, not nine
+        assert 0 < len(batched) <= 2, [len(b) for b in batched]
+        assert len(streams) == (1 if how == "buffering" else 0), streams
     work = project.work
     next_ = git(project.upstream, "rev-parse", "next")
     new = git(work, "rev-list", "--reverse", f"{next_}..series").split()
@@ -139,6 +186,37 @@ def test_continue_speculates_the_rest_instead_of_merging_one_by_one(
         tree = git(work, "rev-parse", f"{new[k]}^{{tree}}")
         assert tree == cherry_picked(clone, old[f"P{k + 1}"], new[k - 1])
     assert "VALUE_6 = 66\n" in git(work, "show", f"series:{UTIL}")
+
+
+def test_continue_and_onto_import_no_gitpython(tmp_path: Path) -> None:
+    """--onto and --continue start their git processes without GitPython (the same
+    processes; its import cost more than any of them but the merges)."""
+    project = moving_project(tmp_path, conflict=True)
+
+    def modules(*args: str, code: int) -> set[str]:
+        probe = (
+            "import sys\n"
+            f"sys.argv = ['series', '-C', {str(project.root)!r}, *{list(args)!r}]\n"
+            "from series.entry import main\n"
+            "code = main()\n"
+            "print(' '.join(sorted(sys.modules)))\n"
+            "sys.exit(code)\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == code, proc.stderr
+        return set(proc.stdout.split("\n")[-2].split())
+
+    up = str(project.upstream)
+    started = modules("rebase", "--onto", "main", "--upstream", up, code=3)
+    assert "series.stack.rebase_driver" in started
+    assert not [m for m in started if m == "git" or m.startswith("git.")]
+    _resolve_p1(project.work)
+    resumed = modules("rebase", "--continue", code=0)
+    assert "series.stack.rebase_finish" in resumed
+    assert not [m for m in resumed if m == "git" or m.startswith("git.")]
+    assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
 
 
 def test_abort_reads_only_the_changed_files_to_keep_them(tmp_path: Path) -> None:
@@ -439,3 +517,93 @@ def _resolve_p1(work: Path) -> str:
     core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
     git(work, "add", "pkg/core.py")
     return git(work, "write-tree")
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("case", ["kept", "dropped", "reordered", "parts", "no sdist"])
+def test_the_rebase_writes_series_toml_in_one_parse_as_in_three(case: str) -> None:
+    """The end of a rebase parses series.toml once (write_rebased), and writes exactly
+    what write_pin, write_patches and write_parts give one after the other."""
+    text = (ROOT / "series.toml").read_text(encoding="utf-8")
+    if case == "no sdist":
+        start = text.index("[upstream.sdist]")
+        text = text[:start] + text[text.index("[series]") :]
+    path = ROOT / "series.toml"
+    loaded = manifest.loads(path, text)
+    patches = list(loaded.patches)
+    dropped: list[Dropped] = []
+    if case in ("dropped", "reordered"):
+        gone = patches.pop(2)
+        dropped = [
+            Dropped(gone.id, gone.title, "upstream", 12, "a" * 40, "b" * 40, gone.file),
+            Dropped("PX", "another", "skipped", onto="b" * 40),
+        ]
+    if case == "reordered":
+        patches.reverse()
+    updates = [
+        PatchUpdate(p.id, p.title + ("!" if k == 1 else ""), p.file, p.branch)
+        for k, p in enumerate(patches)
+    ]
+    updates.append(PatchUpdate("PNEW", "a new one", "patches/new.patch", "new"))
+    parts = {}
+    if case == "parts":
+        parts = {
+            patches[0].id: [
+                UpstreamPart("c" * 40, ("a.py:1-2", "b.py:3-4|in another form"), "d" * 40)
+            ]
+        }
+    one_by_one = write_parts(
+        write_patches(
+            loaded,
+            updates,
+            text=write_pin(text, ref="master", commit="e" * 40, dropped=dropped),
+        ),
+        parts,
+    )
+    once = write_rebased(
+        loaded, text, ref="master", commit="e" * 40, dropped=dropped, updates=updates, parts=parts
+    )
+    assert once == one_by_one
+    assert 'commit = "' + "e" * 40 + '"' in once
+
+
+def test_onto_and_continue_merge_in_one_long_lived_merge_tree(tmp_path: Path) -> None:
+    """--onto and --continue start one ``merge-tree`` for all their merges (and the probe
+    of what this git takes), not a prediction batch and a verification batch per chunk
+    (three on main); the result is the one resolved by hand."""
+    project = moving_project(tmp_path, conflict=True)
+    shimmed = GitShim(tmp_path)
+    up = str(project.upstream)
+    onto = shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
+    _resolve_p1(project.work)
+    resumed = shimmed.calls(project.root, "rebase", "--continue")
+    for run in (onto, resumed):
+        merges = [c for c in run if c.startswith("merge-tree ")]
+        assert merges == ["merge-tree --write-tree -z --stdin"] * 2, merges
+    main = git(project.upstream, "rev-parse", "main")
+    first = git(project.work, "rev-list", "--reverse", f"{main}..series").split()[0]
+    assert "return -11" in git(project.work, "show", f"{first}:pkg/core.py")
+    assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
+
+
+def test_continue_that_stops_again_lists_upstream_from_what_onto_kept(tmp_path: Path) -> None:
+    """--continue stops again (P2 conflicts too): the upstream commits since the pin that
+    its report names are listed as --onto lists them, their files read from the per-user
+    cache where --onto kept them (no ``log --name-only`` that diffs every commit), and
+    the report is the same: the commit that touched the conflicted file."""
+    project = moving_project(tmp_path, conflict=True)
+    up = project.upstream
+    commit_upstream(up, "pkg/util.py", "VALUE_5 = 5\n", "VALUE_5 = -5\n", "util: VALUE_5 is -5")
+    touched = git(up, "rev-parse", "main")
+    shimmed = GitShim(tmp_path)
+    shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", str(up), code=3)
+    _resolve_p1(project.work)
+    calls = shimmed.calls(project.root, "rebase", "--continue", code=3)
+    assert not [c for c in calls if "--name-only" in c], calls
+    state = json.loads(git(project.work, "cat-file", "blob", "refs/series/rebase/state"))
+    assert state["stop"]["files"] == ["pkg/util.py"]
+    since = git(up, "log", "--format=%H %s", f"{project.commit}..main", "--", "pkg/util.py")
+    assert state["stop"]["upstream"] == since.splitlines()
+    assert state["stop"]["upstream"][0] == f"{touched} util: VALUE_5 is -5"

@@ -34,6 +34,11 @@ def write_patches(
     start from (default: the file as it is now).
     """
     doc = tomlkit.parse(text if text is not None else manifest.path.read_text(encoding="utf-8"))
+    _patches(doc, updates)
+    return tomlkit.dumps(doc)
+
+
+def _patches(doc: tomlkit.TOMLDocument, updates: list[PatchUpdate]) -> None:
     aot = doc["patch"]
     assert isinstance(aot, tomlkit.items.AoT)
     old = {str(t["id"]): t for t in aot}
@@ -59,7 +64,6 @@ def write_patches(
         del aot[0]
     for table in tables:
         aot.append(table)
-    return tomlkit.dumps(doc)
 
 
 def write_pin(text: str, *, ref: str, commit: str, dropped: list[Dropped]) -> str:
@@ -70,20 +74,55 @@ def write_pin(text: str, *, ref: str, commit: str, dropped: list[Dropped]) -> st
     apply`` then says that the pin needs git, instead of silently using an
     sdist of another version. Comments and key order elsewhere survive.
     """
-    old_sdist = tomllib.loads(text).get("upstream", {}).get("sdist")
-    if old_sdist is not None:
-        was = f"{old_sdist.get('package')}=={old_sdist.get('version')}"
-        note = (
-            f"# [upstream.sdist] ({was}) was removed by series rebase: no sdist stands\n"
-            f'# in for {ref} ({commit[:12]}); see docs/rebase.md, "At the end".\n'
-        )
-        text = _drop_table(text, "[upstream.sdist]", note)
+    text, had_sdist = _without_sdist(text, ref, commit)
     doc = tomlkit.parse(text)
+    _pin(doc, ref, commit, dropped, had_sdist)
+    return tomlkit.dumps(doc)
+
+
+def write_rebased(
+    manifest: Manifest,
+    text: str,
+    *,
+    ref: str,
+    commit: str,
+    dropped: list[Dropped],
+    updates: list[PatchUpdate],
+    parts: dict[str, list[UpstreamPart]],
+) -> str:
+    """What ``series rebase`` writes: :func:`write_pin`, then :func:`write_patches`, then
+    :func:`write_parts` of ``text``, the same text, with one parse and one dump of it
+    (tomlkit's parse is most of the end of a rebase's own work)."""
+    text, had_sdist = _without_sdist(text, ref, commit)
+    doc = tomlkit.parse(text)
+    _pin(doc, ref, commit, dropped, had_sdist)
+    _patches(doc, updates)
+    if any(parts.values()):
+        _parts(doc, parts)
+    return tomlkit.dumps(doc)
+
+
+def _without_sdist(text: str, ref: str, commit: str) -> tuple[str, bool]:
+    """``text`` without its sdist stand-in (a comment says why), and whether it had one."""
+    old_sdist = tomllib.loads(text).get("upstream", {}).get("sdist")
+    if old_sdist is None:
+        return text, False
+    was = f"{old_sdist.get('package')}=={old_sdist.get('version')}"
+    note = (
+        f"# [upstream.sdist] ({was}) was removed by series rebase: no sdist stands\n"
+        f'# in for {ref} ({commit[:12]}); see docs/rebase.md, "At the end".\n'
+    )
+    return _drop_table(text, "[upstream.sdist]", note), True
+
+
+def _pin(
+    doc: tomlkit.TOMLDocument, ref: str, commit: str, dropped: list[Dropped], had_sdist: bool
+) -> None:
     up = doc["upstream"]
     assert isinstance(up, tomlkit.items.Table)
     up["ref"] = ref
     up["commit"] = commit
-    if old_sdist is not None or up.get("source") == "sdist":
+    if had_sdist or up.get("source") == "sdist":
         up["source"] = "git"
     if dropped:
         aot = doc.get("dropped")
@@ -103,7 +142,6 @@ def write_pin(text: str, *, ref: str, commit: str, dropped: list[Dropped]) -> st
             if d.file:
                 table["file"] = d.file
             aot.append(table)
-    return tomlkit.dumps(doc)
 
 
 def write_parts(text: str, parts: dict[str, list[UpstreamPart]]) -> str:
@@ -114,6 +152,11 @@ def write_parts(text: str, parts: dict[str, list[UpstreamPart]]) -> str:
     if not any(parts.values()):
         return text
     doc = tomlkit.parse(text)
+    _parts(doc, parts)
+    return tomlkit.dumps(doc)
+
+
+def _parts(doc: tomlkit.TOMLDocument, parts: dict[str, list[UpstreamPart]]) -> None:
     aot = doc["patch"]
     assert isinstance(aot, tomlkit.items.AoT)
     for table in aot:
@@ -132,7 +175,6 @@ def write_parts(text: str, parts: dict[str, list[UpstreamPart]]) -> str:
                 record["onto"] = part.onto
             record["took"] = list(part.took)
             records.append(record)
-    return tomlkit.dumps(doc)
 
 
 def _drop_table(text: str, header: str, note: str) -> str:

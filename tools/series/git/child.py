@@ -139,7 +139,11 @@ def _import_quietly() -> None:
 
 
 def plain(
-    cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | int | None
+    cwd: Path,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    stdin: BinaryIO | int | None,
+    stderr: BinaryIO | int = subprocess.PIPE,
 ) -> subprocess.Popen[bytes]:
     """git started as GitPython starts it, without importing GitPython: for a read-only
     query that may be a command's only git process (``git status`` after what was kept).
@@ -147,7 +151,8 @@ def plain(
     The same process: ``argv`` as given (no shell), in ``cwd``, GitPython's C locale
     (``LANGUAGE``, ``LC_ALL``) over series' environment and ``env`` over both, stdin
     from /dev/null unless given (a file, or ``subprocess.PIPE`` for a long-lived
-    ``cat-file``), both streams piped, no inherited descriptors. git
+    ``cat-file``), both streams piped (stderr to ``stderr`` when given: a long-lived
+    process whose stderr nobody reads until it ends), no inherited descriptors. git
     missing from PATH (or ``cwd`` missing) raises ``FileNotFoundError``.
     """
     full = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **env}
@@ -157,7 +162,7 @@ def plain(
         env=full,
         stdin=stdin if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         close_fds=True,
     )
 
@@ -366,6 +371,16 @@ def activity(pid: int) -> tuple[tuple[int, ...], ...] | None:
         cpu = sum(int(f) for f in fields[11:15])
         found.append((member, cpu, *_io(_PROC / str(member))))
     return tuple(sorted(found))
+
+
+def own_activity(pid: int) -> tuple[int, ...] | None:
+    """What ``pid`` alone has done so far (CPU time, bytes read and written), None
+    without ``/proc``: :func:`activity` for a process that starts none, without reading
+    every process of the machine to find its children."""
+    fields = _stat(pid)
+    if fields is None or len(fields) < 15:
+        return None
+    return (sum(int(f) for f in fields[11:15]), *_io(_PROC / str(pid)))
 
 
 def _io(entry: Path) -> tuple[int, int]:

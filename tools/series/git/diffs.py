@@ -54,16 +54,19 @@ class Diffs(Part):
             return {}
         argv = ["diff-tree", "--stdin", "-p", "--full-index", "--no-renames", "--no-color"]
         out = self._run.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=HERMETIC)
-        diffs: dict[str, bytes] = {}
-        current = None
+        wanted = set(commits)
+        parts: dict[str, list[bytes]] = {}
+        current: list[bytes] | None = None
         for line in out.splitlines(keepends=True):
-            head = line.strip().decode("ascii", "replace")
-            if len(head) == 40 and head in commits and not line.startswith((b"+", b"-", b" ")):
-                current = head
-                diffs[current] = b""
-            elif current is not None:
-                diffs[current] += line
-        return diffs
+            head = line.strip()
+            if len(head) == 40 and not line.startswith((b"+", b"-", b" ")):
+                name = head.decode("ascii", "replace")
+                if name in wanted:
+                    current = parts[name] = []
+                    continue
+            if current is not None:
+                current.append(line)
+        return {commit: b"".join(lines) for commit, lines in parts.items()}
 
     def range_diff(self, old: str, new: str) -> str:
         """``git range-diff OLD NEW`` (two revision ranges), without colour."""

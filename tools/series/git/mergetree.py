@@ -11,15 +11,30 @@ repository does not grow.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import shutil
+import subprocess
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import InternalError
-from series.git.run import HERMETIC, GitFailed, Part, execute, input_file, ram_dir
+from series.git.child import own_activity
+from series.git.run import (
+    HERMETIC,
+    GitFailed,
+    Part,
+    execute,
+    fault_point,
+    input_file,
+    ram_dir,
+    start_long_lived,
+)
 
 
 @dataclass(frozen=True)
@@ -94,6 +109,10 @@ class Merge(Part):
             raise InternalError(f"merge-tree gave {len(results)} results for {len(lines)} merges")
         return results
 
+    def stream(self, env: Mapping[str, str] | None = None) -> MergeStream:
+        """Merges one at a time in one process (:class:`MergeStream`), under ``env``."""
+        return MergeStream(self.path, env)
+
     def base_on_stdin(self, commit: str, env: Mapping[str, str] | None = None) -> bool:
         """Whether this git takes ``<base> -- <one> <two>`` on ``merge-tree --stdin``.
 
@@ -145,25 +164,182 @@ def parse_merge_tree(out: bytes) -> list[TreeMerge]:
     results: list[TreeMerge] = []
     i = 0
     while i + 1 < len(fields) and fields[i] != "":
-        status, tree = int(fields[i]), fields[i + 1]
-        i += 2
-        if status < 0:
-            raise InternalError(f"git merge-tree could not merge (status {status})")
-        entries: list[StageEntry] = []
-        messages: list[MergeMessage] = []
-        if status == 0:
-            while fields[i] != "":
-                head, path = fields[i].split("\t", 1)
-                mode, oid, stage = head.split(" ")
-                entries.append(StageEntry(mode, oid, int(stage), path))
-                i += 1
-            i += 1
-            while fields[i] != "":
-                count = int(fields[i])
-                paths = tuple(fields[i + 1 : i + 1 + count])
-                kind, text = fields[i + 1 + count], fields[i + 2 + count]
-                messages.append(MergeMessage(paths, kind, text.rstrip("\n")))
-                i += count + 3
-        i += 1
-        results.append(TreeMerge(status == 1, tree, tuple(entries), tuple(messages)))
+        merge, i = _one_merge(fields, i)
+        results.append(merge)
     return results
+
+
+def _one_merge(fields: Sequence[str], i: int) -> tuple[TreeMerge, int]:
+    """The merge whose record starts at ``fields[i]``, and where the next one starts.
+    IndexError: the record goes past ``fields`` (not all of it written yet)."""
+    status, tree = int(fields[i]), fields[i + 1]
+    i += 2
+    if status < 0:
+        raise InternalError(f"git merge-tree could not merge (status {status})")
+    entries: list[StageEntry] = []
+    messages: list[MergeMessage] = []
+    if status == 0:
+        while fields[i] != "":
+            head, path = fields[i].split("\t", 1)
+            mode, oid, stage = head.split(" ")
+            entries.append(StageEntry(mode, oid, int(stage), path))
+            i += 1
+        i += 1
+        while fields[i] != "":
+            count = int(fields[i])
+            paths = tuple(fields[i + 1 : i + 1 + count])
+            if len(paths) != count:
+                raise IndexError(i)
+            kind, text = fields[i + 1 + count], fields[i + 2 + count]
+            messages.append(MergeMessage(paths, kind, text.rstrip("\n")))
+            i += count + 3
+    if i >= len(fields):  # the empty field that ends the merge is not there yet
+        raise IndexError(i)
+    return TreeMerge(status == 1, tree, tuple(entries), tuple(messages)), i + 1
+
+
+class MergeStream:
+    """Merges one at a time, each as soon as the one before it is known, in one
+    long-lived ``merge-tree --write-tree -z --stdin`` (and one ``hash-object
+    --stdin-paths`` for the commits a merge needs).
+
+    A replay merges patch k onto the tree patch k-1 gave: each merge needs the
+    one before, which a batch cannot give (series.merge.predict guesses them
+    instead, at the cost of a second merge per patch). git 2.39's merge-tree
+    writes its answers through stdio's buffer, which reaches a pipe only when
+    it is full or the input ends; under ``stdbuf -o0`` (coreutils) nothing is
+    buffered, so each answer comes when its merge is done, and the same merge
+    git would have made in a batch is made once. Where that does not hold (no
+    ``stdbuf``; a git it cannot unbuffer), an answer that does not come while
+    git sits idle for ``IDLE`` seconds is taken by ending git's input (git
+    then finishes the merge and writes it all), and the stream is closed:
+    :attr:`live` turns False and the caller goes back to batches. Every
+    answer is git's own, whichever way it came.
+    """
+
+    IDLE = 1.0  # seconds of git doing nothing, no answer come: its output is buffered
+    TICK = 0.05
+
+    def __init__(self, path: Path, env: Mapping[str, str] | None) -> None:
+        self.path, self.env = path, dict(env or {})
+        self.live = shutil.which("stdbuf") is not None
+        self._merges: subprocess.Popen[bytes] | None = None
+        self._writer: subprocess.Popen[bytes] | None = None
+        self._out = b""
+        self._tmp = tempfile.mkdtemp(prefix="series-stream-", dir=ram_dir()) if self.live else ""
+
+    def write(self, kind: str, payload: bytes) -> str | None:
+        """Write one object (``hash-object -w``); its id, or None when the stream is closed."""
+        if not self.live:
+            return None
+        try:
+            if self._writer is None:
+                argv = ["hash-object", "-w", "-t", kind, "--stdin-paths"]
+                fault_point(argv)
+                env = {**self.env, "GIT_FLUSH": "1"}  # an answer per path, whatever set
+                self._writer = start_long_lived(self.path, argv, env, subprocess.DEVNULL)
+            path = Path(self._tmp) / "object"
+            path.write_bytes(payload)
+            stdin, stdout = self._writer.stdin, self._writer.stdout
+            assert stdin is not None and stdout is not None
+            stdin.write(str(path).encode() + b"\n")
+            stdin.flush()
+            line = stdout.readline().decode("ascii", "replace").strip()
+        except OSError:
+            line = ""
+        if len(line) != 40:
+            self.close()
+            return None
+        return line
+
+    def merge(self, line: str) -> TreeMerge | None:
+        """The merge of one ``merge-tree --stdin`` input line; None when the stream is
+        closed (it could not answer: the caller asks a batch, which says why)."""
+        if not self.live:
+            return None
+        try:
+            if self._merges is None:
+                argv = ["merge-tree", "--write-tree", "-z", "--stdin"]
+                fault_point(argv)
+                # stderr unread: where a merge fails, the batch the caller goes back to
+                # runs it again and says why
+                self._merges = start_long_lived(
+                    self.path, argv, self.env, subprocess.DEVNULL, prefix=("stdbuf", "-o0")
+                )
+            stdin = self._merges.stdin
+            assert stdin is not None
+            stdin.write(line.encode() + b"\n")
+            stdin.flush()
+            return self._answer(self._merges)
+        except (OSError, ValueError, InternalError):
+            self.close()
+            return None
+
+    def _answer(self, proc: subprocess.Popen[bytes]) -> TreeMerge | None:
+        stdout = proc.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        seen: tuple[int, ...] | None = None
+        idle_since = time.monotonic()
+        while True:
+            found = self._take()
+            if found is not None:
+                return found
+            ready, _, _ = select.select([fd], [], [], self.TICK)
+            if ready:
+                data = os.read(fd, 1 << 16)
+                if not data:  # git ended: the batch says why
+                    self.close()
+                    return None
+                self._out += data
+                idle_since = time.monotonic()
+                continue
+            now, current = time.monotonic(), own_activity(proc.pid)
+            if current is not None and current != seen:  # working on it
+                seen, idle_since = current, now
+                continue
+            limit = self.IDLE if current is not None else 20 * self.IDLE  # no /proc: a bound
+            if now - idle_since >= limit:  # buffered: its input ended, git writes it all
+                assert proc.stdin is not None
+                proc.stdin.close()
+                self._out += stdout.read()
+                found = self._take()
+                self.close()
+                return found
+
+    def _take(self) -> TreeMerge | None:
+        """The first whole merge in what git wrote so far (removed from it), or None."""
+        end = self._out.rfind(b"\0")
+        if end < 0:
+            return None
+        fields = [f.decode("utf-8", "surrogateescape") for f in self._out[:end].split(b"\0")]
+        try:
+            merge, used = _one_merge(fields, 0)
+        except IndexError:
+            return None
+        consumed = sum(len(f.encode("utf-8", "surrogateescape")) + 1 for f in fields[:used])
+        self._out = self._out[consumed:]
+        return merge
+
+    def close(self) -> None:
+        """End both processes (end of input: each exits); the stream answers no more."""
+        self.live = False
+        for proc in (self._merges, self._writer):
+            if proc is None or proc.poll() is not None:
+                continue
+            with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
+                for stream in (proc.stdin, proc.stdout, proc.stderr):
+                    if stream is not None:
+                        stream.close()
+                proc.wait(timeout=5)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self._merges = self._writer = None
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = ""
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()

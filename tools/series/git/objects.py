@@ -41,6 +41,14 @@ class Objects(Part):
         """The content of ``path`` in ``rev``."""
         return self._run.git_bytes("cat-file", "blob", "--end-of-options", f"{rev}:{path}")
 
+    def blob_read(self, rev: str, path: str) -> bytes:
+        """:meth:`blob`, asked of the long-lived ``cat-file`` processes (no process of its
+        own); where they do not have it, :meth:`blob` (git says why)."""
+        found = self._run.lookup(f"{rev}:{path}")
+        if found is None or found[1] != "blob":
+            return self.blob(rev, path)
+        return self.read_blob(found[0])
+
     def read_blob(self, oid: str) -> bytes:
         """The content of the blob ``oid`` (asked of the long-lived ``cat-file``)."""
         data = self._run.object_data(oid, "blob")

@@ -60,6 +60,8 @@ from series.logs import debug
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
+    from typing import BinaryIO
+
     from git.cmd import Git as _Cmd
 
 # Switches off ~/.gitconfig and /etc/gitconfig for content-producing commands.
@@ -432,6 +434,26 @@ def _fault_point(argv: Sequence[str]) -> None:
         Path(go + ".paused").touch()
         while not os.path.exists(go):
             time.sleep(0.02)
+
+
+def start_long_lived(
+    cwd: Path,
+    argv: Sequence[str],
+    env: Mapping[str, str] | None,
+    stderr: BinaryIO | int,
+    prefix: Sequence[str] = (),
+) -> subprocess.Popen[bytes]:
+    """``git argv`` started as :class:`_PlainBatch` starts ``cat-file``: a long-lived
+    process asked one request at a time through its stdin, without GitPython;
+    ``prefix``: a command that runs git (``stdbuf -o0``)."""
+    _strip_inherited()
+    return plain(cwd, [*prefix, "git", *argv], _environment(env), subprocess.PIPE, stderr)
+
+
+def fault_point(argv: Sequence[str]) -> None:
+    """The fault-injection step of a git call (:func:`_fault_point`), for a request to a
+    long-lived process that stands in for a git call (series.git.mergetree.MergeStream)."""
+    _fault_point(argv)
 
 
 def run(

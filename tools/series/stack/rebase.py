@@ -27,6 +27,7 @@ from series.checkout import BASE_REF, Checkout, finish_cut_move, refuse_dirty
 from series.errors import RefusedError, UsageError
 from series.evidence import Evidence, find_evidence
 from series.git import HERMETIC, CommitInfo, Repo
+from series.git.run import light_processes
 from series.manifest import Patch
 from series.merge import Merger, Node, PinStep, Stacked, Target, resolutions, resolve_target
 from series.stack import rebase_state as rstate
@@ -44,7 +45,18 @@ if TYPE_CHECKING:
 def start(
     series: Series, ui: Ui, checkout: Checkout, *, onto: str, url: str | None, drop_merged: bool
 ) -> None:
-    """Begin a rebase onto ``onto``; finishes, or stops at a conflict (ConflictError)."""
+    """Begin a rebase onto ``onto``; finishes, or stops at a conflict (ConflictError).
+
+    Its git processes start without importing GitPython (series.git.run.light_processes:
+    the same processes; the import cost more CPU than any of them but the merges).
+    """
+    with light_processes():
+        _start(series, ui, checkout, onto=onto, url=url, drop_merged=drop_merged)
+
+
+def _start(
+    series: Series, ui: Ui, checkout: Checkout, *, onto: str, url: str | None, drop_merged: bool
+) -> None:
     cstate = checkout.require()
     repo = checkout.repo
     if rstate.load(repo) is not None:

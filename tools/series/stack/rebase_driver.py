@@ -7,8 +7,11 @@ decides nothing about the plan; it knows how to do each effect:
 
 * Replay: each patch is the merge of the tree so far and the patch's
   commit over the patch's parent (``merge-tree``, no index, no work
-  tree), so trees are those of plain ``git rebase``. The merges are
-  speculated two batches per chunk of patches, as check-conflicts does
+  tree), so trees are those of plain ``git rebase``. Each merge is made
+  when the walk asks for it, in one long-lived ``merge-tree`` for the run
+  (:class:`Steps`, series.git.mergetree.MergeStream). Where that stream
+  cannot answer one merge at a time, the merges are speculated two
+  batches per chunk of patches, as check-conflicts does
   (series.merge.predict, :class:`Guesses`): predict the trees after the
   chunk's patches, then cherry-pick each patch onto the prediction before
   it; a Replay whose tree was predicted is that cherry-pick. Where the
@@ -41,7 +44,9 @@ from series.builder.message import with_parts
 from series.checkout import Checkout
 from series.errors import ConflictError
 from series.git import HERMETIC, ZERO, CommitInfo, LogEntry, Repo, TreeMerge
+from series.git.mergetree import MergeStream
 from series.merge import Job, Merger, Node, resolutions
+from series.merge.merger import synthetic_commit
 from series.merge.predict import clean_node, predict_jobs
 from series.stack import rebase_state as rstate
 from series.stack import upstream_parts
@@ -99,10 +104,20 @@ def drive(run: Run, state: RebaseState, event: Event = None) -> None:
     """Walk ``state``'s plan from ``event``: finish, or stop at a conflict (raises)."""
     merger = Merger(run.repo, HERMETIC)
     guesses = Guesses(run, merger, state)
+    steps = Steps(run, merger)
+    try:
+        _walk(run, state, event, merger, guesses, steps)
+    finally:
+        steps.close()
+
+
+def _walk(
+    run: Run, state: RebaseState, event: Event, merger: Merger, guesses: Guesses, steps: Steps
+) -> None:
     while True:
         state, effect = step(state, event)
         if isinstance(effect, Replay):
-            event = _replay(run, merger, guesses, effect)
+            event = _replay(run, merger, guesses, steps, effect)
         elif isinstance(effect, Write):
             chain = [
                 (tree, _message(run, state, k, c), run.infos[c].author)
@@ -110,10 +125,12 @@ def drive(run: Run, state: RebaseState, event: Event = None) -> None:
             ]
             event = Written(tuple(run.repo.objects.write_commits(chain, effect.parent)))
         elif isinstance(effect, Halt):
+            steps.close()  # no more merges: the stream ends before the checkout moves
             _halt(run, state)
             return
         else:
             assert isinstance(effect, Finish)
+            steps.close()
             subjects = {c: i.message.splitlines()[0] for c, i in run.infos.items()}
             finish(run.series, run.ui, run.checkout, state, subjects)
             return
@@ -206,11 +223,57 @@ class Guesses:
         return True
 
 
-def _replay(run: Run, merger: Merger, guesses: Guesses, effect: Replay) -> Merged:
+class Steps:
+    """Each merge of the walk made when the walk asks for it, in one long-lived
+    ``merge-tree`` (series.git.mergetree.MergeStream): the very merge :class:`Guesses`
+    would verify, without the prediction before it (a second, dearer merge per
+    patch). The lines are the ones series.merge.Merger writes for a batch.
+    Where the stream cannot answer one merge at a time it closes, and the walk
+    goes back to :class:`Guesses` for the rest.
+    """
+
+    def __init__(self, run: Run, merger: Merger) -> None:
+        self.run, self.merger = run, merger
+        self.stream: MergeStream | None = None
+
+    def get(self, job: Job) -> TreeMerge | None:
+        if self.stream is None:
+            self.stream = self.run.repo.merge.stream(self.merger.env)
+        if not self.stream.live:
+            return None
+        base = job.base.commit
+        assert base is not None, "a merge base must be a commit"
+        mode = self.merger._resolve_mode(base)
+        pair = []
+        for node in (job.ours, job.theirs):
+            if node.commit is not None and (mode == "merge-base" or node.parent == base):
+                pair.append(node.commit)
+                continue
+            made = self.stream.write(
+                "commit", synthetic_commit(node.tree, base if mode == "synthetic" else None)
+            )
+            if made is None:
+                return None
+            pair.append(made)
+        one, two = pair
+        line = f"{base} -- {one} {two}" if mode == "merge-base" else f"{one} {two}"
+        merge = self.stream.merge(line)
+        if merge is not None:
+            self.merger.merges += 1
+        return merge
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+
+
+def _replay(run: Run, merger: Merger, guesses: Guesses, steps: Steps, effect: Replay) -> Merged:
     info = run.infos[effect.commit]
     if effect.onto and info.parent == effect.onto:  # nothing before it changed
         return Merged(True, info.tree, same=effect.commit)
-    merge = guesses.get(effect.commit, effect.onto_tree)
+    merge = steps.get(_job(run, effect.commit, effect.onto_tree))
+    if merge is None:  # no stream: speculated in batches
+        merge = guesses.get(effect.commit, effect.onto_tree)
     if merge is None:
         merge = merger.run([_job(run, effect.commit, effect.onto_tree)])[0]
     if merge.clean:

@@ -23,10 +23,10 @@ from series.errors import InternalError
 from series.files import confined, remove, write_atomic
 from series.git import Repo
 from series.manifest import Dropped, Patch, UpstreamPart
-from series.manifest_write import PatchUpdate, write_parts, write_patches, write_pin
+from series.manifest_write import PatchUpdate, write_rebased
 from series.stack import rebase_state as rstate
 from series.stack.edit_finish import finish_edit
-from series.stack.rangediff import classify_diffs
+from series.stack.rangediff import UNCHANGED, classify_diffs
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
 from series.stack.upstream_parts import records
 from series.ui import Grid, Ui
@@ -63,19 +63,25 @@ def finish(
         finish_edit(series, ui, checkout, st)
         return
     repo = checkout.repo
-    old_text = repo.objects.blob(st.saved, "series.toml").decode("utf-8")
+    old_text = repo.objects.blob_read(st.saved, "series.toml").decode("utf-8")
     old = {p.id: p for p in manifest.loads(series.manifest.path, old_text, missing_ok=True).patches}
     kept = [(a, o) for a, o in st.walked() if o.kept]
     exported = repo.diffs.format_patches(st.onto, st.current) if kept else []
     data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
     _verify(repo, st, [data[a.id] for a, _ in kept])
     dropped = _dropped(st, old)
-    text = write_pin(old_text, ref=st.onto_rev, commit=st.onto, dropped=dropped)
     updates = [
         PatchUpdate(a.id, subjects[a.commit], old[a.id].file, old[a.id].branch) for a, _ in kept
     ]
-    text = write_patches(series.manifest, updates, text=text)
-    text = write_parts(text, _parts(st))
+    text = write_rebased(
+        series.manifest,
+        old_text,
+        ref=st.onto_rev,
+        commit=st.onto,
+        dropped=dropped,
+        updates=updates,
+        parts=_parts(st),
+    )
     for path in [series.manifest.path, *(series.root / old[a.id].file for a, _ in kept)]:
         confined(series.root, path)  # all checked before any is written
     for a, _ in kept:
@@ -176,7 +182,8 @@ def _summary(repo: Repo, ui: Ui, st: RebaseState, dropped: list[Dropped], kept: 
         if o.status == "picked" and reduced:
             result, detail = "reduced (partly upstream)", o.note
         elif o.status == "picked":
-            result, detail = classify_diffs(diffs[a.commit], diffs[o.new]), ""
+            was, now = diffs[a.commit], diffs[o.new]  # the same bytes: nothing to compare
+            result, detail = UNCHANGED if was == now else classify_diffs(was, now), ""
         elif reduced:
             result, detail = "reduced (partly upstream), remainder recorded", o.resolution
         elif o.status == "resolved":

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import LogEntry
+from series.git.run import light_processes
 from series.merge import resolutions
 from series.stack import rebase_state as rstate
 from series.stack import resolution_check
@@ -25,6 +26,7 @@ from series.stack.rebase_driver import Run, conflict_error, drive, write_conflic
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import Resolved, Skipped
 from series.ui import Ui
+from series.upstream import range_log
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -33,10 +35,20 @@ if TYPE_CHECKING:
 def resume(
     series: Series, ui: Ui, checkout: Checkout, action: str, *, kind: str = "rebase"
 ) -> None:
-    """``--continue``, ``--skip`` or ``--abort`` of the ``kind`` (rebase, edit) in progress."""
+    """``--continue``, ``--skip`` or ``--abort`` of the ``kind`` (rebase, edit) in progress.
+
+    ``--continue`` and ``--skip`` start their git processes without importing GitPython
+    (series.git.run.light_processes: the same processes; the import cost more CPU than
+    any of them but the merges).
+    """
     if action == "abort":
         resume_abort(series, ui, checkout, kind)
         return
+    with light_processes():
+        _resume(series, ui, checkout, action, kind)
+
+
+def _resume(series: Series, ui: Ui, checkout: Checkout, action: str, kind: str) -> None:
     found = prepare(checkout, ui, action, kind)
     if found is None:
         return
@@ -66,14 +78,19 @@ def resume(
 
 
 def _since_pin(run: Run, st: RebaseState) -> list[LogEntry]:
-    """The upstream commits since the pin (REV's that the real pin lacks), for a stop's report."""
+    """The upstream commits since the pin (REV's that the real pin lacks), for a stop's report.
+
+    Listed as ``--onto`` lists them (series.upstream.rangelog): one ``log`` that reads
+    no tree, and the files of each commit from the per-user cache, where ``--onto``
+    kept them; only the others are diffed.
+    """
     if st.kind == "edit":
         return []
     revs = [st.onto, f"^{st.base}"]
     real = run.series.manifest.upstream.commit
     if run.repo.objects.has(real) and run.repo.history.merge_base(real, st.onto):
         revs = [st.onto, f"^{real}"]
-    return run.repo.history.log_files(revs, max_count=2000)
+    return range_log(run.repo, revs, cache_dir=run.series.cache_dir, max_count=2000)
 
 
 def _check_moved(

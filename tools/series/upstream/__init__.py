@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from series.upstream.base import Base, cache_repo, cached_pin
     from series.upstream.pin import import_sdist, resolve
+    from series.upstream.rangelog import range_log
     from series.upstream.refs import SCRATCH
     from series.upstream.revision import Revision
     from series.upstream.source import Onto, UpstreamSource
@@ -38,6 +39,7 @@ __all__ = [
     "cache_repo",
     "cached_pin",
     "import_sdist",
+    "range_log",
     "resolve",
 ]
 
@@ -60,6 +62,10 @@ def _module(name: str) -> ModuleType:
         from series.upstream import pin
 
         return pin
+    if name == "range_log":
+        from series.upstream import rangelog
+
+        return rangelog
     if name == "SCRATCH":
         from series.upstream import refs
 
