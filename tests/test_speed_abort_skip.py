@@ -1,0 +1,65 @@
+"""``series rebase --abort`` and ``--skip`` start few git processes and no GitPython (issue 23).
+
+Speed is measured by ci/bench_commands.py, never asserted here; what is
+asserted is what the two ask of git (a ``git`` shim first on PATH counts
+the processes), which modules they load, and that the checkout, the
+series and the backup refs are what they were before the cuts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import git
+from test_speed_rebase import stopped
+
+
+def _modules_after(root: Path, *args: str) -> set[str]:
+    """The modules a fresh interpreter has imported once ``series -C root ARGS`` ran."""
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['series', '-C', {str(root)!r}, *{list(args)!r}]\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.split("\n")[-2].split())
+
+
+def test_abort_does_not_import_gitpython(tmp_path: Path) -> None:
+    """--abort's git work is a few queries and one move of the files: its processes start
+    without GitPython, whose import cost more than all of them (series.git.run)."""
+    project, _ = stopped(tmp_path)
+    before = git(project.work, "rev-parse", "series")
+    modules = _modules_after(project.root, "rebase", "--abort")
+    assert "series.stack.rebase_abort" in modules
+    assert not [m for m in modules if m == "git" or m.startswith(("git.", "gitdb", "smmap"))]
+    work = project.work
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(work, "rev-parse", "HEAD") == before
+    assert git(work, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(work, "for-each-ref", "refs/series/rebase/", "refs/series/backup/") == ""
+
+
+def test_skip_does_not_import_gitpython(tmp_path: Path) -> None:
+    """--skip, the replay of the patches after the stop included: no GitPython; the
+    patch is dropped with its record, what the user left at the stop kept, as before."""
+    project, _ = stopped(tmp_path)
+    work = project.work
+    (work / "notes.txt").write_text("mine\n")
+    modules = _modules_after(project.root, "rebase", "--skip")
+    assert "series.stack.rebase_driver" in modules
+    assert not [m for m in modules if m == "git" or m.startswith(("git.", "gitdb", "smmap"))]
+    refs = git(work, "for-each-ref", "--format=%(refname)", "refs/series/backup/").split()
+    kept = [r for r in refs if r.endswith("-rebase-skip")]
+    assert len(kept) == 1 and "notes.txt" in git(work, "ls-tree", "--name-only", kept[0])
+    assert "P1" in (project.root / "series.toml").read_text().split("[[dropped]]", 1)[1]
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(work, "for-each-ref", "refs/series/rebase/state") == ""
