@@ -63,3 +63,17 @@ def test_skip_does_not_import_gitpython(tmp_path: Path) -> None:
     assert "P1" in (project.root / "series.toml").read_text().split("[[dropped]]", 1)[1]
     assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
     assert git(work, "for-each-ref", "refs/series/rebase/state") == ""
+
+
+def test_abort_reads_objects_through_one_cat_file(tmp_path: Path) -> None:
+    """--abort's lookups (the rebase's refs, HEAD's tree) and its reads (the state) go to
+    one long-lived ``cat-file --batch``, not a ``--batch-check`` beside it."""
+    project, shimmed = stopped(tmp_path)
+    work = project.work
+    before = git(work, "rev-parse", "series")
+    calls = shimmed.calls(project.root, "rebase", "--abort")
+    assert [c for c in calls if c.startswith("cat-file")] == ["cat-file --batch"], calls
+    assert len(calls) <= 12, calls  # 13 before
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(work, "rev-parse", "HEAD") == before
+    assert git(work, "status", "--porcelain", "--untracked-files=all") == ""
