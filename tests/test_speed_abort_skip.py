@@ -12,7 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import git
+from series.git import GitFailed, Repo
 from test_speed_rebase import stopped
 
 
@@ -77,3 +80,48 @@ def test_abort_reads_objects_through_one_cat_file(tmp_path: Path) -> None:
     assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
     assert git(work, "rev-parse", "HEAD") == before
     assert git(work, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_small_tree_read_through_cat_file_is_ls_trees_answer(tmp_path: Path) -> None:
+    """``Objects.small_tree_files`` (the snapshot --abort restores, read through the
+    long-lived cat-file) gives exactly ``ls-tree -r``'s paths, ids and order: nested
+    directories, a name that sorts after its directory's, spaces, non-ASCII, a gitlink;
+    and ls-tree's own answer for a tree it cannot read that way."""
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q")
+    for rel, text in {
+        "series.toml": "x\n",
+        "patches/a b.patch": "1\n",
+        "patches/deep/é.patch": "2\n",
+        "patches.txt": "3\n",
+        "patches-x/z": "4\n",
+    }.items():
+        (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo_dir / rel).write_text(text)
+    git(repo_dir, "add", "-A")
+    git(repo_dir, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendored")
+    git(repo_dir, "commit", "-qm", "snapshot")
+    commit = git(repo_dir, "rev-parse", "HEAD")
+    repo = Repo(repo_dir)
+    wanted = repo.objects.tree_files(commit)
+    assert list(repo.objects.small_tree_files(commit).items()) == list(wanted.items())
+    assert "patches/deep/é.patch" in wanted and wanted["vendored"] == "1" * 40
+    # a blob is no tree: the answer is ls-tree's (which refuses it, as before)
+    blob = wanted["series.toml"]
+    with pytest.raises(GitFailed):
+        repo.objects.small_tree_files(blob)
+
+
+def test_abort_reads_the_snapshot_without_ls_tree(tmp_path: Path) -> None:
+    """What --abort puts back (series.toml, patches/) is read from the long-lived
+    cat-file, not from an ``ls-tree`` process; the files are put back byte for byte."""
+    project, shimmed = stopped(tmp_path)
+    files = sorted((project.root / "patches").glob("*.patch"))
+    before = {p: p.read_bytes() for p in [project.root / "series.toml", *files]}
+    files[0].write_bytes(before[files[0]] + b"changed\n")
+    (project.root / "series.toml").write_bytes(b"# mine\n" + before[project.root / "series.toml"])
+    out, calls = shimmed.run(project.root, "rebase", "--abort")
+    assert not [c for c in calls if c.startswith("ls-tree")], calls
+    assert "2 project file(s) restored" in out, out
+    assert {p: p.read_bytes() for p in before} == before
