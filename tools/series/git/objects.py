@@ -54,16 +54,6 @@ class Objects(Part):
                 entries.append((entry.split(" ")[1], entry.split("\t", 1)[1]))
         return entries
 
-    def tree_files(self, rev: str) -> dict[str, str]:
-        """path -> blob id of every file in ``rev`` (recursively)."""
-        out = self._run.git("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev)
-        files = {}
-        for entry in out.split("\0"):
-            if entry:
-                head, path = entry.split("\t", 1)
-                files[path] = head.split(" ")[2]
-        return files
-
     def small_tree_files(self, rev: str) -> dict[str, str]:
         """:meth:`tree_files` of a tree of a few directories (the rebase's snapshot of the
         series), its trees read from the long-lived ``cat-file``: no process of its own.
@@ -101,6 +91,16 @@ class Objects(Part):
             else:
                 files[path] = oid
         return True
+
+    def tree_files(self, rev: str) -> dict[str, str]:
+        """path -> blob id of every file in ``rev`` (recursively)."""
+        out = self._run.git("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev)
+        files = {}
+        for entry in out.split("\0"):
+            if entry:
+                head, path = entry.split("\t", 1)
+                files[path] = head.split(" ")[2]
+        return files
 
     def existing_paths(self, rev: str, paths: Sequence[str]) -> set[str]:
         """Which of ``paths`` (files or directories) exist in ``rev``'s tree; one process."""

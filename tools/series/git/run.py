@@ -293,9 +293,7 @@ _LIGHT = [False]  # every git process started without GitPython (within light_pr
 @contextmanager
 def light_processes() -> Iterator[None]:
     """Within it, start every git process without importing GitPython (``light``), the
-    long-lived ``cat-file`` of :meth:`Runner.lookup` and :meth:`Runner.object_data` too:
-    one ``cat-file --batch`` answers both (a lookup reads the object and keeps its id and
-    type; GitPython's runner starts a ``--batch-check`` beside it).
+    long-lived ``cat-file`` of :meth:`Runner.lookup` and :meth:`Runner.object_data` too.
 
     For a command whose git work is a few queries (``series branches``, ``series
     range-diff``): importing GitPython (and its two ``git version``) costs more than
@@ -504,8 +502,8 @@ class Runner:
             name,
             self.path,
         )
-        if _LIGHT[0]:  # the one --batch process that object_data reads with: one, not two
-            found = self._plain_ask("--batch", name)
+        if _LIGHT[0]:
+            found = self._plain_ask("--batch-check", name)
             return (found[0], found[1]) if found is not None else None
         cmd = self.__dict__.get("_batch")
         if cmd is None:
