@@ -73,7 +73,8 @@ def run(
         )
     checkout = series.checkout(directory)
     # Each action imports only its own work: --abort loads none of the driver or its
-    # engines, --continue and --skip none of the start's (fetch, evidence).
+    # engines, --continue and --skip none of the start's (fetch, evidence); --abort and
+    # --skip start their git processes without GitPython.
     if onto is not None:
         from series.stack.rebase import start
 
@@ -82,6 +83,10 @@ def run(
         from series.stack.rebase_abort import resume_abort
 
         resume_abort(series, ui, checkout)
+    elif action == "skip":
+        from series.stack.rebase_skip import resume_skip
+
+        resume_skip(series, ui, checkout)
     else:
         assert action is not None
         from series.stack.rebase_resume import resume

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from series import backup, refnames
 from series.checkout import Checkout, finish_cut_move, finish_interrupted_move, head_label
 from series.errors import RefusedError, UsageError
+from series.git.run import light_processes
 from series.stack import export_files
 from series.stack import rebase_state as rstate
 from series.stack.rebase_plan import RebaseState
@@ -63,9 +64,10 @@ def prepare(
 
 def resume_abort(series: Series, ui: Ui, checkout: Checkout, kind: str = "rebase") -> None:
     """``--abort`` of the ``kind`` (rebase, edit) in progress."""
-    found = prepare(checkout, ui, "abort", kind)
-    if found is not None:
-        abort(series, ui, checkout, found[0])
+    with light_processes():  # a few queries and one move of the files: GitPython costs more
+        found = prepare(checkout, ui, "abort", kind)
+        if found is not None:
+            abort(series, ui, checkout, found[0])
 
 
 def refuse_other_kind(checkout: Checkout, st: RebaseState, kind: str) -> None:

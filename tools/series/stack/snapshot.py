@@ -45,7 +45,7 @@ def restore_project(repo: Repo, root: Path, saved: str, written: list[Path]) -> 
     its bytes hash to the snapshot's blob id (git's own object id of those
     bytes): only the blobs of the files that differ are read from git.
     """
-    files = repo.objects.tree_files(saved)
+    files = repo.objects.small_tree_files(saved)  # series.toml and patches/: no ls-tree
     for path in [root / rel for rel in files] + written:
         confined(root, path)  # all checked before any is written
     stale = {rel: oid for rel, oid in files.items() if _blob_id(root / rel, oid) != oid}

@@ -1,0 +1,114 @@
+"""``series rebase --abort`` and ``--skip`` start few git processes and no GitPython (issue 23).
+
+Speed is measured by ci/bench_commands.py, never asserted here; what is
+asserted is what the two ask of git (a ``git`` shim first on PATH counts
+the processes), which modules they load, and that the checkout, the
+series and the backup refs are what they were before the cuts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import git
+from series.git import GitFailed, Repo
+from test_speed_rebase import stopped
+
+
+def _modules_after(root: Path, *args: str) -> set[str]:
+    """The modules a fresh interpreter has imported once ``series -C root ARGS`` ran."""
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['series', '-C', {str(root)!r}, *{list(args)!r}]\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.split("\n")[-2].split())
+
+
+def test_abort_does_not_import_gitpython(tmp_path: Path) -> None:
+    """--abort's git work is a few queries and one move of the files: its processes start
+    without GitPython, whose import cost more than all of them (series.git.run)."""
+    project, _ = stopped(tmp_path)
+    before = git(project.work, "rev-parse", "series")
+    modules = _modules_after(project.root, "rebase", "--abort")
+    assert "series.stack.rebase_abort" in modules
+    assert not [m for m in modules if m == "git" or m.startswith(("git.", "gitdb", "smmap"))]
+    work = project.work
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(work, "rev-parse", "HEAD") == before
+    assert git(work, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(work, "for-each-ref", "refs/series/rebase/", "refs/series/backup/") == ""
+
+
+def test_skip_does_not_import_gitpython(tmp_path: Path) -> None:
+    """--skip, the replay of the patches after the stop included: no GitPython; the
+    patch is dropped with its record, what the user left at the stop kept, as before."""
+    project, _ = stopped(tmp_path)
+    work = project.work
+    (work / "notes.txt").write_text("mine\n")
+    modules = _modules_after(project.root, "rebase", "--skip")
+    assert "series.stack.rebase_driver" in modules
+    assert not [m for m in modules if m == "git" or m.startswith(("git.", "gitdb", "smmap"))]
+    refs = git(work, "for-each-ref", "--format=%(refname)", "refs/series/backup/").split()
+    kept = [r for r in refs if r.endswith("-rebase-skip")]
+    assert len(kept) == 1 and "notes.txt" in git(work, "ls-tree", "--name-only", kept[0])
+    assert "P1" in (project.root / "series.toml").read_text().split("[[dropped]]", 1)[1]
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(work, "for-each-ref", "refs/series/rebase/state") == ""
+
+
+def test_a_small_tree_read_through_cat_file_is_ls_trees_answer(tmp_path: Path) -> None:
+    """``Objects.small_tree_files`` (the snapshot --abort restores, read through the
+    long-lived cat-file) gives exactly ``ls-tree -r``'s paths, ids and order: nested
+    directories, a name that sorts after its directory's, spaces, non-ASCII, a gitlink;
+    and ls-tree's own answer for a tree it cannot read that way."""
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q")
+    for rel, text in {
+        "series.toml": "x\n",
+        "patches/a b.patch": "1\n",
+        "patches/deep/é.patch": "2\n",
+        "patches.txt": "3\n",
+        "patches-x/z": "4\n",
+    }.items():
+        (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo_dir / rel).write_text(text)
+    git(repo_dir, "add", "-A")
+    git(repo_dir, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendored")
+    git(repo_dir, "commit", "-qm", "snapshot")
+    commit = git(repo_dir, "rev-parse", "HEAD")
+    repo = Repo(repo_dir)
+    wanted = repo.objects.tree_files(commit)
+    assert list(repo.objects.small_tree_files(commit).items()) == list(wanted.items())
+    assert "patches/deep/é.patch" in wanted and wanted["vendored"] == "1" * 40
+    # a blob is no tree: the answer is ls-tree's (which refuses it, as before)
+    blob = wanted["series.toml"]
+    with pytest.raises(GitFailed):
+        repo.objects.small_tree_files(blob)
+
+
+def test_abort_reads_the_snapshot_without_ls_tree(tmp_path: Path) -> None:
+    """What --abort puts back (series.toml, patches/) is read from the long-lived
+    cat-file, not from an ``ls-tree`` process; the files are put back byte for byte."""
+    project, shimmed = stopped(tmp_path)
+    files = sorted((project.root / "patches").glob("*.patch"))
+    before = {p: p.read_bytes() for p in [project.root / "series.toml", *files]}
+    files[0].write_bytes(before[files[0]] + b"changed\n")
+    (project.root / "series.toml").write_bytes(b"# mine\n" + before[project.root / "series.toml"])
+    out, calls = shimmed.run(project.root, "rebase", "--abort")
+    assert not [c for c in calls if c.startswith("ls-tree")], calls
+    assert len(calls) <= 13, calls  # 14 before (with the one-shot read of the two blobs)
+    assert "2 project file(s) restored" in out, out
+    assert {p: p.read_bytes() for p in before} == before
