@@ -9,6 +9,14 @@ successors are built again. At most MEMO_LIMIT refs are kept; they are a
 cache, and deleting them is always safe. Memo updates are
 compare-and-swap like every ref update; one that loses a race with a
 concurrent run is simply not recorded.
+
+The key is of the bytes read before the build, and git reads the file
+again to build it: a file saved in between would have its new commit
+kept under its old bytes' key, and taken the next time the file holds
+those bytes. So after a build every file must still be the file the keys
+were computed from (the same bytes, and the same inode, size and times:
+a write in place changes the times, and the change time cannot be set
+back); else the run refuses, keeping nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from series import refnames
 from series.builder import build as build_module
 from series.builder import message as message_module
 from series.builder.build import Built, P, PatchFile, Step
+from series.errors import SeriesError
+from series.files import identity
 from series.git import RefMoved, Repo
 from series.git import index as git_index
 from series.git import repo as git_repo
@@ -32,6 +42,7 @@ MEMO_LIMIT = 256
 
 def build(repo: Repo, base: str, files: list[PatchFile[P]]) -> Built[P]:
     """:func:`series.builder.build.build`, reusing and recording commits in ``repo``."""
+    read = [identity(item.path) for item in files]  # before the bytes the keys hash
     keys = memo_keys(base, files)
     known: dict[str, tuple[str, bool]] = {}
     for name, commit in repo.refs.under(MEMO).items():
@@ -49,6 +60,18 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]]) -> Built[P]:
     rest = build_module.build(repo, built.tip, files[reused:])
     built.steps += rest.steps
     built.failure = rest.failure
+    changed = [
+        item.path
+        for item, before in zip(files, read, strict=True)
+        if before is None or before != identity(item.path)
+    ]
+    if changed or memo_keys(base, files) != keys:
+        raise SeriesError(
+            f"{(changed or [files[0].path])[0]} changed while series read it",
+            why="the stack was built from bytes that are no longer the file's, so neither "
+            "the built commits nor their record can be trusted; nothing was written",
+            hint="run the command again once the file is saved",
+        )
     _record(repo, known, keys, reused, rest.steps)
     return built
 

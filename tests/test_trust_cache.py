@@ -1,0 +1,128 @@
+"""What series remembers to skip work never answers for other content (issue 23's audit).
+
+Issue 23 made series remember work: the memo of built commits (refs in the
+cache repository), what ``git mailinfo``/``apply --numstat`` said of a
+patch file (``patchinfo/``), what check-conflicts found of a patch alone
+(``alone.json``), status's report (``status/``), what apply and export
+verified (``verified.json``). Each answer is kept under a key of what it
+was computed from. Each test here plays a hostile user or machine against
+one of them (a file edited while the command reads it, the code upgraded,
+the pin moved, a record swapped or damaged) and asks that the command
+answers what it answers with nothing remembered: each failed before the
+fix it names.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import GitShim, Project, git, make_project
+
+P2 = Path("patches") / "perf-P2.patch"
+_pycache = shutil.ignore_patterns("__pycache__")
+
+
+class Editor(GitShim):
+    """``series`` as its own process, with a ``git`` first on PATH that, once armed, at
+    the first ``git VERB`` rewrites ``file`` in place from ``old`` to ``new`` before git
+    reads it: a user saving the file while the command runs."""
+
+    def __init__(self, tmp: Path, verb: str, file: Path, old: str, new: str) -> None:
+        super().__init__(tmp)
+        real = shutil.which("git")
+        flag, self.armed = tmp / "edited", tmp / "armed"
+        script = tmp / "edit.py"
+        script.write_text(
+            "import sys\n"
+            "from pathlib import Path\n"
+            f"path, flag = Path({str(file)!r}), Path({str(flag)!r})\n"
+            f"armed = Path({str(self.armed)!r}).exists()\n"
+            "if armed and sys.argv[1] == " + repr(verb) + " and not flag.exists():\n"
+            "    flag.touch()\n"
+            "    text = path.read_text()\n"
+            f"    with path.open('r+') as fh:  # in place: a descriptor open on it reads this\n"
+            f"        fh.write(text.replace({old!r}, {new!r}))\n"
+        )
+        (tmp / "shim" / "git").write_text(
+            f'#!/bin/sh\necho "$*" >> "{self.log}"\n'
+            f'"{sys.executable}" "{script}" "$1"\n'
+            f'exec "{real}" "$@"\n'
+        )
+        self.flag = flag
+
+    def arm(self) -> None:
+        self.armed.touch()
+
+    def edited(self) -> bool:
+        return self.flag.exists()
+
+
+def _series(project: Project, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(project.root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=GitShim.BOUND,
+        check=False,
+    )
+
+
+def _value_5(project: Project) -> str:
+    line = next(
+        x for x in (project.work / "pkg/util.py").read_text().splitlines() if "VALUE_5" in x
+    )
+    return line
+
+
+def test_a_patch_file_edited_while_the_stack_is_built_is_never_remembered_for_its_old_bytes(
+    tmp_path: Path,
+) -> None:
+    """The memo of built commits (builder/memo.py) is keyed by the bytes read before the
+    build; git read the file again to build it. Saved in between, the commit of the new
+    bytes was kept under the old bytes' key: once the file held the old bytes again, apply
+    took that commit and said the checkout matched patches/ (VALUE_5 = 57 for a patch
+    that says 56). Now the run refuses, writing and keeping nothing."""
+    project = make_project(tmp_path)
+    editor = Editor(tmp_path, "mailinfo", project.root / P2, "+VALUE_5 = 56", "+VALUE_5 = 57")
+    assert _series(project, editor.env, "apply").returncode == 0
+    patch = project.root / P2
+    patch.write_text(patch.read_text().replace("+VALUE_5 = 55", "+VALUE_5 = 56"))
+    saved = patch.read_bytes()
+
+    editor.arm()
+    tip = git(project.work, "rev-parse", "series")
+    racing = _series(project, editor.env, "apply")  # the file is saved as 57 meanwhile
+    assert editor.edited()
+    assert racing.returncode == 1, racing.stderr  # it cannot say which bytes it built
+    assert f"{P2} changed while series read it" in racing.stderr
+    assert git(project.work, "rev-parse", "series") == tip
+    patch.write_bytes(saved)  # the user goes back to 56
+    again = _series(project, editor.env, "apply")
+    assert again.returncode == 0, again.stderr
+    assert _value_5(project) == "VALUE_5 = 56"
+    assert git(project.work, "status", "--porcelain") == ""
+
+
+def test_a_patch_file_edited_while_list_reads_it_is_never_shown_for_its_old_bytes(
+    tmp_path: Path,
+) -> None:
+    """patchinfo/ keeps what git said of a patch file under the sha256 of the bytes read
+    before git read the file. Saved in between, the new subject was kept under the old
+    bytes: once the file held them again, ``series show`` printed the other subject."""
+    project = make_project(tmp_path)
+    old, new = "Subject: [PATCH] util: VALUE_5 is 55", "Subject: [PATCH] util: renamed"
+    editor = Editor(tmp_path, "mailinfo", project.root / P2, old, new)
+    patch = project.root / P2
+    saved = patch.read_bytes()
+    editor.arm()
+    assert _series(project, editor.env, "show", "P2").returncode == 0  # saved meanwhile
+    assert editor.edited() and patch.read_bytes() != saved
+    patch.write_bytes(saved)  # the user goes back
+    shown = _series(project, editor.env, "show", "P2", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["title"] == "util: VALUE_5 is 55"
