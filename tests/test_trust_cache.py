@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import series
 from helpers import GitShim, Project, git, make_project
 
 P2 = Path("patches") / "perf-P2.patch"
@@ -126,3 +127,28 @@ def test_a_patch_file_edited_while_list_reads_it_is_never_shown_for_its_old_byte
     shown = _series(project, editor.env, "show", "P2", "--json")
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["title"] == "util: VALUE_5 is 55"
+
+
+def test_status_after_series_itself_changed_is_worked_out_by_the_new_code(tmp_path: Path) -> None:
+    """status/ kept its report under a digest of series.toml, the patch files and the
+    checkout's refs and index, not of series' own code (apply's and export's records
+    hold it): after an upgrade of series, status said what the old code had worked out
+    until something else changed."""
+    project = make_project(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(Path(series.__file__).parent, code / "series", ignore=_pycache)
+    env = {**GitShim(tmp_path).env, "PYTHONPATH": str(code)}
+    assert _series(project, env, "apply").returncode == 0
+    first = _series(project, env, "status", "--json")
+    assert first.returncode == 0 and json.loads(first.stdout)["pin"]["ref"] == "v1.0"
+    with (code / "series" / "status.py").open("a") as fh:  # the upgrade
+        fh.write(
+            "\n\n_before = _work_out\n\n\n"
+            "def _work_out(series, checkout):\n"
+            "    report = _before(series, checkout)\n"
+            "    report['pin']['ref'] = 'as the new code says'\n"
+            "    return report\n"
+        )
+    again = _series(project, env, "status", "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["pin"]["ref"] == "as the new code says"
