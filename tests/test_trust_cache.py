@@ -152,3 +152,35 @@ def test_status_after_series_itself_changed_is_worked_out_by_the_new_code(tmp_pa
     again = _series(project, env, "status", "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["pin"]["ref"] == "as the new code says"
+
+
+def _move_pin(project: Project) -> str:
+    """A new upstream commit that leaves the patches' files alone, made the pin."""
+    (project.upstream / "README.md").write_text("tiny upstream, later\n")
+    git(project.upstream, "commit", "-qam", "upstream: README")
+    git(project.upstream, "tag", "v1.1")
+    new = git(project.upstream, "rev-parse", "HEAD")
+    manifest = project.root / "series.toml"
+    text = manifest.read_text().replace(project.commit, new).replace('"v1.0"', '"v1.1"')
+    manifest.write_text(text)
+    return new
+
+
+def test_what_check_conflicts_found_on_another_pin_is_not_shown_as_this_pins(
+    tmp_path: Path,
+) -> None:
+    """alone.json kept what check-conflicts found of a patch applying alone under the
+    patch file's sha256 alone, though the answer is of the pin too: with the pin moved and
+    the file unchanged (as a rebase leaves a patch upstream did not touch), ``series show``
+    said what was found on the old pin, and "the record is out of date" where it was."""
+    project = make_project(tmp_path)
+    code, _, err = project.run("check-conflicts")
+    assert code == 0, err
+    code, out, err = project.run("show", "P2", "--json")
+    assert json.loads(out)["applies_alone_computed"]["pin"] == project.commit
+    _move_pin(project)
+    code, out, err = project.run("show", "P2", "--json")
+    assert code == 0, err
+    assert json.loads(out)["applies_alone_computed"] is None
+    code, out, _ = project.run("show", "P2")
+    assert "not computed yet" in out and project.commit[:12] not in out
