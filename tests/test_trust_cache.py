@@ -15,6 +15,7 @@ fix it names.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -184,3 +185,30 @@ def test_what_check_conflicts_found_on_another_pin_is_not_shown_as_this_pins(
     assert json.loads(out)["applies_alone_computed"] is None
     code, out, _ = project.run("show", "P2")
     assert "not computed yet" in out and project.commit[:12] not in out
+
+
+def test_check_conflicts_whose_record_cannot_be_written_still_answers(tmp_path: Path) -> None:
+    """A directory where alone.json goes (or a cache file that cannot be replaced): the
+    report is computed and printed, only the record is not kept; before, check-conflicts
+    failed after its work (exit 1, "Is a directory")."""
+    project = make_project(tmp_path)
+    assert project.run("check-conflicts")[0] == 0  # the pin fetched: later runs say "cached"
+    code, first, err = project.run("check-conflicts", "--json")
+    assert code == 0, err
+    cache = Path(os.environ["SERIES_CACHE_DIR"])
+    (cache / "alone.json").unlink()
+    (cache / "alone.json").mkdir()
+    code, again, err = project.run("check-conflicts", "--json")
+    assert code == 0, err
+    assert _without_timing(again) == _without_timing(first)
+    assert (cache / "alone.json").is_dir()
+    code, out, err = project.run("show", "P2", "--json")
+    assert code == 0 and json.loads(out)["applies_alone_computed"] is None, err
+
+
+def _without_timing(out: str) -> dict[str, object]:
+    report = json.loads(out)
+    payload = report.get("data", report)
+    payload["stats"].pop("seconds")
+    payload["stats"].pop("memoised")
+    return dict(report)
