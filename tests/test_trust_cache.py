@@ -212,3 +212,41 @@ def _without_timing(out: str) -> dict[str, object]:
     payload["stats"].pop("seconds")
     payload["stats"].pop("memoised")
     return dict(report)
+
+
+def test_status_sees_an_index_rewritten_in_place_with_its_size_and_time_kept(
+    tmp_path: Path,
+) -> None:
+    """status/'s key held the index's size, time and inode, not its content: an index
+    written in place (same inode) with the size and time of the one it replaced, holding
+    the tree the last apply moved from, kept the report "nothing to do" where a fresh
+    status finds the move of the files cut short."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    old = git(project.work, "rev-parse", "series")
+    patch = project.root / P2
+    patch.write_text(patch.read_text().replace("+VALUE_5 = 55", "+VALUE_5 = 56"))
+    assert project.run("apply")[0] == 0
+    code, out, err = project.run("status", "--json")
+    assert code == 0 and json.loads(out)["interrupted_move"] is False, err
+
+    index = project.work / ".git" / "index"
+    held = index.stat()
+    other = tmp_path / "index.old"  # the index as the move left it, but pkg/util.py's old
+    shutil.copy(index, other)
+    env = {**os.environ, "GIT_INDEX_FILE": str(other)}
+    blob = git(project.work, "rev-parse", f"{old}:pkg/util.py")
+    for argv in (["update-index", "--cacheinfo", f"100644,{blob},pkg/util.py"], ["write-tree"]):
+        subprocess.run(["git", *argv], cwd=project.work, env=env, check=True, capture_output=True)
+    assert other.stat().st_size == held.st_size
+    with index.open("r+b") as fh:
+        fh.write(other.read_bytes())
+    os.utime(index, ns=(held.st_atime_ns, held.st_mtime_ns))
+
+    code, out, err = project.run("status", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    shutil.rmtree(Path(os.environ["SERIES_CACHE_DIR"]) / "status")
+    code, fresh, err = project.run("status", "--json")
+    assert json.loads(fresh)["interrupted_move"] is True, err
+    assert report == json.loads(fresh)
