@@ -250,3 +250,23 @@ def test_status_sees_an_index_rewritten_in_place_with_its_size_and_time_kept(
     code, fresh, err = project.run("status", "--json")
     assert json.loads(fresh)["interrupted_move"] is True, err
     assert report == json.loads(fresh)
+
+
+def test_a_copied_project_is_never_answered_with_the_originals_records(tmp_path: Path) -> None:
+    """A project copied whole (``cp -a``: the checkout's refs, index and verified.json
+    byte for byte, times kept) with the cache shared: status, apply and export in the
+    copy say the copy's checkout, never the original's. Right before this audit too (the
+    checkout's path is in every key); with status keyed by the index's bytes instead of
+    its inode, the path is what tells the two apart, and this guards it."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export", "apply", "export", "status"):
+        code, _, err = project.run(command)
+        assert code == 0, err
+    copy = Project(tmp_path / "copy", project.upstream, project.commit)
+    shutil.copytree(project.root, copy.root, symlinks=True)
+    for command in ("status", "apply", "export"):
+        code, out, err = copy.run(command, "--json")
+        assert code == 0, err
+        assert str(project.root) not in out + err, command
+    code, out, _ = copy.run("status", "--json")
+    assert json.loads(out)["checkout"]["path"] == str(copy.work)
