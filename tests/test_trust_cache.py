@@ -270,3 +270,23 @@ def test_a_copied_project_is_never_answered_with_the_originals_records(tmp_path:
         assert str(project.root) not in out + err, command
     code, out, _ = copy.run("status", "--json")
     assert json.loads(out)["checkout"]["path"] == str(copy.work)
+
+
+def test_apply_after_series_itself_changed_builds_as_the_new_code_does(tmp_path: Path) -> None:
+    """The memo of built commits was keyed by the base, the patch bytes and the source of
+    four of the modules that make the commits, not of the others (how a patch file is
+    split, series.git.mail): after an upgrade that changed those, apply took the old
+    code's commits and said "up to date" where a fresh cache builds other ones."""
+    project = make_project(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(Path(series.__file__).parent, code / "series", ignore=_pycache)
+    env = {**GitShim(tmp_path).env, "PYTHONPATH": str(code)}
+    assert _series(project, env, "apply").returncode == 0
+    mail = code / "series" / "git" / "mail.py"
+    old = 'subject=fields.get("Subject", ""),'
+    assert old in mail.read_text()
+    mail.write_text(mail.read_text().replace(old, 'subject=fields.get("Subject", "") + " (new)",'))
+    again = _series(project, env, "apply")
+    assert again.returncode == 0, again.stderr
+    subjects = git(project.work, "log", "--format=%s", "-3", "series").splitlines()
+    assert all(s.endswith(" (new)") for s in subjects), subjects

@@ -3,7 +3,8 @@
 Each commit :func:`series.builder.build.build` makes is kept under
 ``refs/series/stack/<key>`` (``<key>.3way`` when it needed a 3-way apply),
 where the key hashes the base, the id and bytes of every patch up to it,
-and the source of the code that makes the commits. An unchanged series
+and series' code (the source of the modules that make the commits, and
+every module's size and time). An unchanged series
 then costs one ``for-each-ref``; after an edit to patch k only k and its
 successors are built again. At most MEMO_LIMIT refs are kept; they are a
 cache, and deleting them is always safe. Memo updates are
@@ -34,6 +35,7 @@ from series.files import identity
 from series.git import RefMoved, Repo
 from series.git import index as git_index
 from series.git import repo as git_repo
+from series.known import code_digest
 
 log = logging.getLogger("series.stack")
 MEMO = refnames.MEMO
@@ -95,8 +97,10 @@ def _record(
 
 
 def _salt() -> bytes:
-    """Memo keys change whenever the code that builds the commits changes."""
-    digest = hashlib.sha1()
+    """Memo keys change whenever the code that builds the commits changes: the source of
+    the modules that make them, and series' whole code as installed (series.known.code_digest:
+    how a patch file is split, the environment git runs in ... are elsewhere)."""
+    digest = hashlib.sha1(code_digest())
     for module in (git_index, git_repo, build_module, message_module):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.digest()
