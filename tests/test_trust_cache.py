@@ -290,3 +290,29 @@ def test_apply_after_series_itself_changed_builds_as_the_new_code_does(tmp_path:
     assert again.returncode == 0, again.stderr
     subjects = git(project.work, "log", "--format=%s", "-3", "series").splitlines()
     assert all(s.endswith(" (new)") for s in subjects), subjects
+
+
+def test_an_amend_that_keeps_the_tree_is_seen_by_status_and_export(tmp_path: Path) -> None:
+    """``git commit --amend`` of the tip with its tree unchanged (only the message): the
+    kept status report and export's verified record are not taken. Right before this
+    audit; it guards that their keys see a ref moved to a commit of the same tree (a key
+    of trees, or of the files, would not)."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export", "apply", "export", "status"):
+        code, _, err = project.run(command)
+        assert code == 0, err
+    tree = git(project.work, "rev-parse", "series^{tree}")
+    git(project.work, "commit", "-q", "--amend", "-m", "core: f9 returns 909, said again")
+    assert git(project.work, "rev-parse", "series^{tree}") == tree
+    code, out, err = project.run("status", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert [u.split(" ", 1)[1] for u in report["unexported"]] == [
+        "core: f9 returns 909, said again"
+    ]
+    shutil.rmtree(Path(os.environ["SERIES_CACHE_DIR"]) / "status")
+    assert report == json.loads(project.run("status", "--json")[1])
+    code, _, err = project.run("export")
+    assert code == 0 and "nothing changed since" not in err, err
+    texts = [p.read_text() for p in (project.root / "patches").glob("*.patch")]
+    assert any("Subject: [PATCH] core: f9 returns 909, said again" in t for t in texts)
