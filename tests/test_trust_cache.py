@@ -21,8 +21,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import series
 from helpers import GitShim, Project, git, make_project
+from series import manifest as manifest_module
+from series.project import Series
 
 P2 = Path("patches") / "perf-P2.patch"
 _pycache = shutil.ignore_patterns("__pycache__")
@@ -316,3 +320,42 @@ def test_an_amend_that_keeps_the_tree_is_seen_by_status_and_export(tmp_path: Pat
     assert code == 0 and "nothing changed since" not in err, err
     texts = [p.read_text() for p in (project.root / "patches").glob("*.patch")]
     assert any("Subject: [PATCH] core: f9 returns 909, said again" in t for t in texts)
+
+
+def test_series_toml_saved_twice_while_it_is_parsed_is_not_remembered_for_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """series.known keeps what a parse of series.toml gave under a digest of the bytes read
+    before the parse; the parser reads the file again. Saved as another file during the
+    parse and saved back (an editor's save, then an undo), the other file's values were
+    kept under these bytes: the next apply took its branch ("other") for this one's.
+    (Two writes in place within one tick of the file system's clock stay unseen: see
+    docs/hardening.md, "Not covered yet".)"""
+    project = make_project(tmp_path)
+    manifest = project.root / "series.toml"
+    these = manifest.read_bytes()
+    other = these.replace(b'branch = "series"', b'branch = "other"')
+    real = manifest_module.load
+
+    def save(data: bytes) -> None:  # as an editor saves: a new file renamed over it
+        new = manifest.with_name("series.toml~")
+        new.write_bytes(data)
+        new.replace(manifest)
+
+    def saved_meanwhile(path: Path, *, missing_ok: bool = False) -> object:
+        save(other)
+        try:
+            return real(path, missing_ok=missing_ok)
+        finally:
+            save(these)
+
+    cache = Path(os.environ["SERIES_CACHE_DIR"])
+    monkeypatch.setattr(manifest_module, "load", saved_meanwhile)
+    Series.load(project.root, cache, known=True)  # what apply and export start with
+    monkeypatch.setattr(manifest_module, "load", real)
+    assert manifest.read_bytes() == these
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    assert git(project.work, "for-each-ref", "--format=%(refname)", "refs/heads/") == (
+        "refs/heads/series"
+    )
