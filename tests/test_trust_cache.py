@@ -398,3 +398,39 @@ def test_records_that_cannot_be_written_on_a_full_disk_cost_only_speed(
             code, out, err = project.run(*argv)
             assert (code, out) == with_room[argv][:2], (argv, err)
     assert all(any((cache / name).rglob("*.json")) for name in records)
+
+
+@pytest.mark.parametrize("argv", [("branches", "--dry-run"), ("range-diff",)])
+def test_git_missing_is_said_plainly_where_git_starts_without_gitpython(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """branches and range-diff start every git process without GitPython
+    (git/run.py's light_processes): git missing is said there as everywhere. Right
+    before this audit; no test ran these two without git."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export"):
+        assert project.run(command)[0] == 0
+    empty = tmp_path / "no-git"
+    empty.mkdir()
+    proc = _series(project, {**os.environ, "PATH": str(empty)}, *argv)
+    assert proc.returncode == 1, proc.stderr
+    assert "git is not installed or not on PATH" in proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_a_pin_ref_moved_in_the_cache_is_not_taken_for_the_pin(tmp_path: Path) -> None:
+    """The cache keeps the pin under ``refs/series/git/<commit>``; moved by hand to another
+    commit, it is not taken: a new checkout sits on the pinned commit, and the ref names
+    it again. Right before this audit (the pin is its commit id, the ref's value is
+    checked against it); it guards that no code takes the ref's value for the pin."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    cache = Path(os.environ["SERIES_CACHE_DIR"]) / "upstream.git"
+    other = git(project.work, "rev-parse", "series")  # a commit the cache has
+    git(cache, "update-ref", f"refs/series/git/{project.commit}", other)
+    second = tmp_path / "second"
+    code, _, err = project.run("apply", "--dir", str(second))
+    assert code == 0, err
+    assert git(second, "rev-parse", "refs/series/base") == project.commit
+    assert git(second, "rev-parse", "series") == git(project.work, "rev-parse", "series")
+    assert git(cache, "rev-parse", f"refs/series/git/{project.commit}") == project.commit
