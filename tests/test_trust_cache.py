@@ -26,6 +26,8 @@ import pytest
 import series
 from helpers import GitShim, Project, git, make_project
 from series import manifest as manifest_module
+from series.evidence import patchids
+from series.git import Repo
 from series.project import Series
 from test_hardening import tmpfs
 from test_trust_faults import fill
@@ -434,3 +436,49 @@ def test_a_pin_ref_moved_in_the_cache_is_not_taken_for_the_pin(tmp_path: Path) -
     assert git(second, "rev-parse", "refs/series/base") == project.commit
     assert git(second, "rev-parse", "series") == git(project.work, "rev-parse", "series")
     assert git(cache, "rev-parse", f"refs/series/git/{project.commit}") == project.commit
+
+
+def test_a_patch_id_kept_by_commit_does_not_depend_on_the_users_diff_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """patchids/ keeps a commit's ``patch-id --stable`` by commit id, for every later run.
+    git diffed the commit with ``GIT_DIFF_OPTS`` from the user's environment (``-u0``:
+    no context), which the hermetic environment did not switch off: the id kept was of
+    that diff, and later runs without it compared the series' patches against it (an
+    upstream commit equal to a patch not found). The same variable changed the context
+    of every patch file export writes."""
+    repo_path = tmp_path / "repo"
+    repo_path.mkdir()
+    git(repo_path, "init", "-q")
+    (repo_path / "g").write_text("".join(f"{i}\n" for i in range(20)))
+    git(repo_path, "add", "g")
+    git(repo_path, "commit", "-qm", "one")
+    (repo_path / "g").write_text((repo_path / "g").read_text().replace("10\n", "ten\n"))
+    git(repo_path, "commit", "-qam", "two")
+    commit = git(repo_path, "rev-parse", "HEAD")
+    diff = git(repo_path, "log", "-p", "-1", "--format=commit %H")
+    expected = subprocess.run(
+        ["git", "patch-id", "--stable"], input=diff + "\n", capture_output=True, text=True
+    ).stdout.split()[0]
+    cache = tmp_path / "ids"
+    monkeypatch.setenv("GIT_DIFF_OPTS", "-u0")
+    assert patchids.patch_ids(Repo(repo_path), [commit], cache) == {commit: expected}
+    monkeypatch.delenv("GIT_DIFF_OPTS")
+    assert patchids.store(cache).recall([commit]) == {commit: expected}
+
+
+def test_export_writes_the_same_bytes_whatever_the_users_diff_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other face of the case above: with ``GIT_DIFF_OPTS=-u1`` in the environment,
+    export (not answered from its record) rewrote every patch file with one line of
+    context."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export"):
+        assert project.run(command)[0] == 0
+    before = project.patch_bytes()
+    (project.work / ".git" / "series" / "verified.json").unlink(missing_ok=True)
+    monkeypatch.setenv("GIT_DIFF_OPTS", "-u1")
+    code, _, err = project.run("export")
+    assert code == 0, err
+    assert project.patch_bytes() == before
