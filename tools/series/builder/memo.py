@@ -3,8 +3,7 @@
 Each commit :func:`series.builder.build.build` makes is kept under
 ``refs/series/stack/<key>`` (``<key>.3way`` when it needed a 3-way apply),
 where the key hashes the base, the id and bytes of every patch up to it,
-and series' code (the source of the modules that make the commits, and
-every module's size and time). An unchanged series
+and the source of the code that makes the commits. An unchanged series
 then costs one ``for-each-ref``; after an edit to patch k only k and its
 successors are built again. At most MEMO_LIMIT refs are kept; they are a
 cache, and deleting them is always safe. Memo updates are
@@ -24,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from pathlib import Path
 
 from series import refnames
@@ -31,11 +31,13 @@ from series.builder import build as build_module
 from series.builder import message as message_module
 from series.builder.build import Built, P, PatchFile, Step
 from series.errors import SeriesError
-from series.files import identity
 from series.git import RefMoved, Repo
+from series.git import ident as git_ident
 from series.git import index as git_index
+from series.git import mail as git_mail
+from series.git import objects as git_objects
 from series.git import repo as git_repo
-from series.known import code_digest
+from series.git import run as git_run
 
 log = logging.getLogger("series.stack")
 MEMO = refnames.MEMO
@@ -78,6 +80,15 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]]) -> Built[P]:
     return built
 
 
+def identity(path: Path) -> tuple[int, ...] | None:
+    """series.files.identity (the builder imports nothing above the git layer)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def _record(
     repo: Repo, known: dict[str, tuple[str, bool]], keys: list[str], at: int, steps: list[Step[P]]
 ) -> None:
@@ -98,10 +109,11 @@ def _record(
 
 def _salt() -> bytes:
     """Memo keys change whenever the code that builds the commits changes: the source of
-    the modules that make them, and series' whole code as installed (series.known.code_digest:
-    how a patch file is split, the environment git runs in ... are elsewhere)."""
-    digest = hashlib.sha1(code_digest())
-    for module in (git_index, git_repo, build_module, message_module):
+    every module on the way from a patch file to its commit (how the file is split, the
+    patch applied, the message and the commit written, the environment git runs in)."""
+    digest = hashlib.sha1()
+    modules = (git_index, git_repo, build_module, message_module)
+    for module in (*modules, git_mail, git_objects, git_ident, git_run):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.digest()
 
