@@ -9,6 +9,10 @@ another key, so an old answer is never shown for it, and nothing needs
 invalidating. A record is versioned and validated on read; one that does
 not validate (another format, a truncated write, a hand edit) is asked of
 git again and rewritten. A cache that cannot be written costs only speed.
+git reads the file itself, after its bytes were hashed: an answer is kept
+only when the file is still the one hashed (series.files.identity, and
+its bytes), so a file saved meanwhile never has the new bytes' answer kept
+under the old bytes' key.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from series.files import write_atomic
+from series.files import identity, write_atomic
 from series.git import FileStat, Ident, MailInfo, patch_stat, read_mail
 
 FORMAT = 1
@@ -29,17 +33,19 @@ DIR = "patchinfo"
 
 def stat(cache_dir: Path, patch: Path) -> list[FileStat]:
     """Per-file line counts of ``patch`` (as :func:`series.git.patch_stat`)."""
+    before = identity(patch)
     key, record = _recall(cache_dir, patch)
     found = _stats(record.get("stat"))
     if found is None:
         found = patch_stat(patch)
         record["stat"] = [[s.path, s.added, s.deleted] for s in found]
-        _keep(cache_dir, key, record)
+        _keep(cache_dir, key, record, patch, before)
     return found
 
 
 def mail(cache_dir: Path, patch: Path) -> MailInfo:
     """``patch`` split as ``git am`` splits it (as :func:`series.git.read_mail`)."""
+    before = identity(patch)
     key, record = _recall(cache_dir, patch)
     found = _mail(record.get("mail"))
     if found is None:
@@ -50,7 +56,7 @@ def mail(cache_dir: Path, patch: Path) -> MailInfo:
             "body": found.body,
             "diff": base64.b64encode(found.diff).decode("ascii"),
         }
-        _keep(cache_dir, key, record)
+        _keep(cache_dir, key, record, patch, before)
     return found
 
 
@@ -71,7 +77,18 @@ def _recall(cache_dir: Path, patch: Path) -> tuple[str, dict[str, Any]]:
     return key, record
 
 
-def _keep(cache_dir: Path, key: str, record: dict[str, Any]) -> None:
+def _keep(
+    cache_dir: Path, key: str, record: dict[str, Any], patch: Path, before: tuple[int, ...] | None
+) -> None:
+    """Keep ``record`` under ``key``, if git read the bytes ``key`` hashes: the file is
+    still the one it was before they were read."""
+    try:
+        if before is None or identity(patch) != before:
+            return
+        if hashlib.sha256(patch.read_bytes()).hexdigest() != key:
+            return
+    except OSError:
+        return
     record.update(format=FORMAT, key=key)
     # a read-only or full cache: the answer was computed, only not kept
     with contextlib.suppress(OSError):

@@ -34,7 +34,7 @@ from pathlib import Path
 from series import known as kept
 from series import logs
 from series.errors import SeriesError
-from series.files import clear_stale_temps, confined
+from series.files import clear_stale_temps, confined, identity
 from series.locks import exclusive, holder
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
@@ -160,10 +160,13 @@ class Series:
             return cls(root, None, cache_dir, known=was, missing_ok=missing_ok)
         from series.manifest import load  # the parser, only when nothing stands in for it
 
+        # The parser reads the file again: what it gave is kept for ``text`` only if the
+        # file was not written meanwhile (series.files.identity, before and after).
+        before = identity(root / "series.toml") if known else None
         text = _bytes(root / "series.toml") if known else None
         manifest = load(root / "series.toml", missing_ok=missing_ok)
         _clear_leftovers(root, (p.file for p in manifest.patches))
-        if text is not None:
+        if text is not None and before is not None and identity(root / "series.toml") == before:
             named = tuple((p.id, p.file) for p in manifest.patches)
             kept.keep(root, cache_dir, text, kept.Known(manifest.checkout, manifest.branch, named))
         return cls(root, manifest, cache_dir, missing_ok=missing_ok)

@@ -7,7 +7,9 @@ ref or the index of the checkout does. So the report is kept in the
 per-user cache (``status/<sha256 of the checkout's path>.json``), keyed by
 a digest of exactly those: the bytes of series.toml and of every patch
 file it names, and the refs and index as the checkout's ``.git`` holds
-them (series.git.files_key, read from files, no git started). When the
+them (series.git.files_key, read from files, no git started), and series'
+own code (series.known.code_digest: an upgraded series works it out
+again, as apply and export verify again). When the
 key matches, that report stands and only what the key cannot see is
 asked of git: the uncommitted changes (one ``git status``). A report is
 kept only when it is quiet: no rebase in progress, no move of the files
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from series.files import write_atomic
 from series.git import files_key
+from series.known import code_digest
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -56,6 +59,7 @@ def key(series: Series, checkout_path: Path, branch: str) -> str | None:
     if refs is None:
         return None
     digest = hashlib.sha256(f"{FORMAT}\0{checkout_path}\0{branch}\0{refs}".encode())
+    digest.update(code_digest())
     try:
         digest.update((series.root / "series.toml").read_bytes())
         for patch in series.manifest.patches:

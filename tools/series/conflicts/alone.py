@@ -5,12 +5,19 @@ computes the truth on the pin. The computed answer is kept in the cache
 (``alone.json``), keyed by the sha256 of the patch file, so ``series show``
 can print both and say when they disagree, without a merge of its own. A
 changed patch file has another key: its old answer is never shown for it.
+The answer is of the pin too: it is kept with the pin series.toml named
+(``upstream``), and shown only while series.toml names that pin (a rebase
+that moves the pin leaves unchanged the files of patches upstream did not
+touch). An entry is validated on read (anything else is "not computed");
+a cache that cannot be written costs only the record.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +29,7 @@ if TYPE_CHECKING:
     from series.project import Series
 
 NAME = "alone.json"
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _key(series: Series, patch: Patch) -> str:
@@ -46,11 +54,28 @@ def remember(series: Series, pin: str, matrix: dict[str, Any] | None) -> None:
     for row in matrix["alone"]:
         patch = by_id.get(row["id"])
         if patch is not None and series.patch_path(patch).is_file():
-            data[_key(series, patch)] = {"applies": row["applies"], "pin": pin, "when": when}
-    write_atomic(path, json.dumps(data, indent=1) + "\n", within=None, durable=False)
+            data[_key(series, patch)] = {
+                "applies": row["applies"],
+                "pin": pin,
+                "when": when,
+                "upstream": series.manifest.upstream.commit,
+            }
+    with contextlib.suppress(OSError):  # a read-only or full cache: only not recorded
+        write_atomic(path, json.dumps(data, indent=1) + "\n", within=None, durable=False)
 
 
 def recall(series: Series, patch: Patch) -> dict[str, Any] | None:
-    """``{applies, pin, when}`` for this exact patch file, or None if never computed."""
+    """``{applies, pin, when}`` for this exact patch file on the pin series.toml names, or
+    None if never computed there."""
     found = _load(series.cache_dir / NAME).get(_key(series, patch))
-    return found if isinstance(found, dict) else None
+    if not (
+        isinstance(found, dict)
+        and set(found) == {"applies", "pin", "when", "upstream"}
+        and isinstance(found["applies"], bool)
+        and isinstance(found["pin"], str)
+        and _COMMIT.match(found["pin"]) is not None
+        and isinstance(found["when"], str)
+        and found["upstream"] == series.manifest.upstream.commit
+    ):
+        return None
+    return {k: found[k] for k in ("applies", "pin", "when")}

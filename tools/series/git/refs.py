@@ -221,8 +221,8 @@ def _plain(name: str) -> bool:
 def files_key(work_tree: Path, *, index: bool = True) -> str | None:
     """A digest of what git reads to answer about ``work_tree``'s refs and index, no git started.
 
-    HEAD, every loose ref, ``packed-refs``, and the index's size, time and
-    inode, as the files of its ``.git`` directory hold them: while the
+    HEAD, every loose ref, ``packed-refs``, and the index's bytes, as the
+    files of its ``.git`` directory hold them: while the
     digest is the same, no ref moved and the index was not written, so an
     answer computed from them still holds (series.status_memo). None where
     that cannot be told from files (no ``.git`` directory, reftable refs).
@@ -242,9 +242,8 @@ def files_key(work_tree: Path, *, index: bool = True) -> str | None:
             for name in sorted(files):
                 path = Path(where, name)
                 digest.update(f"\0{path.relative_to(git_dir)}\0".encode() + path.read_bytes())
-        if index:
-            held = (git_dir / "index").stat()
-            digest.update(f"\0index {held.st_size} {held.st_mtime_ns} {held.st_ino}".encode())
+        if index:  # its bytes: a size, time and inode can be kept by a write in place
+            digest.update(b"\0index\0" + hashlib.sha256((git_dir / "index").read_bytes()).digest())
     except OSError:
         return None  # a ref being written meanwhile, no index yet: ask git
     return digest.hexdigest()

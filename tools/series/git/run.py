@@ -64,8 +64,9 @@ if TYPE_CHECKING:
 
     from git.cmd import Git as _Cmd
 
-# Switches off ~/.gitconfig and /etc/gitconfig for content-producing commands.
-HERMETIC = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+# Switches off ~/.gitconfig and /etc/gitconfig for content-producing commands, and a
+# GIT_DIFF_OPTS of the user's (its -uN wins even over -U3: patch files, patch-ids kept).
+HERMETIC = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_DIFF_OPTS": ""}
 ZERO = "0" * 40
 
 # git's own list (git rev-parse --local-env-vars, 2.39), the namespace, the

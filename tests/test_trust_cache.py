@@ -1,0 +1,509 @@
+"""What series remembers to skip work never answers for other content (issue 23's audit).
+
+Issue 23 made series remember work: the memo of built commits (refs in the
+cache repository), what ``git mailinfo``/``apply --numstat`` said of a
+patch file (``patchinfo/``), what check-conflicts found of a patch alone
+(``alone.json``), status's report (``status/``), what apply and export
+verified (``verified.json``). Each answer is kept under a key of what it
+was computed from. Each test here plays a hostile user or machine against
+one of them (a file edited while the command reads it, the code upgraded,
+the pin moved, a record swapped or damaged) and asks that the command
+answers what it answers with nothing remembered: each failed before the
+fix it names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import series
+from helpers import GitShim, Project, git, make_project
+from series import manifest as manifest_module
+from series.evidence import patchids
+from series.git import Repo
+from series.project import Series
+from test_hardening import tmpfs
+from test_trust_faults import fill
+
+__all__ = ["tmpfs"]  # the fixture, imported to be used here
+
+P2 = Path("patches") / "perf-P2.patch"
+_pycache = shutil.ignore_patterns("__pycache__")
+
+
+class Editor(GitShim):
+    """``series`` as its own process, with a ``git`` first on PATH that, once armed, at
+    the first ``git VERB`` rewrites ``file`` in place from ``old`` to ``new`` before git
+    reads it: a user saving the file while the command runs."""
+
+    def __init__(self, tmp: Path, verb: str, file: Path, old: str, new: str) -> None:
+        super().__init__(tmp)
+        real = shutil.which("git")
+        flag, self.armed = tmp / "edited", tmp / "armed"
+        script = tmp / "edit.py"
+        script.write_text(
+            "import sys\n"
+            "from pathlib import Path\n"
+            f"path, flag = Path({str(file)!r}), Path({str(flag)!r})\n"
+            f"armed = Path({str(self.armed)!r}).exists()\n"
+            "if armed and sys.argv[1] == " + repr(verb) + " and not flag.exists():\n"
+            "    flag.touch()\n"
+            "    text = path.read_text()\n"
+            f"    with path.open('r+') as fh:  # in place: a descriptor open on it reads this\n"
+            f"        fh.write(text.replace({old!r}, {new!r}))\n"
+        )
+        (tmp / "shim" / "git").write_text(
+            f'#!/bin/sh\necho "$*" >> "{self.log}"\n'
+            f'"{sys.executable}" "{script}" "$1"\n'
+            f'exec "{real}" "$@"\n'
+        )
+        self.flag = flag
+
+    def arm(self) -> None:
+        self.armed.touch()
+
+    def edited(self) -> bool:
+        return self.flag.exists()
+
+
+def _series(project: Project, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(project.root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=GitShim.BOUND,
+        check=False,
+    )
+
+
+def _value_5(project: Project) -> str:
+    line = next(
+        x for x in (project.work / "pkg/util.py").read_text().splitlines() if "VALUE_5" in x
+    )
+    return line
+
+
+def test_a_patch_file_edited_while_the_stack_is_built_is_never_remembered_for_its_old_bytes(
+    tmp_path: Path,
+) -> None:
+    """The memo of built commits (builder/memo.py) is keyed by the bytes read before the
+    build; git read the file again to build it. Saved in between, the commit of the new
+    bytes was kept under the old bytes' key: once the file held the old bytes again, apply
+    took that commit and said the checkout matched patches/ (VALUE_5 = 57 for a patch
+    that says 56). Now the run refuses, writing and keeping nothing."""
+    project = make_project(tmp_path)
+    editor = Editor(tmp_path, "mailinfo", project.root / P2, "+VALUE_5 = 56", "+VALUE_5 = 57")
+    assert _series(project, editor.env, "apply").returncode == 0
+    patch = project.root / P2
+    patch.write_text(patch.read_text().replace("+VALUE_5 = 55", "+VALUE_5 = 56"))
+    saved = patch.read_bytes()
+
+    editor.arm()
+    tip = git(project.work, "rev-parse", "series")
+    racing = _series(project, editor.env, "apply")  # the file is saved as 57 meanwhile
+    assert editor.edited()
+    assert racing.returncode == 1, racing.stderr  # it cannot say which bytes it built
+    assert f"{P2} changed while series read it" in racing.stderr
+    assert git(project.work, "rev-parse", "series") == tip
+    patch.write_bytes(saved)  # the user goes back to 56
+    again = _series(project, editor.env, "apply")
+    assert again.returncode == 0, again.stderr
+    assert _value_5(project) == "VALUE_5 = 56"
+    assert git(project.work, "status", "--porcelain") == ""
+
+
+def test_a_patch_file_edited_while_list_reads_it_is_never_shown_for_its_old_bytes(
+    tmp_path: Path,
+) -> None:
+    """patchinfo/ keeps what git said of a patch file under the sha256 of the bytes read
+    before git read the file. Saved in between, the new subject was kept under the old
+    bytes: once the file held them again, ``series show`` printed the other subject."""
+    project = make_project(tmp_path)
+    old, new = "Subject: [PATCH] util: VALUE_5 is 55", "Subject: [PATCH] util: renamed"
+    editor = Editor(tmp_path, "mailinfo", project.root / P2, old, new)
+    patch = project.root / P2
+    saved = patch.read_bytes()
+    editor.arm()
+    assert _series(project, editor.env, "show", "P2").returncode == 0  # saved meanwhile
+    assert editor.edited() and patch.read_bytes() != saved
+    patch.write_bytes(saved)  # the user goes back
+    shown = _series(project, editor.env, "show", "P2", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["title"] == "util: VALUE_5 is 55"
+
+
+def test_status_after_series_itself_changed_is_worked_out_by_the_new_code(tmp_path: Path) -> None:
+    """status/ kept its report under a digest of series.toml, the patch files and the
+    checkout's refs and index, not of series' own code (apply's and export's records
+    hold it): after an upgrade of series, status said what the old code had worked out
+    until something else changed."""
+    project = make_project(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(Path(series.__file__).parent, code / "series", ignore=_pycache)
+    env = {**GitShim(tmp_path).env, "PYTHONPATH": str(code)}
+    assert _series(project, env, "apply").returncode == 0
+    first = _series(project, env, "status", "--json")
+    assert first.returncode == 0 and json.loads(first.stdout)["pin"]["ref"] == "v1.0"
+    with (code / "series" / "status.py").open("a") as fh:  # the upgrade
+        fh.write(
+            "\n\n_before = _work_out\n\n\n"
+            "def _work_out(series, checkout):\n"
+            "    report = _before(series, checkout)\n"
+            "    report['pin']['ref'] = 'as the new code says'\n"
+            "    return report\n"
+        )
+    again = _series(project, env, "status", "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["pin"]["ref"] == "as the new code says"
+
+
+def _move_pin(project: Project) -> str:
+    """A new upstream commit that leaves the patches' files alone, made the pin."""
+    (project.upstream / "README.md").write_text("tiny upstream, later\n")
+    git(project.upstream, "commit", "-qam", "upstream: README")
+    git(project.upstream, "tag", "v1.1")
+    new = git(project.upstream, "rev-parse", "HEAD")
+    manifest = project.root / "series.toml"
+    text = manifest.read_text().replace(project.commit, new).replace('"v1.0"', '"v1.1"')
+    manifest.write_text(text)
+    return new
+
+
+def test_what_check_conflicts_found_on_another_pin_is_not_shown_as_this_pins(
+    tmp_path: Path,
+) -> None:
+    """alone.json kept what check-conflicts found of a patch applying alone under the
+    patch file's sha256 alone, though the answer is of the pin too: with the pin moved and
+    the file unchanged (as a rebase leaves a patch upstream did not touch), ``series show``
+    said what was found on the old pin, and "the record is out of date" where it was."""
+    project = make_project(tmp_path)
+    code, _, err = project.run("check-conflicts")
+    assert code == 0, err
+    code, out, err = project.run("show", "P2", "--json")
+    assert json.loads(out)["applies_alone_computed"]["pin"] == project.commit
+    _move_pin(project)
+    code, out, err = project.run("show", "P2", "--json")
+    assert code == 0, err
+    assert json.loads(out)["applies_alone_computed"] is None
+    code, out, _ = project.run("show", "P2")
+    assert "not computed yet" in out and project.commit[:12] not in out
+
+
+def test_check_conflicts_whose_record_cannot_be_written_still_answers(tmp_path: Path) -> None:
+    """A directory where alone.json goes (or a cache file that cannot be replaced): the
+    report is computed and printed, only the record is not kept; before, check-conflicts
+    failed after its work (exit 1, "Is a directory")."""
+    project = make_project(tmp_path)
+    assert project.run("check-conflicts")[0] == 0  # the pin fetched: later runs say "cached"
+    code, first, err = project.run("check-conflicts", "--json")
+    assert code == 0, err
+    cache = Path(os.environ["SERIES_CACHE_DIR"])
+    (cache / "alone.json").unlink()
+    (cache / "alone.json").mkdir()
+    code, again, err = project.run("check-conflicts", "--json")
+    assert code == 0, err
+    assert _without_timing(again) == _without_timing(first)
+    assert (cache / "alone.json").is_dir()
+    code, out, err = project.run("show", "P2", "--json")
+    assert code == 0 and json.loads(out)["applies_alone_computed"] is None, err
+
+
+def _without_timing(out: str) -> dict[str, object]:
+    report = json.loads(out)
+    payload = report.get("data", report)
+    payload["stats"].pop("seconds")
+    payload["stats"].pop("memoised")
+    return dict(report)
+
+
+def test_status_sees_an_index_rewritten_in_place_with_its_size_and_time_kept(
+    tmp_path: Path,
+) -> None:
+    """status/'s key held the index's size, time and inode, not its content: an index
+    written in place (same inode) with the size and time of the one it replaced, holding
+    the tree the last apply moved from, kept the report "nothing to do" where a fresh
+    status finds the move of the files cut short."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    old = git(project.work, "rev-parse", "series")
+    patch = project.root / P2
+    patch.write_text(patch.read_text().replace("+VALUE_5 = 55", "+VALUE_5 = 56"))
+    assert project.run("apply")[0] == 0
+    code, out, err = project.run("status", "--json")
+    assert code == 0 and json.loads(out)["interrupted_move"] is False, err
+
+    index = project.work / ".git" / "index"
+    held = index.stat()
+    other = tmp_path / "index.old"  # the index as the move left it, but pkg/util.py's old
+    shutil.copy(index, other)
+    env = {**os.environ, "GIT_INDEX_FILE": str(other)}
+    blob = git(project.work, "rev-parse", f"{old}:pkg/util.py")
+    for argv in (["update-index", "--cacheinfo", f"100644,{blob},pkg/util.py"], ["write-tree"]):
+        subprocess.run(["git", *argv], cwd=project.work, env=env, check=True, capture_output=True)
+    assert other.stat().st_size == held.st_size
+    with index.open("r+b") as fh:
+        fh.write(other.read_bytes())
+    os.utime(index, ns=(held.st_atime_ns, held.st_mtime_ns))
+
+    code, out, err = project.run("status", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    shutil.rmtree(Path(os.environ["SERIES_CACHE_DIR"]) / "status")
+    code, fresh, err = project.run("status", "--json")
+    assert json.loads(fresh)["interrupted_move"] is True, err
+    assert report == json.loads(fresh)
+
+
+def test_a_copied_project_is_never_answered_with_the_originals_records(tmp_path: Path) -> None:
+    """A project copied whole (``cp -a``: the checkout's refs, index and verified.json
+    byte for byte, times kept) with the cache shared: status, apply and export in the
+    copy say the copy's checkout, never the original's. Right before this audit too (the
+    checkout's path is in every key); with status keyed by the index's bytes instead of
+    its inode, the path is what tells the two apart, and this guards it."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export", "apply", "export", "status"):
+        code, _, err = project.run(command)
+        assert code == 0, err
+    copy = Project(tmp_path / "copy", project.upstream, project.commit)
+    shutil.copytree(project.root, copy.root, symlinks=True)
+    for command in ("status", "apply", "export"):
+        code, out, err = copy.run(command, "--json")
+        assert code == 0, err
+        assert str(project.root) not in out + err, command
+    code, out, _ = copy.run("status", "--json")
+    assert json.loads(out)["checkout"]["path"] == str(copy.work)
+
+
+def test_apply_after_series_itself_changed_builds_as_the_new_code_does(tmp_path: Path) -> None:
+    """The memo of built commits was keyed by the base, the patch bytes and the source of
+    four of the modules that make the commits, not of the others (how a patch file is
+    split, series.git.mail): after an upgrade that changed those, apply took the old
+    code's commits and said "up to date" where a fresh cache builds other ones."""
+    project = make_project(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(Path(series.__file__).parent, code / "series", ignore=_pycache)
+    env = {**GitShim(tmp_path).env, "PYTHONPATH": str(code)}
+    assert _series(project, env, "apply").returncode == 0
+    mail = code / "series" / "git" / "mail.py"
+    old = 'subject=fields.get("Subject", ""),'
+    assert old in mail.read_text()
+    mail.write_text(mail.read_text().replace(old, 'subject=fields.get("Subject", "") + " (new)",'))
+    again = _series(project, env, "apply")
+    assert again.returncode == 0, again.stderr
+    subjects = git(project.work, "log", "--format=%s", "-3", "series").splitlines()
+    assert all(s.endswith(" (new)") for s in subjects), subjects
+
+
+def test_an_amend_that_keeps_the_tree_is_seen_by_status_and_export(tmp_path: Path) -> None:
+    """``git commit --amend`` of the tip with its tree unchanged (only the message): the
+    kept status report and export's verified record are not taken. Right before this
+    audit; it guards that their keys see a ref moved to a commit of the same tree (a key
+    of trees, or of the files, would not)."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export", "apply", "export", "status"):
+        code, _, err = project.run(command)
+        assert code == 0, err
+    tree = git(project.work, "rev-parse", "series^{tree}")
+    git(project.work, "commit", "-q", "--amend", "-m", "core: f9 returns 909, said again")
+    assert git(project.work, "rev-parse", "series^{tree}") == tree
+    code, out, err = project.run("status", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert [u.split(" ", 1)[1] for u in report["unexported"]] == [
+        "core: f9 returns 909, said again"
+    ]
+    shutil.rmtree(Path(os.environ["SERIES_CACHE_DIR"]) / "status")
+    assert report == json.loads(project.run("status", "--json")[1])
+    code, _, err = project.run("export")
+    assert code == 0 and "nothing changed since" not in err, err
+    texts = [p.read_text() for p in (project.root / "patches").glob("*.patch")]
+    assert any("Subject: [PATCH] core: f9 returns 909, said again" in t for t in texts)
+
+
+def test_series_toml_saved_twice_while_it_is_parsed_is_not_remembered_for_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """series.known keeps what a parse of series.toml gave under a digest of the bytes read
+    before the parse; the parser reads the file again. Saved as another file during the
+    parse and saved back (an editor's save, then an undo), the other file's values were
+    kept under these bytes: the next apply took its branch ("other") for this one's.
+    (Two writes in place within one tick of the file system's clock stay unseen: see
+    docs/hardening.md, "Not covered yet".)"""
+    project = make_project(tmp_path)
+    manifest = project.root / "series.toml"
+    these = manifest.read_bytes()
+    other = these.replace(b'branch = "series"', b'branch = "other"')
+    real = manifest_module.load
+
+    def save(data: bytes) -> None:  # as an editor saves: a new file renamed over it
+        new = manifest.with_name("series.toml~")
+        new.write_bytes(data)
+        new.replace(manifest)
+
+    def saved_meanwhile(path: Path, *, missing_ok: bool = False) -> object:
+        save(other)
+        try:
+            return real(path, missing_ok=missing_ok)
+        finally:
+            save(these)
+
+    cache = Path(os.environ["SERIES_CACHE_DIR"])
+    monkeypatch.setattr(manifest_module, "load", saved_meanwhile)
+    Series.load(project.root, cache, known=True)  # what apply and export start with
+    monkeypatch.setattr(manifest_module, "load", real)
+    assert manifest.read_bytes() == these
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    assert git(project.work, "for-each-ref", "--format=%(refname)", "refs/heads/") == (
+        "refs/heads/series"
+    )
+
+
+def test_records_that_cannot_be_written_on_a_full_disk_cost_only_speed(
+    tmpfs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache on a full disk (a 256 KiB tmpfs, filled) after the stack was built:
+    status, list, show, apply and export answer as with room, no record is left half
+    written (no temporary file, every record whole), and with room again the records
+    are written and give the same answers. Right before this audit; the one record that
+    failed its command (alone.json) has its own test above."""
+    cache = tmpfs / "cache"
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(cache))
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0 and project.run("export")[0] == 0
+    records = ("status", "patchinfo", "known")
+    argvs = [("status", "--json"), ("list", "--json"), ("show", "P2", "--json")]
+    argvs += [("apply", "--json"), ("export", "--json")]
+    with_room = {argv: project.run(*argv) for argv in argvs}
+    for name in records:
+        shutil.rmtree(cache / name, ignore_errors=True)
+    (project.work / ".git" / "series" / "verified.json").unlink()
+    fill(tmpfs)
+    for argv in argvs:
+        code, out, err = project.run(*argv)
+        assert (code, out) == with_room[argv][:2], (argv, err)
+    assert not [p for p in cache.rglob("*") if p.name.startswith(".series-tmp-")]
+    for path in [p for name in records for p in (cache / name).rglob("*.json")]:
+        json.loads(path.read_text())  # whole, or not there
+    for filler in tmpfs.glob("filler*"):
+        filler.unlink()
+    for _ in range(2):  # the first writes the records, the second answers from them
+        for argv in argvs:
+            code, out, err = project.run(*argv)
+            assert (code, out) == with_room[argv][:2], (argv, err)
+    assert all(any((cache / name).rglob("*.json")) for name in records)
+
+
+@pytest.mark.parametrize("argv", [("branches", "--dry-run"), ("range-diff",)])
+def test_git_missing_is_said_plainly_where_git_starts_without_gitpython(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """branches and range-diff start every git process without GitPython
+    (git/run.py's light_processes): git missing is said there as everywhere. Right
+    before this audit; no test ran these two without git."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export"):
+        assert project.run(command)[0] == 0
+    empty = tmp_path / "no-git"
+    empty.mkdir()
+    proc = _series(project, {**os.environ, "PATH": str(empty)}, *argv)
+    assert proc.returncode == 1, proc.stderr
+    assert "git is not installed or not on PATH" in proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_a_pin_ref_moved_in_the_cache_is_not_taken_for_the_pin(tmp_path: Path) -> None:
+    """The cache keeps the pin under ``refs/series/git/<commit>``; moved by hand to another
+    commit, it is not taken: a new checkout sits on the pinned commit, and the ref names
+    it again. Right before this audit (the pin is its commit id, the ref's value is
+    checked against it); it guards that no code takes the ref's value for the pin."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    cache = Path(os.environ["SERIES_CACHE_DIR"]) / "upstream.git"
+    other = git(project.work, "rev-parse", "series")  # a commit the cache has
+    git(cache, "update-ref", f"refs/series/git/{project.commit}", other)
+    second = tmp_path / "second"
+    code, _, err = project.run("apply", "--dir", str(second))
+    assert code == 0, err
+    assert git(second, "rev-parse", "refs/series/base") == project.commit
+    assert git(second, "rev-parse", "series") == git(project.work, "rev-parse", "series")
+    assert git(cache, "rev-parse", f"refs/series/git/{project.commit}") == project.commit
+
+
+def test_a_patch_id_kept_by_commit_does_not_depend_on_the_users_diff_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """patchids/ keeps a commit's ``patch-id --stable`` by commit id, for every later run.
+    git diffed the commit with ``GIT_DIFF_OPTS`` from the user's environment (``-u0``:
+    no context), which the hermetic environment did not switch off: the id kept was of
+    that diff, and later runs without it compared the series' patches against it (an
+    upstream commit equal to a patch not found). The same variable changed the context
+    of every patch file export writes."""
+    repo_path = tmp_path / "repo"
+    repo_path.mkdir()
+    git(repo_path, "init", "-q")
+    (repo_path / "g").write_text("".join(f"{i}\n" for i in range(20)))
+    git(repo_path, "add", "g")
+    git(repo_path, "commit", "-qm", "one")
+    (repo_path / "g").write_text((repo_path / "g").read_text().replace("10\n", "ten\n"))
+    git(repo_path, "commit", "-qam", "two")
+    commit = git(repo_path, "rev-parse", "HEAD")
+    diff = git(repo_path, "log", "-p", "-1", "--format=commit %H")
+    expected = subprocess.run(
+        ["git", "patch-id", "--stable"], input=diff + "\n", capture_output=True, text=True
+    ).stdout.split()[0]
+    cache = tmp_path / "ids"
+    monkeypatch.setenv("GIT_DIFF_OPTS", "-u0")
+    assert patchids.patch_ids(Repo(repo_path), [commit], cache) == {commit: expected}
+    monkeypatch.delenv("GIT_DIFF_OPTS")
+    assert patchids.store(cache).recall([commit]) == {commit: expected}
+
+
+def test_export_writes_the_same_bytes_whatever_the_users_diff_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other face of the case above: with ``GIT_DIFF_OPTS=-u1`` in the environment,
+    export (not answered from its record) rewrote every patch file with one line of
+    context."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export"):
+        assert project.run(command)[0] == 0
+    before = project.patch_bytes()
+    (project.work / ".git" / "series" / "verified.json").unlink(missing_ok=True)
+    monkeypatch.setenv("GIT_DIFF_OPTS", "-u1")
+    code, _, err = project.run("export")
+    assert code == 0, err
+    assert project.patch_bytes() == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="found by this audit, not fixed: HERMETIC switches off the user's and the "
+    "system's git configuration, not the checkout's own (.git/config); see docs/hardening.md, "
+    "Not covered yet",
+)
+@pytest.mark.parametrize("key", ["diff.context=1", "format.useAutoBase=true"])
+def test_export_writes_the_same_bytes_whatever_the_checkouts_own_git_config(
+    tmp_path: Path, key: str
+) -> None:
+    """``git config diff.context 1`` in the checkout: export (not answered from its record)
+    rewrites every patch file with one line of context; ``format.useAutoBase=true``: export
+    ends in an internal error (exit 70)."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export"):
+        assert project.run(command)[0] == 0
+    before = project.patch_bytes()
+    name, value = key.split("=")
+    git(project.work, "config", name, value)
+    (project.work / ".git" / "series" / "verified.json").unlink(missing_ok=True)
+    code, _, err = project.run("export")
+    assert code == 0, err
+    assert project.patch_bytes() == before
