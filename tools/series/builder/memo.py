@@ -9,6 +9,15 @@ successors are built again. At most MEMO_LIMIT refs are kept; they are a
 cache, and deleting them is always safe. Memo updates are
 compare-and-swap like every ref update; one that loses a race with a
 concurrent run is simply not recorded.
+
+Beside each, in the same transaction, ``refs/series/proven/<key>/<commit>``
+records what the build proved: those bytes on that base, by this code, gave
+that commit. :func:`proven` trusts a step only when such a ref names both
+the key and the commit it is asked about, and points at that commit: a memo
+ref moved to another commit, a memo of other bytes or of other series code
+(the key hashes both) proves nothing, and the caller builds the long way.
+``series export`` uses it to skip re-applying the unchanged prefix of the
+files it writes (series.stack.export).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from series.git import repo as git_repo
 
 log = logging.getLogger("series.stack")
 MEMO = refnames.MEMO
+PROVEN = refnames.PROVEN
 MEMO_LIMIT = 256
 
 
@@ -60,11 +70,18 @@ def _record(
         f"update {MEMO}{keys[at + i]}{'.3way' if s.three_way else ''} {s.commit} {'0' * 40}"
         for i, s in enumerate(steps)
     ]
+    proofs = {f"{PROVEN}{keys[at + i]}/{s.commit}": s.commit for i, s in enumerate(steps)}
     if len(known) + len(lines) > MEMO_LIMIT:
         wanted = set(keys)
         for key, (commit, three_way) in known.items():
             if key not in wanted:
                 lines.append(f"delete {MEMO}{key}{'.3way' if three_way else ''} {commit}")
+        for name, commit in repo.refs.under(PROVEN).items():
+            if name.removeprefix(PROVEN).partition("/")[0] not in wanted and name not in proofs:
+                lines.append(f"delete {name} {commit}")
+    # A proof's value is fixed by its name, so it is set whatever it held: one left behind
+    # by a pruned memo ref must not stop the memo from being recorded again.
+    lines += [f"update {name} {commit}" for name, commit in proofs.items()]
     try:
         repo.refs.update("series memo: record built commits", lines)
     except RefMoved as exc:  # a concurrent run got there first: the memo is optional
@@ -80,10 +97,35 @@ def _salt() -> bytes:
 
 
 def memo_keys(base: str, files: list[PatchFile[P]]) -> list[str]:
+    return keys_of(base, [(item.patch.id, item.path.read_bytes()) for item in files])
+
+
+def keys_of(base: str, patches: list[tuple[str, bytes]]) -> list[str]:
+    """The memo key of each (patch id, patch bytes) applied in order on ``base``."""
     key = hashlib.sha1(_salt() + base.encode()).hexdigest()
     keys = []
-    for item in files:
-        data = item.path.read_bytes()
-        key = hashlib.sha1(f"{key}\0{item.patch.id}\0".encode() + data).hexdigest()
+    for patch_id, data in patches:
+        key = hashlib.sha1(f"{key}\0{patch_id}\0".encode() + data).hexdigest()
         keys.append(key)
     return keys
+
+
+def proven(repo: Repo, base: str, patches: list[tuple[str, bytes]], commits: list[str]) -> int:
+    """How many of ``patches`` (id, bytes), from the first, are proven to give ``commits``
+    applied in order on ``base``: one ``for-each-ref`` in ``repo`` (the cache).
+
+    Step k counts only when the steps before it do and ``PROVEN/<key k>/<commit k>`` is
+    there and points at commit k. Its key hashes series' code, the base and the id and
+    bytes of every patch up to k, so a proof of other bytes, another base or other code
+    is never found; the name holds the commit, so a ref moved to another commit is not
+    taken either. What is not proven must be applied the long way.
+    """
+    if not patches:
+        return 0
+    refs = repo.refs.under(PROVEN)
+    count = 0
+    for key, commit in zip(keys_of(base, patches), commits, strict=False):
+        if refs.get(f"{PROVEN}{key}/{commit}") != commit:
+            break
+        count += 1
+    return count
