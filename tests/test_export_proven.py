@@ -11,6 +11,7 @@ must make export apply everything again, and refuse what does not rebuild.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,7 +19,9 @@ import pytest
 
 from helpers import GitShim, PatchSpec, Project, git, make_project
 from series.builder import memo
+from series.builder.build import Built, PatchFile
 from series.git import Repo
+from series.manifest import Patch
 
 BOUND = 120
 CORE = "pkg/core.py"
@@ -32,13 +35,13 @@ def verbs(calls: list[str]) -> list[str]:
     return [c.split()[0] for c in calls]
 
 
-def canonical(tmp_path: Path) -> tuple[Project, GitShim]:
-    """Six patches applied from the bytes export writes, so the memo holds those."""
+def exported(tmp_path: Path) -> tuple[Project, GitShim]:
+    """Six patches applied and exported once: export rewrote every file (the canonical
+    form), and recorded in the cache what it proved of them."""
     project = make_project(tmp_path, SIX)
     shim = GitShim(tmp_path)
     shim.run(project.root, "apply")
-    shim.run(project.root, "export")  # the canonical form
-    shim.run(project.root, "apply", "--force")
+    shim.run(project.root, "export")
     return project, shim
 
 
@@ -49,10 +52,32 @@ def amend(work: Path, line: str = "# changed\n") -> None:
 
 
 def test_export_after_the_last_patch_changed_applies_that_patch_alone(tmp_path: Path) -> None:
-    project, shim = canonical(tmp_path)
+    project, shim = exported(tmp_path)
     amend(project.work)
     _, calls = shim.run(project.root, "export")
     assert verbs(calls).count("mailinfo") == 1
+    amend(project.work, "# again\n")  # what this export proved is known to the next
+    _, calls = shim.run(project.root, "export")
+    assert verbs(calls).count("mailinfo") == 1
+
+
+def test_what_is_skipped_gives_what_applying_everything_gives(tmp_path: Path) -> None:
+    """The same amend exported with the proofs and, in a copy, with an empty cache (every
+    file applied in the checkout, the long way): the same files, the same branch."""
+    project, shim = exported(tmp_path)
+    amend(project.work)
+    (tmp_path / "copy").mkdir()
+    copy = Project(tmp_path / "copy" / "project", project.upstream, project.commit)
+    shutil.copytree(project.root, copy.root, symlinks=True)
+    _, calls = shim.run(project.root, "export")
+    assert verbs(calls).count("mailinfo") == 1
+    _, calls = GitShim(tmp_path / "copy").run(copy.root, "export")
+    assert verbs(calls).count("mailinfo") == len(SIX)
+    assert project.patch_bytes() == copy.patch_bytes()
+    toml = "series.toml"
+    assert (project.root / toml).read_bytes() == (copy.root / toml).read_bytes()
+    tips = [git(p.work, "rev-parse", "series") for p in (project, copy)]
+    assert tips[0] == tips[1]
 
 
 # -- a proof is trusted only when it names these bytes and this commit ---------------
@@ -63,13 +88,15 @@ class Asked:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[tuple[str, list[tuple[str, bytes]], list[str]]] = []
-        real = memo.proven
+        real = memo.check
 
-        def spy(repo: Repo, base: str, patches: list[tuple[str, bytes]], commits: list[str]) -> int:
-            self.calls.append((base, patches, commits))
-            return real(repo, base, patches, commits)
+        def spy(
+            repo: Repo, base: str, files: list[PatchFile[Patch]], commits: list[str]
+        ) -> Built[Patch] | None:
+            self.calls.append((base, [(f.patch.id, f.path.read_bytes()) for f in files], commits))
+            return real(repo, base, files, commits)
 
-        monkeypatch.setattr(memo, "proven", spy)
+        monkeypatch.setattr(memo, "check", spy)
 
 
 def cache_repo(home: Path) -> Path:
@@ -83,7 +110,6 @@ def unrebuildable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Proj
     project = make_project(tmp_path, SIX)
     assert project.run("apply")[0] == 0
     assert project.run("export")[0] == 0
-    assert project.run("apply", "--force")[0] == 0
     message = git(project.work, "log", "-1", "--format=%B")
     subject, _, rest = message.partition("\n")
     amend(project.work)

@@ -66,9 +66,10 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]]) -> Built[P]:
 def _record(
     repo: Repo, known: dict[str, tuple[str, bool]], keys: list[str], at: int, steps: list[Step[P]]
 ) -> None:
-    lines = [
+    lines = [  # a key the memo has already is left as it is: its proof is added
         f"update {MEMO}{keys[at + i]}{'.3way' if s.three_way else ''} {s.commit} {'0' * 40}"
         for i, s in enumerate(steps)
+        if keys[at + i] not in known
     ]
     proofs = {f"{PROVEN}{keys[at + i]}/{s.commit}": s.commit for i, s in enumerate(steps)}
     if len(known) + len(lines) > MEMO_LIMIT:
@@ -112,20 +113,49 @@ def keys_of(base: str, patches: list[tuple[str, bytes]]) -> list[str]:
 
 def proven(repo: Repo, base: str, patches: list[tuple[str, bytes]], commits: list[str]) -> int:
     """How many of ``patches`` (id, bytes), from the first, are proven to give ``commits``
-    applied in order on ``base``: one ``for-each-ref`` in ``repo`` (the cache).
+    applied in order on ``base``: one ``for-each-ref`` in ``repo`` (the cache)."""
+    if not patches:
+        return 0
+    return _count(repo.refs.under(PROVEN), keys_of(base, patches), commits)
 
-    Step k counts only when the steps before it do and ``PROVEN/<key k>/<commit k>`` is
+
+def _count(refs: dict[str, str], keys: list[str], commits: list[str]) -> int:
+    """Step k counts only when the steps before it do and ``PROVEN/<key k>/<commit k>`` is
     there and points at commit k. Its key hashes series' code, the base and the id and
     bytes of every patch up to k, so a proof of other bytes, another base or other code
     is never found; the name holds the commit, so a ref moved to another commit is not
-    taken either. What is not proven must be applied the long way.
-    """
-    if not patches:
-        return 0
-    refs = repo.refs.under(PROVEN)
+    taken either. What is not proven must be applied the long way."""
     count = 0
-    for key, commit in zip(keys_of(base, patches), commits, strict=False):
+    for key, commit in zip(keys, commits, strict=False):
         if refs.get(f"{PROVEN}{key}/{commit}") != commit:
             break
         count += 1
     return count
+
+
+def check(repo: Repo, base: str, files: list[PatchFile[P]], commits: list[str]) -> Built[P] | None:
+    """``files`` applied in order on ``base`` in ``repo`` (the cache), to be compared with
+    ``commits`` (what the caller expects them to give): the leading files proven to give
+    those commits are not applied again (their steps are the proven commits), the rest are
+    applied onto the last of them, and recorded with their proofs. None when ``repo`` does
+    not have the commit to apply them onto: the caller applies them where it has it."""
+    keys = memo_keys(base, files)
+    refs = repo.refs.under(refnames.ROOT)  # the memo and the proofs, in one process
+    count = _count(refs, keys, commits)
+    built: Built[P] = Built(base)
+    built.steps = [Step(f.patch, c, False) for f, c in zip(files[:count], commits, strict=False)]
+    built.reused = count
+    if count == len(files):
+        return built
+    if not repo.objects.has(built.tip):
+        return None
+    rest = build_module.build(repo, built.tip, files[count:])
+    built.steps += rest.steps
+    built.failure = rest.failure
+    known: dict[str, tuple[str, bool]] = {}
+    for name, commit in refs.items():
+        if name.startswith(MEMO):
+            key, _, flag = name.removeprefix(MEMO).partition(".")
+            known[key] = (commit, flag == "3way")
+    _record(repo, known, keys, count, rest.steps)
+    return built

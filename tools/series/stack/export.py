@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from series import logs
 from series.backup import Kept
 from series.builder import memo
-from series.builder.build import PatchFile, build
+from series.builder.build import Built, PatchFile, build
 from series.builder.message import series_id, with_trailer
 from series.checkout import BASE_REF, finish_cut_move, refuse_during_rebase
 from series.errors import InternalError, RefusedError, SeriesError
@@ -298,18 +298,20 @@ def _normalise(series: Series, repo: Repo, base: str, plan: list[_Entry]) -> lis
 def _verify(series: Series, repo: Repo, base: str, exported: list[Exported], tip: str) -> None:
     """Re-apply the bytes about to be written; they must give the same commits.
 
-    The leading files the cache's memo proves (:func:`_proven`) are not applied again:
-    the first one it does not prove is applied onto the commit before it, and so on.
+    In the per-user cache when it has the base (:func:`_in_cache`): the leading files
+    its memo proves are not applied again, and what is applied is recorded there for
+    the next export; else in the checkout, every file.
     """
-    skip = _proven(series, base, exported)
     with tempfile.TemporaryDirectory(prefix="series-verify-") as tmp:
         files = []
-        for i, e in enumerate(exported[skip:], start=skip):
+        for i, e in enumerate(exported):
             path = Path(tmp) / f"{i:04d}.patch"
             path.write_bytes(e.data)
             files.append(PatchFile(e.patch, path))
-        built = build(repo, exported[skip - 1].commit if skip else base, files)
-    got = [e.commit for e in exported[:skip]] + [s.commit for s in built.steps]
+        built = _in_cache(series, base, files, [e.commit for e in exported])
+        if built is None:
+            built = build(repo, base, files)
+    got = [s.commit for s in built.steps]
     want = [e.commit for e in exported]
     if built.failure is not None or got != want:
         bad = (
@@ -327,23 +329,21 @@ def _verify(series: Series, repo: Repo, base: str, exported: list[Exported], tip
         raise InternalError("the normalised stack does not match the branch's tree")
 
 
-def _proven(series: Series, base: str, exported: list[Exported]) -> int:
-    """How many of ``exported``, from the first, the memo in the per-user cache proves:
-    those exact bytes, applied in order on ``base`` by this series code, gave exactly
-    these commits (series.builder.memo.proven). 0 when there is no cache or it cannot be
-    read: everything is then applied again."""
-    if not exported or not (series.cache_dir / "upstream.git" / "HEAD").is_file():
-        return 0  # no cache: not made now only to find it empty
+def _in_cache(
+    series: Series, base: str, files: list[PatchFile[Patch]], commits: list[str]
+) -> Built[Patch] | None:
+    """``files`` applied on ``base`` in the per-user cache, the leading ones its memo
+    proves (those exact bytes, on this base, by this series code, gave exactly these
+    commits: series.builder.memo.check) not applied again. None when there is no cache,
+    it lacks the commit to apply onto, or it cannot be read: the caller applies them all
+    in the checkout."""
+    if not files or not (series.cache_dir / "upstream.git" / "HEAD").is_file():
+        return None  # no cache: not made now only to find it empty
     try:
-        return memo.proven(
-            series.cache,
-            base,
-            [(e.patch.id, e.data) for e in exported],
-            [e.commit for e in exported],
-        )
+        return memo.check(series.cache, base, files, commits)
     except SeriesError as exc:  # a damaged cache proves nothing; the files are applied again
         logs.debug("series.stack", "memo not read: %s", exc.message)
-        return 0
+        return None
 
 
 def _changes(
