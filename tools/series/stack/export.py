@@ -300,7 +300,9 @@ def _verify(series: Series, repo: Repo, base: str, exported: list[Exported], tip
 
     In the per-user cache when it has the base (:func:`_in_cache`): the leading files
     its memo proves are not applied again, and what is applied is recorded there for
-    the next export; else in the checkout, every file.
+    the next export. Without a cache, or when it does not give exactly ``exported``'s
+    commits, every file is applied in the checkout, as export always did, and that
+    answers (a refusal is the checkout's, never the cache's).
     """
     with tempfile.TemporaryDirectory(prefix="series-verify-") as tmp:
         files = []
@@ -308,11 +310,11 @@ def _verify(series: Series, repo: Repo, base: str, exported: list[Exported], tip
             path = Path(tmp) / f"{i:04d}.patch"
             path.write_bytes(e.data)
             files.append(PatchFile(e.patch, path))
-        built = _in_cache(series, base, files, [e.commit for e in exported])
-        if built is None:
-            built = build(repo, base, files)
+        want = [e.commit for e in exported]
+        built = _in_cache(series, base, files, want)
+        if built is None or built.failure is not None or [s.commit for s in built.steps] != want:
+            built = build(repo, base, files)  # what the cache could not prove, said here
     got = [s.commit for s in built.steps]
-    want = [e.commit for e in exported]
     if built.failure is not None or got != want:
         bad = (
             built.failure.patch.id
