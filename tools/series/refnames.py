@@ -22,6 +22,8 @@ In a checkout:
 In the cache repository:
 
 * ``MEMO``: the built stack, one ref per patch content (series.builder.memo);
+* ``PROVEN``: what the memo's build proved, ``<key>/<commit>`` naming both, so
+  that a memo ref moved to another commit proves nothing (series.builder.memo);
 * ``UPSTREAM_ROOT``: the prefix under which series.upstream.refs names its refs.
 """
 
@@ -51,5 +53,6 @@ BACKUP_BRANCHES = BACKUP + "branches/"
 BACKUP_REMOTE = BACKUP + "remote/"
 
 MEMO = ROOT + "stack/"
+PROVEN = ROOT + "proven/"
 
 UPSTREAM_ROOT = ROOT

@@ -17,6 +17,15 @@ those bytes. So after a build every file must still be the file the keys
 were computed from (the same bytes, and the same inode, size and times:
 a write in place changes the times, and the change time cannot be set
 back); else the run refuses, keeping nothing.
+
+Beside each, in the same transaction, ``refs/series/proven/<key>/<commit>``
+records what the build proved: those bytes on that base, by this code, gave
+that commit. :func:`proven` trusts a step only when such a ref names both
+the key and the commit it is asked about, and points at that commit: a memo
+ref moved to another commit, a memo of other bytes or of other series code
+(the key hashes both) proves nothing, and the caller builds the long way.
+``series export`` uses it to skip re-applying the unchanged prefix of the
+files it writes (series.stack.export).
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from series.git import run as git_run
 from series.logs import debug
 
 MEMO = refnames.MEMO
+PROVEN = refnames.PROVEN
 MEMO_LIMIT = 256
 
 Known = dict[str, tuple[str, bool]]  # key -> (commit, whether it needed a 3-way apply)
@@ -77,6 +87,16 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]], known: Known | None 
     rest = build_module.build(repo, built.tip, files[reused:])
     built.steps += rest.steps
     built.failure = rest.failure
+    _still_read(base, files, read, keys)
+    _record(repo, known, keys, reused, rest.steps)
+    return built
+
+
+def _still_read(
+    base: str, files: list[PatchFile[P]], read: list[tuple[int, ...] | None], keys: list[str]
+) -> None:
+    """Refuses unless every file is still the one the keys were computed from (``read``:
+    its identity taken before): a commit is never recorded for bytes it was not built from."""
     changed = [
         item.path
         for item, before in zip(files, read, strict=True)
@@ -89,8 +109,6 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]], known: Known | None 
             "the built commits nor their record can be trusted; nothing was written",
             hint="run the command again once the file is saved",
         )
-    _record(repo, known, keys, reused, rest.steps)
-    return built
 
 
 def identity(path: Path) -> tuple[int, ...] | None:
@@ -103,17 +121,25 @@ def identity(path: Path) -> tuple[int, ...] | None:
 
 
 def _record(repo: Repo, known: Known, keys: list[str], at: int, steps: list[Step[P]]) -> None:
-    lines = [
+    lines = [  # a key the memo has already is left as it is: its proof is added
         f"update {MEMO}{keys[at + i]}{'.3way' if s.three_way else ''} {s.commit} {'0' * 40}"
         for i, s in enumerate(steps)
+        if keys[at + i] not in known
     ]
     gone = []
+    proofs = {f"{PROVEN}{keys[at + i]}/{s.commit}": s.commit for i, s in enumerate(steps)}
     if len(known) + len(lines) > MEMO_LIMIT:
         wanted = set(keys)
         for key, (commit, three_way) in known.items():
             if key not in wanted:
                 lines.append(f"delete {MEMO}{key}{'.3way' if three_way else ''} {commit}")
                 gone.append(key)
+        for name, commit in repo.refs.under(PROVEN).items():
+            if name.removeprefix(PROVEN).partition("/")[0] not in wanted and name not in proofs:
+                lines.append(f"delete {name} {commit}")
+    # A proof's value is fixed by its name, so it is set whatever it held: one left behind
+    # by a pruned memo ref must not stop the memo from being recorded again.
+    lines += [f"update {name} {commit}" for name, commit in proofs.items()]
     try:
         repo.refs.update("series memo: record built commits", lines)
     except RefMoved as exc:  # a concurrent run got there first: the memo is optional
@@ -121,8 +147,8 @@ def _record(repo: Repo, known: Known, keys: list[str], at: int, steps: list[Step
         return
     for key in gone:
         del known[key]
-    for i, s in enumerate(steps):
-        known[keys[at + i]] = (s.commit, s.three_way)
+    for i, s in enumerate(steps):  # a key the memo had already keeps its ref, and its commit
+        known.setdefault(keys[at + i], (s.commit, s.three_way))
 
 
 def _salt() -> bytes:
@@ -137,10 +163,66 @@ def _salt() -> bytes:
 
 
 def memo_keys(base: str, files: list[PatchFile[P]]) -> list[str]:
+    return keys_of(base, [(item.patch.id, item.path.read_bytes()) for item in files])
+
+
+def keys_of(base: str, patches: list[tuple[str, bytes]]) -> list[str]:
+    """The memo key of each (patch id, patch bytes) applied in order on ``base``."""
     key = hashlib.sha1(_salt() + base.encode()).hexdigest()
     keys = []
-    for item in files:
-        data = item.path.read_bytes()
-        key = hashlib.sha1(f"{key}\0{item.patch.id}\0".encode() + data).hexdigest()
+    for patch_id, data in patches:
+        key = hashlib.sha1(f"{key}\0{patch_id}\0".encode() + data).hexdigest()
         keys.append(key)
     return keys
+
+
+def proven(repo: Repo, base: str, patches: list[tuple[str, bytes]], commits: list[str]) -> int:
+    """How many of ``patches`` (id, bytes), from the first, are proven to give ``commits``
+    applied in order on ``base``: one ``for-each-ref`` in ``repo`` (the cache)."""
+    if not patches:
+        return 0
+    return _count(repo.refs.under(PROVEN), keys_of(base, patches), commits)
+
+
+def _count(refs: dict[str, str], keys: list[str], commits: list[str]) -> int:
+    """Step k counts only when the steps before it do and ``PROVEN/<key k>/<commit k>`` is
+    there and points at commit k. Its key hashes series' code, the base and the id and
+    bytes of every patch up to k, so a proof of other bytes, another base or other code
+    is never found; the name holds the commit, so a ref moved to another commit is not
+    taken either. What is not proven must be applied the long way."""
+    count = 0
+    for key, commit in zip(keys, commits, strict=False):
+        if refs.get(f"{PROVEN}{key}/{commit}") != commit:
+            break
+        count += 1
+    return count
+
+
+def check(repo: Repo, base: str, files: list[PatchFile[P]], commits: list[str]) -> Built[P] | None:
+    """``files`` applied in order on ``base`` in ``repo`` (the cache), to be compared with
+    ``commits`` (what the caller expects them to give): the leading files proven to give
+    those commits are not applied again (their steps are the proven commits), the rest are
+    applied onto the last of them, and recorded with their proofs. None when ``repo`` does
+    not have the commit to apply them onto: the caller applies them where it has it."""
+    read = [identity(item.path) for item in files]  # before the bytes the keys hash
+    keys = memo_keys(base, files)
+    refs = repo.refs.under(refnames.ROOT)  # the memo and the proofs, in one process
+    count = _count(refs, keys, commits)
+    built: Built[P] = Built(base)
+    built.steps = [Step(f.patch, c, False) for f, c in zip(files[:count], commits, strict=False)]
+    built.reused = count
+    if count == len(files):
+        return built
+    if not repo.objects.has(built.tip):
+        return None
+    rest = build_module.build(repo, built.tip, files[count:])
+    built.steps += rest.steps
+    built.failure = rest.failure
+    known: dict[str, tuple[str, bool]] = {}
+    for name, commit in refs.items():
+        if name.startswith(MEMO):
+            key, _, flag = name.removeprefix(MEMO).partition(".")
+            known[key] = (commit, flag == "3way")
+    _still_read(base, files, read, keys)
+    _record(repo, known, keys, count, rest.steps)
+    return built

@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from series import logs
 from series.backup import Kept
-from series.builder.build import PatchFile, build
+from series.builder import memo
+from series.builder.build import Built, PatchFile, build
 from series.builder.message import series_id, with_trailer
 from series.checkout import BASE_REF, finish_cut_move, refuse_during_rebase
 from series.errors import InternalError, RefusedError, SeriesError
@@ -294,16 +296,25 @@ def _normalise(series: Series, repo: Repo, base: str, plan: list[_Entry]) -> lis
 
 
 def _verify(series: Series, repo: Repo, base: str, exported: list[Exported], tip: str) -> None:
-    """Re-apply the bytes about to be written; they must give the same commits."""
+    """Re-apply the bytes about to be written; they must give the same commits.
+
+    In the per-user cache when it has the base (:func:`_in_cache`): the leading files
+    its memo proves are not applied again, and what is applied is recorded there for
+    the next export. Without a cache, or when it does not give exactly ``exported``'s
+    commits, every file is applied in the checkout, as export always did, and that
+    answers (a refusal is the checkout's, never the cache's).
+    """
     with tempfile.TemporaryDirectory(prefix="series-verify-") as tmp:
         files = []
         for i, e in enumerate(exported):
             path = Path(tmp) / f"{i:04d}.patch"
             path.write_bytes(e.data)
             files.append(PatchFile(e.patch, path))
-        built = build(repo, base, files)
+        want = [e.commit for e in exported]
+        built = _in_cache(series, base, files, want)
+        if built is None or built.failure is not None or [s.commit for s in built.steps] != want:
+            built = build(repo, base, files)  # what the cache could not prove, said here
     got = [s.commit for s in built.steps]
-    want = [e.commit for e in exported]
     if built.failure is not None or got != want:
         bad = (
             built.failure.patch.id
@@ -318,6 +329,23 @@ def _verify(series: Series, repo: Repo, base: str, exported: list[Exported], tip
         )
     if repo.objects.tree_of(want[-1] if want else base) != repo.objects.tree_of(tip):
         raise InternalError("the normalised stack does not match the branch's tree")
+
+
+def _in_cache(
+    series: Series, base: str, files: list[PatchFile[Patch]], commits: list[str]
+) -> Built[Patch] | None:
+    """``files`` applied on ``base`` in the per-user cache, the leading ones its memo
+    proves (those exact bytes, on this base, by this series code, gave exactly these
+    commits: series.builder.memo.check) not applied again. None when there is no cache,
+    it lacks the commit to apply onto, or it cannot be read: the caller applies them all
+    in the checkout."""
+    if not files or not (series.cache_dir / "upstream.git" / "HEAD").is_file():
+        return None  # no cache: not made now only to find it empty
+    try:
+        return memo.check(series.cache, base, files, commits)
+    except SeriesError as exc:  # a damaged cache proves nothing; the files are applied again
+        logs.debug("series.stack", "memo not read: %s", exc.message)
+        return None
 
 
 def _changes(
