@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers import DEFAULT_SPECS, UPSTREAM_FILES, PatchSpec, git, make_project, replace_line
+from rebase_helpers import moving_project
 from series.git import Repo
 
 # key=value as a user would write it with `git config`. Each alone changed what series
@@ -146,3 +147,37 @@ def test_objects_series_writes_hold_the_bytes_given_whatever_the_repositorys_con
         ["git", "cat-file", "blob", blob], cwd=repo_path, check=True, capture_output=True
     ).stdout
     assert stored == payload
+
+
+def _rebased(tmp: Path, monkeypatch: pytest.MonkeyPatch, keys: list[str], where: str) -> object:
+    """``rebase --onto main`` of a project whose upstream carries P3, with ``keys`` set in
+    the checkout's or the cache's configuration: what it said and wrote (paths left out)."""
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(tmp / "cache"))
+    project = moving_project(tmp, carries_p3=True)
+    repos = [project.work] if where == "checkout" else _cache_repositories()
+    assert repos
+    for repo in repos:
+        for key in keys:
+            _configure(repo, key, tmp)
+    code, out, err = project.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+    assert code == 0, err
+    manifest = (project.root / "series.toml").read_text()
+    tree = git(project.work, "rev-parse", "HEAD^{tree}", "HEAD")
+    return (
+        out.replace(str(tmp), "TMP"),
+        manifest.replace(str(tmp), "TMP"),
+        project.patch_bytes(),
+        tree,
+    )
+
+
+@pytest.mark.parametrize("where", ["checkout", "cache"])
+def test_a_repositorys_own_git_config_changes_nothing_a_rebase_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Every key above at once, then ``rebase --onto`` (merges, patch-ids of upstream
+    commits, the patch files rewritten): what it says and writes is what it says and writes
+    without them."""
+    keys = [key for group in GROUPS.values() for key in group]
+    plain = _rebased(tmp_path / "plain", monkeypatch, [], where)
+    assert _rebased(tmp_path / "configured", monkeypatch, keys, where) == plain
