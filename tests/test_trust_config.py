@@ -181,3 +181,25 @@ def test_a_repositorys_own_git_config_changes_nothing_a_rebase_writes(
     keys = [key for group in GROUPS.values() for key in group]
     plain = _rebased(tmp_path / "plain", monkeypatch, [], where)
     assert _rebased(tmp_path / "configured", monkeypatch, keys, where) == plain
+
+
+def test_the_users_own_git_config_from_the_environment_reaches_no_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's ``GIT_CONFIG_COUNT``/``KEY_n``/``VALUE_n`` (and ``git -c``'s
+    ``GIT_CONFIG_PARAMETERS``), above the pins' numbers too, change nothing export writes:
+    they are dropped before git starts and the pins are series' own. (Right on main, which
+    dropped them already; guards the pins' merging.)"""
+    project = make_project(tmp_path, SPECS, FILES)
+    for command in ("apply", "export"):
+        assert project.run(command)[0] == 0
+    before = project.patch_bytes()
+    (project.work / ".git" / "series" / "verified.json").unlink(missing_ok=True)
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "200")
+    for n in range(200):
+        monkeypatch.setenv(f"GIT_CONFIG_KEY_{n}", "diff.context" if n % 2 else "format.signOff")
+        monkeypatch.setenv(f"GIT_CONFIG_VALUE_{n}", "1" if n % 2 else "true")
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'diff.noprefix'='true'")
+    code, _, err = project.run("export")
+    assert code == 0, err
+    assert project.patch_bytes() == before
