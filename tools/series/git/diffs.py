@@ -1,10 +1,10 @@
 """Diffs: what changed between trees and commits, as paths, hunks, patches and patch ids.
 
-Every diff here is hermetic (no user configuration: no colour, no
-renames, full blob ids), so the same inputs give the same bytes. A commit
-is written out with ``format-patch`` in the one canonical form series
-uses, with nothing volatile in it, so the same commit always gives the
-same patch file.
+Every diff here is hermetic (no user configuration, a repository's own
+pinned to git's defaults: no colour, no renames, full blob ids), so the
+same inputs give the same bytes. A commit is written out with
+``format-patch`` in the one canonical form series uses, with nothing
+volatile in it, so the same commit always gives the same patch file.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Diffs(Part):
         which the deleted lines stood.
         """
         out = self._run.git(
-            "diff", "-U0", "--no-color", "--no-renames", old, new, "--", path, env=HERMETIC
+            "diff", "-U0", *_PLAIN, "--no-renames", old, new, "--", path, env=HERMETIC
         )
         hunks = []
         for line in out.splitlines():
@@ -80,7 +80,7 @@ class Diffs(Part):
         ``paths`` limits which commits are read, not their diffs (--full-diff),
         so the ids are those of whole commits.
         """
-        argv = ["log", "-p", "--min-parents=1", "--max-parents=1", "--full-diff", "--no-color"]
+        argv = ["log", "-p", "--min-parents=1", "--max-parents=1", "--full-diff", *_PLAIN]
         diff = self._run.git_bytes(*argv, "--format=commit %H", *revs, "--", *paths, env=HERMETIC)
         if not diff.strip():
             return {}
@@ -92,7 +92,7 @@ class Diffs(Part):
         if not commits:
             return {}
         argv = ["log", "-p", "--no-walk=unsorted", "--stdin", "--min-parents=1"]
-        argv += ["--max-parents=1", "--no-color", "--format=commit %H"]
+        argv += ["--max-parents=1", *_PLAIN, "--format=commit %H"]
         data = ("\n".join(commits) + "\n").encode()
         diff = self._run.git_input(*argv, data=data, env=HERMETIC)
         if not diff.strip():
@@ -124,4 +124,12 @@ _FORMAT = (
     "--find-renames",
     "--diff-algorithm=myers",
     "--no-color",
+    # what a repository's configuration adds that no pin resets (series.git.run.PINNED)
+    "--no-to",
+    "--no-cc",
+    "--no-add-header",
+    "--no-attach",
 )
+# git diff and git log -p, unlike plumbing, run a repository's diff.external and textconv
+# drivers (its .git/info/attributes and .git/config): never for content or patch-ids.
+_PLAIN = ("--no-color", "--no-ext-diff", "--no-textconv")

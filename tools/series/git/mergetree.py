@@ -234,7 +234,7 @@ class MergeStream:
             return None
         try:
             if self._writer is None:
-                argv = ["hash-object", "-w", "-t", kind, "--stdin-paths"]
+                argv = ["hash-object", "-w", "-t", kind, "--no-filters", "--stdin-paths"]
                 fault_point(argv)
                 env = {**self.env, "GIT_FLUSH": "1"}  # an answer per path, whatever set
                 self._writer = start_long_lived(self.path, argv, env, subprocess.DEVNULL)

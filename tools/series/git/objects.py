@@ -172,7 +172,10 @@ class Objects(Part):
     def write(
         self, kind: str, payloads: Sequence[bytes], env: Mapping[str, str] | None = None
     ) -> list[str]:
-        """Write many objects with one ``hash-object --stdin-paths``; ids in order."""
+        """Write many objects with one ``hash-object --stdin-paths``; ids in order.
+
+        ``--no-filters``: the bytes as given, whatever a repository's ``core.autocrlf``
+        or attributes would convert (a snapshot restored, a merge result)."""
         if not payloads:
             return []
         with tempfile.TemporaryDirectory(prefix="series-objects-", dir=ram_dir()) as tmp:
@@ -183,7 +186,7 @@ class Objects(Part):
                 names.append(str(path))
             data = ("\n".join(names) + "\n").encode()
             out = self._run.git_input(
-                "hash-object", "-w", "-t", kind, "--stdin-paths", data=data, env=env
+                "hash-object", "-w", "-t", kind, "--no-filters", "--stdin-paths", data=data, env=env
             )
         return out.decode().split()
 

@@ -64,9 +64,83 @@ if TYPE_CHECKING:
 
     from git.cmd import Git as _Cmd
 
-# Switches off ~/.gitconfig and /etc/gitconfig for content-producing commands, and a
-# GIT_DIFF_OPTS of the user's (its -uN wins even over -U3: patch files, patch-ids kept).
-HERMETIC = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_DIFF_OPTS": ""}
+# The keys of a repository's own configuration (.git/config: the checkout's, the cache
+# repository's) that change the bytes a content-producing command writes or the answer it
+# gives, each pinned to git's default (docs/hardening.md, "A repository's own git
+# configuration"). Configuration from the environment (GIT_CONFIG_COUNT) wins over every
+# file. A multi-valued key (format.to, format.cc, format.headers) or one with no value to
+# reset it (format.attach, diff.external, textconv drivers) is switched off by a flag of
+# the command instead (series.git.diffs).
+PINNED = (
+    ("apply.ignoreWhitespace", "no"),
+    ("apply.whitespace", "warn"),
+    ("am.keepcr", "false"),
+    ("am.messageId", "false"),
+    ("am.threeWay", "false"),
+    ("color.diff", "false"),
+    ("color.ui", "false"),
+    ("commit.gpgSign", "false"),
+    ("core.abbrev", "auto"),
+    ("core.attributesFile", os.devnull),
+    ("core.autocrlf", "false"),
+    ("core.bigFileThreshold", "512m"),
+    ("core.eol", "native"),
+    ("core.quotePath", "true"),
+    ("core.safecrlf", "warn"),
+    ("core.whitespace", "blank-at-eol,blank-at-eof,space-before-tab"),
+    ("diff.algorithm", "myers"),
+    ("diff.context", "3"),
+    ("diff.indentHeuristic", "true"),
+    ("diff.interHunkContext", "0"),
+    ("diff.mnemonicPrefix", "false"),
+    ("diff.noprefix", "false"),
+    ("diff.orderFile", os.devnull),
+    ("diff.relative", "false"),
+    ("diff.renames", "true"),
+    ("diff.submodule", "short"),
+    ("diff.suppressBlankEmpty", "false"),
+    ("format.coverLetter", "false"),
+    ("format.encodeEmailHeaders", "true"),
+    ("format.forceInBodyFrom", "false"),
+    ("format.from", "false"),
+    ("format.mboxrd", "false"),
+    ("format.noprefix", "false"),
+    ("format.notes", "false"),
+    ("format.numbered", "auto"),
+    ("format.signOff", "false"),
+    ("format.subjectPrefix", "PATCH"),
+    ("format.thread", "false"),
+    ("format.useAutoBase", "false"),
+    ("i18n.commitEncoding", "UTF-8"),
+    ("i18n.logOutputEncoding", "UTF-8"),
+    ("log.showSignature", "false"),
+    ("mailinfo.scissors", "false"),
+    ("merge.conflictStyle", "merge"),
+    ("merge.directoryRenames", "conflict"),
+    ("merge.renames", "true"),
+    ("merge.renormalize", "false"),
+)
+
+
+def _pins() -> dict[str, str]:
+    """:data:`PINNED` as git's configuration from the environment (git 2.31 and later)."""
+    env = {"GIT_CONFIG_COUNT": str(len(PINNED))}
+    for n, (key, value) in enumerate(PINNED):
+        env[f"GIT_CONFIG_KEY_{n}"] = key
+        env[f"GIT_CONFIG_VALUE_{n}"] = value
+    return env
+
+
+# Switches off ~/.gitconfig and /etc/gitconfig for content-producing commands, a
+# GIT_DIFF_OPTS of the user's (its -uN wins even over -U3: patch files, patch-ids kept),
+# and pins what a repository's own configuration could change (PINNED). The user's own
+# GIT_CONFIG_COUNT/KEY_n/VALUE_n never reach git (INHERITED, _strip_inherited).
+HERMETIC = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_DIFF_OPTS": "",
+    **_pins(),
+}
 ZERO = "0" * 40
 
 # git's own list (git rev-parse --local-env-vars, 2.39), the namespace, the
