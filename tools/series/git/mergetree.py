@@ -29,6 +29,7 @@ from series.git.run import (
     HERMETIC,
     GitFailed,
     Part,
+    end_long_lived,
     execute,
     fault_point,
     input_file,
@@ -325,16 +326,7 @@ class MergeStream:
         """End both processes (end of input: each exits); the stream answers no more."""
         self.live = False
         for proc in (self._merges, self._writer):
-            if proc is None or proc.poll() is not None:
-                continue
-            with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
-                for stream in (proc.stdin, proc.stdout, proc.stderr):
-                    if stream is not None:
-                        stream.close()
-                proc.wait(timeout=5)
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            end_long_lived(proc, 5)
         self._merges = self._writer = None
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)

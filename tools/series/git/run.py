@@ -419,16 +419,22 @@ class _PlainBatch:
 
     def __del__(self) -> None:
         """End cat-file with this object, as GitPython's own does (end of input: it exits)."""
-        proc = self.__dict__.get("proc")
-        if proc is None or proc.poll() is not None:
-            return
-        with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
-            proc.wait(timeout=1)
-        if proc.poll() is None:
-            proc.kill()
+        end_long_lived(self.__dict__.get("proc"), 1)
+
+
+def end_long_lived(proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    """End a long-lived git process: end of its input (it exits), killed if it has not
+    within ``timeout`` seconds."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        proc.wait(timeout=timeout)
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
 
 
 def _not_started(exc: Exception) -> bool:
