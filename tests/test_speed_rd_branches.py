@@ -13,6 +13,7 @@ import dataclasses
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,6 +126,19 @@ RANGE_DIFF_AFTER_REBASE = [
 ]
 
 
+def _rebased_then_range_diff(project: Project, tmp_path: Path) -> tuple[Counted, Any, Any]:
+    """``project`` applied, rebased onto an upstream commit of UTIL, range-diff run once
+    (it builds the series before the rebase on its pin: the memo), then counted: the
+    counter, the second range-diff's JSON report, and its git calls."""
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    commit_upstream(project.upstream, UTIL, "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
+    counted.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+    counted.run("range-diff")
+    out, calls = counted.run("range-diff", "--json")
+    return counted, json.loads(out), calls
+
+
 def test_range_diff_after_a_rebase_reads_what_it_compares_with_few_git_processes(
     tmp_path: Path,
 ) -> None:
@@ -132,13 +146,7 @@ def test_range_diff_after_a_rebase_reads_what_it_compares_with_few_git_processes
     each repository read through one cat-file, the memo listed once, both pins found in the
     cache without the fetch; the texts and classes are git's, pair by pair."""
     project = make_project(tmp_path, ELEVEN)
-    counted = Counted(project, tmp_path)
-    counted.run("apply")
-    commit_upstream(project.upstream, UTIL, "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
-    counted.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
-    counted.run("range-diff")  # builds the series before the rebase on its pin: the memo
-    out, calls = counted.run("range-diff", "--json")
-    report = json.loads(out)
+    counted, report, calls = _rebased_then_range_diff(project, tmp_path)
     assert report["old"] == "the series before the last `series rebase`", report["old"]
     kinds = {p["id"]: p["kind"] for p in report["patches"]}
     assert kinds == {s.id: "unchanged" for s in ELEVEN}
@@ -197,13 +205,7 @@ def test_range_diff_diffs_a_rename_git_marks_equal(tmp_path: Path) -> None:
     the same rename (``=``); the lines P3 removes and adds are not the same (diffs without
     renames), so it is ``content changed`` as before, not ``unchanged``."""
     project = with_rename(tmp_path)
-    counted = Counted(project, tmp_path)
-    counted.run("apply")
-    commit_upstream(project.upstream, UTIL, "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
-    counted.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
-    counted.run("range-diff")  # builds the series before the rebase on its pin: the memo
-    out, calls = counted.run("range-diff", "--json")
-    report = json.loads(out)
+    counted, report, calls = _rebased_then_range_diff(project, tmp_path)
     rows = {p["id"]: p for p in report["patches"]}
     assert " = " in rows["P3"]["range_diff"].splitlines()[0]
     assert rows["P3"]["kind"] == "content changed"
