@@ -8,32 +8,13 @@ series and the backup refs are what they were before the cuts.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from helpers import git
 from series.git import GitFailed, Repo
-from test_speed_rebase import stopped
-
-
-def _modules_after(root: Path, *args: str) -> set[str]:
-    """The modules a fresh interpreter has imported once ``series -C root ARGS`` ran."""
-    probe = (
-        "import sys\n"
-        f"sys.argv = ['series', '-C', {str(root)!r}, *{list(args)!r}]\n"
-        "from series.entry import main\n"
-        "code = main()\n"
-        "print(' '.join(sorted(sys.modules)))\n"
-        "sys.exit(code)\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    return set(proc.stdout.split("\n")[-2].split())
+from test_speed_rebase import modules_after, stopped
 
 
 def test_abort_does_not_import_gitpython(tmp_path: Path) -> None:
@@ -41,7 +22,7 @@ def test_abort_does_not_import_gitpython(tmp_path: Path) -> None:
     without GitPython, whose import cost more than all of them (series.git.run)."""
     project, _ = stopped(tmp_path)
     before = git(project.work, "rev-parse", "series")
-    modules = _modules_after(project.root, "rebase", "--abort")
+    modules = modules_after(project.root, "rebase", "--abort")
     assert "series.stack.rebase_abort" in modules
     assert not [m for m in modules if m == "git" or m.startswith(("git.", "gitdb", "smmap"))]
     work = project.work
@@ -57,7 +38,7 @@ def test_skip_does_not_import_gitpython(tmp_path: Path) -> None:
     project, _ = stopped(tmp_path)
     work = project.work
     (work / "notes.txt").write_text("mine\n")
-    modules = _modules_after(project.root, "rebase", "--skip")
+    modules = modules_after(project.root, "rebase", "--skip")
     assert "series.stack.rebase_driver" in modules
     assert not [m for m in modules if m == "git" or m.startswith(("git.", "gitdb", "smmap"))]
     refs = git(work, "for-each-ref", "--format=%(refname)", "refs/series/backup/").split()

@@ -436,20 +436,26 @@ def test_abort_asks_git_once_for_what_it_knows_and_loads_no_driver(tmp_path: Pat
     assert git(work, "for-each-ref", "refs/series/rebase/", "refs/series/backup/") == ""
 
 
-def test_abort_imports_neither_the_driver_nor_the_start(tmp_path: Path) -> None:
-    project, _ = stopped(tmp_path)
+def modules_after(root: Path, *args: str) -> set[str]:
+    """The modules a fresh interpreter has imported once ``series -C root ARGS`` ran."""
     probe = (
         "import sys\n"
-        f"sys.argv = ['series', '-C', {str(project.root)!r}, 'rebase', '--abort']\n"
+        f"sys.argv = ['series', '-C', {str(root)!r}, *{list(args)!r}]\n"
         "from series.entry import main\n"
         "code = main()\n"
         "print(' '.join(sorted(sys.modules)))\n"
         "sys.exit(code)\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
     )
-    modules = set(proc.stdout.split("\n")[-2].split())
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.split("\n")[-2].split())
+
+
+def test_abort_imports_neither_the_driver_nor_the_start(tmp_path: Path) -> None:
+    project, _ = stopped(tmp_path)
+    modules = modules_after(project.root, "rebase", "--abort")
     assert "series.stack.rebase_abort" in modules
     heavy = {"series.stack.rebase", "series.stack.rebase_driver", "series.stack.rebase_finish"}
     assert not heavy & modules
