@@ -56,6 +56,7 @@ from series.errors import InternalError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
 from series.git.child import gitpython, plain, run_child
+from series.git.version import ensure as _ensure_version
 from series.logs import debug
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
@@ -336,6 +337,7 @@ def execute(
     """
     debug("series.git", "git %s  (in %s)", " ".join(argv), cwd)
     light = light or _LIGHT[0]
+    _ensure_version(_executable(light))  # an old git is refused before anything is written
     record = leftovers.begin(cwd, argv, env)
     _fault_point(argv)
     _strip_inherited()
@@ -392,6 +394,7 @@ class _PlainBatch:
 
     def __init__(self, cwd: Path) -> None:
         _strip_inherited()
+        _ensure_version("git")
         argv = ["git", "cat-file", "--batch-command"]
         self.proc = plain(cwd, argv, _environment(None), subprocess.PIPE)
 
@@ -481,7 +484,13 @@ def _strip_inherited() -> None:
 def _command(cwd: Path) -> _Cmd:
     """GitPython's runner for ``cwd``, with the inherited repository variables gone."""
     _strip_inherited()
+    _ensure_version(_executable(False))
     return gitpython(cwd)
+
+
+def _executable(light: bool) -> str:
+    """The git a process is started as: ``git`` on PATH, or GitPython's own choice."""
+    return "git" if light else os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"
 
 
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -528,6 +537,7 @@ def start_long_lived(
     process asked one request at a time through its stdin, without GitPython;
     ``prefix``: a command that runs git (``stdbuf -o0``)."""
     _strip_inherited()
+    _ensure_version("git")
     return plain(cwd, [*prefix, "git", *argv], _environment(env), subprocess.PIPE, stderr)
 
 
