@@ -137,6 +137,7 @@ def _pins() -> dict[str, str]:
 # and pins what a repository's own configuration could change (PINNED). The user's own
 # GIT_CONFIG_COUNT/KEY_n/VALUE_n never reach git (INHERITED, _strip_inherited).
 HERMETIC = {
+    "GIT_ATTR_NOSYSTEM": "1",  # /etc/gitattributes (the user's: core.attributesFile, PINNED)
     "GIT_CONFIG_GLOBAL": os.devnull,
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_DIFF_OPTS": "",
@@ -583,6 +584,34 @@ def input_file(data: bytes) -> Iterator[Path]:
         os.unlink(fh.name)
 
 
+_BARE = b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
+
+
+def make_bare(where: Path) -> None:
+    """An empty bare repository in the existing directory ``where``, written by hand (no
+    git process): what :meth:`Runner.no_attributes` points git at."""
+    (where / "refs").mkdir(exist_ok=True)
+    (where / "objects").mkdir(exist_ok=True)
+    (where / "HEAD").write_bytes(b"ref: refs/heads/none\n")
+    (where / "config").write_bytes(_BARE)
+
+
+_EMPTY: list[str] = []  # this process's empty bare repository (Runner.no_attributes)
+
+
+def _empty_repository() -> str:
+    if not _EMPTY:
+        import atexit
+        import shutil
+        import tempfile
+
+        where = tempfile.mkdtemp(prefix="series-no-attributes-", dir=ram_dir())
+        make_bare(Path(where))
+        atexit.register(shutil.rmtree, where, True)
+        _EMPTY.append(where)
+    return _EMPTY[0]
+
+
 def _text(value: str | bytes) -> str:
     return value.decode("ascii") if isinstance(value, bytes) else value
 
@@ -605,6 +634,36 @@ class Runner:
         light: bool = False,
     ) -> str:
         return run(self.path, argv, env=env, stdin=stdin, light=light)
+
+    def git_path(self, name: str) -> Path:
+        """``git rev-parse --git-path NAME`` (``objects``, ``shallow``): found by hand in a
+        bare repository or a work tree's ``.git`` directory, asked of git elsewhere (a
+        linked work tree)."""
+        for gitdir in (self.path, self.path / ".git"):
+            if (gitdir / "HEAD").is_file() and (gitdir / "objects").is_dir():
+                return gitdir / name
+        return self.path / self.git("rev-parse", "--git-path", name).strip()
+
+    def no_attributes(self) -> dict[str, str]:
+        """:data:`HERMETIC`, and this repository's objects and history read through an
+        empty bare repository: no attribute of the repository's applies (its work tree's
+        ``.gitattributes`` files, its ``info/attributes``, which no configuration switches
+        off in git 2.39), nor its ``config`` (docs/hardening.md, "A repository's own
+        attributes"). For commands that read commits by id and write no ref: diffs,
+        patch files, patch-ids, merges. Its refs are not seen (nor its replace refs)."""
+        found = self.__dict__.get("_no_attributes")
+        if found is None:
+            objects = self.git_path("objects").resolve()
+            found = {
+                **HERMETIC,
+                "GIT_DIR": _empty_repository(),
+                "GIT_OBJECT_DIRECTORY": str(objects),
+                # a shallow repository's boundary (the cache's fetches): git would walk
+                # into parents it does not have
+                "GIT_SHALLOW_FILE": str(self.git_path("shallow").resolve()),
+            }
+            self.__dict__["_no_attributes"] = found
+        return dict(found)
 
     def lookup(self, name: str) -> tuple[str, str] | None:
         """(id, type) of the object ``name`` names, or None; asks one long-lived process.
