@@ -600,16 +600,25 @@ _EMPTY: list[str] = []  # this process's empty bare repository (Runner.no_attrib
 
 
 def _empty_repository() -> str:
+    """This process's empty bare repository, made on first use (a private directory,
+    in RAM where the machine has a tmpfs) and removed when series ends. Not with
+    tempfile: range-diff, whose diffs run through it, does not load tempfile."""
     if not _EMPTY:
         import atexit
-        import shutil
-        import tempfile
 
-        where = tempfile.mkdtemp(prefix="series-no-attributes-", dir=ram_dir())
+        base = ram_dir() or os.environ.get("TMPDIR") or "/tmp"
+        where = os.path.join(base, f"series-no-attributes-{os.getpid()}-{os.urandom(6).hex()}")
+        os.mkdir(where, 0o700)  # a new name: never one made by someone else
+        atexit.register(_remove_tree, where)
         make_bare(Path(where))
-        atexit.register(shutil.rmtree, where, True)
         _EMPTY.append(where)
     return _EMPTY[0]
+
+
+def _remove_tree(where: str) -> None:
+    import shutil
+
+    shutil.rmtree(where, ignore_errors=True)
 
 
 def _text(value: str | bytes) -> str:
