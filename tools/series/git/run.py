@@ -58,6 +58,7 @@ from series.git import leftovers
 from series.git.child import gitpython, plain, run_child
 from series.git.version import ensure as _ensure_version
 from series.logs import debug
+from series.pids import alive
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
@@ -612,6 +613,7 @@ def _empty_repository() -> str:
         atexit.register(_remove_tree, where)
         make_bare(Path(where))
         _EMPTY.append(where)
+        _clear_empty_repositories(base)
     return _EMPTY[0]
 
 
@@ -619,6 +621,23 @@ def _remove_tree(where: str) -> None:
     import shutil
 
     shutil.rmtree(where, ignore_errors=True)
+
+
+def _clear_empty_repositories(base: str) -> None:
+    """Remove the empty repositories of series processes that were killed (mine only)."""
+    try:
+        names = [n for n in os.listdir(base) if n.startswith("series-no-attributes-")]
+    except OSError:
+        return
+    for name in names:
+        pid = name.split("-")[3]
+        path = os.path.join(base, name)
+        try:
+            mine = os.lstat(path).st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and pid.isdigit() and not alive(int(pid)):
+            _remove_tree(path)
 
 
 def _text(value: str | bytes) -> str:
