@@ -29,8 +29,10 @@ import series
 from helpers import GitShim, Project, git, make_project
 from series import known as known_module
 from series import manifest as manifest_module
+from series import patchinfo
 from series.evidence import patchids
 from series.git import Repo
+from series.git.mail import read_mail
 from series.project import Series
 from test_hardening import tmpfs
 from test_trust_faults import fill
@@ -572,3 +574,40 @@ def test_a_settled_module_rewritten_with_its_size_and_time_kept_has_another_key(
     assert known_module.module_key(str(module), after, later) != known_module.module_key(
         str(module), before, later
     )
+
+
+def test_a_patch_file_saved_twice_in_one_tick_while_git_reads_it_is_not_kept_for_these_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """patchinfo/ hashed the file's bytes, then git read the file again; the answer was
+    kept when the file's identity was the same after git. Saved as another subject just
+    before git read it and saved back within the same tick (the identity kept: here, a
+    clock that does not tick), that subject was kept under these bytes and ``show``
+    printed it ever after. Now git is given the bytes that were hashed."""
+    project = make_project(tmp_path)
+    patch = project.root / P2
+    these = patch.read_bytes()
+    other = these.replace(b"util: VALUE_5 is 55", b"util: another title")
+    assert len(other) == len(these)
+    real = read_mail
+
+    def saved_meanwhile(path: Path, *args: object) -> object:
+        if path != patch:
+            return real(path, *args)  # type: ignore[arg-type]
+        with patch.open("r+b") as fh:
+            fh.write(other)
+        try:
+            return real(path, *args)  # type: ignore[arg-type]
+        finally:
+            with patch.open("r+b") as fh:
+                fh.write(these)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(patchinfo, "identity", lambda _path: (0,), raising=False)
+        patched.setattr(patchinfo, "read_mail", saved_meanwhile)
+        code, _, err = project.run("show", "P2")
+    assert code == 0, err
+    assert patch.read_bytes() == these
+    code, out, err = project.run("show", "P2", "--json")
+    assert code == 0, err
+    assert json.loads(out)["title"] == "util: VALUE_5 is 55"
