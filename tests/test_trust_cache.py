@@ -30,9 +30,11 @@ from helpers import GitShim, Project, git, make_project
 from series import known as known_module
 from series import manifest as manifest_module
 from series import patchinfo
+from series.builder import build as build_module
+from series.builder import memo as memo_module
 from series.evidence import patchids
 from series.git import Repo
-from series.git.mail import read_mail
+from series.git.mail import mailinfo, read_mail
 from series.project import Series
 from test_hardening import tmpfs
 from test_trust_faults import fill
@@ -611,3 +613,41 @@ def test_a_patch_file_saved_twice_in_one_tick_while_git_reads_it_is_not_kept_for
     code, out, err = project.run("show", "P2", "--json")
     assert code == 0, err
     assert json.loads(out)["title"] == "util: VALUE_5 is 55"
+
+
+def test_a_patch_file_saved_twice_in_one_tick_while_the_stack_is_built_gives_its_own_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memo keyed a built commit by the bytes read before the build, and git read the
+    file again to build it; the file's identity after the build was the check. Saved as
+    VALUE_5 = 57 just before git read it and saved back within the same tick (a clock
+    that does not tick), apply built 57, kept it under 55's key and said the checkout
+    matched patches/. Now the build applies the bytes that were hashed."""
+    project = make_project(tmp_path)
+    patch = project.root / P2
+    these = patch.read_bytes()
+    other = these.replace(b"+VALUE_5 = 55", b"+VALUE_5 = 57")
+    assert len(other) == len(these)
+    real = mailinfo
+
+    def saved_meanwhile(path: Path, *args: object) -> object:
+        if path != patch:
+            return real(path, *args)  # type: ignore[arg-type]
+        with patch.open("r+b") as fh:
+            fh.write(other)
+        try:
+            return real(path, *args)  # type: ignore[arg-type]
+        finally:
+            with patch.open("r+b") as fh:
+                fh.write(these)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(memo_module, "identity", lambda _path: (0,))
+        patched.setattr(build_module, "mailinfo", saved_meanwhile)
+        code, _, err = project.run("apply")
+    assert code == 0, err
+    assert patch.read_bytes() == these
+    assert _value_5(project) == "VALUE_5 = 55"
+    code, _, err = project.run("apply")  # from the memo, and what it verified
+    assert code == 0, err
+    assert _value_5(project) == "VALUE_5 = 55"
