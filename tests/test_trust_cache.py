@@ -30,6 +30,7 @@ from helpers import GitShim, Project, git, make_project
 from series import known as known_module
 from series import manifest as manifest_module
 from series import patchinfo
+from series import project as project_module
 from series.builder import build as build_module
 from series.builder import memo as memo_module
 from series.evidence import patchids
@@ -651,3 +652,54 @@ def test_a_patch_file_saved_twice_in_one_tick_while_the_stack_is_built_gives_its
     code, _, err = project.run("apply")  # from the memo, and what it verified
     assert code == 0, err
     assert _value_5(project) == "VALUE_5 = 55"
+
+
+def test_series_toml_saved_twice_in_one_tick_while_it_is_parsed_is_not_kept_for_these_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """series.known kept the parse of series.toml under the bytes read before the parse;
+    the parser read the file again, and the file's identity after the parse was the
+    check. Saved in place as another branch and back within the same tick (a clock that
+    does not tick), the other branch was kept for these bytes. Now the parse is of the
+    bytes that were hashed."""
+    project = make_project(tmp_path)
+    manifest = project.root / "series.toml"
+    these = manifest.read_bytes()
+    other = these.replace(b'branch = "series"', b'branch = "others"')
+    assert len(other) == len(these)
+    real_bytes, real_load, real_loads = (
+        project_module._bytes,
+        manifest_module.load,
+        manifest_module.loads,
+    )
+
+    def read_then_saved(path: Path) -> bytes | None:
+        data = real_bytes(path)
+        if path == manifest:
+            with manifest.open("r+b") as fh:
+                fh.write(other)
+        return data
+
+    def saved_back(real: Callable[..., object]) -> Callable[..., object]:
+        def parse(*args: object, **kwargs: object) -> object:
+            try:
+                return real(*args, **kwargs)
+            finally:
+                with manifest.open("r+b") as fh:
+                    fh.write(these)
+
+        return parse
+
+    cache = Path(os.environ["SERIES_CACHE_DIR"])
+    with monkeypatch.context() as patched:
+        patched.setattr(project_module, "identity", lambda _path: (0,), raising=False)
+        patched.setattr(project_module, "_bytes", read_then_saved)
+        patched.setattr(manifest_module, "load", saved_back(real_load))
+        patched.setattr(manifest_module, "loads", saved_back(real_loads))
+        Series.load(project.root, cache, known=True)  # what apply and export start with
+    assert manifest.read_bytes() == these
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    assert git(project.work, "for-each-ref", "--format=%(refname)", "refs/heads/") == (
+        "refs/heads/series"
+    )
