@@ -73,11 +73,16 @@ def code_digest() -> bytes:
     root = Path(__file__).resolve().parent
     digest = hashlib.sha256(__version__.encode())
     now = time.time_ns()
+    racy = now - RACY_NS
     for where, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(f for f in files if f.endswith(".py")):
             path = os.path.join(where, name)
-            digest.update(module_key(path, os.stat(path), now))
+            st = os.stat(path)
+            if st.st_ctime_ns >= racy:  # rare: module_key reads the bytes
+                digest.update(module_key(path, st, now))
+            else:  # module_key's settled answer, without a call per module
+                digest.update(_settled(path, st))
     return digest.digest()
 
 
@@ -94,9 +99,11 @@ def module_key(path: str, stat: os.stat_result, now: int) -> bytes:
     if stat.st_ctime_ns >= now - RACY_NS:  # any write, and any utime, sets it to now
         with open(path, "rb") as fh:
             return f"\0{path}\0bytes\0".encode() + hashlib.sha256(fh.read()).digest()
-    return (
-        f"\0{path}\0{stat.st_ino}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}"
-    ).encode()
+    return _settled(path, stat)
+
+
+def _settled(path: str, st: os.stat_result) -> bytes:
+    return f"\0{path}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}".encode()
 
 
 def _key(root: Path, text: bytes, known: Known) -> str:
