@@ -109,18 +109,6 @@ def remove(path: Path, *, within: Path) -> bool:
     return True
 
 
-def identity(path: Path) -> tuple[int, ...] | None:
-    """What changes whenever ``path`` is written, in place or replaced: its device, inode,
-    size and times (a write changes the change time, which cannot be set back); None when
-    it cannot be read. A cache that hashed a file's bytes and then let git read the file
-    keeps the answer only if this is the same before the hash and after git."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
 def write_atomic(
     path: Path, data: bytes | str, *, within: Path | None, durable: bool = True
 ) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -34,7 +35,7 @@ from pathlib import Path
 from series import known as kept
 from series import logs
 from series.errors import SeriesError
-from series.files import clear_stale_temps, confined, identity
+from series.files import clear_stale_temps, confined
 from series.locks import exclusive, holder
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
@@ -158,15 +159,18 @@ class Series:
         if was is not None:
             _clear_leftovers(root, (file for _, file in was.patches))
             return cls(root, None, cache_dir, known=was, missing_ok=missing_ok)
-        from series.manifest import load  # the parser, only when nothing stands in for it
+        from series.manifest import load, loads  # the parser, only when nothing stands in
 
-        # The parser reads the file again: what it gave is kept for ``text`` only if the
-        # file was not written meanwhile (series.files.identity, before and after).
-        before = identity(root / "series.toml") if known else None
+        # What the parse gives is kept for the bytes it parsed (``text``, read once): a file
+        # saved meanwhile, even twice within one tick of the clock, has its own digest.
         text = _bytes(root / "series.toml") if known else None
-        manifest = load(root / "series.toml", missing_ok=missing_ok)
+        if text is None:
+            manifest = load(root / "series.toml", missing_ok=missing_ok)
+        else:  # decoded as Path.read_text decodes (universal newlines), as load() reads it
+            decoded = io.TextIOWrapper(io.BytesIO(text), encoding="utf-8").read()
+            manifest = loads(root / "series.toml", decoded, missing_ok=missing_ok)
         _clear_leftovers(root, (p.file for p in manifest.patches))
-        if text is not None and before is not None and identity(root / "series.toml") == before:
+        if text is not None:
             named = tuple((p.id, p.file) for p in manifest.patches)
             kept.keep(root, cache_dir, text, kept.Known(manifest.checkout, manifest.branch, named))
         return cls(root, manifest, cache_dir, missing_ok=missing_ok)
