@@ -316,6 +316,8 @@ def _built(
     ui.status(f"{label}: {len(manifest.patches)} patches on {base.label}")
     files = [PatchFile(p, root / p.file) for p in manifest.patches]
     built = memo.build(cache, base.commit, files, known)
+    if built.reused < len(built.steps) or built.failure is not None:
+        upstream.pack_cache(cache, series.cache_dir)  # this build wrote objects
     steps = {s.patch.id: (s.commit, s.patch.title, s.patch.file) for s in built.steps}
     return steps, (built.base, built.tip), manifest
 
