@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from helpers import git, make_project
+from series.errors import SeriesError
 from series.git import Repo
 from series.git.objects import Objects
 from series.upstream import base as upstream_base
@@ -132,6 +133,22 @@ def test_a_few_loose_objects_start_no_git(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(Objects, "pack_loose", refuse)
     assert pack_cache(Repo(cache / "upstream.git"), cache) is False
+
+
+def test_a_packing_that_fails_leaves_the_command_s_answer_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repack git refuses (a full disk, a damaged object) is logged, not raised: the
+    build before it is done, and a later one packs."""
+    monkeypatch.setattr(upstream_base, "LOOSE_LIMIT", 20)
+    cache, ids = _cache(tmp_path, 40)
+
+    def fail(self: Objects) -> None:
+        raise SeriesError("git repack: No space left on device")
+
+    monkeypatch.setattr(Objects, "pack_loose", fail)
+    assert pack_cache(Repo(cache / "upstream.git"), cache) is False
+    assert _missing(cache / "upstream.git", ids) == []
 
 
 HOLD = """

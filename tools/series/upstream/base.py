@@ -60,15 +60,14 @@ def pack_cache(repo: Repo, cache_dir: Path) -> bool:
     """
     if repo.objects.loose(repo.path / "objects") < LOOSE_LIMIT:
         return False
-    with attempt(cache_dir / "upstream.lock") as held:
-        if not held:
-            return False
-        try:
-            repo.objects.pack_loose()
-        except SeriesError as exc:  # the command's work is done; a later build packs
-            debug("series.upstream", "cache not packed: %s %s", exc.message, exc.why)
-            return False
-        return True
+    try:
+        with attempt(cache_dir / "upstream.lock") as held:
+            if held:
+                repo.objects.pack_loose()
+            return held
+    except (SeriesError, OSError) as exc:  # the command's work is done; a later build packs
+        debug("series.upstream", "cache not packed: %s", getattr(exc, "message", exc))
+        return False
 
 
 def cached_pin(
