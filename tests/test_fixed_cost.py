@@ -153,6 +153,8 @@ PLAIN = [
     ["--verbose", "-C", "x", "apply"],
     ["-C", "x", "-v", "-C", "y", "export"],
     ["-C", "", "apply"],
+    ["range-diff"],
+    ["-v", "-C", "x", "range-diff"],
 ]
 
 
@@ -179,6 +181,9 @@ def test_a_plain_rerun_is_parsed_as_argparse_parses_it(words: list[str]) -> None
         ["status"],
         ["--", "apply"],
         ["apply", "apply"],
+        ["range-diff", "P1"],
+        ["range-diff", "--json"],
+        ["range-diff", "--since", "HEAD"],
         [],
     ],
 )

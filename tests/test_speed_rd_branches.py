@@ -111,6 +111,8 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
     modules = imported_after("-C", str(project.root), "range-diff")
     assert "series.stack.rangediff" in modules
     assert not NOT_IMPORTED & modules, sorted(NOT_IMPORTED & modules)
+    parsing = {"argparse", "gettext", "series.cli.parse"}  # a plain one: series.cli.plain
+    assert not parsing & modules, sorted(parsing & modules)
 
 
 # What `range-diff` asks git after a rebase, the project not a git repository (no process

@@ -241,14 +241,18 @@ class Series:
     def stack(
         self, base: str, patches: list[Patch] | None = None, *, memoised: bool = True
     ) -> Built[Patch]:
-        """``patches`` (default: all) applied in order on ``base``, in the cache repository."""
+        """``patches`` (default: all) applied in order on ``base``, in the cache repository
+        (its loose objects packed once there are many: series.upstream.pack_cache)."""
         from series.builder import memo
         from series.builder.build import build
+        from series.upstream import pack_cache
 
         files = self.patch_files(list(self.manifest.patches) if patches is None else patches)
-        if memoised:
-            return memo.build(self.cache, base, files)
-        return build(self.cache, base, files)
+        cache = self.cache
+        built = memo.build(cache, base, files) if memoised else build(cache, base, files)
+        if built.reused < len(built.steps) or built.failure is not None:
+            pack_cache(cache, self.cache_dir)  # this build wrote objects
+        return built
 
     # -- the manifest's patches ---------------------------------------------------
     def patch_path(self, patch: Patch) -> Path:
