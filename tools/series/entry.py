@@ -17,7 +17,9 @@ stderr that the handler is installed, then waits, so a test can interrupt
 the import deterministically.
 
 ``series --version`` alone is answered here, as the CLI's parser would
-answer it: it needs nothing the CLI imports.
+answer it: it needs nothing the CLI imports; so is a ``series branches
+--dry-run`` that nothing changed since the last one
+(series.stack.branches_kept).
 
 stdout and stderr escape what their encoding cannot hold (a commit subject
 with "é" under an ASCII locale prints as ``\\xe9``) instead of ending the
@@ -63,6 +65,12 @@ def main() -> int:
     if sys.argv[1:] == ["--version"]:  # what argparse prints, without importing the CLI
         sys.stdout.write(f"series {__version__}\n")
         return 0
+    if "branches" in sys.argv[1:4]:  # a dry run nothing changed since: said again, if kept
+        from series.stack.branches_kept import rerun
+
+        code = rerun(sys.argv[1:])
+        if code is not None:
+            return code
     from series.cli import main as cli_main
 
     for sig in stops:
