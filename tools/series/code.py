@@ -24,12 +24,20 @@ def code_digest() -> bytes:
     """
     if _DIGEST:
         return _DIGEST[0]
-    root = os.path.dirname(os.path.realpath(__file__))
-    digest = blake2b(__version__.encode())
-    for where, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(f for f in files if f.endswith(".py")):
-            stat = os.stat(os.path.join(where, name))
-            digest.update(f"\0{where}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
-    _DIGEST.append(digest.digest())
+    said = [__version__]
+    _modules(os.path.dirname(os.path.realpath(__file__)), said)
+    _DIGEST.append(blake2b("\0".join(said).encode()).digest())
     return _DIGEST[0]
+
+
+def _modules(directory: str, said: list[str]) -> None:
+    """Each module under ``directory`` (``__pycache__`` aside) as path, size, time."""
+    with os.scandir(directory) as found:
+        entries = sorted(found, key=lambda entry: entry.name)
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name != "__pycache__":
+                _modules(entry.path, said)
+        elif entry.name.endswith(".py"):
+            stat = entry.stat()
+            said.append(f"{entry.path}\0{stat.st_size}\0{stat.st_mtime_ns}")
