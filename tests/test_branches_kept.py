@@ -206,7 +206,9 @@ def test_the_options_parsed_without_argparse_are_argparses() -> None:
 def test_the_constants_copied_are_the_modules_own() -> None:
     from series import files, project
     from series.checkout import LEGACY_STATE
+    from series.errors import Exit
 
+    assert branches_kept.BROKEN_PIPE == Exit.BROKEN_PIPE
     assert branches_kept.TEMP_PREFIX == files.TEMP_PREFIX
     assert str(project.LOCK) == branches_kept.LOCK
     assert branches_kept.LEGACY_STATE == LEGACY_STATE

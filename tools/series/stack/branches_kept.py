@@ -51,6 +51,7 @@ half a megabyte of patches three times faster than the builtin
 
 from __future__ import annotations
 
+import contextlib  # loaded already by ``python -m`` (runpy)
 import os
 import sys
 from _blake2 import blake2b
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 FORMAT = 1
+BROKEN_PIPE = 141  # series.errors.Exit.BROKEN_PIPE
 DIR = "branches"
 TEMP_PREFIX = ".series-tmp-"  # series.files.TEMP_PREFIX
 LOCK = os.path.join(".series", "lock")  # series.project.LOCK
@@ -328,8 +330,14 @@ def rerun(argv: list[str]) -> int | None:
     key = digest(root, cache, options(opts), entry["checkout"], entry["files"], entry["cache_refs"])
     if key is None or key != entry["key"]:
         return None
-    sys.stderr.write(entry["stderr"])
-    sys.stdout.write(entry["stdout"])
+    try:
+        sys.stderr.write(entry["stderr"])
+        sys.stdout.write(entry["stdout"])
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (``| head``): as series.cli.run ends
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
     return 0
 
 
