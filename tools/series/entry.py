@@ -30,12 +30,17 @@ from __future__ import annotations
 
 import io
 import os
-import signal
 import sys
 import time
 from types import FrameType
 
 from series import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+else:  # signal's own functions and numbers, without its enums (enum's import is a tenth
+    import _signal as signal  # of a run answered here: --version, a kept branches --dry-run)
 
 _STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _received: list[int] = []  # the signal that is stopping this process, once one came
@@ -54,7 +59,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 def main() -> int:
     # A signal ignored when we were started (nohup, a background job) stays ignored.
-    stops = [s for s in _STOPS if signal.getsignal(s) is not signal.SIG_IGN]
+    stops = [s for s in _STOPS if signal.getsignal(s) != signal.SIG_IGN]
     for sig in stops:
         signal.signal(sig, _early_interrupt)
     window = os.environ.get("SERIES_TEST_IMPORT_WINDOW")
