@@ -166,7 +166,10 @@ def _keeping(
         return None
     if terminal(ui.out.file) or terminal(ui.err.file):
         return None
-    return _Keeping(series, ui, checkout, opts, as_json)
+    try:
+        return _Keeping(series, ui, checkout, opts, as_json)
+    except OSError:  # a patch file that cannot be read: the run says so, keeping nothing
+        return None
 
 
 def _cache_refs(series: Series, pin: str, alone: bool) -> list[str]:
