@@ -213,3 +213,20 @@ def test_the_constants_copied_are_the_modules_own() -> None:
     assert str(project.LOCK) == branches_kept.LOCK
     assert branches_kept.LEGACY_STATE == LEGACY_STATE
     assert branches_kept.cache_dir() == str(project.default_cache_dir().absolute())
+
+
+def test_a_kept_answer_whose_reader_went_away_ends_quietly_like_git(tmp_path: Path) -> None:
+    project, runs = _ready(tmp_path)
+    runs.said(project.root, *DRY)
+    assert runs.said(project.root, *DRY)[3] == []  # kept
+    argv = " ".join([sys.executable, "-m", "series", "-C", str(project.root), *DRY])
+    # `true` has exited long before series writes: every write meets a closed pipe
+    proc = subprocess.run(
+        ["bash", "-c", f"{{ {argv}; echo $? >&2; }} | true"],
+        capture_output=True,
+        text=True,
+        env=runs.env,
+        check=False,
+    )
+    assert proc.stderr.strip().splitlines()[-1] == "141", proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr
