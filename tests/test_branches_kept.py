@@ -230,3 +230,13 @@ def test_a_kept_answer_whose_reader_went_away_ends_quietly_like_git(tmp_path: Pa
     )
     assert proc.stderr.strip().splitlines()[-1] == "141", proc.stderr
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr
+
+
+def test_no_git_on_path_is_said_as_the_full_run_says_it(tmp_path: Path) -> None:
+    project, runs = _ready(tmp_path)
+    runs.said(project.root, *DRY)
+    assert runs.said(project.root, *DRY)[3] == []  # kept
+    (tmp_path / "empty").mkdir()
+    runs.env["PATH"] = str(tmp_path / "empty")  # python is started by its full path
+    code, _, err, _ = runs.said(project.root, *DRY)
+    assert code == 1 and "git is not installed or not on PATH" in err, err

@@ -17,6 +17,7 @@ wrote on stdout and stderr is kept in the per-user cache
 * the checkout's refs read as files (HEAD, packed-refs, every loose ref:
   the branches, the one checked out, the state, the record) and its
   ``config``;
+* the git the full run would start (its path, size and time);
 * in the cache, the pin's ref and the memo refs of the stack's steps
   (their names, a function of the pin, the patches and the code, are
   kept with the entry), as loose files and ``packed-refs``, and its
@@ -33,7 +34,8 @@ series.toml, a patch file, ``.series`` or the checkout, a temporary
 file of a killed series run to clear, another series command holding
 the project lock (the full run says so), a lock or record of a git
 command cut short in the checkout, a URL remembered as unreachable, a
-terminal on stdout or stderr (tables have boxes there). An entry is
+terminal on stdout or stderr (tables have boxes there), no git on PATH
+(the full run says so). An entry is
 kept only when the digest after the run is the one before it (nothing
 changed under the run; a run that built or fetched keeps nothing, the
 next one does), no log line was written, and the run did not fail.
@@ -192,9 +194,11 @@ def digest(
     ``where``: series.toml's ``[series] checkout``, resolved here as series.project does
     (a link on the way may lead elsewhere since)."""
     checkout = os.path.realpath(os.path.join(root, where))
-    if _unsafe(root, files) or _busy(checkout, cache):
+    git = _git()
+    if git is None or _unsafe(root, files) or _busy(checkout, cache):
         return None
     h = blake2b(f"{FORMAT}\0{root}\0{cache}\0{opts}\0{checkout}\0{sys.version}\0".encode())
+    h.update(git.encode())
     h.update(code_digest())
     try:
         h.update(b"\0series.toml\0" + (_read(os.path.join(root, "series.toml")) or b"-"))
@@ -220,6 +224,21 @@ def digest(
     except OSError:
         return None
     return h.hexdigest()
+
+
+def _git() -> str | None:
+    """The git the full run would start (the first on PATH, as ``shutil.which``), as its
+    path, size and time: another git may judge a branch name otherwise. None: no git (the
+    full run says so)."""
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(directory or ".", "git")
+        try:
+            stat = os.stat(path)
+        except OSError:
+            continue
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return f"{os.path.abspath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}"
+    return None
 
 
 def _unsafe(root: str, files: list[str]) -> bool:
