@@ -27,7 +27,7 @@ import pytest
 
 import series
 from helpers import GitShim, Project, git, make_project
-from series import known as known_module
+from series import code as known_module
 from series import manifest as manifest_module
 from series import patchinfo
 from series import project as project_module

@@ -33,11 +33,9 @@ import contextlib
 import hashlib
 import json
 import os
-import time
-from functools import cache
 from pathlib import Path
 
-from series import __version__
+from series.code import code_digest
 from series.files import write_atomic
 from series.records import NamedTuple
 
@@ -52,58 +50,6 @@ class Known(NamedTuple):
     checkout: str
     branch: str
     patches: tuple[tuple[str, str], ...]
-
-
-# What no file system's clock tick exceeds (FAT's is 2 s; ext4's, a kernel tick): a file
-# whose change time is within this of now may be written again with the same identity.
-RACY_NS = 2_000_000_000
-
-
-@cache
-def code_digest() -> bytes:
-    """series' own modules as installed: a changed series verifies again.
-
-    Each module counts by its identity (inode, size, modification and change
-    times: a write in place changes the change time, which ``os.utime``
-    cannot set back, and a file replaced has another inode), or by its bytes
-    when that identity is not safely in the past (git's "racily clean" rule,
-    :func:`module_key`). Computed once per process: what a run checks before
-    and after itself is the code it runs.
-    """
-    root = Path(__file__).resolve().parent
-    digest = hashlib.sha256(__version__.encode())
-    now = time.time_ns()
-    racy = now - RACY_NS
-    for where, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(f for f in files if f.endswith(".py")):
-            path = os.path.join(where, name)
-            st = os.stat(path)
-            if st.st_ctime_ns >= racy:  # rare: module_key reads the bytes
-                digest.update(module_key(path, st, now))
-            else:  # module_key's settled answer, without a call per module
-                digest.update(_settled(path, st))
-    return digest.digest()
-
-
-def module_key(path: str, stat: os.stat_result, now: int) -> bytes:
-    """What stands for the file ``path`` (``stat``: its status) in a digest taken at ``now``.
-
-    Its identity, when its change time is safely in the past: a later write
-    gets a later change time. Within RACY_NS of now, a second write in the
-    same tick of the file system's clock, of the same size, would keep the
-    identity: the file's bytes stand for it then (a digest of them is never
-    equal to one of an identity, so the next run, with the file settled,
-    takes the full way once).
-    """
-    if stat.st_ctime_ns >= now - RACY_NS:  # any write, and any utime, sets it to now
-        with open(path, "rb") as fh:
-            return f"\0{path}\0bytes\0".encode() + hashlib.sha256(fh.read()).digest()
-    return _settled(path, stat)
-
-
-def _settled(path: str, st: os.stat_result) -> bytes:
-    return f"\0{path}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}".encode()
 
 
 def _key(root: Path, text: bytes, known: Known) -> str:
