@@ -42,7 +42,6 @@ import contextlib
 import errno
 import os
 import re
-import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -60,6 +59,7 @@ from series.logs import debug
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
+    import subprocess
     from typing import BinaryIO
 
     from git.cmd import Git as _Cmd
@@ -393,6 +393,8 @@ class _PlainBatch:
     def __init__(self, cwd: Path) -> None:
         _strip_inherited()
         argv = ["git", "cat-file", "--batch-command"]
+        import subprocess  # a long-lived process: not on a re-run's path (series.git.child)
+
         self.proc = plain(cwd, argv, _environment(None), subprocess.PIPE)
 
     def ask(self, name: str, data: bool) -> tuple[str, str, bytes | None] | None:
@@ -427,6 +429,8 @@ def end_long_lived(proc: subprocess.Popen[bytes] | None, timeout: float) -> None
     within ``timeout`` seconds."""
     if proc is None or proc.poll() is not None:
         return
+    import subprocess  # imported by now: plain started proc
+
     with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
@@ -528,6 +532,8 @@ def start_long_lived(
     process asked one request at a time through its stdin, without GitPython;
     ``prefix``: a command that runs git (``stdbuf -o0``)."""
     _strip_inherited()
+    import subprocess  # a long-lived process: not on a re-run's path (series.git.child)
+
     return plain(cwd, [*prefix, "git", *argv], _environment(env), subprocess.PIPE, stderr)
 
 
