@@ -60,14 +60,34 @@ def code_digest() -> bytes:
     Computed once per process: what a run checks before and after itself is
     the code it runs.
     """
-    root = Path(__file__).resolve().parent
+    parts: list[str] = []
+    _describe(os.path.dirname(os.path.realpath(__file__)), parts)
     digest = hashlib.sha256(__version__.encode())
-    for where, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(f for f in files if f.endswith(".py")):
-            stat = os.stat(os.path.join(where, name))
-            digest.update(f"\0{where}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    digest.update("".join(parts).encode())
     return digest.digest()
+
+
+def _describe(where: str, parts: list[str]) -> None:
+    """Each ``.py`` file below ``where`` as ``os.walk`` meets them (a directory's files in
+    name order, then its directories in name order, not through a link and not
+    ``__pycache__``), one entry per file in ``parts``: what os.walk and a stat per joined
+    path gave, from one scandir per directory (a re-run computes this every time)."""
+    with os.scandir(where) as listing:
+        entries = sorted(listing, key=lambda entry: entry.name)
+    below = []
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if entry.name != "__pycache__" and not entry.is_symlink():
+                below.append(entry.path)
+        elif entry.name.endswith(".py"):
+            stat = entry.stat()
+            parts.append(f"\0{where}/{entry.name}\0{stat.st_size}\0{stat.st_mtime_ns}")
+    for directory in below:
+        _describe(directory, parts)
 
 
 def _key(root: Path, text: bytes, known: Known) -> str:

@@ -225,19 +225,19 @@ class EnvironmentFault(SeriesError):
         self.repo = repo
 
 
-_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+# Patterns, compiled when first searched (re's cache): only a failed git command needs them,
+# and compiling them cost every command that imports this module about a millisecond.
+_LOCK = r"Unable to create '([^']+\.lock)': File exists"
 _FAULTS = (  # (kind, git's words); the first that matches a line wins
-    ("full", re.compile(r"No space left on device|Disk quota exceeded")),
-    ("read-only", re.compile(r"Read-only file system")),
-    ("permission", re.compile(r"Permission denied$")),  # not ssh's "(publickey)."
+    ("full", r"No space left on device|Disk quota exceeded"),
+    ("read-only", r"Read-only file system"),
+    ("permission", r"Permission denied$"),  # not ssh's "(publickey)."
     (
         "corrupt",  # not "corrupt patch": that is a patch file, not the repository
-        re.compile(
-            r"corrupt loose object|(loose|packed) object .* is corrupt|repository corruption|"
-            r"inflate: data stream error|unable to unpack [0-9a-f]+ header|"
-            r"unable to read [0-9a-f]{40}|packfile .* cannot be accessed|"
-            r"bad object [0-9a-f]{40}|object file .* is empty|index file corrupt"
-        ),
+        r"corrupt loose object|(loose|packed) object .* is corrupt|repository corruption|"
+        r"inflate: data stream error|unable to unpack [0-9a-f]+ header|"
+        r"unable to read [0-9a-f]{40}|packfile .* cannot be accessed|"
+        r"bad object [0-9a-f]{40}|object file .* is empty|index file corrupt",
     ),
 )
 
@@ -268,11 +268,11 @@ def environment_fault(
     """
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     context = f"\n(while: {doing})" if doing else ""
-    lock = _LOCK.search(stderr)
+    lock = re.search(_LOCK, stderr)
     if lock:
         return lock_fault(lock.group(1), repo, context)
     for kind, words in _FAULTS:
-        hit = next((line for line in lines if words.search(line)), None)
+        hit = next((line for line in lines if re.search(words, line)), None)
         if hit is None:
             continue
         # upload-pack's own "remote:" lines reach us or not (a side band that
