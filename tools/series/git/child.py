@@ -272,7 +272,7 @@ def spawn(
         os.close(out_r)
         os.close(err_r)
         number, step, message = failure.decode("ascii", "replace").split(":", 2)
-        raise OSError(int(number), message, str(cwd) if step == "chdir" else argv[0])
+        raise OSError(int(number), message, cwd if step == "chdir" else argv[0])
     return proc, out_r, err_r
 
 
