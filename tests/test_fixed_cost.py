@@ -291,7 +291,7 @@ _PROBE = (
 )
 
 
-def _both(code: str, tmp_path: Path) -> list[object]:
+def _both(code: str, tmp_path: Path) -> list[Any]:
     """What the probe says when started by spawn and by subprocess (plain), side by side."""
     from series.git import child
 
