@@ -38,11 +38,11 @@ from series import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import signal
-else:  # signal's own functions and numbers, without its enums (enum's import is a tenth
-    import _signal as signal  # of a run answered here: --version, a kept branches --dry-run)
+    import signal as _signal  # the functions of _signal, typed
+else:
+    import _signal  # signal's functions without its enums and wrappers: every command
 
-_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_STOPS = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 _received: list[int] = []  # the signal that is stopping this process, once one came
 
 
@@ -59,9 +59,9 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 def main() -> int:
     # A signal ignored when we were started (nohup, a background job) stays ignored.
-    stops = [s for s in _STOPS if signal.getsignal(s) != signal.SIG_IGN]
+    stops = [s for s in _STOPS if _signal.getsignal(s) != _signal.SIG_IGN]
     for sig in stops:
-        signal.signal(sig, _early_interrupt)
+        _signal.signal(sig, _early_interrupt)
     window = os.environ.get("SERIES_TEST_IMPORT_WINDOW")
     if window:  # tests only: say the handler is in place, and hold the window open
         os.write(2, b"series: test: importing\n")
@@ -79,7 +79,7 @@ def main() -> int:
     from series.cli import main as cli_main
 
     for sig in stops:
-        signal.signal(sig, _stop)
+        _signal.signal(sig, _stop)
     try:
         code = cli_main()
     except KeyboardInterrupt:  # one that came outside the command's own handling

@@ -208,7 +208,7 @@ def _temp_prefix(path: Path) -> str:
     return f"{TEMP_PREFIX}{os.getpid()}-{path.name}."
 
 
-def clear_stale_temps(*directories: Path) -> list[Path]:
+def clear_stale_temps(*directories: Path | str) -> list[Path]:
     """Remove the temporary files of series runs that are gone (killed mid-write).
 
     Only files named as :func:`write_atomic` names them, and only those whose
@@ -226,9 +226,9 @@ def clear_stale_temps(*directories: Path) -> list[Path]:
             if not pid.isdigit() or alive(int(pid)):
                 continue
             try:
-                (directory / name).unlink()
+                os.unlink(os.path.join(directory, name))
             except OSError:
                 continue
-            gone.append(directory / name)
+            gone.append(Path(directory, name))
     return gone
     return True

@@ -70,13 +70,15 @@ def default_cache_dir() -> Path:
 def _clear_leftovers(root: Path, files: Iterable[str]) -> None:
     """Remove the temporary files a killed series run left in the project (never the user's);
     ``files``: the manifest's patch files."""
-    resolutions = root / "resolutions"
-    dirs = {root, root / ".series", root / "patches"}
-    dirs |= {(root / file).parent for file in files}
-    if resolutions.is_dir() and not resolutions.is_symlink():
+    # As strings: a set of a few dozen Paths (their hashes) cost a re-run a millisecond.
+    top = str(root)
+    resolutions = os.path.join(top, "resolutions")
+    dirs = {top, os.path.join(top, ".series"), os.path.join(top, "patches")}
+    dirs |= {os.path.dirname(os.path.join(top, file)) for file in files}
+    if os.path.isdir(resolutions) and not os.path.islink(resolutions):
         dirs.add(resolutions)
         with contextlib.suppress(OSError):  # unreadable: the command that reads it says so
-            dirs |= {d for d in resolutions.iterdir() if d.is_dir() and not d.is_symlink()}
+            dirs |= {e.path for e in os.scandir(resolutions) if e.is_dir(follow_symlinks=False)}
     clear_stale_temps(*dirs)
 
 
