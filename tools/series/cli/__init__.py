@@ -10,12 +10,13 @@ series.cli.run (the session, the project, the git layer, rich) once the
 words parsed into a command, so ``series --help``, ``series CMD --help``
 and a usage error import no engine.
 
-A plain re-run, ``series [-C DIR] [-v] apply`` or ``export`` and no other
-word, is parsed here without argparse (:func:`plain`): it is the command
-typed most often to be told "nothing changed", and argparse (with gettext
-and its help formatter's shutil) was a tenth of such a run. Its namespace
-is argparse's for the same words (tests/test_fixed_cost.py compares
-them); any other word, or form of one, is argparse's to parse.
+A plain re-run, ``series [-C DIR] [-v] apply``, ``export`` or ``range-diff``
+and no other word, is parsed here without argparse (:func:`plain`): the
+first two are the commands typed most often to be told "nothing changed",
+and argparse (with gettext and its help formatter's shutil) was a tenth of
+such a run (of a ``range-diff``, about a twentieth of its CPU time). Its
+namespace is argparse's for the same words (tests/test_fixed_cost.py
+compares them); any other word, or form of one, is argparse's to parse.
 The imports inside ``main`` and ``parser`` are the designed function-local
 imports of docs/architecture.md (rule 12).
 """
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["COMMANDS", "Command", "main", "parser", "plain"]
 
 # The commands whose plain re-run is parsed here; the words accepted before them.
-PLAIN = ("apply", "export")
+PLAIN = ("apply", "export", "range-diff")
 _VERBOSE = ("-v", "--verbose")
 
 
@@ -51,11 +52,12 @@ def parser() -> argparse.ArgumentParser:
 
 def plain(words: Sequence[str]) -> argparse.Namespace | None:
     """The namespace argparse gives ``words`` when they are ``[-C DIR] [-v] apply`` (or
-    ``export``) and nothing else; None for any other command line (argparse parses it).
+    ``export``, ``range-diff``) and nothing else; None for any other command line
+    (argparse parses it).
 
     Each option of the command has argparse's default: its declared default, or, for a
-    switch, off. ``DIR`` is taken as argparse takes it after ``-C``: any word that does
-    not start with ``-``.
+    switch, off; an optional positional (``range-diff [ID]``) not given, None. ``DIR``
+    is taken as argparse takes it after ``-C``: any word that does not start with ``-``.
     """
     values: dict[str, object] = {"root": None, "verbose": False}
     rest = list(words)
@@ -73,6 +75,9 @@ def plain(words: Sequence[str]) -> argparse.Namespace | None:
     command = next(c for c in COMMANDS if c.name == rest[0])
     values["command"] = command.name
     for option in flat(command.load().OPTIONS):
+        if option.positional and option.nargs == "?" and option.default is None:
+            values[option.dest] = None  # argparse's value for an optional one not given
+            continue
         if option.action not in ("store", "store_true") or option.positional:
             return None  # not one whose default is known here: argparse's to say
         if option.action == "store_true":
