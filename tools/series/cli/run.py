@@ -10,10 +10,12 @@ outside series (``GitFailed.fault``: a lock file, a full or read-only
 disk, a damaged repository) is not a bug: it ends with exit 1, naming the
 file or repository and the way on.
 
-This module does not import the git layer: a command answered without
-it (a re-run of ``apply`` or ``export`` that nothing changed since the
-last one, series.stack.verified) does not load it, and a git failure can
-only come from a git layer that was loaded (``_outside_series``).
+This module does not import the git layer, but for the check of git's
+version (series.git.version: a git older than series needs is refused
+before the project is locked): a command answered without it (a re-run of
+``apply`` or ``export`` that nothing changed since the last one,
+series.stack.verified) does not load it, and a git failure can only come
+from a git layer that was loaded (``_outside_series``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from series import envelope, logs
 from series.cli.table import COMMANDS
 from series.errors import Exit, InternalError, SeriesError, os_error
+from series.git.version import check as check_git
 from series.project import Series, default_cache_dir
 from series.ui import Ui
 
@@ -48,6 +51,7 @@ def run(
     error: SeriesError | None = None
     try:
         try:
+            _git_new_enough()
             with Series.session(
                 args.root,
                 writes=command.writes(args),
@@ -84,6 +88,13 @@ def run(
     except BrokenPipeError:
         return _broken_pipe(ui)
     return code
+
+
+def _git_new_enough() -> None:
+    """Refuse a git older than series needs, before the project is locked or anything
+    written (series.git.version: a record in the per-user cache, no git process when the
+    git on PATH is known)."""
+    check_git(default_cache_dir())
 
 
 def bad_usage_json(message: str, words: list[str], out: IO[str] | None) -> None:

@@ -81,8 +81,9 @@ def _import_quietly() -> None:
     import anyway, but by the first command (``GitCommandNotFound``, said as
     series.git.run.GitMissing), and that stays so. For that import only,
     the two refreshes set what they would set for a git found on PATH
-    (series needs git 2.38 or later), without starting it; GitPython's own
-    refresh is left in place for anyone who calls it later. A
+    (series needs git 2.39 or later: series.git.version checks it), without
+    starting it; GitPython's own refresh is left in place for anyone who
+    calls it later. A
     ``GIT_PYTHON_GIT_EXECUTABLE`` in the environment keeps GitPython's own
     import (it checks that path).
     """

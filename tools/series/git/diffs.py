@@ -1,8 +1,9 @@
 """Diffs: what changed between trees and commits, as paths, hunks, patches and patch ids.
 
 Every diff here is hermetic (no user configuration, a repository's own
-pinned to git's defaults: no colour, no renames, full blob ids), so the
-same inputs give the same bytes. A commit is written out with
+pinned to git's defaults: no colour, no renames, full blob ids; no
+attributes: ``Runner.no_attributes``), so the same inputs give the same
+bytes. A commit is written out with
 ``format-patch`` in the one canonical form series uses, with nothing
 volatile in it, so the same commit always gives the same patch file.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from series.git.run import HERMETIC, Part
+from series.git.run import Part
 
 _ZERO_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
 
@@ -19,10 +20,14 @@ _ZERO_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00
 class Diffs(Part):
     """Differences between trees and commits, and commits as patch files."""
 
+    def _env(self) -> dict[str, str]:
+        """HERMETIC, and no attribute of the repository's (``diff=``, ``-diff``)."""
+        return self._run.no_attributes()
+
     def changed_paths(self, old: str, new: str) -> list[str]:
         """Paths whose content differs between two commits or trees."""
         out = self._run.git(
-            "diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new, env=HERMETIC
+            "diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new, env=self._env()
         )
         return [path for path in out.split("\0") if path]
 
@@ -33,7 +38,7 @@ class Diffs(Part):
         which the deleted lines stood.
         """
         out = self._run.git(
-            "diff", "-U0", *_PLAIN, "--no-renames", old, new, "--", path, env=HERMETIC
+            "diff", "-U0", *_PLAIN, "--no-renames", old, new, "--", path, env=self._env()
         )
         hunks = []
         for line in out.splitlines():
@@ -46,14 +51,14 @@ class Diffs(Part):
     def trees(self, old: str, new: str) -> bytes:
         """The patch from tree ``old`` to tree ``new`` (full blob ids, no renames)."""
         argv = ["diff-tree", "-p", "--full-index", "--binary", "--no-renames", "--no-color"]
-        return self._run.git_bytes(*argv, old, new, env=HERMETIC)
+        return self._run.git_bytes(*argv, old, new, env=self._env())
 
     def commits(self, commits: Sequence[str]) -> dict[str, bytes]:
         """commit -> its diff against its parent, all with one ``diff-tree --stdin``."""
         if not commits:
             return {}
         argv = ["diff-tree", "--stdin", "-p", "--full-index", "--no-renames", "--no-color"]
-        out = self._run.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=HERMETIC)
+        out = self._run.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=self._env())
         wanted = set(commits)
         parts: dict[str, list[bytes]] = {}
         current: list[bytes] | None = None
@@ -71,7 +76,7 @@ class Diffs(Part):
     def range_diff(self, old: str, new: str) -> str:
         """``git range-diff OLD NEW`` (two revision ranges), without colour."""
         return self._run.git(
-            "range-diff", "--no-color", "--creation-factor=100", old, new, env=HERMETIC
+            "range-diff", "--no-color", "--creation-factor=100", old, new, env=self._env()
         )
 
     def patch_ids(self, revs: Sequence[str], paths: Sequence[str] = ()) -> dict[str, str]:
@@ -81,10 +86,12 @@ class Diffs(Part):
         so the ids are those of whole commits.
         """
         argv = ["log", "-p", "--min-parents=1", "--max-parents=1", "--full-diff", *_PLAIN]
-        diff = self._run.git_bytes(*argv, "--format=commit %H", *revs, "--", *paths, env=HERMETIC)
+        diff = self._run.git_bytes(
+            *argv, "--format=commit %H", *revs, "--", *paths, env=self._env()
+        )
         if not diff.strip():
             return {}
-        out = self._run.git_input("patch-id", "--stable", data=diff, env=HERMETIC).decode()
+        out = self._run.git_input("patch-id", "--stable", data=diff, env=self._env()).decode()
         return {commit: pid for pid, commit in (line.split() for line in out.splitlines())}
 
     def patch_ids_of(self, commits: Sequence[str]) -> dict[str, str]:
@@ -94,19 +101,19 @@ class Diffs(Part):
         argv = ["log", "-p", "--no-walk=unsorted", "--stdin", "--min-parents=1"]
         argv += ["--max-parents=1", *_PLAIN, "--format=commit %H"]
         data = ("\n".join(commits) + "\n").encode()
-        diff = self._run.git_input(*argv, data=data, env=HERMETIC)
+        diff = self._run.git_input(*argv, data=data, env=self._env())
         if not diff.strip():
             return {}
-        out = self._run.git_input("patch-id", "--stable", data=diff, env=HERMETIC).decode()
+        out = self._run.git_input("patch-id", "--stable", data=diff, env=self._env()).decode()
         return {commit: pid for pid, commit in (line.split() for line in out.splitlines())}
 
     def format_patch(self, commit: str) -> bytes:
         """One commit as a patch file with no volatile content."""
-        return self._run.git_bytes("format-patch", "-1", commit, *_FORMAT, env=HERMETIC)
+        return self._run.git_bytes("format-patch", "-1", commit, *_FORMAT, env=self._env())
 
     def format_patches(self, base: str, tip: str) -> list[bytes]:
         """Every commit of base..tip as :meth:`format_patch` writes it, with one process."""
-        out = self._run.git_bytes("format-patch", f"{base}..{tip}", *_FORMAT, env=HERMETIC)
+        out = self._run.git_bytes("format-patch", f"{base}..{tip}", *_FORMAT, env=self._env())
         parts = [_ZERO_FROM + part for part in out.split(_ZERO_FROM)[1:]]
         # Every patch but the last is followed by a blank line that separates it.
         return [p[:-1] if i < len(parts) - 1 else p for i, p in enumerate(parts)]

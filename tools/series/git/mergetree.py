@@ -85,18 +85,23 @@ class Merge(Part):
         is in RAM when the machine has a tmpfs: a run writes hundreds of
         loose objects, and on a busy disk that was most of its time.
         """
-        objects = self.path / "objects"
-        if not (self.path / "HEAD").is_file() or not objects.is_dir():
-            objects = self.path / self._run.git("rev-parse", "--git-path", "objects").strip()
+        env = self._run.no_attributes()  # no attribute (merge=, conflict-marker-size=)
+        objects = env["GIT_OBJECT_DIRECTORY"]
         tmp = Path(tempfile.mkdtemp(prefix="series-objects-", dir=ram_dir()))
         try:
             yield {
-                **HERMETIC,
+                **env,
                 "GIT_OBJECT_DIRECTORY": str(tmp),
-                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects.resolve()),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": objects,
             }
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def hermetic(self) -> dict[str, str]:
+        """The environment merges run in: HERMETIC, and none of the repository's own
+        attributes (a ``merge=`` driver, ``conflict-marker-size``, ``binary``), which
+        would change what a merge gives (series.git.run.Runner.no_attributes)."""
+        return self._run.no_attributes()
 
     def trees(self, lines: Sequence[str], env: Mapping[str, str] | None = None) -> list[TreeMerge]:
         """Many merges in one ``merge-tree --write-tree --stdin``, one per input line."""

@@ -55,7 +55,9 @@ from series.errors import InternalError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
 from series.git.child import gitpython, plain, run_child
+from series.git.version import ensure as _ensure_version
 from series.logs import debug
+from series.pids import alive
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
@@ -136,6 +138,7 @@ def _pins() -> dict[str, str]:
 # and pins what a repository's own configuration could change (PINNED). The user's own
 # GIT_CONFIG_COUNT/KEY_n/VALUE_n never reach git (INHERITED, _strip_inherited).
 HERMETIC = {
+    "GIT_ATTR_NOSYSTEM": "1",  # /etc/gitattributes (the user's: core.attributesFile, PINNED)
     "GIT_CONFIG_GLOBAL": os.devnull,
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_DIFF_OPTS": "",
@@ -336,6 +339,7 @@ def execute(
     """
     debug("series.git", "git %s  (in %s)", " ".join(argv), cwd)
     light = light or _LIGHT[0]
+    _ensure_version(_executable(light))  # an old git is refused before anything is written
     record = leftovers.begin(cwd, argv, env)
     _fault_point(argv)
     _strip_inherited()
@@ -392,6 +396,7 @@ class _PlainBatch:
 
     def __init__(self, cwd: Path) -> None:
         _strip_inherited()
+        _ensure_version("git")
         argv = ["git", "cat-file", "--batch-command"]
         import subprocess  # a long-lived process: not on a re-run's path (series.git.child)
 
@@ -485,7 +490,13 @@ def _strip_inherited() -> None:
 def _command(cwd: Path) -> _Cmd:
     """GitPython's runner for ``cwd``, with the inherited repository variables gone."""
     _strip_inherited()
+    _ensure_version(_executable(False))
     return gitpython(cwd)
+
+
+def _executable(light: bool) -> str:
+    """The git a process is started as: ``git`` on PATH, or GitPython's own choice."""
+    return "git" if light else os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"
 
 
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -532,6 +543,7 @@ def start_long_lived(
     process asked one request at a time through its stdin, without GitPython;
     ``prefix``: a command that runs git (``stdbuf -o0``)."""
     _strip_inherited()
+    _ensure_version("git")
     import subprocess  # a long-lived process: not on a re-run's path (series.git.child)
 
     return plain(cwd, [*prefix, "git", *argv], _environment(env), subprocess.PIPE, stderr)
@@ -579,6 +591,61 @@ def input_file(data: bytes) -> Iterator[Path]:
         os.unlink(fh.name)
 
 
+_BARE = b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
+
+
+def make_bare(where: Path) -> None:
+    """An empty bare repository in the existing directory ``where``, written by hand (no
+    git process): what :meth:`Runner.no_attributes` points git at."""
+    (where / "refs").mkdir(exist_ok=True)
+    (where / "objects").mkdir(exist_ok=True)
+    (where / "HEAD").write_bytes(b"ref: refs/heads/none\n")
+    (where / "config").write_bytes(_BARE)
+
+
+_EMPTY: list[str] = []  # this process's empty bare repository (Runner.no_attributes)
+
+
+def _empty_repository() -> str:
+    """This process's empty bare repository, made on first use (a private directory,
+    in RAM where the machine has a tmpfs) and removed when series ends. Not with
+    tempfile: range-diff, whose diffs run through it, does not load tempfile."""
+    if not _EMPTY:
+        import atexit
+
+        base = ram_dir() or os.environ.get("TMPDIR") or "/tmp"
+        where = os.path.join(base, f"series-no-attributes-{os.getpid()}-{os.urandom(6).hex()}")
+        os.mkdir(where, 0o700)  # a new name: never one made by someone else
+        atexit.register(_remove_tree, where)
+        make_bare(Path(where))
+        _EMPTY.append(where)
+        _clear_empty_repositories(base)
+    return _EMPTY[0]
+
+
+def _remove_tree(where: str) -> None:
+    import shutil
+
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def _clear_empty_repositories(base: str) -> None:
+    """Remove the empty repositories of series processes that were killed (mine only)."""
+    try:
+        names = [n for n in os.listdir(base) if n.startswith("series-no-attributes-")]
+    except OSError:
+        return
+    for name in names:
+        pid = name.split("-")[3]
+        path = os.path.join(base, name)
+        try:
+            mine = os.lstat(path).st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and pid.isdigit() and not alive(int(pid)):
+            _remove_tree(path)
+
+
 def _text(value: str | bytes) -> str:
     return value.decode("ascii") if isinstance(value, bytes) else value
 
@@ -601,6 +668,36 @@ class Runner:
         light: bool = False,
     ) -> str:
         return run(self.path, argv, env=env, stdin=stdin, light=light)
+
+    def git_path(self, name: str) -> Path:
+        """``git rev-parse --git-path NAME`` (``objects``, ``shallow``): found by hand in a
+        bare repository or a work tree's ``.git`` directory, asked of git elsewhere (a
+        linked work tree)."""
+        for gitdir in (self.path, self.path / ".git"):
+            if (gitdir / "HEAD").is_file() and (gitdir / "objects").is_dir():
+                return gitdir / name
+        return self.path / self.git("rev-parse", "--git-path", name).strip()
+
+    def no_attributes(self) -> dict[str, str]:
+        """:data:`HERMETIC`, and this repository's objects and history read through an
+        empty bare repository: no attribute of the repository's applies (its work tree's
+        ``.gitattributes`` files, its ``info/attributes``, which no configuration switches
+        off in git 2.39), nor its ``config`` (docs/hardening.md, "A repository's own
+        attributes"). For commands that read commits by id and write no ref: diffs,
+        patch files, patch-ids, merges. Its refs are not seen (nor its replace refs)."""
+        found = self.__dict__.get("_no_attributes")
+        if found is None:
+            objects = self.git_path("objects").resolve()
+            found = {
+                **HERMETIC,
+                "GIT_DIR": _empty_repository(),
+                "GIT_OBJECT_DIRECTORY": str(objects),
+                # a shallow repository's boundary (the cache's fetches): git would walk
+                # into parents it does not have
+                "GIT_SHALLOW_FILE": str(self.git_path("shallow").resolve()),
+            }
+            self.__dict__["_no_attributes"] = found
+        return dict(found)
 
     def lookup(self, name: str) -> tuple[str, str] | None:
         """(id, type) of the object ``name`` names, or None; asks one long-lived process.

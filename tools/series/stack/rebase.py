@@ -26,7 +26,7 @@ from series.builder.message import series_id
 from series.checkout import BASE_REF, Checkout, finish_cut_move, refuse_dirty
 from series.errors import RefusedError, UsageError
 from series.evidence import Evidence, find_evidence
-from series.git import HERMETIC, CommitInfo, Repo
+from series.git import CommitInfo, Repo
 from series.git.run import light_processes
 from series.manifest import Patch
 from series.merge import Merger, Node, PinStep, Stacked, Target, resolutions, resolve_target
@@ -222,7 +222,7 @@ def _parts(
     trees = {i.commit: i.tree for i in infos}
     trees.update((i.parent, repo.objects.tree_of(i.parent)) for i in infos if i.parent not in trees)
     weighed = upstream_parts.weigh_series(
-        Merger(repo, HERMETIC),
+        Merger(repo, repo.merge.hermetic()),
         [
             (pid, Node(trees[i.parent], i.parent), Node(i.tree, i.commit, i.parent))
             for (pid, _), i in zip(patches, infos, strict=True)

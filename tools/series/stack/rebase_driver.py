@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from series.builder.message import with_parts
 from series.checkout import Checkout
 from series.errors import ConflictError
-from series.git import HERMETIC, ZERO, CommitInfo, LogEntry, Repo, TreeMerge
+from series.git import ZERO, CommitInfo, LogEntry, Repo, TreeMerge
 from series.git.mergetree import MergeStream
 from series.merge import Job, Merger, Node, resolutions
 from series.merge.merger import synthetic_commit
@@ -102,7 +102,7 @@ class Run:
 
 def drive(run: Run, state: RebaseState, event: Event = None) -> None:
     """Walk ``state``'s plan from ``event``: finish, or stop at a conflict (raises)."""
-    merger = Merger(run.repo, HERMETIC)
+    merger = Merger(run.repo, run.repo.merge.hermetic())
     guesses = Guesses(run, merger, state)
     steps = Steps(run, merger)
     try:

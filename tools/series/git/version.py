@@ -1,0 +1,173 @@
+"""The git that runs is new enough, known without a ``git version`` per command.
+
+series asks git for what older gits refuse, or do otherwise: ``merge-tree
+--write-tree --stdin`` (2.39: ``--write-tree`` came in 2.38, ``--stdin`` in
+2.39), ``cat-file --batch-command`` (2.36), its configuration pinned through
+``GIT_CONFIG_COUNT`` (2.31; an older git ignores it, and a repository's own
+``.git/config`` then changes the bytes series writes), ``rev-parse
+--end-of-options`` (2.30), ``fetch --no-write-fetch-head`` (2.29). So an older
+git is refused up front (:class:`GitTooOld`, exit 1), before a command writes
+anything: by ``series.cli.run`` before the project is locked, and by the git
+layer before any git process starts (:func:`ensure`, a check once per process
+and per git executable).
+
+What ``git version`` said is remembered in the per-user cache
+(``git-version``), keyed by the git that ``PATH`` leads to: its resolved path,
+device, inode, size, modification and change times. A git installed, upgraded
+or replaced at that path is another file and is asked again; a git first on
+PATH elsewhere is another key. Only a new-enough verdict is kept: a refusal
+asks again each time. A wrapper script (``#!``) is keyed by its own file, not
+by the git it runs (docs/hardening.md, "Not covered yet").
+"""
+
+from __future__ import annotations
+
+import os
+
+from series.errors import SeriesError
+
+TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
+if TYPE_CHECKING:
+    from pathlib import Path
+
+MINIMUM = (2, 39)
+NEEDS = (
+    "merge-tree --write-tree --stdin (git 2.39), cat-file --batch-command (2.36) and "
+    "configuration given in the environment (GIT_CONFIG_COUNT, 2.31)"
+)
+RECORD = "git-version"  # in the per-user cache directory
+_KEPT = 8  # verdicts kept: one per git a user's PATHs lead to
+_VERSION = r"^git version (\d+)\.(\d+)(?:\.(\d+))?"
+
+_good: set[str] = set()  # the keys of gits found new enough by this process
+_store: list[Path] = []  # where the verdicts are remembered (set by :func:`check`)
+
+
+class GitTooOld(SeriesError):
+    """The git on PATH is older than series needs, or says no version series can read."""
+
+    def __init__(self, path: str, said: str, version: str | None) -> None:
+        need = ".".join(map(str, MINIMUM))
+        what = f"git {version} is too old" if version else "cannot tell which version git is"
+        super().__init__(
+            f"{what}: series needs git {need} or later",
+            why=f"{path} (the git first on PATH) says: {said.strip() or '(nothing)'}\n"
+            f"series uses {NEEDS}; an older git refuses them, or ignores what keeps "
+            "the patch files series writes the same; nothing was changed",
+            hint=f"install git {need} or later (or put one first on PATH), then run the "
+            "command again",
+        )
+        self.path = path
+        self.version = version
+
+
+def check(store: Path | None) -> None:
+    """Refuse an old git up front: :func:`ensure`, remembering verdicts in ``store``."""
+    if store is not None:
+        _store[:] = [store]
+    ensure()
+
+
+def ensure(executable: str = "git") -> None:
+    """Raise :class:`GitTooOld` unless ``executable`` (as ``PATH`` finds it) is new enough.
+
+    No git found: nothing is said here (the start of git says it: GitMissing).
+    Costs a look along ``PATH``, a ``stat`` and the read of one small file when
+    the verdict is known; one ``git version`` when it is not.
+    """
+    found = _locate(executable)
+    if found is None:
+        return
+    key = _key(found)
+    if key is None or key in _good:
+        return
+    if key in _recall():
+        _good.add(key)
+        return
+    said, version = _ask(found)
+    if version is None or version < MINIMUM:
+        shown = ".".join(map(str, version)) if version is not None else None
+        raise GitTooOld(found, said, shown)
+    _good.add(key)
+    _remember(key, said.strip())
+
+
+def _locate(executable: str) -> str | None:
+    """The file ``execvp`` would run for ``executable`` (the first one along PATH)."""
+    if "/" in executable:
+        return executable if os.access(executable, os.X_OK) else None
+    for directory in os.get_exec_path():
+        candidate = os.path.join(directory or ".", executable)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _key(path: str) -> str | None:
+    """The identity of the file ``path`` resolves to, one line of text; None if gone."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    if "\t" in real or "\n" in real:
+        real = repr(real)
+    return f"{real}\t{st.st_dev}\t{st.st_ino}\t{st.st_size}\t{st.st_mtime_ns}\t{st.st_ctime_ns}"
+
+
+def _recall() -> set[str]:
+    """The keys of gits remembered as new enough."""
+    if not _store:
+        return set()
+    try:
+        text = (_store[0] / RECORD).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    return {line.rpartition("\t")[0] for line in text.splitlines() if line.count("\t") == 6}
+
+
+def _ask(path: str) -> tuple[str, tuple[int, ...] | None]:
+    """What ``path version`` says, and the version in it (None: unreadable)."""
+    import re  # re and subprocess: only to ask, once per git (a command that starts no
+    import subprocess  # git process, or only one, does not load them for this)
+
+    env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C"}
+    try:
+        done = subprocess.run(
+            [path, "version"],
+            cwd="/",
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(could not run it: {exc})", None
+    said = done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace")
+    match = re.match(_VERSION, done.stdout.decode("utf-8", "replace"))
+    if done.returncode != 0 or match is None:
+        return said, None
+    return said, tuple(int(part or 0) for part in match.groups())
+
+
+def _remember(key: str, said: str) -> None:
+    """Keep the verdict (temporary file and rename); one that cannot be kept costs speed."""
+    if not _store:
+        return
+    import contextlib
+
+    path = _store[0] / RECORD
+    try:
+        old = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        old = []
+    lines = [f"{key}\t{said}"] + [line for line in old if not line.startswith(key + "\t")]
+    tmp = path.with_name(f"{RECORD}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text("\n".join(lines[:_KEPT]) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
