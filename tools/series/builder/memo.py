@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from functools import cache
 from pathlib import Path
 
 from series import refnames
@@ -156,10 +157,16 @@ def _record(repo: Repo, known: Known, keys: list[str], at: int, steps: list[Step
         known.setdefault(keys[at + i], (s.commit, s.three_way))
 
 
+@cache
 def _salt() -> bytes:
     """Memo keys change whenever the code that builds the commits changes: the source of
     every module on the way from a patch file to its commit (how the file is split, the
-    patch applied, the message and the commit written, the environment git runs in)."""
+    patch applied, the message and the commit written, the environment git runs in).
+
+    Read once per process: the code a run builds with is the code it imported, and a
+    key computed before a build is the one checked after it (an upgrade of series
+    during a run gave the keys after it another salt, and the run refused as if a
+    patch file had changed)."""
     digest = hashlib.sha1()
     modules = (git_index, git_repo, build_module, message_module)
     for module in (*modules, git_mail, git_objects, git_ident, git_run):
