@@ -153,6 +153,9 @@ PLAIN = [
     ["--verbose", "-C", "x", "apply"],
     ["-C", "x", "-v", "-C", "y", "export"],
     ["-C", "", "apply"],
+    ["rebase", "--abort"],
+    ["-C", "x", "-v", "rebase", "--skip"],
+    ["--verbose", "rebase", "--continue"],
 ]
 
 
@@ -179,6 +182,15 @@ def test_a_plain_rerun_is_parsed_as_argparse_parses_it(words: list[str]) -> None
         ["status"],
         ["--", "apply"],
         ["apply", "apply"],
+        ["rebase"],
+        ["rebase", "--abort", "--abort"],
+        ["rebase", "--json", "--abort"],
+        ["rebase", "--abort", "--json"],
+        ["rebase", "--onto", "master"],
+        ["-C", "rebase", "--abort"],
+        ["edit", "--abort"],
+        ["apply", "--abort"],
+        ["rebase", "--abort", "-v"],
         [],
     ],
 )
