@@ -93,3 +93,30 @@ def test_abort_reads_the_snapshot_without_ls_tree(tmp_path: Path) -> None:
     assert len(calls) <= 13, calls  # 14 before (with the one-shot read of the two blobs)
     assert "2 project file(s) restored" in out, out
     assert {p: p.read_bytes() for p in before} == before
+
+
+def test_abort_parses_neither_its_words_nor_series_toml_and_loads_no_engine(
+    tmp_path: Path,
+) -> None:
+    """``series rebase --abort`` is parsed without argparse (series.cli.plain), takes the
+    checkout and the patch files from what the start's parse kept (series.known: the
+    same series.toml), and loads neither typing nor the parts of the git layer it does
+    not use (merges, fetches, history, mail): a fixed cost near git's own (issue 23)."""
+    project, _ = stopped(tmp_path)
+    modules = modules_after(project.root, "rebase", "--abort")
+    assert "series.stack.rebase_abort" in modules
+    unused = {
+        "argparse",
+        "series.cli.parse",
+        "series.manifest",
+        "tomllib",
+        "typing",
+        "series.git.names",
+        "series.git.mergetree",
+        "series.git.remote",
+        "series.git.history",
+        "series.git.mail",
+        "series.git.diffs",
+    }
+    assert not unused & modules, sorted(unused & modules)
+    assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
