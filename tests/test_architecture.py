@@ -367,10 +367,12 @@ def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
 # project, the engines) only once the words parsed into a command, so that --help
 # and a usage error import no engine, and the prologue (the project, status) imports
 # the engines a method needs when it is called, so that a command that only reads
-# (list, show, a status answered from its record) does not load them. Those are
+# (list, show, a status answered from its record) does not load them; the git
+# layer's Repo makes each part (merges, fetches, history) when first used, so that
+# rebase --abort loads only the parts it runs. Those are
 # edges of the module graph all the same (LAZY, below). Third-party imports inside
 # functions stay allowed (a lazy import of a heavy library is not a cycle).
-LAZY = ("series.project", "series.status", "series.git", "series.upstream")
+LAZY = ("series.project", "series.status", "series.git", "series.git.repo", "series.upstream")
 
 
 def _may_import_locally(name: str) -> bool:
