@@ -63,6 +63,10 @@ def run(
     directory: Path | None = None,
     as_json: bool = False,
 ) -> Exit:
+    if action != "abort":
+        # series.toml parsed first, before any step writes it, as the session did: only
+        # --abort goes without the parse when its session knows the files (series.known)
+        series.manifest  # noqa: B018
     if (onto is None) == (action is None):
         raise UsageError(
             "series rebase needs --onto REV, or one of --continue, --skip, --abort",
