@@ -127,6 +127,21 @@ SOURCES: dict[tuple[str, str], Source] = {
         "tests/test_trust_signals.py::"
         "test_rebase_from_a_server_that_never_answers_announces_and_gives_up",
     ),
+    ("hardening.md", "What series remembers to skip work (`tests/test_trust_cache.py`)"): Source(
+        "test",
+        "tests/test_trust_cache.py::"
+        "test_a_module_changed_within_a_tick_of_the_digest_counts_by_its_bytes",
+    ),
+    ("hardening.md", "Not covered yet"): Source(
+        "test",
+        "tests/test_trust_cache.py::"
+        "test_a_module_changed_within_a_tick_of_the_digest_counts_by_its_bytes",
+    ),
+    ("architecture.md", "What a re-run of apply or export checks, and why by content"): Source(
+        "test",
+        "tests/test_trust_cache.py::"
+        "test_a_module_changed_within_a_tick_of_the_digest_counts_by_its_bytes",
+    ),
     ("workflow.md", "Global options and exit codes"): Source(
         "test", "tests/test_docs_claims.py::test_the_documented_timeouts_are_the_defaults"
     ),

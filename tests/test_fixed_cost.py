@@ -7,6 +7,8 @@ modules a fresh interpreter has imported; never timed.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -153,6 +155,8 @@ PLAIN = [
     ["--verbose", "-C", "x", "apply"],
     ["-C", "x", "-v", "-C", "y", "export"],
     ["-C", "", "apply"],
+    ["range-diff"],
+    ["-v", "-C", "x", "range-diff"],
     ["rebase", "--abort"],
     ["-C", "x", "-v", "rebase", "--skip"],
     ["--verbose", "rebase", "--continue"],
@@ -182,6 +186,9 @@ def test_a_plain_rerun_is_parsed_as_argparse_parses_it(words: list[str]) -> None
         ["status"],
         ["--", "apply"],
         ["apply", "apply"],
+        ["range-diff", "P1"],
+        ["range-diff", "--json"],
+        ["range-diff", "--since", "HEAD"],
         ["rebase"],
         ["rebase", "--abort", "--abort"],
         ["rebase", "--json", "--abort"],
@@ -246,3 +253,116 @@ def test_a_record_field_without_default_after_one_with_is_refused() -> None:
         class Bad(records.NamedTuple):
             x: int = 1
             y: int  # type: ignore[misc]
+
+
+# The modules a re-run answered from what was verified must not load: subprocess (with
+# threading, selectors and locale) for its one git status, signal (enums over _signal).
+SPAWN_FREE = {"subprocess", "threading", "selectors", "locale", "signal"}
+STATUS = "--no-optional-locks status --porcelain=v1 -z --untracked-files=all"
+
+
+def test_a_rerun_starts_its_git_status_without_subprocess(tmp_path: Path) -> None:
+    """The one git process of a re-run is forked by series.git.child.spawn: the same argv,
+    and none of what subprocess imports."""
+    project = make_project(tmp_path)
+    shim = GitShim(tmp_path)
+    shim.run(project.root, "apply")
+    shim.run(project.root, "export")
+    for command in ("apply", "export"):
+        shim.run(project.root, command)  # what it verified is kept
+        _, calls = shim.run(project.root, command)
+        assert calls == [STATUS], (command, calls)
+        modules = _modules_after(project.root, shim.env, command)
+        assert "series.stack.verified" in modules, command
+        assert not SPAWN_FREE & modules, (command, sorted(SPAWN_FREE & modules))
+
+
+def test_a_rerun_with_changes_is_refused_as_before(tmp_path: Path) -> None:
+    """The spawned git status still sees an untracked file: the re-run is not answered."""
+    project = make_project(tmp_path)
+    shim = GitShim(tmp_path)
+    shim.run(project.root, "apply")
+    shim.run(project.root, "apply")
+    (project.root / "work" / "new.txt").write_text("mine\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(project.root), "apply"],
+        capture_output=True,
+        text=True,
+        env=shim.env,
+        timeout=GitShim.BOUND,
+        check=False,
+    )
+    assert proc.returncode != 0 and "uncommitted changes" in proc.stderr, proc.stderr
+    assert "new.txt" in proc.stderr
+
+
+_PROBE = (
+    "import os, sys\n"
+    "fds = sorted(os.listdir('/proc/self/fd'))\n"
+    "env = [os.environ.get(k) for k in ('LANGUAGE', 'LC_ALL', 'PROBE')]\n"
+    "print(os.getcwd(), fds, env, repr(sys.stdin.read()))\n"
+    "sys.stdout.write('o' * 300000); sys.stderr.write('e' * 300000)\n"
+    "sys.exit(3)\n"
+)
+
+
+def _both(argv: list[str], tmp_path: Path) -> list[Any]:
+    """What ``argv`` says when started by spawn and by subprocess (plain), side by side."""
+    from series.git import child
+
+    inherited = os.open(os.devnull, os.O_RDONLY)  # a descriptor series was handed
+    os.set_inheritable(inherited, True)
+    try:
+        env = {"PROBE": "yes"}
+        spawned = child.run_child(tmp_path, argv, env=env, stdin=None, stall=None, light=True)
+        popen = child.plain(tmp_path, argv, env, None)
+        out, err = popen.communicate(timeout=GitShim.BOUND)
+        return [spawned, child.Outcome(popen.returncode, out, err, False)]
+    finally:
+        os.close(inherited)
+
+
+def test_a_spawned_git_gets_what_subprocess_gives_it(tmp_path: Path) -> None:
+    """Directory, environment, descriptors (none inherited but the three), stdin from
+    /dev/null, both pipes read to the end (neither fills), the exit status; and the
+    signals: none ignored that Python ignores (SIGPIPE), the same blocked (grep reads
+    its own: Python and a shell change theirs)."""
+    spawned, popen = _both([sys.executable, "-c", _PROBE], tmp_path)
+    assert spawned == popen
+    assert spawned.status == 3 and len(spawned.out) > 300000 and len(spawned.err) == 300000
+    spawned, popen = _both(["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"], tmp_path)
+    assert spawned == popen and spawned.out.count(b"Sig") == 2
+
+
+def test_a_spawn_that_cannot_start_says_so_as_subprocess_does(tmp_path: Path) -> None:
+    from series.git import child
+
+    for cwd, argv in ((tmp_path / "gone", ["true"]), (tmp_path, ["no-such-program-here"])):
+        with pytest.raises(FileNotFoundError) as spawned:
+            child.run_child(cwd, argv, env={}, stdin=None, stall=None, light=True)
+        with pytest.raises(FileNotFoundError) as popen:
+            child.plain(cwd, argv, {}, None)
+        assert spawned.value.filename == popen.value.filename
+
+
+def test_an_interrupted_spawn_ends_its_process(tmp_path: Path) -> None:
+    """Ctrl-C while the spawned process runs: it is ended before the interrupt goes on."""
+    from series.git import child
+
+    pid_file = tmp_path / "pid"
+    argv = ["sh", "-c", f"echo $$ > '{pid_file}'; exec sleep 60"]
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            child.run_child(tmp_path, argv, env={}, stdin=None, stall=None, light=True)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # ended and reaped

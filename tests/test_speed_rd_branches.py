@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,7 @@ def test_branches_dry_run_starts_no_gitpython_and_few_git_processes(
     assert len(calls) <= BRANCHES_AT_MOST, calls
     assert verbs.count("cat-file") == 2, calls  # one per repository, lookups and reads
     monkeypatch.setenv("SERIES_CACHE_DIR", str(counted.cache))
+    shutil.rmtree(counted.cache / "branches")  # the full run (the answer kept: test_branches_kept)
     modules = imported_after("-C", str(project.root), "branches", "--dry-run")
     assert "series.stack.branches" in modules
     assert not NOT_IMPORTED & modules, sorted(NOT_IMPORTED & modules)
@@ -111,6 +113,8 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
     modules = imported_after("-C", str(project.root), "range-diff")
     assert "series.stack.rangediff" in modules
     assert not NOT_IMPORTED & modules, sorted(NOT_IMPORTED & modules)
+    parsing = {"argparse", "gettext", "series.cli.parse"}  # a plain one: series.cli.plain
+    assert not parsing & modules, sorted(parsing & modules)
 
 
 # What `range-diff` asks git after a rebase, the project not a git repository (no process

@@ -19,15 +19,23 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import series
 from helpers import GitShim, Project, git, make_project
+from series import code as known_module
 from series import manifest as manifest_module
+from series import patchinfo
+from series import project as project_module
+from series.builder import build as build_module
+from series.builder import memo as memo_module
 from series.evidence import patchids
 from series.git import Repo
+from series.git.mail import mailinfo, read_mail
 from series.project import Series
 from test_hardening import tmpfs
 from test_trust_faults import fill
@@ -341,24 +349,27 @@ def test_series_toml_saved_twice_while_it_is_parsed_is_not_remembered_for_its_by
     manifest = project.root / "series.toml"
     these = manifest.read_bytes()
     other = these.replace(b'branch = "series"', b'branch = "other"')
-    real = manifest_module.load
 
     def save(data: bytes) -> None:  # as an editor saves: a new file renamed over it
         new = manifest.with_name("series.toml~")
         new.write_bytes(data)
         new.replace(manifest)
 
-    def saved_meanwhile(path: Path, *, missing_ok: bool = False) -> object:
-        save(other)
-        try:
-            return real(path, missing_ok=missing_ok)
-        finally:
-            save(these)
+    def saved_meanwhile(real: Callable[..., object]) -> Callable[..., object]:
+        def parse(*args: object, **kwargs: object) -> object:
+            save(other)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                save(these)
+
+        return parse
 
     cache = Path(os.environ["SERIES_CACHE_DIR"])
-    monkeypatch.setattr(manifest_module, "load", saved_meanwhile)
-    Series.load(project.root, cache, known=True)  # what apply and export start with
-    monkeypatch.setattr(manifest_module, "load", real)
+    with monkeypatch.context() as patched:
+        for name in ("load", "loads"):  # the file read again, or the bytes read once
+            patched.setattr(manifest_module, name, saved_meanwhile(getattr(manifest_module, name)))
+        Series.load(project.root, cache, known=True)  # what apply and export start with
     assert manifest.read_bytes() == these
     code, _, err = project.run("apply")
     assert code == 0, err
@@ -482,3 +493,213 @@ def test_export_writes_the_same_bytes_whatever_the_users_diff_options(
     code, _, err = project.run("export")
     assert code == 0, err
     assert project.patch_bytes() == before
+
+
+# Two writes in place within one tick of the file system's clock (docs/hardening.md, cases
+# 150-153): the second keeps the file's size and times, and its inode. A cache that knew
+# the file by that identity would answer for the first content.
+
+
+def _rewrite_in_place(path: Path, old: bytes, new: bytes) -> None:
+    """``old`` replaced by ``new`` (padded to its length) in ``path``, written in place,
+    its times set back: only the change time (which nothing sets back) tells."""
+    held, data = os.stat(path), path.read_bytes()
+    assert data.count(old) == 1 and len(new) <= len(old)
+    with path.open("r+b") as fh:
+        fh.write(data.replace(old, new.ljust(len(old))))
+    os.utime(path, ns=(held.st_atime_ns, held.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        held.st_ino,
+        held.st_size,
+        held.st_mtime_ns,
+    )
+
+
+def test_series_own_code_rewritten_with_its_size_and_time_kept_is_seen(tmp_path: Path) -> None:
+    """series.known.code_digest knew each module by its size and modification time: a
+    module rewritten in place keeping both (``touch -r``, ``cp -p``, an rsync that checks
+    size and time only) was not seen, and apply said "up to date" from the old code's
+    record where the new code builds other commits. Now the change time and inode count
+    too, and a module changed within RACY_NS of the run counts by its bytes."""
+    project = make_project(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(Path(series.__file__).parent, code / "series", ignore=_pycache)
+    env = {**GitShim(tmp_path).env, "PYTHONPATH": str(code)}
+    for _ in range(2):  # the second keeps what it verified (it changed nothing)
+        done = _series(project, env, "apply")
+        assert done.returncode == 0, done.stderr
+    _rewrite_in_place(
+        code / "series" / "git" / "mail.py",
+        b'subject=fields.get("Subject", ""),',
+        b'subject="new",',
+    )
+    again = _series(project, env, "apply")
+    assert again.returncode == 0, again.stderr
+    assert "nothing changed since" not in again.stderr
+    assert git(project.work, "log", "--format=%s", "-3", "series").splitlines() == ["new"] * 3
+
+
+def test_a_module_changed_within_a_tick_of_the_digest_counts_by_its_bytes(
+    tmp_path: Path,
+) -> None:
+    """git's "racily clean" rule: a file whose change time is not safely before the
+    digest may be written again in the same tick, keeping its whole status; its bytes
+    stand for it then. Settled, its status does (no read)."""
+    assert known_module.RACY_NS == 2 * 10**9  # the 2 s docs/hardening.md states
+    module = tmp_path / "m.py"
+    module.write_bytes(b"VALUE = 1\n")
+    held = os.stat(module)  # what a second write in the same tick would leave
+    now = held.st_ctime_ns
+    racy = known_module.module_key(str(module), held, now)
+    module.write_bytes(b"VALUE = 2\n")
+    assert known_module.module_key(str(module), held, now) != racy
+    later = now + known_module.RACY_NS + 1
+    settled = known_module.module_key(str(module), held, later)
+    module.unlink()  # not read: its status stands for it
+    assert known_module.module_key(str(module), held, later) == settled
+
+
+def test_a_settled_module_rewritten_with_its_size_and_time_kept_has_another_key(
+    tmp_path: Path,
+) -> None:
+    """Settled (its change time safely before the digest), a module counts by its status:
+    its inode and change time are in it, so a rewrite in place that sets the size and
+    modification time back is another key (the test above sees it by the bytes, being
+    within the tick; a run later would see it by this)."""
+    module = tmp_path / "m.py"
+    module.write_bytes(b"VALUE = 1\n")
+    time.sleep(0.02)  # a change time the rewrite cannot share, on any kernel clock
+    before = os.stat(module)
+    _rewrite_in_place(module, b"VALUE = 1", b"VALUE = 2")
+    after = os.stat(module)
+    later = max(before.st_ctime_ns, after.st_ctime_ns) + known_module.RACY_NS + 1
+    assert known_module.module_key(str(module), after, later) != known_module.module_key(
+        str(module), before, later
+    )
+
+
+def test_a_patch_file_saved_twice_in_one_tick_while_git_reads_it_is_not_kept_for_these_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """patchinfo/ hashed the file's bytes, then git read the file again; the answer was
+    kept when the file's identity was the same after git. Saved as another subject just
+    before git read it and saved back within the same tick (the identity kept: here, a
+    clock that does not tick), that subject was kept under these bytes and ``show``
+    printed it ever after. Now git is given the bytes that were hashed."""
+    project = make_project(tmp_path)
+    patch = project.root / P2
+    these = patch.read_bytes()
+    other = these.replace(b"util: VALUE_5 is 55", b"util: another title")
+    assert len(other) == len(these)
+    real = read_mail
+
+    def saved_meanwhile(path: Path, *args: object) -> object:
+        if path != patch:
+            return real(path, *args)  # type: ignore[arg-type]
+        with patch.open("r+b") as fh:
+            fh.write(other)
+        try:
+            return real(path, *args)  # type: ignore[arg-type]
+        finally:
+            with patch.open("r+b") as fh:
+                fh.write(these)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(patchinfo, "identity", lambda _path: (0,), raising=False)
+        patched.setattr(patchinfo, "read_mail", saved_meanwhile)
+        code, _, err = project.run("show", "P2")
+    assert code == 0, err
+    assert patch.read_bytes() == these
+    code, out, err = project.run("show", "P2", "--json")
+    assert code == 0, err
+    assert json.loads(out)["title"] == "util: VALUE_5 is 55"
+
+
+def test_a_patch_file_saved_twice_in_one_tick_while_the_stack_is_built_gives_its_own_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memo keyed a built commit by the bytes read before the build, and git read the
+    file again to build it; the file's identity after the build was the check. Saved as
+    VALUE_5 = 57 just before git read it and saved back within the same tick (a clock
+    that does not tick), apply built 57, kept it under 55's key and said the checkout
+    matched patches/. Now the build applies the bytes that were hashed."""
+    project = make_project(tmp_path)
+    patch = project.root / P2
+    these = patch.read_bytes()
+    other = these.replace(b"+VALUE_5 = 55", b"+VALUE_5 = 57")
+    assert len(other) == len(these)
+    real = mailinfo
+
+    def saved_meanwhile(path: Path, *args: object) -> object:
+        if path != patch:
+            return real(path, *args)  # type: ignore[arg-type]
+        with patch.open("r+b") as fh:
+            fh.write(other)
+        try:
+            return real(path, *args)  # type: ignore[arg-type]
+        finally:
+            with patch.open("r+b") as fh:
+                fh.write(these)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(memo_module, "identity", lambda _path: (0,))
+        patched.setattr(build_module, "mailinfo", saved_meanwhile)
+        code, _, err = project.run("apply")
+    assert code == 0, err
+    assert patch.read_bytes() == these
+    assert _value_5(project) == "VALUE_5 = 55"
+    code, _, err = project.run("apply")  # from the memo, and what it verified
+    assert code == 0, err
+    assert _value_5(project) == "VALUE_5 = 55"
+
+
+def test_series_toml_saved_twice_in_one_tick_while_it_is_parsed_is_not_kept_for_these_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """series.known kept the parse of series.toml under the bytes read before the parse;
+    the parser read the file again, and the file's identity after the parse was the
+    check. Saved in place as another branch and back within the same tick (a clock that
+    does not tick), the other branch was kept for these bytes. Now the parse is of the
+    bytes that were hashed."""
+    project = make_project(tmp_path)
+    manifest = project.root / "series.toml"
+    these = manifest.read_bytes()
+    other = these.replace(b'branch = "series"', b'branch = "others"')
+    assert len(other) == len(these)
+    real_bytes, real_load, real_loads = (
+        project_module._bytes,
+        manifest_module.load,
+        manifest_module.loads,
+    )
+
+    def read_then_saved(path: Path) -> bytes | None:
+        data = real_bytes(path)
+        if path == manifest:
+            with manifest.open("r+b") as fh:
+                fh.write(other)
+        return data
+
+    def saved_back(real: Callable[..., object]) -> Callable[..., object]:
+        def parse(*args: object, **kwargs: object) -> object:
+            try:
+                return real(*args, **kwargs)
+            finally:
+                with manifest.open("r+b") as fh:
+                    fh.write(these)
+
+        return parse
+
+    cache = Path(os.environ["SERIES_CACHE_DIR"])
+    with monkeypatch.context() as patched:
+        patched.setattr(project_module, "identity", lambda _path: (0,), raising=False)
+        patched.setattr(project_module, "_bytes", read_then_saved)
+        patched.setattr(manifest_module, "load", saved_back(real_load))
+        patched.setattr(manifest_module, "loads", saved_back(real_loads))
+        Series.load(project.root, cache, known=True)  # what apply and export start with
+    assert manifest.read_bytes() == these
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    assert git(project.work, "for-each-ref", "--format=%(refname)", "refs/heads/") == (
+        "refs/heads/series"
+    )

@@ -17,7 +17,9 @@ stderr that the handler is installed, then waits, so a test can interrupt
 the import deterministically.
 
 ``series --version`` alone is answered here, as the CLI's parser would
-answer it: it needs nothing the CLI imports.
+answer it: it needs nothing the CLI imports; so is a ``series branches
+--dry-run`` that nothing changed since the last one
+(series.stack.branches_kept).
 
 stdout and stderr escape what their encoding cannot hold (a commit subject
 with "é" under an ASCII locale prints as ``\\xe9``) instead of ending the
@@ -28,14 +30,19 @@ from __future__ import annotations
 
 import io
 import os
-import signal
 import sys
 import time
 from types import FrameType
 
 from series import __version__
 
-_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal  # the functions of _signal, typed
+else:
+    import _signal  # signal's functions without its enums and wrappers: every command
+
+_STOPS = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 _received: list[int] = []  # the signal that is stopping this process, once one came
 
 
@@ -52,9 +59,9 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 def main() -> int:
     # A signal ignored when we were started (nohup, a background job) stays ignored.
-    stops = [s for s in _STOPS if signal.getsignal(s) is not signal.SIG_IGN]
+    stops = [s for s in _STOPS if _signal.getsignal(s) != _signal.SIG_IGN]
     for sig in stops:
-        signal.signal(sig, _early_interrupt)
+        _signal.signal(sig, _early_interrupt)
     window = os.environ.get("SERIES_TEST_IMPORT_WINDOW")
     if window:  # tests only: say the handler is in place, and hold the window open
         os.write(2, b"series: test: importing\n")
@@ -63,10 +70,16 @@ def main() -> int:
     if sys.argv[1:] == ["--version"]:  # what argparse prints, without importing the CLI
         sys.stdout.write(f"series {__version__}\n")
         return 0
+    if "branches" in sys.argv[1:4]:  # a dry run nothing changed since: said again, if kept
+        from series.stack.branches_kept import rerun
+
+        code = rerun(sys.argv[1:])
+        if code is not None:
+            return code
     from series.cli import main as cli_main
 
     for sig in stops:
-        signal.signal(sig, _stop)
+        _signal.signal(sig, _stop)
     try:
         code = cli_main()
     except KeyboardInterrupt:  # one that came outside the command's own handling

@@ -19,9 +19,14 @@ When neither variable is set a step costs one dictionary lookup.
 from __future__ import annotations
 
 import os
-import signal
 
 from series.logs import debug, debugging
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal  # the functions of _signal, typed
+else:
+    import _signal  # SIGKILL alone: signal would add its enums and wrappers to every command
 
 _steps = 0
 
@@ -36,5 +41,5 @@ def point(name: str) -> None:
     debug("series.faults", "step %d: %s", _steps, name)
     if at == str(_steps):
         if os.getpgrp() == os.getpid():
-            os.killpg(0, signal.SIGKILL)
-        os.kill(os.getpid(), signal.SIGKILL)
+            os.killpg(0, _signal.SIGKILL)
+        os.kill(os.getpid(), _signal.SIGKILL)

@@ -109,18 +109,6 @@ def remove(path: Path, *, within: Path) -> bool:
     return True
 
 
-def identity(path: Path) -> tuple[int, ...] | None:
-    """What changes whenever ``path`` is written, in place or replaced: its device, inode,
-    size and times (a write changes the change time, which cannot be set back); None when
-    it cannot be read. A cache that hashed a file's bytes and then let git read the file
-    keeps the answer only if this is the same before the hash and after git."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
 def write_atomic(
     path: Path, data: bytes | str, *, within: Path | None, durable: bool = True
 ) -> None:
@@ -220,7 +208,7 @@ def _temp_prefix(path: Path) -> str:
     return f"{TEMP_PREFIX}{os.getpid()}-{path.name}."
 
 
-def clear_stale_temps(*directories: Path) -> list[Path]:
+def clear_stale_temps(*directories: Path | str) -> list[Path]:
     """Remove the temporary files of series runs that are gone (killed mid-write).
 
     Only files named as :func:`write_atomic` names them, and only those whose
@@ -238,9 +226,9 @@ def clear_stale_temps(*directories: Path) -> list[Path]:
             if not pid.isdigit() or alive(int(pid)):
                 continue
             try:
-                (directory / name).unlink()
+                os.unlink(os.path.join(directory, name))
             except OSError:
                 continue
-            gone.append(directory / name)
+            gone.append(Path(directory, name))
     return gone
     return True

@@ -33,10 +33,9 @@ import contextlib
 import hashlib
 import json
 import os
-from functools import cache
 from pathlib import Path
 
-from series import __version__
+from series.code import code_digest
 from series.files import write_atomic
 from series.records import NamedTuple
 
@@ -51,23 +50,6 @@ class Known(NamedTuple):
     checkout: str
     branch: str
     patches: tuple[tuple[str, str], ...]
-
-
-@cache
-def code_digest() -> bytes:
-    """series' own modules as installed (path, size, time): a changed series verifies again.
-
-    Computed once per process: what a run checks before and after itself is
-    the code it runs.
-    """
-    root = Path(__file__).resolve().parent
-    digest = hashlib.sha256(__version__.encode())
-    for where, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(f for f in files if f.endswith(".py")):
-            stat = os.stat(os.path.join(where, name))
-            digest.update(f"\0{where}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
-    return digest.digest()
 
 
 def _key(root: Path, text: bytes, known: Known) -> str:

@@ -88,6 +88,27 @@ def exclusive(
         os.close(fd)
 
 
+@contextmanager
+def attempt(lock: Path) -> Iterator[bool]:
+    """:func:`exclusive` without waiting: True within it when the lock was free and is now
+    held, False when another run holds it (for work that may be left to another time)."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not _try(fd):
+            yield False
+            return
+        try:
+            _record(fd, this_command())
+            yield True
+        finally:
+            with suppress(OSError):
+                os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 def holder(lock: Path) -> Holder | None:
     """Who holds ``lock`` now, or None when nobody does; never waits, never creates it."""
     try:

@@ -9,10 +9,10 @@ another key, so an old answer is never shown for it, and nothing needs
 invalidating. A record is versioned and validated on read; one that does
 not validate (another format, a truncated write, a hand edit) is asked of
 git again and rewritten. A cache that cannot be written costs only speed.
-git reads the file itself, after its bytes were hashed: an answer is kept
-only when the file is still the one hashed (series.files.identity, and
-its bytes), so a file saved meanwhile never has the new bytes' answer kept
-under the old bytes' key.
+git is given the bytes that were hashed (on its stdin), not the file to
+read again: a file saved meanwhile, even twice in one tick of the file
+system's clock keeping its size and times, never has another content's
+answer kept under these bytes' key.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from series.files import identity, write_atomic
+from series.files import write_atomic
 from series.git import FileStat, Ident, MailInfo, patch_stat, read_mail
 
 FORMAT = 1
@@ -33,30 +33,28 @@ DIR = "patchinfo"
 
 def stat(cache_dir: Path, patch: Path) -> list[FileStat]:
     """Per-file line counts of ``patch`` (as :func:`series.git.patch_stat`)."""
-    before = identity(patch)
-    key, record = _recall(cache_dir, patch)
+    data, key, record = _recall(cache_dir, patch)
     found = _stats(record.get("stat"))
     if found is None:
-        found = patch_stat(patch)
+        found = patch_stat(patch, data)
         record["stat"] = [[s.path, s.added, s.deleted] for s in found]
-        _keep(cache_dir, key, record, patch, before)
+        _keep(cache_dir, key, record)
     return found
 
 
 def mail(cache_dir: Path, patch: Path) -> MailInfo:
     """``patch`` split as ``git am`` splits it (as :func:`series.git.read_mail`)."""
-    before = identity(patch)
-    key, record = _recall(cache_dir, patch)
+    data, key, record = _recall(cache_dir, patch)
     found = _mail(record.get("mail"))
     if found is None:
-        found = read_mail(patch)
+        found = read_mail(patch, data)
         record["mail"] = {
             "author": [found.author.name, found.author.email, found.author.date],
             "subject": found.subject,
             "body": found.body,
             "diff": base64.b64encode(found.diff).decode("ascii"),
         }
-        _keep(cache_dir, key, record, patch, before)
+        _keep(cache_dir, key, record)
     return found
 
 
@@ -64,31 +62,22 @@ def _path(cache_dir: Path, key: str) -> Path:
     return cache_dir / DIR / f"{key}.json"
 
 
-def _recall(cache_dir: Path, patch: Path) -> tuple[str, dict[str, Any]]:
-    """The file's key and its record (empty when there is none or it does not validate)."""
+def _recall(cache_dir: Path, patch: Path) -> tuple[bytes, str, dict[str, Any]]:
+    """The file's bytes, their key and their record (empty when there is none or it does
+    not validate)."""
     data = patch.read_bytes()  # a missing file fails here, as git would
     key = hashlib.sha256(data).hexdigest()
     try:
         record = json.loads(_path(cache_dir, key).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return key, {}
+        return data, key, {}
     if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:
-        return key, {}
-    return key, record
+        return data, key, {}
+    return data, key, record
 
 
-def _keep(
-    cache_dir: Path, key: str, record: dict[str, Any], patch: Path, before: tuple[int, ...] | None
-) -> None:
-    """Keep ``record`` under ``key``, if git read the bytes ``key`` hashes: the file is
-    still the one it was before they were read."""
-    try:
-        if before is None or identity(patch) != before:
-            return
-        if hashlib.sha256(patch.read_bytes()).hexdigest() != key:
-            return
-    except OSError:
-        return
+def _keep(cache_dir: Path, key: str, record: dict[str, Any]) -> None:
+    """Keep ``record``, what git said of the bytes ``key`` hashes, under ``key``."""
     record.update(format=FORMAT, key=key)
     # a read-only or full cache: the answer was computed, only not kept
     with contextlib.suppress(OSError):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -34,7 +35,7 @@ from pathlib import Path
 from series import known as kept
 from series import logs
 from series.errors import SeriesError
-from series.files import clear_stale_temps, confined, identity
+from series.files import clear_stale_temps, confined
 from series.locks import exclusive, holder
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
@@ -69,13 +70,15 @@ def default_cache_dir() -> Path:
 def _clear_leftovers(root: Path, files: Iterable[str]) -> None:
     """Remove the temporary files a killed series run left in the project (never the user's);
     ``files``: the manifest's patch files."""
-    resolutions = root / "resolutions"
-    dirs = {root, root / ".series", root / "patches"}
-    dirs |= {(root / file).parent for file in files}
-    if resolutions.is_dir() and not resolutions.is_symlink():
+    # As strings: a set of a few dozen Paths (their hashes) cost a re-run a millisecond.
+    top = str(root)
+    resolutions = os.path.join(top, "resolutions")
+    dirs = {top, os.path.join(top, ".series"), os.path.join(top, "patches")}
+    dirs |= {os.path.dirname(os.path.join(top, file)) for file in files}
+    if os.path.isdir(resolutions) and not os.path.islink(resolutions):
         dirs.add(resolutions)
         with contextlib.suppress(OSError):  # unreadable: the command that reads it says so
-            dirs |= {d for d in resolutions.iterdir() if d.is_dir() and not d.is_symlink()}
+            dirs |= {e.path for e in os.scandir(resolutions) if e.is_dir(follow_symlinks=False)}
     clear_stale_temps(*dirs)
 
 
@@ -158,15 +161,18 @@ class Series:
         if was is not None:
             _clear_leftovers(root, (file for _, file in was.patches))
             return cls(root, None, cache_dir, known=was, missing_ok=missing_ok)
-        from series.manifest import load  # the parser, only when nothing stands in for it
+        from series.manifest import load, loads  # the parser, only when nothing stands in
 
-        # The parser reads the file again: what it gave is kept for ``text`` only if the
-        # file was not written meanwhile (series.files.identity, before and after).
-        before = identity(root / "series.toml") if known else None
+        # What the parse gives is kept for the bytes it parsed (``text``, read once): a file
+        # saved meanwhile, even twice within one tick of the clock, has its own digest.
         text = _bytes(root / "series.toml") if known else None
-        manifest = load(root / "series.toml", missing_ok=missing_ok)
+        if text is None:
+            manifest = load(root / "series.toml", missing_ok=missing_ok)
+        else:  # decoded as Path.read_text decodes (universal newlines), as load() reads it
+            decoded = io.TextIOWrapper(io.BytesIO(text), encoding="utf-8").read()
+            manifest = loads(root / "series.toml", decoded, missing_ok=missing_ok)
         _clear_leftovers(root, (p.file for p in manifest.patches))
-        if text is not None and before is not None and identity(root / "series.toml") == before:
+        if text is not None:
             named = tuple((p.id, p.file) for p in manifest.patches)
             kept.keep(root, cache_dir, text, kept.Known(manifest.checkout, manifest.branch, named))
         return cls(root, manifest, cache_dir, missing_ok=missing_ok)
@@ -237,14 +243,18 @@ class Series:
     def stack(
         self, base: str, patches: list[Patch] | None = None, *, memoised: bool = True
     ) -> Built[Patch]:
-        """``patches`` (default: all) applied in order on ``base``, in the cache repository."""
+        """``patches`` (default: all) applied in order on ``base``, in the cache repository
+        (its loose objects packed once there are many: series.upstream.pack_cache)."""
         from series.builder import memo
         from series.builder.build import build
+        from series.upstream import pack_cache
 
         files = self.patch_files(list(self.manifest.patches) if patches is None else patches)
-        if memoised:
-            return memo.build(self.cache, base, files)
-        return build(self.cache, base, files)
+        cache = self.cache
+        built = memo.build(cache, base, files) if memoised else build(cache, base, files)
+        if built.reused < len(built.steps) or built.failure is not None:
+            pack_cache(cache, self.cache_dir)  # this build wrote objects
+        return built
 
     # -- the manifest's patches ---------------------------------------------------
     def patch_path(self, patch: Patch) -> Path:

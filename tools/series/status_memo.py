@@ -8,7 +8,7 @@ per-user cache (``status/<sha256 of the checkout's path>.json``), keyed by
 a digest of exactly those: the bytes of series.toml and of every patch
 file it names, and the refs and index as the checkout's ``.git`` holds
 them (series.git.files_key, read from files, no git started), and series'
-own code (series.known.code_digest: an upgraded series works it out
+own code (series.code.code_digest: an upgraded series works it out
 again, as apply and export verify again). When the
 key matches, that report stands and only what the key cannot see is
 asked of git: the uncommitted changes (one ``git status``). A report is
@@ -27,9 +27,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from series.code import code_digest
 from series.files import write_atomic
 from series.git import files_key
-from series.known import code_digest
 
 if TYPE_CHECKING:
     from series.project import Series

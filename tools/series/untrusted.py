@@ -24,11 +24,12 @@ import re
 
 TRANSPORTS = ("https", "http", "ssh", "git", "file")
 _ALIASES = {"git+ssh": "ssh", "ssh+git": "ssh"}
+# Compiled when first used (re's cache): parsing a command line imports this module.
 # git starts the helper git-remote-NAME for "NAME::ADDRESS" (NAME of RFC 3986
 # unreserved characters, possibly none) and for "NAME://" it does not know.
-_HELPER = re.compile(r"^[A-Za-z0-9._~+-]*::")
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_HELPER = r"^[A-Za-z0-9._~+-]*::"
+_SCHEME = r"^([A-Za-z][A-Za-z0-9+.-]*)://"
+_CONTROL = r"[\x00-\x1f\x7f]"
 _RUNS = "--upload-pack=CMD runs CMD"
 
 URL_RULE = (
@@ -40,7 +41,7 @@ URL_RULE = (
 def _common(value: str, what: str) -> str | None:
     if value.startswith("-"):
         return f"{value!r} starts with '-': git would take the {what} for an option ({_RUNS})"
-    if _CONTROL.search(value):
+    if re.search(_CONTROL, value):
         return f"{value!r} holds a control character"
     return None
 
@@ -50,13 +51,13 @@ def url_problem(value: str, what: str = "URL") -> str | None:
     found = _common(value, what)
     if found:
         return found
-    if _HELPER.match(value):
+    if re.match(_HELPER, value):
         helper = value.partition("::")[0] or "(empty)"
         return (
             f"{value!r} names the remote helper {helper}:: (ext:: runs any command): series "
             f"fetches and pushes only over {', '.join(TRANSPORTS)}, or from a local path"
         )
-    scheme = _SCHEME.match(value)
+    scheme = re.match(_SCHEME, value)
     if scheme:
         name = scheme.group(1).lower()
         if _ALIASES.get(name, name) not in TRANSPORTS:

@@ -103,13 +103,20 @@ class Built(Generic[P]):
         return "an earlier patch does not apply"
 
 
-def build(repo: Repo, base: str, files: list[PatchFile[P]]) -> Built[P]:
-    """Apply ``files`` in order on ``base`` in ``repo``; stop at the first that fails."""
+def build(
+    repo: Repo, base: str, files: list[PatchFile[P]], data: list[bytes] | None = None
+) -> Built[P]:
+    """Apply ``files`` in order on ``base`` in ``repo``; stop at the first that fails.
+
+    ``data``: each file's bytes as the caller read them (series.builder.memo keys its
+    record by them), applied instead of what the file holds when git would read it.
+    """
     built: Built[P] = Built(base)
+    read: list[bytes | None] = list(data) if data is not None else [None] * len(files)
     with tempfile.TemporaryDirectory(prefix="series-stack-") as tmp:
         scratch = Path(tmp)
-        for item in files:
-            step = _apply(repo, built.tip, item, scratch)
+        for item, content in zip(files, read, strict=True):
+            step = _apply(repo, built.tip, item, scratch, content)
             if isinstance(step, Failure):
                 built.failure = step
                 return built
@@ -117,8 +124,10 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]]) -> Built[P]:
     return built
 
 
-def _apply(repo: Repo, parent: str, item: PatchFile[P], scratch: Path) -> Step[P] | Failure[P]:
-    info = mailinfo(item.path, scratch)
+def _apply(
+    repo: Repo, parent: str, item: PatchFile[P], scratch: Path, data: bytes | None
+) -> Step[P] | Failure[P]:
+    info = mailinfo(item.path, scratch, data)
     escapes = unsafe_paths(info.diff)
     if escapes:
         raise UsageError(

@@ -10,13 +10,15 @@ cache, and deleting them is always safe. Memo updates are
 compare-and-swap like every ref update; one that loses a race with a
 concurrent run is simply not recorded.
 
-The key is of the bytes read before the build, and git reads the file
-again to build it: a file saved in between would have its new commit
-kept under its old bytes' key, and taken the next time the file holds
-those bytes. So after a build every file must still be the file the keys
-were computed from (the same bytes, and the same inode, size and times:
-a write in place changes the times, and the change time cannot be set
-back); else the run refuses, keeping nothing.
+The key is of the bytes read once before the build, and the build applies
+those bytes (series.builder.build's ``data``), not the file read again: a
+commit is kept only under the key of the bytes it was built from, even
+when the file is saved twice within one tick of the file system's clock
+(same size and times). A file saved while the stack is built is still
+refused: after a build every file must still be the file the keys were
+computed from (the same bytes, and the same inode, size and times), else
+the run refuses, keeping nothing, since what it built is no longer what
+the file says.
 
 Beside each, in the same transaction, ``refs/series/proven/<key>/<commit>``
 records what the build proved: those bytes on that base, by this code, gave
@@ -72,7 +74,8 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]], known: Known | None 
     (or deletes) is written into it, so it stays what the refs hold.
     """
     read = [identity(item.path) for item in files]  # before the bytes the keys hash
-    keys = memo_keys(base, files)
+    data = [item.path.read_bytes() for item in files]
+    keys = keys_of(base, [(item.patch.id, d) for item, d in zip(files, data, strict=True)])
     if known is None:
         known = recorded(repo)
     built: Built[P] = Built(base)
@@ -84,7 +87,7 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]], known: Known | None 
     reused = built.reused = len(built.steps)
     if reused == len(files):
         return built
-    rest = build_module.build(repo, built.tip, files[reused:])
+    rest = build_module.build(repo, built.tip, files[reused:], data[reused:])
     built.steps += rest.steps
     built.failure = rest.failure
     _still_read(base, files, read, keys)
@@ -96,7 +99,7 @@ def _still_read(
     base: str, files: list[PatchFile[P]], read: list[tuple[int, ...] | None], keys: list[str]
 ) -> None:
     """Refuses unless every file is still the one the keys were computed from (``read``:
-    its identity taken before): a commit is never recorded for bytes it was not built from."""
+    its identity taken before): what was built is of bytes the file no longer holds."""
     changed = [
         item.path
         for item, before in zip(files, read, strict=True)
@@ -112,7 +115,9 @@ def _still_read(
 
 
 def identity(path: Path) -> tuple[int, ...] | None:
-    """series.files.identity (the builder imports nothing above the git layer)."""
+    """What changes whenever ``path`` is written, in place or replaced: its device, inode,
+    size and times; None when it cannot be read. (Two writes in one tick of the file
+    system's clock may keep it: the bytes are compared too.)"""
     try:
         st = os.stat(path)
     except OSError:
@@ -205,7 +210,8 @@ def check(repo: Repo, base: str, files: list[PatchFile[P]], commits: list[str]) 
     applied onto the last of them, and recorded with their proofs. None when ``repo`` does
     not have the commit to apply them onto: the caller applies them where it has it."""
     read = [identity(item.path) for item in files]  # before the bytes the keys hash
-    keys = memo_keys(base, files)
+    data = [item.path.read_bytes() for item in files]
+    keys = keys_of(base, [(item.patch.id, d) for item, d in zip(files, data, strict=True)])
     refs = repo.refs.under(refnames.ROOT)  # the memo and the proofs, in one process
     count = _count(refs, keys, commits)
     built: Built[P] = Built(base)
@@ -215,7 +221,7 @@ def check(repo: Repo, base: str, files: list[PatchFile[P]], commits: list[str]) 
         return built
     if not repo.objects.has(built.tip):
         return None
-    rest = build_module.build(repo, built.tip, files[count:])
+    rest = build_module.build(repo, built.tip, files[count:], data[count:])
     built.steps += rest.steps
     built.failure = rest.failure
     known: dict[str, tuple[str, bool]] = {}

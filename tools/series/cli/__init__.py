@@ -10,10 +10,11 @@ series.cli.run (the session, the project, the git layer, rich) once the
 words parsed into a command, so ``series --help``, ``series CMD --help``
 and a usage error import no engine.
 
-A plain re-run, ``series [-C DIR] [-v] apply`` or ``export`` and no other
-word, is parsed here without argparse (:func:`plain`): it is the command
-typed most often to be told "nothing changed", and argparse (with gettext
-and its help formatter's shutil) was a tenth of such a run. So is
+A plain re-run, ``series [-C DIR] [-v] apply``, ``export`` or ``range-diff``
+and no other word, is parsed here without argparse (:func:`plain`): the
+first two are the commands typed most often to be told "nothing changed",
+and argparse (with gettext and its help formatter's shutil) was a tenth of
+such a run (of a ``range-diff``, about a twentieth of its CPU time). So is
 ``series [-C DIR] [-v] rebase --abort`` (``--skip``, ``--continue``): a
 command to be within 2x of git's own (issue 23). Its namespace is
 argparse's for the same words (tests/test_fixed_cost.py compares them);
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["COMMANDS", "Command", "main", "parser", "plain"]
 
 # The commands whose plain re-run is parsed here; the words accepted before them.
-PLAIN = ("apply", "export")
+PLAIN = ("apply", "export", "range-diff")
 # The commands parsed here when followed by one of their sequencer's words alone.
 RESUMED = ("rebase",)
 _RESUME_WORDS = ("--continue", "--skip", "--abort")
@@ -56,12 +57,14 @@ def parser() -> argparse.ArgumentParser:
 
 def plain(words: Sequence[str]) -> argparse.Namespace | None:
     """The namespace argparse gives ``words`` when they are ``[-C DIR] [-v] apply`` (or
-    ``export``), or ``[-C DIR] [-v] rebase --abort`` (``--skip``, ``--continue``), and
-    nothing else; None for any other command line (argparse parses it).
+    ``export``, ``range-diff``), or ``[-C DIR] [-v] rebase --abort`` (``--skip``,
+    ``--continue``), and nothing else; None for any other command line (argparse
+    parses it).
 
     Each option of the command has argparse's default: its declared default, or, for a
-    switch, off; the one sequencer word given sets its constant. ``DIR`` is taken as
-    argparse takes it after ``-C``: any word that does not start with ``-``.
+    switch, off; an optional positional (``range-diff [ID]``) not given, None; the one
+    sequencer word given sets its constant. ``DIR`` is taken as argparse takes it after
+    ``-C``: any word that does not start with ``-``.
     """
     values: dict[str, object] = {"root": None, "verbose": False}
     rest = list(words)
@@ -89,6 +92,9 @@ def plain(words: Sequence[str]) -> argparse.Namespace | None:
                 taken = True
             else:
                 values.setdefault(option.dest, option.default)
+            continue
+        if option.positional and option.nargs == "?" and option.default is None:
+            values[option.dest] = None  # argparse's value for an optional one not given
             continue
         if option.action not in ("store", "store_true") or option.positional:
             return None  # not one whose default is known here: argparse's to say

@@ -5,6 +5,10 @@ The work is in series.stack.branches; docs/branches.md is the manual.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,8 +16,9 @@ from series.commands.options import DIR, JSON, URL, Option
 from series.errors import Exit
 
 if TYPE_CHECKING:
+    from series.checkout import Checkout
     from series.project import Series
-    from series.stack.branch_plan import Item, Outcome
+    from series.stack.branch_plan import Item, Options, Outcome
     from series.ui import Ui
 
 EPILOG = (
@@ -75,15 +80,106 @@ def run(
 
     options = Options(prefix, alone, dry_run, push, prune, force, upstream)
     checkout = series.checkout(directory)
+    # A dry run that nothing changed since the last one is answered before the CLI is
+    # imported (series.stack.branches_kept); this one keeps what it writes for the next.
+    keeping = _keeping(series, ui, checkout, options, directory, as_json)
     outcome = branches(series, ui, checkout, options)
     if as_json:
         ui.json(outcome.to_json())
     else:
         _show(ui, outcome)
+    if keeping is not None:
+        keeping.done(series, ui, outcome)
     error = conflict_error(outcome, checkout)
     if error is not None:
         raise error
     return Exit.OK
+
+
+class _Keeping:
+    """What a dry run reads and writes, for series.stack.branches_kept to keep."""
+
+    def __init__(self, series: Series, ui: Ui, checkout: Checkout, opts: Options, js: bool):
+        from series.stack import branches_kept as kept
+
+        self.kept = kept
+        self.root, self.cache = str(series.root), os.path.abspath(series.cache_dir)
+        self.opts = kept.options(
+            {"json": js, "prefix": opts.prefix, "alone": opts.alone, "prune": opts.prune}
+            | {"force": opts.force}
+        )
+        self.checkout = series.manifest.checkout  # resolved by branches_kept each time
+        self.files = [file for _, file in series.named()]
+        self.pin = series.manifest.upstream.commit
+        self.refs = _cache_refs(series, self.pin, opts.alone)
+        self.before = self._digest()
+        self.streams = (ui.out.file, ui.err.file)
+        tees = kept.Tee(ui.out.file), kept.Tee(ui.err.file)
+        ui.out.file, ui.err.file = tees  # type: ignore[assignment]  # a file, as far as it goes
+
+    def _digest(self) -> str | None:
+        args = (self.root, self.cache, self.opts, self.checkout, self.files, self.refs)
+        return self.kept.digest(*args)
+
+    def done(self, series: Series, ui: Ui, outcome: Outcome) -> None:
+        """Keep what was written, when the run went well and nothing changed under it."""
+        out, err = ui.out.file, ui.err.file
+        ui.out.file, ui.err.file = self.streams
+        if outcome.failure is not None or outcome.pin != self.pin or "logging" in sys.modules:
+            return  # a patch that does not apply, the pin fetched, a log line: the full run
+        if self.before is None or self._digest() != self.before:
+            return
+        assert isinstance(out, self.kept.Tee) and isinstance(err, self.kept.Tee)
+        stdout = "".join(out.said)
+        if ui.keep_json:  # the envelope series.cli.run prints after a command that went well
+            from series import envelope
+
+            stdout += json.dumps(envelope.build("branches", 0, None, ui.payload), indent=2) + "\n"
+        said = {"files": self.files, "cache_refs": self.refs, "stdout": stdout}
+        said["stderr"] = "".join(err.said)
+        text = self.kept.entry(self.before, self.checkout, said)
+        if text is None:
+            return
+        from series.files import write_atomic
+
+        path = Path(self.kept.record_path(self.root, self.cache, self.opts))
+        with contextlib.suppress(OSError):  # a record not written costs only speed
+            write_atomic(path, text, within=None, durable=False)
+
+
+def _keeping(
+    series: Series,
+    ui: Ui,
+    checkout: Checkout,
+    opts: Options,
+    directory: Path | None,
+    as_json: bool,
+) -> _Keeping | None:
+    """A dry run of the kind series.stack.branches_kept answers, with its inputs; or None."""
+    from series.stack.branches_kept import terminal
+
+    if not opts.dry_run or opts.push is not None or opts.upstream is not None:
+        return None
+    if directory is not None or "logging" in sys.modules:
+        return None
+    if any(name.startswith(("SERIES_DEBUG", "SERIES_FAULT_")) for name in os.environ):
+        return None
+    if terminal(ui.out.file) or terminal(ui.err.file):
+        return None
+    try:
+        return _Keeping(series, ui, checkout, opts, as_json)
+    except OSError:  # a patch file that cannot be read: the run says so, keeping nothing
+        return None
+
+
+def _cache_refs(series: Series, pin: str, alone: bool) -> list[str]:
+    """The cache's refs the dry run reads: the pin's, and the memo's of each step built."""
+    from series.builder.memo import MEMO, keys_of
+    from series.upstream.refs import git_pin
+
+    named = [(p.id, series.patch_path(p).read_bytes()) for p in series.manifest.patches]
+    keys = [keys_of(pin, [one])[0] for one in named] if alone else keys_of(pin, named)
+    return [git_pin(pin)] + [f"{MEMO}{k}{end}" for k in keys for end in ("", ".3way")]
 
 
 def _show(ui: Ui, outcome: Outcome) -> None:

@@ -49,6 +49,7 @@ ENTRIES = {
     "unreachable": "notes of upstreams that did not answer",
     "known": "what apply and export read of series.toml (read again)",
     "status": "what the last series status saw (looked at again)",
+    "branches": "what the last series branches --dry-run said (worked out again)",
     "patchinfo": "what series read of each patch file (read again)",
     "patchids": "patch-ids of upstream commits, by commit (computed again)",
     "commitfiles": "the files each upstream commit changes, by commit (read again)",

@@ -29,10 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -42,14 +39,19 @@ from series.records import NamedTuple
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
+    import signal
+    import signal as _signal  # the functions of _signal, typed
+    import subprocess
     from typing import Any, BinaryIO
 
     from git.cmd import Git as _Cmd
+else:
+    import _signal  # signal's functions without its enums and wrappers (a re-run: spawn)
 
 GRACE = 2.0  # seconds git has to clean up after SIGTERM before SIGKILL
 TICK = 0.5  # seconds between two looks at what git does
 _PROC = Path("/proc")
-_STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+_STOPS = {_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP}
 
 
 def gitpython(cwd: Path) -> _Cmd:
@@ -143,7 +145,7 @@ def plain(
     argv: Sequence[str],
     env: Mapping[str, str],
     stdin: BinaryIO | int | None,
-    stderr: BinaryIO | int = subprocess.PIPE,
+    stderr: BinaryIO | int | None = None,
 ) -> subprocess.Popen[bytes]:
     """git started as GitPython starts it, without importing GitPython: for a read-only
     query that may be a command's only git process (``git status`` after what was kept).
@@ -155,6 +157,8 @@ def plain(
     process whose stderr nobody reads until it ends), no inherited descriptors. git
     missing from PATH (or ``cwd`` missing) raises ``FileNotFoundError``.
     """
+    import subprocess  # (with threading, selectors, locale) not for a one-shot query: spawn
+
     full = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **env}
     return subprocess.Popen(
         list(argv),
@@ -162,7 +166,7 @@ def plain(
         env=full,
         stdin=stdin if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=stderr,
+        stderr=subprocess.PIPE if stderr is None else stderr,
         close_fds=True,
     )
 
@@ -189,6 +193,8 @@ def run_child(
     """
     held = _Held()
     handle = None
+    if light and stall is None:
+        return _run_spawned(held, cwd, argv, env, stdin)
     with held:  # a signal while git starts would leave it running, out of reach
         if light:
             started: subprocess.Popen[bytes] | None = plain(cwd, argv, env, stdin)
@@ -214,6 +220,135 @@ def run_child(
     return Outcome(int(proc.returncode), out or b"", err or b"", stalled)
 
 
+class Spawned:
+    """A git process started by :func:`spawn`: what :func:`end` needs of a ``Popen``."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+
+def spawn(
+    cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | None
+) -> tuple[Spawned, int, int]:
+    """git started as :func:`plain` starts it, without importing subprocess: the process,
+    and the read ends of its stdout and stderr.
+
+    For a one-shot query (the ``git status`` of a re-run answered from what was
+    verified, series.stack.verified): subprocess, with the threading, selectors
+    and locale it imports, cost a tenth of such a run. The same process as
+    ``plain``'s (the same argv, directory, environment, stdin from /dev/null
+    unless given, no descriptor inherited but the three, SIGPIPE and SIGXFSZ
+    as the system's default), forked and executed as subprocess does it: an
+    exec that fails (no git on PATH, no such ``cwd``) raises its ``OSError``
+    (``FileNotFoundError``) here.
+    """
+    full = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **env}
+    out_r, out_w = os.pipe()  # created non-inheritable: closed in git by its exec
+    err_r, err_w = os.pipe()
+    failed_r, failed_w = os.pipe()
+    source = stdin.fileno() if stdin is not None else os.open(os.devnull, os.O_RDONLY)
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (the child: its coverage ends at the exec)
+            _exec_child(cwd, argv, full, (source, out_w, err_w), failed_w)
+    except BaseException:
+        for fd in (out_r, err_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (out_w, err_w, failed_w, *([source] if stdin is None else [])):
+            os.close(fd)
+    proc = Spawned(pid)
+    with os.fdopen(failed_r, "rb") as pipe:
+        failure = pipe.read()  # empty once git runs (the exec closed its end)
+    if failure:
+        proc.wait()
+        os.close(out_r)
+        os.close(err_r)
+        number, step, message = failure.decode("ascii", "replace").split(":", 2)
+        raise OSError(int(number), message, cwd if step == "chdir" else argv[0])
+    return proc, out_r, err_r
+
+
+def _exec_child(
+    cwd: Path, argv: Sequence[str], env: dict[str, str], streams: tuple[int, int, int], failed: int
+) -> None:
+    """In the forked child: the directory, the three streams, the signals, then git."""
+    try:
+        step = "chdir"
+        os.chdir(cwd)
+        step = "exec"
+        if min(streams) < 3:  # series' own stdin, stdout or stderr was closed
+            import fcntl
+
+            source, out, err = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in streams)
+            streams = (source, out, err)
+        for number, fd in enumerate(streams):
+            os.dup2(fd, number)
+        keep = {0, 1, 2, failed}
+        for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else ():
+            fd = int(name)
+            try:
+                handed = fd not in keep and os.get_inheritable(fd)
+            except OSError:  # the listing's own descriptor, closed by now
+                continue
+            if handed:
+                os.close(fd)  # not one of git's: an inheritable one series was handed
+        for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):  # Python ignores them; git must not
+            _signal.signal(sig, _signal.SIG_DFL)
+        os.execvpe(argv[0], list(argv), env)
+    except OSError as exc:
+        os.write(failed, f"{exc.errno or 0}:{step}:{exc.strerror}".encode("ascii", "replace"))
+    finally:
+        os._exit(255)
+
+
+def _run_spawned(
+    held: _Held, cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | None
+) -> Outcome:
+    """:func:`run_child` for a light query: git started by :func:`spawn`, read to its end."""
+    with held:  # a signal while git starts would leave it running, out of reach
+        proc, out_fd, err_fd = spawn(cwd, argv, env, stdin)
+    try:
+        held.deliver()
+        out, err = _read_both(out_fd, err_fd)
+        status = proc.wait()
+    except BaseException:
+        end(proc)
+        raise
+    finally:
+        for fd in (out_fd, err_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    return Outcome(status, out, err, False)
+
+
+def _read_both(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
+    """Everything git writes to stdout and stderr, read as it comes (neither pipe fills)."""
+    import select  # a small C module (subprocess's selectors is not)
+
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    poller = select.poll()
+    for fd in chunks:
+        poller.register(fd, select.POLLIN)
+    left = len(chunks)
+    while left:
+        for fd, _event in poller.poll():
+            data = os.read(fd, 1 << 16)
+            if data:
+                chunks[fd].append(data)
+            else:
+                poller.unregister(fd)
+                left -= 1
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
+
+
 class _Held:
     """Holds the signals that stop series while git starts, to deliver them once it has.
 
@@ -227,29 +362,32 @@ class _Held:
         self.saved: dict[int, Any] = {}
 
     def __enter__(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
+        threading = sys.modules.get("threading")  # never imported: no other thread runs
+        if threading is not None and threading.current_thread() is not threading.main_thread():
             return
         for sig in _STOPS:
-            handler = signal.getsignal(sig)
+            handler = _signal.getsignal(sig)
             if callable(handler):
-                self.saved[sig] = signal.signal(sig, self._note)
+                self.saved[sig] = _signal.signal(sig, self._note)
 
     def _note(self, signum: int, frame: FrameType | None) -> None:
         self.got.append(signum)
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
         for sig, handler in self.saved.items():
-            signal.signal(sig, handler)
+            _signal.signal(sig, handler)
         if kind is not None:  # git did not start: nothing to end first
             self.deliver()
 
     def deliver(self) -> None:
         """Let the signals that came run their own handlers now."""
         for sig in dict.fromkeys(self.got):
-            signal.raise_signal(sig)
+            _signal.raise_signal(sig)
 
 
 def _wait(proc: subprocess.Popen[bytes], stall: float | None) -> tuple[bytes, bytes, bool]:
+    import subprocess  # imported by now: plain or GitPython started proc
+
     if stall is None:
         out, err = proc.communicate()
         return out, err, False
@@ -275,7 +413,7 @@ def _wait(proc: subprocess.Popen[bytes], stall: float | None) -> tuple[bytes, by
             return out, err, True
 
 
-def end(proc: subprocess.Popen[bytes]) -> None:
+def end(proc: subprocess.Popen[bytes] | Spawned) -> None:
     """End git and every process below it: SIGTERM, then SIGKILL after ``GRACE`` seconds.
 
     git is not reaped before the end, so its pid cannot have been given to
@@ -284,6 +422,8 @@ def end(proc: subprocess.Popen[bytes]) -> None:
     """
     if proc.returncode is not None:
         return
+    import signal  # only to end git early
+
     # A second Ctrl-C must not cut this short and leave processes running:
     # it is held until they are gone, then raised.
     held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)

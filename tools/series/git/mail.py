@@ -13,7 +13,7 @@ from pathlib import Path
 
 from series.errors import Exit, SeriesError
 from series.git.ident import Ident
-from series.git.run import HERMETIC, GitFailed, run
+from series.git.run import HERMETIC, GitFailed, input_file, run
 
 
 @dataclass(frozen=True)
@@ -30,11 +30,19 @@ class MailInfo:
         return f"{self.subject}\n\n{self.body}\n" if self.body else f"{self.subject}\n"
 
 
-def mailinfo(patch: Path, scratch: Path) -> MailInfo:
-    """Split a format-patch file with ``git mailinfo``; the diff is left in scratch/diff."""
+def mailinfo(patch: Path, scratch: Path, data: bytes | None = None) -> MailInfo:
+    """Split a format-patch file with ``git mailinfo``; the diff is left in scratch/diff.
+
+    ``data``: the file's bytes as the caller read them (and keyed what it keeps by), split
+    instead of what the file holds when git reads it; ``patch`` then only names it.
+    """
     msg, diff = scratch / "msg", scratch / "diff"
+    source = patch
+    if data is not None:
+        source = scratch / "patch"
+        source.write_bytes(data)
     try:
-        out = run(scratch, ["mailinfo", "-u", str(msg), str(diff)], env=HERMETIC, stdin=patch)
+        out = run(scratch, ["mailinfo", "-u", str(msg), str(diff)], env=HERMETIC, stdin=source)
     except GitFailed as exc:  # e.g. "empty patch": a file with nothing but blank lines
         raise SeriesError(
             f"{patch} is not a format-patch file",
@@ -62,10 +70,10 @@ def mailinfo(patch: Path, scratch: Path) -> MailInfo:
     )
 
 
-def read_mail(patch: Path) -> MailInfo:
+def read_mail(patch: Path, data: bytes | None = None) -> MailInfo:
     """:func:`mailinfo` in its own scratch directory."""
     with tempfile.TemporaryDirectory(prefix="series-mail-") as tmp:
-        return mailinfo(patch, Path(tmp))
+        return mailinfo(patch, Path(tmp), data)
 
 
 @dataclass(frozen=True)
@@ -75,14 +83,22 @@ class FileStat:
     deleted: int | None
 
 
-def patch_stat(patch: Path) -> list[FileStat]:
-    """Per-file line counts of a patch file (``git apply --numstat``; no repo needed)."""
+def patch_stat(patch: Path, data: bytes | None = None) -> list[FileStat]:
+    """Per-file line counts of a patch file (``git apply --numstat``; no repo needed).
+
+    ``data``: the file's bytes as the caller read them, counted instead of what the
+    file holds when git reads it (on git's stdin); ``patch`` then only names it.
+    """
     # Run outside any repository: inside one, `git apply` ignores paths that
     # are not below the current directory, and patches/ has none.
     neutral = Path(tempfile.gettempdir())
     env = {**HERMETIC, "GIT_CEILING_DIRECTORIES": str(neutral.parent)}
     try:
-        out = run(neutral, ["apply", "--numstat", str(patch.resolve())], env=env)
+        if data is None:
+            out = run(neutral, ["apply", "--numstat", str(patch.resolve())], env=env)
+        else:
+            with input_file(data) as source:
+                out = run(neutral, ["apply", "--numstat"], env=env, stdin=source)
     except GitFailed as exc:
         raise SeriesError(
             f"{patch} is not a patch git can read",

@@ -209,11 +209,11 @@ class Refs(Part):
 # Components of letters, digits, '-' and '_', joined by single '.' and '/': none of what
 # git-check-ref-format(1) forbids (control characters, space, ~^:?*[\\, "..", "@{", a
 # component that starts with '.' or ends with ".lock", '//', a trailing '/' or '.').
-_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:[./][A-Za-z0-9_][A-Za-z0-9_-]*)*")
+_PLAIN = r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:[./][A-Za-z0-9_][A-Za-z0-9_-]*)*"  # compiled on first use
 
 
 def _plain(name: str) -> bool:
-    return _PLAIN.fullmatch(name) is not None and not any(
+    return re.fullmatch(_PLAIN, name) is not None and not any(
         part.endswith(".lock") for part in name.split("/")
     )
 

@@ -42,7 +42,6 @@ import contextlib
 import errno
 import os
 import re
-import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -60,6 +59,7 @@ from series.logs import debug
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
+    import subprocess
     from typing import BinaryIO
 
     from git.cmd import Git as _Cmd
@@ -225,19 +225,19 @@ class EnvironmentFault(SeriesError):
         self.repo = repo
 
 
-_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+# Patterns, compiled when first searched (re's cache): only a failed git command needs them,
+# and compiling them cost every command that imports this module about a millisecond.
+_LOCK = r"Unable to create '([^']+\.lock)': File exists"
 _FAULTS = (  # (kind, git's words); the first that matches a line wins
-    ("full", re.compile(r"No space left on device|Disk quota exceeded")),
-    ("read-only", re.compile(r"Read-only file system")),
-    ("permission", re.compile(r"Permission denied$")),  # not ssh's "(publickey)."
+    ("full", r"No space left on device|Disk quota exceeded"),
+    ("read-only", r"Read-only file system"),
+    ("permission", r"Permission denied$"),  # not ssh's "(publickey)."
     (
         "corrupt",  # not "corrupt patch": that is a patch file, not the repository
-        re.compile(
-            r"corrupt loose object|(loose|packed) object .* is corrupt|repository corruption|"
-            r"inflate: data stream error|unable to unpack [0-9a-f]+ header|"
-            r"unable to read [0-9a-f]{40}|packfile .* cannot be accessed|"
-            r"bad object [0-9a-f]{40}|object file .* is empty|index file corrupt"
-        ),
+        r"corrupt loose object|(loose|packed) object .* is corrupt|repository corruption|"
+        r"inflate: data stream error|unable to unpack [0-9a-f]+ header|"
+        r"unable to read [0-9a-f]{40}|packfile .* cannot be accessed|"
+        r"bad object [0-9a-f]{40}|object file .* is empty|index file corrupt",
     ),
 )
 
@@ -268,11 +268,11 @@ def environment_fault(
     """
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     context = f"\n(while: {doing})" if doing else ""
-    lock = _LOCK.search(stderr)
+    lock = re.search(_LOCK, stderr)
     if lock:
         return lock_fault(lock.group(1), repo, context)
     for kind, words in _FAULTS:
-        hit = next((line for line in lines if words.search(line)), None)
+        hit = next((line for line in lines if re.search(words, line)), None)
         if hit is None:
             continue
         # upload-pack's own "remote:" lines reach us or not (a side band that
@@ -393,6 +393,8 @@ class _PlainBatch:
     def __init__(self, cwd: Path) -> None:
         _strip_inherited()
         argv = ["git", "cat-file", "--batch-command"]
+        import subprocess  # a long-lived process: not on a re-run's path (series.git.child)
+
         self.proc = plain(cwd, argv, _environment(None), subprocess.PIPE)
 
     def ask(self, name: str, data: bool) -> tuple[str, str, bytes | None] | None:
@@ -427,6 +429,8 @@ def end_long_lived(proc: subprocess.Popen[bytes] | None, timeout: float) -> None
     within ``timeout`` seconds."""
     if proc is None or proc.poll() is not None:
         return
+    import subprocess  # imported by now: plain started proc
+
     with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
@@ -528,6 +532,8 @@ def start_long_lived(
     process asked one request at a time through its stdin, without GitPython;
     ``prefix``: a command that runs git (``stdbuf -o0``)."""
     _strip_inherited()
+    import subprocess  # a long-lived process: not on a re-run's path (series.git.child)
+
     return plain(cwd, [*prefix, "git", *argv], _environment(env), subprocess.PIPE, stderr)
 
 

@@ -23,7 +23,9 @@ without importing GitPython (series.git.run.light_processes: one
 ``cat-file`` per repository); the memo is listed once for both versions,
 both pins are found in the cache without the fetch machinery
 (series.upstream.cached_pin), and the current version's series.toml is
-the one the command parsed.
+the one the command parsed. A build of either stack packs the cache's loose
+objects once there are many (series.upstream.pack_cache): the range-diff
+reads the commits' trees and blobs from a pack.
 """
 
 from __future__ import annotations
@@ -316,6 +318,8 @@ def _built(
     ui.status(f"{label}: {len(manifest.patches)} patches on {base.label}")
     files = [PatchFile(p, root / p.file) for p in manifest.patches]
     built = memo.build(cache, base.commit, files, known)
+    if built.reused < len(built.steps) or built.failure is not None:
+        upstream.pack_cache(cache, series.cache_dir)  # this build wrote objects
     steps = {s.patch.id: (s.commit, s.patch.title, s.patch.file) for s in built.steps}
     return steps, (built.base, built.tip), manifest
 

@@ -10,8 +10,8 @@ index and files, and series' own code. So when a run changed nothing,
 what it read is kept, as a digest (``key``), with what it said, in the
 checkout's git directory (``.git/series/verified.json``, one entry per
 command). The next run computes the digest from files alone
-(series.git.files_key for the refs, the sha256 of every file, the size
-and time of series' own modules: series.known.code_digest) and, when it
+(series.git.files_key for the refs, the sha256 of every file, the status
+of series' own modules: series.code.code_digest) and, when it
 is the same, says the same
 again after one ``git status`` (without optional locks: it writes
 nothing), which sees what the digest does not: the index and the files,
@@ -37,12 +37,12 @@ import json
 import os
 from pathlib import Path
 
+from series.code import code_digest
 from series.errors import SeriesError
 from series.files import write_atomic
 from series.git.refs import files_key
 from series.git.run import Runner
 from series.git.worktree import Worktree
-from series.known import code_digest
 from series.records import NamedTuple
 from series.stack.export_files import JOURNAL
 

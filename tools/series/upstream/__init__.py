@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from series.upstream.base import Base, cache_repo, cached_pin
+    from series.upstream.base import Base, cache_repo, cached_pin, pack_cache
     from series.upstream.pin import import_sdist, resolve
     from series.upstream.rangelog import range_log
     from series.upstream.refs import SCRATCH
@@ -39,6 +39,7 @@ __all__ = [
     "cache_repo",
     "cached_pin",
     "import_sdist",
+    "pack_cache",
     "range_log",
     "resolve",
 ]
@@ -54,7 +55,7 @@ def __getattr__(name: str) -> Any:
 
 
 def _module(name: str) -> ModuleType:
-    if name in ("Base", "cache_repo", "cached_pin"):
+    if name in ("Base", "cache_repo", "cached_pin", "pack_cache"):
         from series.upstream import base
 
         return base

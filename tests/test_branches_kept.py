@@ -1,0 +1,242 @@
+"""A dry run of ``series branches`` said again from what the last one kept.
+
+A dry run that nothing it reads changed since the last one writes again what
+that one wrote, starting no git process and importing neither the CLI nor
+the git layer. Each input of the answer is changed in turn: the run after
+it must say what the full run says with nothing kept, and (for most) not
+what it said before (issue 23; tests/test_trust_cache.py is the style).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from helpers import GitShim, Project, git, make_project
+from series.builder.memo import MEMO
+from series.cli.parse import parser
+from series.stack import branches_kept
+from series.upstream.refs import git_pin
+
+DRY = ("branches", "--dry-run")
+
+
+class Runs(GitShim):
+    def said(self, root: Path, *args: str) -> tuple[int, str, str, list[str]]:
+        """Exit code, stdout, stderr and git processes of ``series -C root ARGS``."""
+        self.log.unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "series", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=self.BOUND,
+            check=False,
+        )
+        calls = self.log.read_text().splitlines() if self.log.exists() else []
+        return proc.returncode, proc.stdout, proc.stderr, calls
+
+    def full(self, root: Path, *args: str) -> tuple[int, str, str]:
+        """What the full run says: with nothing kept (it keeps its answer again)."""
+        shutil.rmtree(self.cache / branches_kept.DIR, ignore_errors=True)
+        return self.said(root, *args)[:3]
+
+
+def _ready(tmp_path: Path) -> tuple[Project, Runs]:
+    project = make_project(tmp_path)
+    runs = Runs(tmp_path)
+    assert runs.said(project.root, "apply")[0] == 0
+    return project, runs
+
+
+@pytest.mark.parametrize("extra", [(), ("--json",), ("--prefix", "me/", "--alone")])
+def test_a_dry_run_nothing_changed_since_is_said_again_without_git(
+    tmp_path: Path, extra: tuple[str, ...]
+) -> None:
+    project, runs = _ready(tmp_path)
+    runs.said(project.root, *DRY, *extra)  # --alone builds stacks: kept by the next run
+    shutil.rmtree(runs.cache / branches_kept.DIR, ignore_errors=True)
+    first = runs.said(project.root, *DRY, *extra)
+    assert first[0] == 0 and first[3], first  # the full run: it asks git
+    again = runs.said(project.root, *DRY, *extra)
+    assert again[:3] == first[:3]
+    assert again[3] == []  # no git process
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['series', '-C', {str(project.root)!r}, *{[*DRY, *extra]!r}]\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=runs.env, check=True
+    )
+    modules = set(proc.stdout.split("\n")[-2].split())
+    assert "series.stack.branches_kept" in modules
+    assert not {"series.cli", "series.git", "series.manifest", "argparse", "json"} & modules
+
+
+def _branch(p: Project, c: Path) -> None:
+    git(p.work, "branch", "perf-P2", "HEAD~2")  # a branch of the user's, named as one of series'
+
+
+def _toml(p: Project, c: Path) -> None:
+    toml = p.root / "series.toml"
+    toml.write_text(toml.read_text().replace('branch = "perf-P2"', 'branch = "other-P2"'))
+
+
+def _patch(p: Project, c: Path) -> None:
+    patch = p.root / "patches" / "perf-P3.patch"
+    patch.write_text(patch.read_text().replace("+    return 909", "+    return 919"))
+
+
+def _made(p: Project, c: Path) -> None:
+    # the branches made: the record (refs/series/branches) says series made them
+    subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(p.root), "branches"],
+        env={**_env(c)},
+        check=True,
+        capture_output=True,
+    )
+
+
+def _head(p: Project, c: Path) -> None:
+    _made(p, c)
+    git(p.work, "switch", "-q", "perf-P1")
+    (p.root / "patches" / "perf-P1.patch").write_text(
+        (p.root / "patches" / "perf-P1.patch")
+        .read_text()
+        .replace("+    return 101", "+    return 111")
+    )
+
+
+def _pin(p: Project, c: Path) -> None:
+    git(c / "upstream.git", "update-ref", "-d", git_pin(p.commit))  # the cache lost the pin
+
+
+def _memo(p: Project, c: Path) -> None:
+    repo = c / "upstream.git"
+    refs = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", MEMO).splitlines()
+    name, _ = refs[0].split()
+    git(repo, "update-ref", name, p.commit)  # a memo ref moved: the full run takes it
+
+
+def _temp(p: Project, c: Path) -> None:
+    (p.root / "patches" / ".series-tmp-999999-perf-P1.patch.x").write_text("killed mid-write")
+
+
+def _env(cache: Path) -> dict[str, str]:
+    import os
+
+    return {**os.environ, "SERIES_CACHE_DIR": str(cache)}
+
+
+CHANGES: dict[str, Callable[[Project, Path], None]] = {
+    "a local branch": _branch,
+    "series.toml": _toml,
+    "a patch file": _patch,
+    "the record of the branches made": _made,
+    "the branch checked out, a patch moved": _head,
+    "the pin in the cache": _pin,
+    "a memo ref in the cache": _memo,
+    "a temporary file to clear": _temp,
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_what_the_answer_depends_on_changed_the_full_run_answers(
+    tmp_path: Path, change: str
+) -> None:
+    project, runs = _ready(tmp_path)
+    before = runs.said(project.root, *DRY)[:3]
+    assert runs.said(project.root, *DRY)[3] == []  # kept
+    CHANGES[change](project, runs.cache)
+    *now, calls = runs.said(project.root, *DRY)
+    leftover = list((project.root / "patches").glob(".series-tmp-*"))
+    assert calls, change  # the full run, not the answer kept
+    if change == "the pin in the cache":  # fetched again: the next run finds it cached
+        assert "[git: fetched from" in str(now[2])
+    else:
+        assert tuple(now) == runs.full(project.root, *DRY), change
+    if change == "a temporary file to clear":
+        assert not leftover  # the full run cleared it
+    if change not in ("a memo ref in the cache", "a temporary file to clear"):
+        assert tuple(now) != before, change  # the change matters to the answer
+
+
+def test_the_options_parsed_without_argparse_are_argparses() -> None:
+    for words in (
+        ["branches", "--dry-run"],
+        ["-C", "x", "branches", "--json", "--dry-run"],
+        ["branches", "--dry-run", "--prefix", "me/", "--alone", "--prune", "--force"],
+        ["branches", "--prefix", "", "--dry-run"],
+    ):
+        parsed = branches_kept.words(words)
+        assert parsed is not None, words
+        root, opts = parsed
+        args = parser().parse_args(words)
+        assert root == (str(args.root) if args.root else None)
+        assert opts == {
+            "dry_run": args.dry_run,
+            "json": args.json,
+            "prefix": args.prefix,
+            "alone": args.alone,
+            "prune": args.prune,
+            "force": args.force,
+        }
+    for words in (
+        ["branches"],
+        ["branches", "--dry-run", "--push", "origin"],
+        ["branches", "--dry-run", "--dir", "w"],
+        ["branches", "--dry-run", "--prefix=me/"],
+        ["branches", "--dry", "--json"],
+        ["-v", "branches", "--dry-run"],
+        ["branches", "--dry-run", "--dry-run"],
+        ["branches", "--dry-run", "--prefix", "-x"],
+    ):
+        assert branches_kept.words(words) is None, words
+
+
+def test_the_constants_copied_are_the_modules_own() -> None:
+    from series import files, project
+    from series.checkout import LEGACY_STATE
+    from series.errors import Exit
+
+    assert branches_kept.BROKEN_PIPE == Exit.BROKEN_PIPE
+    assert branches_kept.TEMP_PREFIX == files.TEMP_PREFIX
+    assert str(project.LOCK) == branches_kept.LOCK
+    assert branches_kept.LEGACY_STATE == LEGACY_STATE
+    assert branches_kept.cache_dir() == str(project.default_cache_dir().absolute())
+
+
+def test_a_kept_answer_whose_reader_went_away_ends_quietly_like_git(tmp_path: Path) -> None:
+    project, runs = _ready(tmp_path)
+    runs.said(project.root, *DRY)
+    assert runs.said(project.root, *DRY)[3] == []  # kept
+    argv = " ".join([sys.executable, "-m", "series", "-C", str(project.root), *DRY])
+    # `true` has exited long before series writes: every write meets a closed pipe
+    proc = subprocess.run(
+        ["bash", "-c", f"{{ {argv}; echo $? >&2; }} | true"],
+        capture_output=True,
+        text=True,
+        env=runs.env,
+        check=False,
+    )
+    assert proc.stderr.strip().splitlines()[-1] == "141", proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr
+
+
+def test_no_git_on_path_is_said_as_the_full_run_says_it(tmp_path: Path) -> None:
+    project, runs = _ready(tmp_path)
+    runs.said(project.root, *DRY)
+    assert runs.said(project.root, *DRY)[3] == []  # kept
+    (tmp_path / "empty").mkdir()
+    runs.env["PATH"] = str(tmp_path / "empty")  # python is started by its full path
+    code, _, err, _ = runs.said(project.root, *DRY)
+    assert code == 1 and "git is not installed or not on PATH" in err, err

@@ -1,0 +1,387 @@
+"""What the last ``series branches --dry-run`` said, kept under a digest of all it read.
+
+A dry run answers from series.toml, the patch files, the checkout's refs
+(its branches, HEAD, its state and the record of the branches series
+made, ``refs/series/branches``), the cache's ref of the pin and its memo
+of the built stack, and series' own code. Recomputing it costs a Python
+start-up with the project, the manifest's parse and the git layer, and
+four or five git processes; git's own commands asked the same question
+cost a few milliseconds. So when a dry run ends well (exit 0), what it
+wrote on stdout and stderr is kept in the per-user cache
+(``branches/<blake2b of the project's path and the options>``) with the digest (:func:`digest`) of:
+
+* the project's path, the cache's path, the options, the checkout's path
+  and the Python that ran it, series' code (series.code.code_digest);
+* series.toml's bytes and each patch file's (the manifest's parse, the
+  names of the branches, the pin, the stack's patches);
+* the checkout's refs read as files (HEAD, packed-refs, every loose ref:
+  the branches, the one checked out, the state, the record) and its
+  ``config``;
+* the git the full run would start (its path, size and time);
+* in the cache, the pin's ref and the memo refs of the stack's steps
+  (their names, a function of the pin, the patches and the code, are
+  kept with the entry), as loose files and ``packed-refs``, and its
+  ``config``.
+
+``series branches --dry-run`` (with ``--json``, ``--prefix P``,
+``--alone``, ``--prune``, ``--force`` and ``-C DIR`` only, in a pipe:
+:func:`words`) asks :func:`rerun` before the CLI is imported
+(series.entry); when the digest is the one kept, it writes again what
+was written, and starts no git process. Anything it cannot tell from
+files takes the full run: no entry, another digest, a ref that cannot
+be read as a file (reftable, a ``.git`` file), a link on the way to
+series.toml, a patch file, ``.series`` or the checkout, a temporary
+file of a killed series run to clear, another series command holding
+the project lock (the full run says so), a lock or record of a git
+command cut short in the checkout, a URL remembered as unreachable, a
+terminal on stdout or stderr (tables have boxes there), no git on PATH
+(the full run says so). An entry is
+kept only when the digest after the run is the one before it (nothing
+changed under the run; a run that built or fetched keeps nothing, the
+next one does), no log line was written, and the run did not fail.
+
+What the full dry run does besides answering is not done again: it
+copies the stack's commits from the cache into the checkout (no ref
+written), which the run that kept the answer did, and which a run
+without ``--dry-run`` does itself.
+
+This module imports only what Python's start-up has loaded already,
+series.code, ``fcntl`` and ``_blake2`` (hashlib's ``blake2b``: it hashes
+half a megabyte of patches three times faster than the builtin
+``_sha256``, and OpenSSL's import costs more than that).
+"""
+
+from __future__ import annotations
+
+import contextlib  # loaded already by ``python -m`` (runpy)
+import os
+import sys
+from _blake2 import blake2b
+
+from series.code import code_digest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+FORMAT = 1
+BROKEN_PIPE = 141  # series.errors.Exit.BROKEN_PIPE
+DIR = "branches"
+TEMP_PREFIX = ".series-tmp-"  # series.files.TEMP_PREFIX
+LOCK = os.path.join(".series", "lock")  # series.project.LOCK
+UNREACHABLE = "unreachable"  # series.upstream.unreachable: a URL remembered as unreachable
+CACHE_REPO = "upstream.git"  # series.upstream.cache_repo
+# In the checkout's git directory: a git command in progress or one of series' cut short.
+BUSY = ("index.lock", "packed-refs.lock", "HEAD.lock", "shallow.lock")
+RECORDS = "series-git-"  # series.git.leftovers
+LEGACY_STATE = os.path.join("series", "state.json")  # series.checkout.LEGACY_STATE
+_FLAGS = {"--dry-run": "dry_run", "--json": "json", "--alone": "alone", "--prune": "prune"}
+_FLAGS["--force"] = "force"
+_FULL = ("SERIES_DEBUG", "SERIES_FAULT_")  # a log asked for, a fault injected: the full run
+
+
+def words(argv: list[str]) -> tuple[str | None, dict[str, Any]] | None:
+    """``-C DIR`` (or None) and the options, when ``argv`` is ``[-C DIR] branches
+    --dry-run`` with only the options this module answers for, each once; else None.
+
+    The values are argparse's for the same words (tests/test_branches_kept.py).
+    """
+    rest, root = list(argv), None
+    if len(rest) > 2 and rest[0] == "-C" and not rest[1].startswith("-"):
+        root, rest = rest[1], rest[2:]
+    if not rest or rest[0] != "branches":
+        return None
+    opts: dict[str, Any] = {"dry_run": False, "json": False, "prefix": "", "alone": False}
+    opts.update(prune=False, force=False)
+    seen: set[str] = set()
+    i = 1
+    while i < len(rest):
+        word = rest[i]
+        if word in seen:
+            return None
+        seen.add(word)
+        if word in _FLAGS:
+            opts[_FLAGS[word]] = True
+        elif word == "--prefix" and i + 1 < len(rest) and not rest[i + 1].startswith("-"):
+            opts["prefix"] = rest[i + 1]
+            i += 1
+        else:
+            return None
+        i += 1
+    return (root, opts) if opts["dry_run"] else None
+
+
+def options(opts: dict[str, Any]) -> str:
+    """The options as the entry's name: every one that changes the answer."""
+    return repr(tuple(opts[k] for k in ("json", "prefix", "alone", "prune", "force")))
+
+
+def cache_dir() -> str:
+    """series.project.default_cache_dir, as an absolute path."""
+    if os.environ.get("SERIES_CACHE_DIR"):
+        return os.path.abspath(os.environ["SERIES_CACHE_DIR"])
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.abspath(os.path.join(xdg, "keras-series"))
+
+
+def find_root(start: str) -> str | None:
+    """series.project.find_root, resolved; None where it would fail (the CLI says why)."""
+    here = start
+    while True:
+        if os.path.isfile(os.path.join(here, "series.toml")):
+            return os.path.realpath(here)
+        up = os.path.dirname(here)
+        if up == here:
+            return None
+        here = up
+
+
+def terminal(stream: Any) -> bool:
+    """series.ui.Stream.is_terminal."""
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "1"
+    force = os.environ.get("FORCE_COLOR")
+    if force is not None:
+        return force != ""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def record_path(root: str, cache: str, opts: str) -> str:
+    """Where the entry of ``opts`` in the project ``root`` is kept."""
+    name = blake2b(f"{root}\0{opts}".encode(), digest_size=32).hexdigest()
+    return os.path.join(cache, DIR, name)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+def _refs(git_dir: str, digest: Any) -> None:
+    """HEAD, packed-refs and every loose ref of ``git_dir``, and its config (series.git.refs.
+    files_key without the index). Raises OSError where they cannot be read as files."""
+    if not os.path.isdir(git_dir) or os.path.exists(os.path.join(git_dir, "reftable")):
+        raise OSError("refs not readable as files")
+    for name in ("HEAD", "packed-refs", "config"):
+        data = _read(os.path.join(git_dir, name))
+        digest.update(f"{name}\0".encode() + (b"-" if data is None else data))
+    refs = os.path.join(git_dir, "refs")
+    for where, dirs, files in os.walk(refs, onerror=_raise):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(where, name)
+            with open(path, "rb") as fh:
+                digest.update(f"\0{os.path.relpath(path, git_dir)}\0".encode() + fh.read())
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
+def digest(
+    root: str, cache: str, opts: str, where: str, files: list[str], cache_refs: list[str]
+) -> str | None:
+    """The digest of all a dry run with ``opts`` reads (the module's docstring); None
+    when it cannot be told from files, or the full run has more to do than answer.
+
+    ``where``: series.toml's ``[series] checkout``, resolved here as series.project does
+    (a link on the way may lead elsewhere since)."""
+    checkout = os.path.realpath(os.path.join(root, where))
+    git = _git()
+    if git is None or _unsafe(root, files) or _busy(checkout, cache):
+        return None
+    h = blake2b(f"{FORMAT}\0{root}\0{cache}\0{opts}\0{checkout}\0{sys.version}\0".encode())
+    h.update(git.encode())
+    h.update(code_digest())
+    try:
+        h.update(b"\0series.toml\0" + (_read(os.path.join(root, "series.toml")) or b"-"))
+        for file in files:
+            with open(os.path.join(root, file), "rb") as fh:
+                data = fh.read()
+            h.update(f"\0{file}\0{len(data)}\0".encode())
+            h.update(data)
+        _refs(os.path.join(checkout, ".git"), h)
+        legacy = _read(os.path.join(checkout, ".git", LEGACY_STATE))  # series 0.1's state
+        h.update(b"\0legacy state\0" + (b"-" if legacy is None else legacy))
+        repo = os.path.join(cache, CACHE_REPO)
+        for name in ("packed-refs", "config"):
+            found = _read(os.path.join(repo, name))
+            h.update(f"\0cache {name}\0".encode() + (b"-" if found is None else found))
+        listed: dict[str, set[str]] = {}  # a directory of refs, listed once
+        for ref in cache_refs:
+            where, name = os.path.split(os.path.join(repo, ref))
+            if where not in listed:
+                listed[where] = set(os.listdir(where)) if os.path.isdir(where) else set()
+            found = _read(os.path.join(where, name)) if name in listed[where] else None
+            h.update(f"\0{ref}\0".encode() + (b"-" if found is None else found))
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _git() -> str | None:
+    """The git the full run would start (the first on PATH, as ``shutil.which``), as its
+    path, size and time: another git may judge a branch name otherwise. None: no git (the
+    full run says so)."""
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(directory or ".", "git")
+        try:
+            stat = os.stat(path)
+        except OSError:
+            continue
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return f"{os.path.abspath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}"
+    return None
+
+
+def _unsafe(root: str, files: list[str]) -> bool:
+    """A link on the way (the full run judges where it leads), or a temporary file of a
+    killed series run that the full run would clear (series.project)."""
+    dirs = {root, os.path.join(root, ".series"), os.path.join(root, "patches")}
+    plain: set[str] = set()  # paths under root checked to be no link
+    for file in ("series.toml", ".series", *files):
+        parts = file.split("/")
+        if file.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            return True
+        path = root
+        for part in parts:
+            path = os.path.join(path, part)
+            if path not in plain:
+                if os.path.islink(path):
+                    return True
+                plain.add(path)
+        dirs.add(os.path.dirname(path))
+    resolutions = os.path.join(root, "resolutions")
+    if os.path.isdir(resolutions):
+        if os.path.islink(resolutions):
+            return True
+        dirs.add(resolutions)
+        try:
+            dirs |= {e.path for e in os.scandir(resolutions) if e.is_dir(follow_symlinks=False)}
+        except OSError:
+            return True
+    for directory in dirs:
+        try:
+            if any(e.name.startswith(TEMP_PREFIX) for e in os.scandir(directory)):
+                return True
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+    return False
+
+
+def _busy(checkout: str, cache: str) -> bool:
+    """A git command of series' cut short, or one of the user's, in the checkout; a URL
+    remembered as unreachable (the full run forgets it)."""
+    git_dir = os.path.join(checkout, ".git")
+    try:
+        if any(n.startswith(RECORDS) or n in BUSY for n in os.listdir(git_dir)):
+            return True
+        return bool(os.listdir(os.path.join(cache, UNREACHABLE)))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+
+
+def _held(root: str) -> bool:
+    """Whether another series command holds the project lock (series.locks.holder)."""
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(root, LOCK), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+# An entry: these fields, NUL-separated, the lists' items joined by SEP (no field holds
+# either: :func:`keep` keeps nothing else). Read without json, whose import (and re's)
+# cost more than the rest of the answer.
+FIELDS = ("format", "key", "checkout", "files", "cache_refs", "stdout", "stderr")
+SEP = "\x1f"
+
+
+def _load(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            values = fh.read().split("\0")
+    except (OSError, ValueError):
+        return None
+    if len(values) != len(FIELDS) or values[0] != str(FORMAT):
+        return None
+    entry: dict[str, Any] = dict(zip(FIELDS, values, strict=True))
+    for name in ("files", "cache_refs"):
+        entry[name] = entry[name].split(SEP) if entry[name] else []
+    return entry
+
+
+def rerun(argv: list[str]) -> int | None:
+    """Write again what the last dry run with these words wrote, when nothing it read
+    changed since (exit 0); None: the CLI runs the command."""
+    parsed = words(argv)
+    if parsed is None or any(v.startswith(_FULL) for v in os.environ):
+        return None
+    if terminal(sys.stdout) or terminal(sys.stderr):
+        return None
+    where, opts = parsed
+    root = find_root(os.getcwd()) if where is None else os.path.realpath(where)
+    if root is None or _held(root):
+        return None
+    cache = cache_dir()
+    entry = _load(record_path(root, cache, options(opts)))
+    if entry is None:
+        return None
+    key = digest(root, cache, options(opts), entry["checkout"], entry["files"], entry["cache_refs"])
+    if key is None or key != entry["key"]:
+        return None
+    try:
+        sys.stderr.write(entry["stderr"])
+        sys.stdout.write(entry["stdout"])
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (``| head``): as series.cli.run ends
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
+    return 0
+
+
+class Tee:
+    """A stream that writes through to ``file`` and keeps what was written."""
+
+    def __init__(self, file: Any) -> None:
+        self.file = file
+        self.said: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.said.append(text)
+        return int(self.file.write(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.file, name)
+
+
+def entry(key: str, checkout: str, said: dict[str, Any]) -> str | None:
+    """The entry that keeps what a run wrote (``said``: files, cache_refs, stdout,
+    stderr) under ``key``; None when a field holds a separator (nothing is kept)."""
+    values = {"format": str(FORMAT), "key": key, "checkout": checkout, **said}
+    for name in ("files", "cache_refs"):
+        if any(SEP in item or not item for item in values[name]):
+            return None
+        values[name] = SEP.join(values[name])
+    fields = [values[name] for name in FIELDS]
+    return None if any("\0" in value for value in fields) else "\0".join(fields)
