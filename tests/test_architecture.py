@@ -368,10 +368,12 @@ def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
 # and a usage error import no engine, and the prologue (the project, status) imports
 # the engines a method needs when it is called, so that a command that only reads
 # (list, show, a status answered from its record) does not load them. (The entry point
-# also answers a kept dry run of branches before the CLI: series.stack.branches_kept.) Those are
+# also answers a kept dry run of branches before the CLI: series.stack.branches_kept.)
+# The git layer's Repo makes each part (merges, fetches, history) when first used, so
+# that rebase --abort loads only the parts it runs. Those are
 # edges of the module graph all the same (LAZY, below). Third-party imports inside
 # functions stay allowed (a lazy import of a heavy library is not a cycle).
-LAZY = ("series.project", "series.status", "series.git", "series.upstream")
+LAZY = ("series.project", "series.status", "series.git", "series.git.repo", "series.upstream")
 
 
 def _may_import_locally(name: str) -> bool:

@@ -8,6 +8,7 @@ to another in one way only.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from pathlib import Path
 
@@ -26,7 +27,10 @@ def _public(cls: type) -> list[str]:
 
 
 def _parts() -> dict[str, Part]:
-    repo = Repo(Path("unused"))  # builds the parts; runs no git
+    repo = Repo(Path("unused"))  # builds refs and objects; runs no git
+    for name in _public(Repo):  # the other parts are made on first use
+        if isinstance(inspect.getattr_static(Repo, name), functools.cached_property):
+            getattr(repo, name)
     return {name: value for name, value in vars(repo).items() if isinstance(value, Part)}
 
 

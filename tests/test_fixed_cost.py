@@ -162,6 +162,9 @@ PLAIN = [
     ["-C", "", "apply"],
     ["range-diff"],
     ["-v", "-C", "x", "range-diff"],
+    ["rebase", "--abort"],
+    ["-C", "x", "-v", "rebase", "--skip"],
+    ["--verbose", "rebase", "--continue"],
 ]
 
 
@@ -191,6 +194,15 @@ def test_a_plain_rerun_is_parsed_as_argparse_parses_it(words: list[str]) -> None
         ["range-diff", "P1"],
         ["range-diff", "--json"],
         ["range-diff", "--since", "HEAD"],
+        ["rebase"],
+        ["rebase", "--abort", "--abort"],
+        ["rebase", "--json", "--abort"],
+        ["rebase", "--abort", "--json"],
+        ["rebase", "--onto", "master"],
+        ["-C", "rebase", "--abort"],
+        ["edit", "--abort"],
+        ["apply", "--abort"],
+        ["rebase", "--abort", "-v"],
         [],
     ],
 )

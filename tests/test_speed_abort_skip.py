@@ -8,6 +8,8 @@ series and the backup refs are what they were before the cuts.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,62 @@ def test_abort_reads_the_snapshot_without_ls_tree(tmp_path: Path) -> None:
     assert len(calls) <= 13, calls  # 14 before (with the one-shot read of the two blobs)
     assert "2 project file(s) restored" in out, out
     assert {p: p.read_bytes() for p in before} == before
+
+
+def test_abort_parses_neither_its_words_nor_series_toml_and_loads_no_engine(
+    tmp_path: Path,
+) -> None:
+    """``series rebase --abort`` is parsed without argparse (series.cli.plain), takes the
+    checkout and the patch files from what the start's parse kept (series.known: the
+    same series.toml), and loads neither typing nor the parts of the git layer it does
+    not use (merges, fetches, history, mail): a fixed cost near git's own (issue 23)."""
+    project, _ = stopped(tmp_path)
+    modules = modules_after(project.root, "rebase", "--abort")
+    assert "series.stack.rebase_abort" in modules
+    unused = {
+        "argparse",
+        "series.cli.parse",
+        "series.manifest",
+        "tomllib",
+        "typing",
+        "series.git.names",
+        "series.git.mergetree",
+        "series.git.remote",
+        "series.git.history",
+        "series.git.mail",
+        "series.git.diffs",
+    }
+    assert not unused & modules, sorted(unused & modules)
+    assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
+
+
+def test_a_resume_loads_neither_the_fetch_nor_the_sdist_nor_tomlkit() -> None:
+    """What --skip and --continue import before they run (series.stack.rebase_resume and
+    the CLI's words) holds neither the fetch nor the pin's sdist machinery (tarfile,
+    html.parser): a resume replays on the target the start fetched. tomlkit is loaded
+    only to write series.toml, difflib only where a resolution shows conflict markers,
+    argparse not for ``rebase --skip``."""
+    probe = (
+        "import sys\n"
+        "from series import cli\n"
+        "assert cli.plain(['rebase', '--skip']) is not None\n"
+        "import series.stack.rebase_resume, series.stack.rebase_skip\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    modules = set(proc.stdout.split())
+    assert "series.stack.rebase_driver" in modules
+    unused = {
+        "argparse",
+        "series.upstream.fetch",
+        "series.upstream.pin",
+        "series.upstream.sdist_download",
+        "tarfile",
+        "html.parser",
+        "tomlkit",
+        "difflib",
+    }
+    assert not unused & modules, sorted(unused & modules)

@@ -25,7 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from series import refnames
-from series.git import ZERO, Ident, Repo, Transaction
+from series.git.ident import Ident
+from series.git.refs import Transaction
+from series.git.repo import Repo
+from series.git.run import ZERO
 
 PREFIX = refnames.BACKUP
 CHANGES = "uncommitted changes"  # the label of a snapshot made by :func:`uncommitted`

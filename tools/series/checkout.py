@@ -34,14 +34,19 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from series import backup, refnames
 from series.backup import Kept
 from series.errors import RefusedError, SeriesError
-from series.git import ZERO, Repo, Transaction, lock_fault
+from series.git.refs import Transaction
+from series.git.repo import Repo
+from series.git.run import ZERO, lock_fault
 from series.pids import alive
 from series.ui import Ui
+
+TYPE_CHECKING = False  # typing is not imported (series rebase --abort loads this)
+if TYPE_CHECKING:
+    from typing import Any
 
 BASE_REF = refnames.BASE
 SYNCED_REF = refnames.SYNCED

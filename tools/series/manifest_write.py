@@ -9,9 +9,13 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 
-import tomlkit
-
 from series.manifest import Dropped, Manifest, UpstreamPart
+
+# tomlkit is imported by each function that uses it: a rebase --skip or --continue that
+# stops again writes no series.toml, and tomlkit's import was a tenth of such a run.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import tomlkit
 
 
 @dataclass(frozen=True)
@@ -33,12 +37,16 @@ def write_patches(
     get a minimal table marked ``unsubmitted``. ``text`` is the manifest to
     start from (default: the file as it is now).
     """
+    import tomlkit
+
     doc = tomlkit.parse(text if text is not None else manifest.path.read_text(encoding="utf-8"))
     _patches(doc, updates)
     return tomlkit.dumps(doc)
 
 
 def _patches(doc: tomlkit.TOMLDocument, updates: list[PatchUpdate]) -> None:
+    import tomlkit
+
     aot = doc["patch"]
     assert isinstance(aot, tomlkit.items.AoT)
     old = {str(t["id"]): t for t in aot}
@@ -74,6 +82,8 @@ def write_pin(text: str, *, ref: str, commit: str, dropped: list[Dropped]) -> st
     apply`` then says that the pin needs git, instead of silently using an
     sdist of another version. Comments and key order elsewhere survive.
     """
+    import tomlkit
+
     text, had_sdist = _without_sdist(text, ref, commit)
     doc = tomlkit.parse(text)
     _pin(doc, ref, commit, dropped, had_sdist)
@@ -93,6 +103,8 @@ def write_rebased(
     """What ``series rebase`` writes: :func:`write_pin`, then :func:`write_patches`, then
     :func:`write_parts` of ``text``, the same text, with one parse and one dump of it
     (tomlkit's parse is most of the end of a rebase's own work)."""
+    import tomlkit
+
     text, had_sdist = _without_sdist(text, ref, commit)
     doc = tomlkit.parse(text)
     _pin(doc, ref, commit, dropped, had_sdist)
@@ -118,6 +130,8 @@ def _without_sdist(text: str, ref: str, commit: str) -> tuple[str, bool]:
 def _pin(
     doc: tomlkit.TOMLDocument, ref: str, commit: str, dropped: list[Dropped], had_sdist: bool
 ) -> None:
+    import tomlkit
+
     up = doc["upstream"]
     assert isinstance(up, tomlkit.items.Table)
     up["ref"] = ref
@@ -151,12 +165,16 @@ def write_parts(text: str, parts: dict[str, list[UpstreamPart]]) -> str:
     """
     if not any(parts.values()):
         return text
+    import tomlkit
+
     doc = tomlkit.parse(text)
     _parts(doc, parts)
     return tomlkit.dumps(doc)
 
 
 def _parts(doc: tomlkit.TOMLDocument, parts: dict[str, list[UpstreamPart]]) -> None:
+    import tomlkit
+
     aot = doc["patch"]
     assert isinstance(aot, tomlkit.items.AoT)
     for table in aot:

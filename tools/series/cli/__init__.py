@@ -14,9 +14,11 @@ A plain re-run, ``series [-C DIR] [-v] apply``, ``export`` or ``range-diff``
 and no other word, is parsed here without argparse (:func:`plain`): the
 first two are the commands typed most often to be told "nothing changed",
 and argparse (with gettext and its help formatter's shutil) was a tenth of
-such a run (of a ``range-diff``, about a twentieth of its CPU time). Its
-namespace is argparse's for the same words (tests/test_fixed_cost.py
-compares them); any other word, or form of one, is argparse's to parse.
+such a run (of a ``range-diff``, about a twentieth of its CPU time). So is
+``series [-C DIR] [-v] rebase --abort`` (``--skip``, ``--continue``): a
+command to be within 2x of git's own (issue 23). Its namespace is
+argparse's for the same words (tests/test_fixed_cost.py compares them);
+any other word, or form of one, is argparse's to parse.
 The imports inside ``main`` and ``parser`` are the designed function-local
 imports of docs/architecture.md (rule 12).
 """
@@ -40,6 +42,9 @@ __all__ = ["COMMANDS", "Command", "main", "parser", "plain"]
 
 # The commands whose plain re-run is parsed here; the words accepted before them.
 PLAIN = ("apply", "export", "range-diff")
+# The commands parsed here when followed by one of their sequencer's words alone.
+RESUMED = ("rebase",)
+_RESUME_WORDS = ("--continue", "--skip", "--abort")
 _VERBOSE = ("-v", "--verbose")
 
 
@@ -52,15 +57,21 @@ def parser() -> argparse.ArgumentParser:
 
 def plain(words: Sequence[str]) -> argparse.Namespace | None:
     """The namespace argparse gives ``words`` when they are ``[-C DIR] [-v] apply`` (or
-    ``export``, ``range-diff``) and nothing else; None for any other command line
-    (argparse parses it).
+    ``export``, ``range-diff``), or ``[-C DIR] [-v] rebase --abort`` (``--skip``,
+    ``--continue``), and nothing else; None for any other command line (argparse
+    parses it).
 
     Each option of the command has argparse's default: its declared default, or, for a
-    switch, off; an optional positional (``range-diff [ID]``) not given, None. ``DIR``
-    is taken as argparse takes it after ``-C``: any word that does not start with ``-``.
+    switch, off; an optional positional (``range-diff [ID]``) not given, None; the one
+    sequencer word given sets its constant. ``DIR`` is taken as argparse takes it after
+    ``-C``: any word that does not start with ``-``.
     """
     values: dict[str, object] = {"root": None, "verbose": False}
     rest = list(words)
+    given: str | None = None  # the sequencer's word (rebase --abort), when it ends the words
+    if len(rest) > 1 and rest[-2] in RESUMED and rest[-1] in _RESUME_WORDS:
+        given, rest = rest[-1], rest[:-1]
+    taken = False
     while len(rest) > 1:
         if rest[0] == "-C" and not rest[1].startswith("-"):
             values["root"] = path(rest[1])
@@ -70,11 +81,18 @@ def plain(words: Sequence[str]) -> argparse.Namespace | None:
             rest = rest[1:]
         else:
             return None
-    if len(rest) != 1 or rest[0] not in PLAIN:
+    if len(rest) != 1 or rest[0] not in (RESUMED if given else PLAIN):
         return None
     command = next(c for c in COMMANDS if c.name == rest[0])
     values["command"] = command.name
     for option in flat(command.load().OPTIONS):
+        if option.action == "store_const" and given is not None:
+            if given in option.names:
+                values[option.dest] = option.const
+                taken = True
+            else:
+                values.setdefault(option.dest, option.default)
+            continue
         if option.positional and option.nargs == "?" and option.default is None:
             values[option.dest] = None  # argparse's value for an optional one not given
             continue
@@ -86,6 +104,8 @@ def plain(words: Sequence[str]) -> argparse.Namespace | None:
             values[option.dest] = option.default
         else:
             return None  # argparse converts a string default by the option's type
+    if given is not None and not taken:
+        return None  # the word is none of the command's options
     parsed: argparse.Namespace = SimpleNamespace(**values)  # type: ignore[assignment]
     return parsed
 

@@ -58,7 +58,8 @@ def run(
                 command=shlex.join(["series", *words]),
                 say=ui.status,
                 missing_ok=command.name == "export",
-                known=command.name in ("apply", "export"),  # a re-run may not parse it
+                # a re-run of apply or export, or a rebase's --abort, may not parse it
+                known=command.name in ("apply", "export", "rebase"),
             ) as series:
                 code = int(command.run(series, ui, args))
         except SeriesError as exc:

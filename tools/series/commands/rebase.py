@@ -10,12 +10,14 @@ With ``--json`` the payload says where the checkout stands afterwards
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from series.commands.options import DIR, ENVELOPE, REV, URL, Option, resume
 from series.errors import Exit, UsageError
 
+TYPE_CHECKING = False  # typing is not imported: --abort, --skip, --continue load this
 if TYPE_CHECKING:
+    from typing import Any
+
     from series.checkout import Checkout
     from series.project import Series
     from series.ui import Ui
@@ -61,6 +63,10 @@ def run(
     directory: Path | None = None,
     as_json: bool = False,
 ) -> Exit:
+    if action != "abort":
+        # series.toml parsed first, before any step writes it, as the session did: only
+        # --abort goes without the parse when its session knows the files (series.known)
+        series.manifest  # noqa: B018
     if (onto is None) == (action is None):
         raise UsageError(
             "series rebase needs --onto REV, or one of --continue, --skip, --abort",

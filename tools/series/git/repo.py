@@ -15,22 +15,31 @@ process per repository)::
     repo.merge     batched merge-tree, merge-file           (git/mergetree.py)
     repo.worktree  the files of a work tree                  (git/worktree.py)
     repo.remote    other repositories: fetch, push, copy    (git/remote.py)
+
+Each part's module is imported when the part is first used (``refs`` and
+``objects`` excepted: every command uses them), so ``series rebase
+--abort`` loads neither the merge batches nor the fetches it never runs
+(docs/architecture.md, rule 12).
 """
 
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from pathlib import Path
 
-from series.git.diffs import Diffs
-from series.git.history import History
-from series.git.index import Index
-from series.git.mergetree import Merge
 from series.git.objects import Objects
 from series.git.refs import Refs
-from series.git.remote import Remote
 from series.git.run import Runner, run
-from series.git.worktree import Worktree
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from series.git.diffs import Diffs
+    from series.git.history import History
+    from series.git.index import Index
+    from series.git.mergetree import Merge
+    from series.git.remote import Remote
+    from series.git.worktree import Worktree
 
 
 class Repo:
@@ -41,13 +50,44 @@ class Repo:
         self._run = runner = Runner(path)
         self.refs = Refs(runner)
         self.objects = Objects(runner)
-        self.history = History(runner)
-        self.diffs = Diffs(runner)
-        self.index = Index(runner)
-        self.merge = Merge(runner)
-        self.worktree = Worktree(runner)
-        self.remote = Remote(runner)
         self._git_dir: Path | None = None
+
+    # The other parts, each made (and its module imported) on first use.
+    @cached_property
+    def history(self) -> History:
+        from series.git.history import History
+
+        return History(self._run)
+
+    @cached_property
+    def diffs(self) -> Diffs:
+        from series.git.diffs import Diffs
+
+        return Diffs(self._run)
+
+    @cached_property
+    def index(self) -> Index:
+        from series.git.index import Index
+
+        return Index(self._run)
+
+    @cached_property
+    def merge(self) -> Merge:
+        from series.git.mergetree import Merge
+
+        return Merge(self._run)
+
+    @cached_property
+    def worktree(self) -> Worktree:
+        from series.git.worktree import Worktree
+
+        return Worktree(self._run)
+
+    @cached_property
+    def remote(self) -> Remote:
+        from series.git.remote import Remote
+
+        return Remote(self._run)
 
     @classmethod
     def init(cls, path: Path, *, bare: bool = False) -> Repo:

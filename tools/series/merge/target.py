@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 
 from series.git import LogEntry, Repo
 from series.merge.merger import Node
-from series.upstream import Base, Revision, UpstreamSource
+
+TYPE_CHECKING = False  # the upstream's machinery (fetch, sdist) is not loaded by a resume
+if TYPE_CHECKING:
+    from series.upstream import Base, Revision, UpstreamSource
 
 
 @dataclass

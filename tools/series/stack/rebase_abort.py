@@ -15,8 +15,6 @@ and its engines: ``series rebase --abort`` loads only what it uses;
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from series import backup, refnames
 from series.checkout import Checkout, finish_cut_move, finish_interrupted_move, head_label
 from series.errors import RefusedError, UsageError
@@ -27,6 +25,7 @@ from series.stack.rebase_plan import RebaseState
 from series.stack.snapshot import restore_project
 from series.ui import Ui
 
+TYPE_CHECKING = False  # typing is not imported (series rebase --abort)
 if TYPE_CHECKING:
     from series.project import Series
 
@@ -92,7 +91,7 @@ def abort(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> None:
     tip = checkout.tip()
     assert tip is not None
     repo.worktree.checkout_tree(None, tip)
-    written = [series.patch_path(p) for p in series.manifest.patches]
+    written = [series.root / file for _, file in series.named()]  # no parse when known
     journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
     written += [series.root / str(p) for p in (journal or {}).get("created", [])]
     changed = restore_project(repo, series.root, st.saved, written)

@@ -28,7 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported (series rebase --abort loads this)
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 2
 KINDS = ("pick", "drop", "remainder", "edit", "fixup")

@@ -24,7 +24,9 @@ from collections.abc import Mapping
 
 from series import refnames
 from series.errors import SeriesError
-from series.git import ZERO, Repo, Transaction
+from series.git.refs import Transaction
+from series.git.repo import Repo
+from series.git.run import ZERO
 from series.stack.rebase_plan import FORMAT, OtherFormat, RebaseState, from_json, to_json
 
 PREFIX = refnames.REBASE

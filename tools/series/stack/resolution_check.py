@@ -22,7 +22,6 @@ or syntax error; nothing is committed, recorded or exported.
 from __future__ import annotations
 
 import ast
-import difflib
 import json
 import tomllib
 import warnings
@@ -101,6 +100,8 @@ def leftovers(data: bytes, sides: Sequence[bytes]) -> list[tuple[int, str]]:
     found = markers(data)
     if not found:
         return []
+    import difflib  # only when markers are found: a resume without them does not load it
+
     lines = data.split(b"\n")
     given: set[int] = set()
     for side in sides:

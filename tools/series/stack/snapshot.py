@@ -13,7 +13,8 @@ import hashlib
 from pathlib import Path
 
 from series.files import confined, remove, write_atomic
-from series.git import Ident, Repo
+from series.git.ident import Ident
+from series.git.repo import Repo
 
 _WHO = Ident("keras-series", "rebase@keras-series.invalid", "@0 +0000")
 
