@@ -23,7 +23,7 @@ import pytest
 from helpers import git, make_project
 from series.errors import SeriesError
 from series.git import Repo
-from series.git.objects import Objects
+from series.git.objects import Objects, loose
 from series.upstream import base as upstream_base
 from series.upstream import pack_cache
 from test_speed import ELEVEN, Counted
@@ -106,7 +106,7 @@ def _repacks(calls: list[str]) -> list[str]:
 
 
 def _loose(repo: Path) -> int:
-    return Objects.__new__(Objects).loose(repo / "objects")
+    return loose(repo / "objects")
 
 
 def test_many_loose_objects_are_packed_and_none_is_lost(
@@ -128,10 +128,10 @@ def test_a_few_loose_objects_start_no_git(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(upstream_base, "LOOSE_LIMIT", 64)
     cache, _ = _cache(tmp_path, 40)
 
-    def refuse(self: Objects) -> None:
+    def refuse(self: Objects, **kw: bool) -> None:
         raise AssertionError("packed below the limit")
 
-    monkeypatch.setattr(Objects, "pack_loose", refuse)
+    monkeypatch.setattr(Objects, "repack", refuse)
     assert pack_cache(Repo(cache / "upstream.git"), cache) is False
 
 
@@ -143,10 +143,10 @@ def test_a_packing_that_fails_leaves_the_command_s_answer_alone(
     monkeypatch.setattr(upstream_base, "LOOSE_LIMIT", 20)
     cache, ids = _cache(tmp_path, 40)
 
-    def fail(self: Objects) -> None:
+    def fail(self: Objects, **kw: bool) -> None:
         raise SeriesError("git repack: No space left on device")
 
-    monkeypatch.setattr(Objects, "pack_loose", fail)
+    monkeypatch.setattr(Objects, "repack", fail)
     assert pack_cache(Repo(cache / "upstream.git"), cache) is False
     assert _missing(cache / "upstream.git", ids) == []
 
@@ -189,7 +189,7 @@ PACK = """
 import sys
 from pathlib import Path
 from series.git import Repo
-Repo(Path(sys.argv[1])).objects.pack_loose()
+Repo(Path(sys.argv[1])).objects.repack(whole=False)
 """
 
 
@@ -210,7 +210,7 @@ def test_a_packing_killed_at_any_point_loses_no_object(tmp_path: Path) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         assert _missing(repo, ids) == [], f"killed after {delay} s"
-    Repo(repo).objects.pack_loose()  # and a later packing finishes the job
+    Repo(repo).objects.repack(whole=False)  # and a later packing finishes the job
     assert _loose(repo) == 0 and _missing(repo, ids) == []
 
 

@@ -226,31 +226,34 @@ class Objects(Part):
             raise InternalError("git computed other commit ids than series", why=f"{written}")
         return ids
 
-    def repack(self) -> None:
-        """Everything in one pack: clones made with ``clone_local`` hard-link it."""
-        self._run.git("repack", "-a", "-d", "-q")
+    def repack(self, *, whole: bool = True) -> None:
+        """``whole``: everything in one pack (``repack -a -d``; clones made with
+        ``clone_local`` hard-link it).
 
-    def loose(self, objects: Path) -> int:
-        """How many loose objects ``objects`` (this repository's objects directory) holds:
-        the files of its fan-out directories, counted without git (a millisecond or two
-        for a few hundred)."""
-        count = 0
-        try:
-            with os.scandir(objects) as top:
-                fans = [e.path for e in top if len(e.name) == 2 and e.is_dir()]
-            for fan in fans:
-                with os.scandir(fan) as entries:
-                    count += sum(1 for e in entries if len(e.name) >= 38)
-        except OSError:  # no objects directory, or one removed meanwhile: none counted
-            pass
-        return count
-
-    def pack_loose(self) -> None:
-        """Every loose object into a pack, and the small packs into bigger ones
+        Else every loose object into a pack, and the small packs into bigger ones
         (``repack --geometric=2 -d``): a reader then opens a few packs rather than a
         file per object. Every object is kept, reachable or not (the loose ones and the
         rolled-up packs' all go in), so a run writing objects meanwhile loses none;
         git deletes a loose object or an old pack only once a pack holding it is
         complete, so a repack killed midway leaves at most a temporary file git
         ignores. Bitmaps are not written (they need one pack of everything)."""
-        self._run.git("-c", "repack.writeBitmaps=false", "repack", "-d", "-q", "--geometric=2")
+        if whole:
+            self._run.git("repack", "-a", "-d", "-q")
+        else:
+            self._run.git("-c", "repack.writeBitmaps=false", "repack", "-d", "-q", "--geometric=2")
+
+
+def loose(objects: Path) -> int:
+    """How many loose objects the objects directory ``objects`` holds:
+    the files of its fan-out directories, counted without git (a millisecond or two
+    for a few hundred)."""
+    count = 0
+    try:
+        with os.scandir(objects) as top:
+            fans = [e.path for e in top if len(e.name) == 2 and e.is_dir()]
+        for fan in fans:
+            with os.scandir(fan) as entries:
+                count += sum(1 for e in entries if len(e.name) >= 38)
+    except OSError:  # no objects directory, or one removed meanwhile: none counted
+        pass
+    return count

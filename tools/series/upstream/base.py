@@ -19,6 +19,7 @@ from pathlib import Path
 
 from series.errors import SeriesError
 from series.git import Repo
+from series.git.objects import loose
 from series.locks import attempt
 from series.logs import debug
 from series.manifest import Upstream
@@ -56,14 +57,14 @@ def pack_cache(repo: Repo, cache_dir: Path) -> bool:
     cache's lock (``upstream.lock``, as a fetch and ``series cache clean`` take it),
     and not waited for: when another run holds it, the packing is left to a later
     build. git's repack keeps every object and is safe to kill
-    (series.git.objects.Objects.pack_loose).
+    (series.git.objects.Objects.repack).
     """
-    if repo.objects.loose(repo.path / "objects") < LOOSE_LIMIT:
+    if loose(repo.path / "objects") < LOOSE_LIMIT:
         return False
     try:
         with attempt(cache_dir / "upstream.lock") as held:
             if held:
-                repo.objects.pack_loose()
+                repo.objects.repack(whole=False)
             return held
     except (SeriesError, OSError) as exc:  # the command's work is done; a later build packs
         debug("series.upstream", "cache not packed: %s", getattr(exc, "message", exc))
