@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -216,6 +217,8 @@ def test_continue_and_onto_import_no_gitpython(tmp_path: Path) -> None:
     resumed = modules("rebase", "--continue", code=0)
     assert "series.stack.rebase_finish" in resumed
     assert not [m for m in resumed if m == "git" or m.startswith("git.")]
+    # only the pin moved: series.toml's pin lines edited, tomlkit never imported
+    assert "tomlkit" not in resumed
     assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
 
 
@@ -573,6 +576,59 @@ def test_the_rebase_writes_series_toml_in_one_parse_as_in_three(case: str) -> No
     )
     assert once == one_by_one
     assert 'commit = "' + "e" * 40 + '"' in once
+
+
+def _pin_moved(text: str) -> str:
+    """What the rebase wrote before the line edit: tomlkit's parse, edit and dump."""
+    loaded = manifest.loads(ROOT / "series.toml", text)
+    updates = [PatchUpdate(p.id, p.title, p.file, p.branch) for p in loaded.patches]
+    pinned = write_pin(text, ref="master", commit="e" * 40, dropped=[])
+    return write_patches(loaded, updates, text=pinned)
+
+
+ONLY_PIN = {
+    "real": lambda t: t,
+    "no sdist": lambda t: t[: t.index("[upstream.sdist]")] + t[t.index("[series]") :],
+    "comments, indent, spaces": lambda t: t.replace(
+        'ref = "v3.15.1"', '  ref  =  "v3.15.1"   # the release'
+    ).replace('source = "auto"', 'source="sdist"#stand-in'),
+    "crlf": lambda t: t.replace("\n", "\r\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ONLY_PIN))
+def test_a_rebase_that_only_moves_the_pin_edits_its_lines_as_tomlkit_would(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing dropped, no patch moved or renamed, nothing partly upstream: series.toml is
+    written without tomlkit (its import and parse are most of the end of a rebase), and
+    the bytes are tomlkit's."""
+    text = ONLY_PIN[case]((ROOT / "series.toml").read_text(encoding="utf-8"))
+    want = _pin_moved(text)
+    monkeypatch.setitem(sys.modules, "tomlkit", None)  # importing it fails
+    loaded = manifest.loads(ROOT / "series.toml", text)
+    updates = [PatchUpdate(p.id, p.title, p.file, p.branch) for p in loaded.patches]
+    got = write_rebased(
+        loaded, text, ref="master", commit="e" * 40, dropped=[], updates=updates, parts={}
+    )
+    assert got == want
+
+
+def test_a_pin_line_the_edit_cannot_prove_is_left_to_tomlkit() -> None:
+    """A line that reads as the pin but is inside a multi-line string, a pin in single
+    quotes: tomlkit writes them (tomllib would not read the line edit as the pin moved)."""
+    real = (ROOT / "series.toml").read_text(encoding="utf-8")
+    for text in (
+        real.replace('name = "keras"', 'name = """keras\nref = "v0"\n"""'),
+        real.replace('ref = "v3.15.1"', "ref = 'v3.15.1'"),
+    ):
+        loaded = manifest.loads(ROOT / "series.toml", text)
+        updates = [PatchUpdate(p.id, p.title, p.file, p.branch) for p in loaded.patches]
+        got = write_rebased(
+            loaded, text, ref="master", commit="e" * 40, dropped=[], updates=updates, parts={}
+        )
+        assert got == _pin_moved(text)
+        assert tomllib.loads(got)["upstream"]["ref"] == "master"
 
 
 def test_onto_and_continue_merge_in_one_long_lived_merge_tree(tmp_path: Path) -> None:
