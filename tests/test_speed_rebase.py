@@ -669,3 +669,38 @@ def test_continue_that_stops_again_lists_upstream_from_what_onto_kept(tmp_path: 
     since = git(up, "log", "--format=%H %s", f"{project.commit}..main", "--", "pkg/util.py")
     assert state["stop"]["upstream"] == since.splitlines()
     assert state["stop"]["upstream"][0] == f"{touched} util: VALUE_5 is -5"
+
+
+def test_the_summary_reads_as_patches_only_the_pairs_whose_raw_diffs_differ(
+    tmp_path: Path,
+) -> None:
+    """``raw_commits``: a patch carried past an upstream change to another file has the
+    same raw diff (paths, modes, blob ids) before and after, so the same patch bytes; one
+    whose file upstream changed has another; an empty commit has none; a commit asked
+    twice is answered once."""
+    from series.git import Repo
+
+    work = tmp_path / "r"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    for name in ("a.py", "b.py"):
+        (work / name).write_text("".join(f"line {i}\n" for i in range(30)))
+    git(work, "add", ".")
+    git(work, "commit", "-qm", "base")
+    base = git(work, "rev-parse", "HEAD")
+    replace_line(work / "a.py", "line 3\n", "line three\n")
+    git(work, "commit", "-qam", "P1: a")
+    replace_line(work / "b.py", "line 25\n", "line twenty-five\n")
+    git(work, "commit", "-qam", "P2: b")
+    git(work, "commit", "-q", "--allow-empty", "-m", "P3: empty")
+    old = git(work, "rev-list", "--reverse", f"{base}..HEAD").split()
+    git(work, "checkout", "-q", "-b", "up", base)
+    replace_line(work / "b.py", "line 1\n", "line one\n")
+    git(work, "commit", "-qam", "upstream: b")
+    git(work, "cherry-pick", "--allow-empty", *old)
+    new = git(work, "rev-list", "--reverse", "up~3..up").split()
+    raw = Repo(work).diffs.raw_commits([*old, *new, old[0]])
+    assert raw[old[0]] == raw[new[0]] and raw[old[0]].startswith(b":100644 100644 ")
+    assert raw[old[1]] != raw[new[1]] and b"\tb.py\n" in raw[new[1]]
+    assert raw[old[2]] == raw[new[2]] == b""
+    assert raw[old[0]].count(b"\n") == 1
