@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -216,6 +217,8 @@ def test_continue_and_onto_import_no_gitpython(tmp_path: Path) -> None:
     resumed = modules("rebase", "--continue", code=0)
     assert "series.stack.rebase_finish" in resumed
     assert not [m for m in resumed if m == "git" or m.startswith("git.")]
+    # only the pin moved: series.toml's pin lines edited, tomlkit never imported
+    assert "tomlkit" not in resumed
     assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
 
 
@@ -575,6 +578,59 @@ def test_the_rebase_writes_series_toml_in_one_parse_as_in_three(case: str) -> No
     assert 'commit = "' + "e" * 40 + '"' in once
 
 
+def _pin_moved(text: str) -> str:
+    """What the rebase wrote before the line edit: tomlkit's parse, edit and dump."""
+    loaded = manifest.loads(ROOT / "series.toml", text)
+    updates = [PatchUpdate(p.id, p.title, p.file, p.branch) for p in loaded.patches]
+    pinned = write_pin(text, ref="master", commit="e" * 40, dropped=[])
+    return write_patches(loaded, updates, text=pinned)
+
+
+ONLY_PIN = {
+    "real": lambda t: t,
+    "no sdist": lambda t: t[: t.index("[upstream.sdist]")] + t[t.index("[series]") :],
+    "comments, indent, spaces": lambda t: t.replace(
+        'ref = "v3.15.1"', '  ref  =  "v3.15.1"   # the release'
+    ).replace('source = "auto"', 'source="sdist"#stand-in'),
+    "crlf": lambda t: t.replace("\n", "\r\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ONLY_PIN))
+def test_a_rebase_that_only_moves_the_pin_edits_its_lines_as_tomlkit_would(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing dropped, no patch moved or renamed, nothing partly upstream: series.toml is
+    written without tomlkit (its import and parse are most of the end of a rebase), and
+    the bytes are tomlkit's."""
+    text = ONLY_PIN[case]((ROOT / "series.toml").read_text(encoding="utf-8"))
+    want = _pin_moved(text)
+    monkeypatch.setitem(sys.modules, "tomlkit", None)  # importing it fails
+    loaded = manifest.loads(ROOT / "series.toml", text)
+    updates = [PatchUpdate(p.id, p.title, p.file, p.branch) for p in loaded.patches]
+    got = write_rebased(
+        loaded, text, ref="master", commit="e" * 40, dropped=[], updates=updates, parts={}
+    )
+    assert got == want
+
+
+def test_a_pin_line_the_edit_cannot_prove_is_left_to_tomlkit() -> None:
+    """A line that reads as the pin but is inside a multi-line string, a pin in single
+    quotes: tomlkit writes them (tomllib would not read the line edit as the pin moved)."""
+    real = (ROOT / "series.toml").read_text(encoding="utf-8")
+    for text in (
+        real.replace('name = "keras"', 'name = """keras\nref = "v0"\n"""'),
+        real.replace('ref = "v3.15.1"', "ref = 'v3.15.1'"),
+    ):
+        loaded = manifest.loads(ROOT / "series.toml", text)
+        updates = [PatchUpdate(p.id, p.title, p.file, p.branch) for p in loaded.patches]
+        got = write_rebased(
+            loaded, text, ref="master", commit="e" * 40, dropped=[], updates=updates, parts={}
+        )
+        assert got == _pin_moved(text)
+        assert tomllib.loads(got)["upstream"]["ref"] == "master"
+
+
 def test_onto_and_continue_merge_in_one_long_lived_merge_tree(tmp_path: Path) -> None:
     """--onto and --continue start one ``merge-tree`` for all their merges (and the probe
     of what this git takes), not a prediction batch and a verification batch per chunk
@@ -613,3 +669,38 @@ def test_continue_that_stops_again_lists_upstream_from_what_onto_kept(tmp_path: 
     since = git(up, "log", "--format=%H %s", f"{project.commit}..main", "--", "pkg/util.py")
     assert state["stop"]["upstream"] == since.splitlines()
     assert state["stop"]["upstream"][0] == f"{touched} util: VALUE_5 is -5"
+
+
+def test_the_summary_reads_as_patches_only_the_pairs_whose_raw_diffs_differ(
+    tmp_path: Path,
+) -> None:
+    """``raw_commits``: a patch carried past an upstream change to another file has the
+    same raw diff (paths, modes, blob ids) before and after, so the same patch bytes; one
+    whose file upstream changed has another; an empty commit has none; a commit asked
+    twice is answered once."""
+    from series.git import Repo
+
+    work = tmp_path / "r"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    for name in ("a.py", "b.py"):
+        (work / name).write_text("".join(f"line {i}\n" for i in range(30)))
+    git(work, "add", ".")
+    git(work, "commit", "-qm", "base")
+    base = git(work, "rev-parse", "HEAD")
+    replace_line(work / "a.py", "line 3\n", "line three\n")
+    git(work, "commit", "-qam", "P1: a")
+    replace_line(work / "b.py", "line 25\n", "line twenty-five\n")
+    git(work, "commit", "-qam", "P2: b")
+    git(work, "commit", "-q", "--allow-empty", "-m", "P3: empty")
+    old = git(work, "rev-list", "--reverse", f"{base}..HEAD").split()
+    git(work, "checkout", "-q", "-b", "up", base)
+    replace_line(work / "b.py", "line 1\n", "line one\n")
+    git(work, "commit", "-qam", "upstream: b")
+    git(work, "cherry-pick", "--allow-empty", *old)
+    new = git(work, "rev-list", "--reverse", "up~3..up").split()
+    raw = Repo(work).diffs.raw_commits([*old, *new, old[0]])
+    assert raw[old[0]] == raw[new[0]] and raw[old[0]].startswith(b":100644 100644 ")
+    assert raw[old[1]] != raw[new[1]] and b"\tb.py\n" in raw[new[1]]
+    assert raw[old[2]] == raw[new[2]] == b""
+    assert raw[old[0]].count(b"\n") == 1

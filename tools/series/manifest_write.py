@@ -2,10 +2,16 @@
 
 ``tomlkit`` edits the document in place, so the maintainer's comments, key
 order and formatting survive; series.manifest reads and validates it.
+A rebase that only moves the pin (the common case: nothing dropped, the
+patches in the same order under the same titles, nothing partly upstream)
+edits the pin's lines of the text itself, and keeps that text only when
+``tomllib`` reads it as exactly what the tomlkit edit would give
+(:func:`_pin_lines`); tomlkit, imported only when it is needed, does the rest.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 
@@ -15,6 +21,8 @@ from series.manifest import Dropped, Manifest, UpstreamPart
 # stops again writes no series.toml, and tomlkit's import was a tenth of such a run.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import tomlkit
 
 
@@ -102,10 +110,16 @@ def write_rebased(
 ) -> str:
     """What ``series rebase`` writes: :func:`write_pin`, then :func:`write_patches`, then
     :func:`write_parts` of ``text``, the same text, with one parse and one dump of it
-    (tomlkit's parse is most of the end of a rebase's own work)."""
+    (tomlkit's parse is most of the end of a rebase's own work), or no parse by tomlkit
+    at all where only the pin moves (:func:`_pin_lines`)."""
+    data = tomllib.loads(text)
+    text, had_sdist = _without_sdist(text, ref, commit, data)
+    if not dropped and not any(parts.values()):
+        fast = _pin_lines(text, data, ref, commit, had_sdist, updates)
+        if fast is not None:
+            return fast
     import tomlkit
 
-    text, had_sdist = _without_sdist(text, ref, commit)
     doc = tomlkit.parse(text)
     _pin(doc, ref, commit, dropped, had_sdist)
     _patches(doc, updates)
@@ -114,9 +128,14 @@ def write_rebased(
     return tomlkit.dumps(doc)
 
 
-def _without_sdist(text: str, ref: str, commit: str) -> tuple[str, bool]:
-    """``text`` without its sdist stand-in (a comment says why), and whether it had one."""
-    old_sdist = tomllib.loads(text).get("upstream", {}).get("sdist")
+def _without_sdist(
+    text: str, ref: str, commit: str, data: dict[str, Any] | None = None
+) -> tuple[str, bool]:
+    """``text`` without its sdist stand-in (a comment says why), and whether it had one.
+
+    ``data``: ``text`` as ``tomllib`` reads it, when the caller has read it already.
+    """
+    old_sdist = (data if data is not None else tomllib.loads(text)).get("upstream", {}).get("sdist")
     if old_sdist is None:
         return text, False
     was = f"{old_sdist.get('package')}=={old_sdist.get('version')}"
@@ -193,6 +212,63 @@ def _parts(doc: tomlkit.TOMLDocument, parts: dict[str, list[UpstreamPart]]) -> N
                 record["onto"] = part.onto
             record["took"] = list(part.took)
             records.append(record)
+
+
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9._/+@-]*")  # a basic string with nothing to escape
+
+
+def _pin_lines(
+    text: str,
+    data: dict[str, Any],
+    ref: str,
+    commit: str,
+    had_sdist: bool,
+    updates: list[PatchUpdate],
+) -> str | None:
+    """``text`` with the pin moved by editing its lines, or None where tomlkit must do it.
+
+    Only where the rebase changes nothing but ``[upstream]``'s ``ref``, ``commit`` (and
+    ``source``, to ``git``): the [[patch]] tables already in ``updates``' order with their
+    titles and files, each key a line ``key = "value"`` of its own in ``[upstream]``,
+    values that need no escape. The result is kept only if ``tomllib`` reads it as the
+    old document with those values replaced (a line inside a multi-line string, a key
+    given twice or elsewhere: None). tomlkit, replacing a value, keeps the line's
+    indent and comment, as this does. ``data``: the document as it was before its sdist
+    stand-in was cut out of ``text`` (``had_sdist``).
+    """
+    up = data.get("upstream")
+    old = data.get("patch")
+    if not isinstance(up, dict) or not isinstance(old, list):
+        return None
+    if [(p.get("id"), p.get("title"), p.get("file")) for p in old] != [
+        (u.id, u.title, u.file) for u in updates
+    ]:
+        return None
+    if had_sdist:
+        up = {k: v for k, v in up.items() if k != "sdist"}
+    values = {"ref": ref, "commit": commit}
+    if had_sdist or up.get("source") == "sdist":
+        values["source"] = "git"
+    if not all(_PLAIN_VALUE.fullmatch(v) for v in values.values()):
+        return None
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.strip() == "[upstream]"), None)
+    if start is None:
+        return None
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")),
+        len(lines),
+    )
+    for key, value in values.items():
+        line = re.compile(rf'(\s*{key}\s*=\s*)"[^"\\]*"(\s*(?:#.*)?\r?\n?)')
+        found = [(i, m) for i in range(start + 1, end) if (m := line.fullmatch(lines[i]))]
+        if len(found) != 1:
+            return None
+        (at, match), *_ = found
+        lines[at] = f'{match[1]}"{value}"{match[2]}'
+    out = "".join(lines)
+    want: dict[str, Any] = {**data, "upstream": {**up, **values}}
+    return out if tomllib.loads(out) == want else None
 
 
 def _drop_table(text: str, header: str, note: str) -> str:

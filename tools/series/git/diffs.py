@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from series.errors import InternalError
 from series.git.run import Part
 
 _ZERO_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
@@ -71,6 +72,32 @@ class Diffs(Part):
                     continue
             if current is not None:
                 current.append(line)
+        return {commit: b"".join(lines) for commit, lines in parts.items()}
+
+    def raw_commits(self, commits: Sequence[str]) -> dict[str, bytes]:
+        """commit -> its ``diff-tree --raw`` against its parent (mode, blob ids and path of
+        each changed file; nothing for a commit that changes none), with one process.
+
+        Two commits with the same raw diff have the same :meth:`commits` bytes, as that is
+        made from these blobs alone: a caller compares these before asking for those.
+        """
+        if not commits:
+            return {}
+        argv = ["diff-tree", "--stdin", "-r", "--raw", "--full-index", "--no-renames"]
+        out = self._run.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=self._env())
+        wanted = set(commits)
+        parts: dict[str, list[bytes]] = {c: [] for c in commits}
+        current: list[bytes] | None = None
+        for line in out.splitlines(keepends=True):
+            if line.startswith(b":"):
+                if current is None:
+                    raise InternalError(f"diff-tree --raw: a change before any commit: {line!r}")
+                current.append(line)
+                continue
+            name = line.strip().decode("ascii", "replace")
+            if name not in wanted:
+                raise InternalError(f"diff-tree --raw: not a commit asked for: {line!r}")
+            current = parts[name] = []  # a commit asked for twice: its changes once
         return {commit: b"".join(lines) for commit, lines in parts.items()}
 
     def range_diff(self, old: str, new: str) -> str:

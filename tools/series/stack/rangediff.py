@@ -62,19 +62,20 @@ class Shape:
 
 
 def shape(diff: bytes) -> Shape:
+    """The file headers and +/- lines, and the file headers and context lines, of ``diff``
+    (``+++``/``---`` lines, ``index`` and ``@@`` lines left out). Dispatched on each
+    line's first character: a rebase's summary shapes every patch upstream moved."""
     changes: list[str] = []
     context: list[str] = []
     for raw in diff.decode("utf-8", "surrogateescape").splitlines():
-        if raw.startswith(("diff --git", "index ", "@@")):
-            if raw.startswith("diff --git"):
+        first = raw[:1]
+        if first == "+" or first == "-":
+            if not raw.startswith(("+++", "---")):
                 changes.append(raw)
-                context.append(raw)
-            continue
-        if raw.startswith(("+++", "---")):
-            continue
-        if raw.startswith(("+", "-")):
+        elif first == " ":
+            context.append(raw)
+        elif first == "d" and raw.startswith("diff --git"):
             changes.append(raw)
-        elif raw.startswith(" "):
             context.append(raw)
     return Shape(tuple(changes), tuple(context))
 

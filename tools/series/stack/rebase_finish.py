@@ -176,14 +176,27 @@ def _summary(repo: Repo, ui: Ui, st: RebaseState, dropped: list[Dropped], kept: 
     table = Grid(f"rebased onto {st.onto_label}", ("#", "id", "result", "details"))
     walked = st.walked()
     picked = [c for a, o in walked if o.status == "picked" for c in (a.commit, o.new)]
-    diffs = repo.diffs.commits(picked)
+    # The same raw diff (paths, modes, blob ids) is the same patch: only the others are
+    # read as patches and compared line by line.
+    raw = repo.diffs.raw_commits(picked)
+    diffs = repo.diffs.commits(
+        [
+            c
+            for a, o in walked
+            if o.status == "picked" and raw[a.commit] != raw[o.new]
+            for c in (a.commit, o.new)
+        ]
+    )
     for n, (a, o) in enumerate(walked, 1):
         reduced = o.kept and a.part is not None and a.part.verdict == "partial"
         if o.status == "picked" and reduced:
             result, detail = "reduced (partly upstream)", o.note
         elif o.status == "picked":
-            was, now = diffs[a.commit], diffs[o.new]  # the same bytes: nothing to compare
-            result, detail = UNCHANGED if was == now else classify_diffs(was, now), ""
+            if raw[a.commit] == raw[o.new]:
+                result, detail = UNCHANGED, ""
+            else:
+                was, now = diffs[a.commit], diffs[o.new]  # the same bytes: nothing to compare
+                result, detail = UNCHANGED if was == now else classify_diffs(was, now), ""
         elif reduced:
             result, detail = "reduced (partly upstream), remainder recorded", o.resolution
         elif o.status == "resolved":
