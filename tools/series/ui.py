@@ -28,6 +28,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 
+from series.terminal import terminal
+
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
     from typing import IO, Any
@@ -61,16 +63,7 @@ class Stream:
         """A terminal, as rich tells one (``TTY_COMPATIBLE``, ``FORCE_COLOR``, then isatty)."""
         if self._console is not None:
             return self._console.is_terminal
-        compatible = os.environ.get("TTY_COMPATIBLE", "")
-        if compatible in ("0", "1"):
-            return compatible == "1"
-        force = os.environ.get("FORCE_COLOR")
-        if force is not None:
-            return force != ""
-        try:
-            return self.file.isatty()
-        except (AttributeError, ValueError):  # no isatty, or a closed file
-            return False
+        return terminal(self.file)
 
     def line(self, text: str) -> None:
         if self._console is not None:  # a spinner may be live on it: rich prints above it

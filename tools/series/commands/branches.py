@@ -156,7 +156,7 @@ def _keeping(
     as_json: bool,
 ) -> _Keeping | None:
     """A dry run of the kind series.stack.branches_kept answers, with its inputs; or None."""
-    from series.stack.branches_kept import terminal
+    from series.terminal import terminal
 
     if not opts.dry_run or opts.push is not None or opts.upstream is not None:
         return None

@@ -59,6 +59,7 @@ import sys
 from _blake2 import blake2b
 
 from series.code import code_digest
+from series.terminal import terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -134,20 +135,6 @@ def find_root(start: str) -> str | None:
         if up == here:
             return None
         here = up
-
-
-def terminal(stream: Any) -> bool:
-    """series.ui.Stream.is_terminal."""
-    compatible = os.environ.get("TTY_COMPATIBLE", "")
-    if compatible in ("0", "1"):
-        return compatible == "1"
-    force = os.environ.get("FORCE_COLOR")
-    if force is not None:
-        return force != ""
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 def record_path(root: str, cache: str, opts: str) -> str:
