@@ -183,6 +183,24 @@ def make_project(
     return Project(root, upstream, commit)
 
 
+def said_with_git(
+    log: Path, env: dict[str, str], bound: float, root: Path, *args: str
+) -> tuple[int, str, str, list[str]]:
+    """Exit code, stdout, stderr of ``series -C root ARGS`` run with ``env``, and the argv
+    of each git process it started as a ``git`` shim on its PATH logs them to ``log``."""
+    log.unlink(missing_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=bound,
+        check=False,
+    )
+    calls = log.read_text().splitlines() if log.exists() else []
+    return proc.returncode, proc.stdout, proc.stderr, calls
+
+
 class GitShim:
     """``series`` run as its own process with a cache of its own, the argv of every git
     process it starts logged (a ``git`` shim first on PATH)."""
@@ -203,20 +221,17 @@ class GitShim:
             "SERIES_CACHE_DIR": str(self.cache),
         }
 
+    def said(self, root: Path, *args: str) -> tuple[int, str, str, list[str]]:
+        """Exit code, stdout, stderr of ``series -C root ARGS``, and the argv of each git
+        process it started."""
+        return said_with_git(self.log, self.env, self.BOUND, root, *args)
+
     def run(self, root: Path, *args: str, code: int = 0) -> tuple[str, list[str]]:
         """stdout of ``series -C root ARGS`` (which must exit ``code``), and the argv of each
         git process it started."""
-        self.log.unlink(missing_ok=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "series", "-C", str(root), *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=self.BOUND,
-            check=False,
-        )
-        assert proc.returncode == code, proc.stderr
-        return proc.stdout, self.log.read_text().splitlines() if self.log.exists() else []
+        exit_code, out, err, calls = self.said(root, *args)
+        assert exit_code == code, err
+        return out, calls
 
     def calls(self, root: Path, *args: str, code: int = 0) -> list[str]:
         """The argv of each git process ``series -C root ARGS`` started."""

@@ -27,20 +27,6 @@ DRY = ("branches", "--dry-run")
 
 
 class Runs(GitShim):
-    def said(self, root: Path, *args: str) -> tuple[int, str, str, list[str]]:
-        """Exit code, stdout, stderr and git processes of ``series -C root ARGS``."""
-        self.log.unlink(missing_ok=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "series", "-C", str(root), *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=self.BOUND,
-            check=False,
-        )
-        calls = self.log.read_text().splitlines() if self.log.exists() else []
-        return proc.returncode, proc.stdout, proc.stderr, calls
-
     def full(self, root: Path, *args: str) -> tuple[int, str, str]:
         """What the full run says: with nothing kept (it keeps its answer again)."""
         shutil.rmtree(self.cache / branches_kept.DIR, ignore_errors=True)

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import Project, make_project
+from helpers import Project, make_project, said_with_git
 from series.errors import Exit
 from test_hardening import snapshot
 
@@ -57,17 +55,8 @@ class FakeGit:
 
     def run(self, root: Path, *args: str) -> tuple[int, str, list[str]]:
         """(exit code, stderr, argv of each git process) of ``series -C root ARGS``."""
-        self.log.unlink(missing_ok=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "series", "-C", str(root), *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=120,
-            check=False,
-        )
-        calls = self.log.read_text().splitlines() if self.log.exists() else []
-        return proc.returncode, proc.stderr, calls
+        code, _, err, calls = said_with_git(self.log, self.env, 120, root, *args)
+        return code, err, calls
 
 
 def _refused(code: int, err: str, calls: list[str], version: str) -> None:
