@@ -579,6 +579,27 @@ def test_a_settled_module_rewritten_with_its_size_and_time_kept_has_another_key(
     )
 
 
+def _saved_meanwhile(
+    real: Callable[..., object], patch: Path, other: bytes
+) -> Callable[..., object]:
+    """``real`` (a reader of patch files), which for ``patch`` finds ``other`` in it: the
+    file saved as ``other`` just before it is read and saved back just after (same size)."""
+    these = patch.read_bytes()
+
+    def saved_meanwhile(path: Path, *args: object) -> object:
+        if path != patch:
+            return real(path, *args)
+        with patch.open("r+b") as fh:
+            fh.write(other)
+        try:
+            return real(path, *args)
+        finally:
+            with patch.open("r+b") as fh:
+                fh.write(these)
+
+    return saved_meanwhile
+
+
 def test_a_patch_file_saved_twice_in_one_tick_while_git_reads_it_is_not_kept_for_these_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -592,18 +613,7 @@ def test_a_patch_file_saved_twice_in_one_tick_while_git_reads_it_is_not_kept_for
     these = patch.read_bytes()
     other = these.replace(b"util: VALUE_5 is 55", b"util: another title")
     assert len(other) == len(these)
-    real = read_mail
-
-    def saved_meanwhile(path: Path, *args: object) -> object:
-        if path != patch:
-            return real(path, *args)  # type: ignore[arg-type]
-        with patch.open("r+b") as fh:
-            fh.write(other)
-        try:
-            return real(path, *args)  # type: ignore[arg-type]
-        finally:
-            with patch.open("r+b") as fh:
-                fh.write(these)
+    saved_meanwhile = _saved_meanwhile(read_mail, patch, other)
 
     with monkeypatch.context() as patched:
         patched.setattr(patchinfo, "identity", lambda _path: (0,), raising=False)
@@ -629,18 +639,7 @@ def test_a_patch_file_saved_twice_in_one_tick_while_the_stack_is_built_gives_its
     these = patch.read_bytes()
     other = these.replace(b"+VALUE_5 = 55", b"+VALUE_5 = 57")
     assert len(other) == len(these)
-    real = mailinfo
-
-    def saved_meanwhile(path: Path, *args: object) -> object:
-        if path != patch:
-            return real(path, *args)  # type: ignore[arg-type]
-        with patch.open("r+b") as fh:
-            fh.write(other)
-        try:
-            return real(path, *args)  # type: ignore[arg-type]
-        finally:
-            with patch.open("r+b") as fh:
-                fh.write(these)
+    saved_meanwhile = _saved_meanwhile(mailinfo, patch, other)
 
     with monkeypatch.context() as patched:
         patched.setattr(memo_module, "identity", lambda _path: (0,))
