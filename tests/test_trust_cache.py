@@ -726,3 +726,25 @@ def test_what_check_conflicts_found_is_kept_for_the_bytes_it_merged(tmp_path: Pa
     patch.write_bytes(merged)  # the user goes back: what was merged is shown for it
     shown = _series(project, editor.env, "show", "P2", "--json")
     assert json.loads(shown.stdout)["applies_alone_computed"]["applies"] is True
+
+
+def test_list_and_show_after_series_itself_changed_split_as_the_new_code_does(
+    tmp_path: Path,
+) -> None:
+    """patchinfo/ kept what git said of a patch file under the sha256 of its bytes alone,
+    not of series' code: after an upgrade that splits a patch file otherwise (here: the
+    subject), ``list`` and ``show`` answered from the old code's split until the file
+    changed (list reads the same records). Now the key holds series.code.code_digest."""
+    project = make_project(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(Path(series.__file__).parent, code / "series", ignore=_pycache)
+    env = {**GitShim(tmp_path).env, "PYTHONPATH": str(code)}
+    shown = _series(project, env, "show", "P2", "--json")
+    assert json.loads(shown.stdout)["title"] == "util: VALUE_5 is 55", shown.stderr
+    mail = code / "series" / "git" / "mail.py"  # the upgrade: another split
+    text = mail.read_text()
+    assert text.count('subject=fields.get("Subject", ""),') == 1
+    mail.write_text(text.replace('subject=fields.get("Subject", ""),', 'subject="new",'))
+    shown = _series(project, env, "show", "P2", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["title"] == "new"
