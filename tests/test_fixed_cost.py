@@ -34,11 +34,12 @@ def _python(code: str, env: dict[str, str]) -> str:
 def test_a_cold_apply_starts_no_git_version(tmp_path: Path) -> None:
     """GitPython's import ran ``git version`` twice (its refresh, then its fetch's flags).
     series' own check of git's version (series.git.version) asks once per git executable
-    and per-user cache: a cold apply with that known starts none."""
+    and per-user cache (and each run for a wrapper script like this shim, whose check
+    GitShim leaves out): a cold apply starts no other."""
     project = make_project(tmp_path)
     shim = GitShim(tmp_path)
     _, calls = shim.run(project.root, "apply")
-    assert [c for c in calls if c.split()[0] == "version"] == ["version"], calls
+    assert calls and not [c for c in calls if c.split()[0] == "version"], calls
     assert (project.root / "work").is_dir()
     _, calls = shim.run(project.root, "apply", "--dir", str(tmp_path / "second"))
     assert calls and not [c for c in calls if c.split()[0] == "version"], calls

@@ -80,6 +80,9 @@ class Built(Generic[P]):
     steps: list[Step[P]] = field(default_factory=list)
     failure: Failure[P] | None = None
     reused: int = 0  # leading steps taken from the memo
+    # Each file's bytes as the build read them once (series.builder.memo), in the order of
+    # the files it was given: what its steps, its failure and the memo's keys are of.
+    data: list[bytes] = field(default_factory=list)
 
     @property
     def tip(self) -> str:

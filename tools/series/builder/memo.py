@@ -79,7 +79,7 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]], known: Known | None 
     keys = keys_of(base, [(item.patch.id, d) for item, d in zip(files, data, strict=True)])
     if known is None:
         known = recorded(repo)
-    built: Built[P] = Built(base)
+    built: Built[P] = Built(base, data=data)
     for item, key in zip(files, keys, strict=True):
         if key not in known:
             break
@@ -221,7 +221,7 @@ def check(repo: Repo, base: str, files: list[PatchFile[P]], commits: list[str]) 
     keys = keys_of(base, [(item.patch.id, d) for item, d in zip(files, data, strict=True)])
     refs = repo.refs.under(refnames.ROOT)  # the memo and the proofs, in one process
     count = _count(refs, keys, commits)
-    built: Built[P] = Built(base)
+    built: Built[P] = Built(base, data=data)
     built.steps = [Step(f.patch, c, False) for f, c in zip(files[:count], commits, strict=False)]
     built.reused = count
     if count == len(files):
