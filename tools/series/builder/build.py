@@ -19,11 +19,14 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
 from series.builder.message import with_trailer
 from series.errors import UsageError
-from series.git import Repo, mailinfo
+from series.git.mail import mailinfo  # not through series.git: it imports every part
+
+if TYPE_CHECKING:
+    from series.git import Repo
 
 
 class Entry(Protocol):

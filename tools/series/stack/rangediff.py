@@ -31,32 +31,30 @@ reads the commits' trees and blobs from a pack.
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from series import upstream
 from series.builder import memo
 from series.builder.build import PatchFile
 from series.errors import UsageError
-from series.git import Repo
 from series.git.run import light_processes
-from series.manifest import Manifest, load
+from series.records import NamedTuple
 from series.refnames import REBASE_LAST
-from series.ui import Ui
 
+TYPE_CHECKING = False  # neither typing nor dataclasses is imported for a range-diff
 if TYPE_CHECKING:
+    from series.git import Repo
+    from series.manifest import Manifest
     from series.project import Series
+    from series.ui import Ui
 
 UNCHANGED = "unchanged"
 CONTEXT = "context only"
 CONTENT = "content changed"
 
 
-@dataclass(frozen=True)
-class Shape:
+class Shape(NamedTuple):
     changes: tuple[str, ...]  # file headers and +/- lines
     context: tuple[str, ...]  # file headers and context lines
 
@@ -141,8 +139,7 @@ def range_diffs(
 # -- series range-diff -------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Version:
+class Version(NamedTuple):
     """One version of the series: where it came from, and its files by relative path;
     ``manifest``: its series.toml parsed, when the project's own was (the current one)."""
 
@@ -151,8 +148,7 @@ class Version:
     manifest: Manifest | None = None
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     id: str
     kind: str  # unchanged | context only | content changed | new | dropped
     old: str | None  # the patch's commit in the old version (built on the old pin)
@@ -286,7 +282,8 @@ def _same(
     return not any(marker in data for data in files for marker in _RENAMES)
 
 
-Stack = tuple[dict[str, tuple[str, str, str]], tuple[str, str], Manifest]
+# patch id -> (commit, title, file); (base, tip); the version's manifest
+Stack = tuple[dict[str, tuple[str, str, str]], tuple[str, str], "Manifest"]
 
 
 def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Known) -> Stack:
@@ -295,6 +292,10 @@ def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Kn
     own files, as parsed already; another is written out to be parsed and read."""
     if version.manifest is not None:
         return _built(series, ui, version.label, version.manifest, series.root, cache, known)
+    import tempfile  # only for a version other than the project's files now
+
+    from series.manifest import load
+
     with tempfile.TemporaryDirectory(prefix="series-range-diff-") as tmp:
         root = Path(tmp)
         for rel, data in version.files.items():
