@@ -16,7 +16,6 @@ so nothing here reads series.toml.
 from __future__ import annotations
 
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
@@ -114,6 +113,8 @@ def build(
     ``data``: each file's bytes as the caller read them (series.builder.memo keys its
     record by them), applied instead of what the file holds when git would read it.
     """
+    import tempfile  # only when it is used: a run that builds nothing does not load it
+
     built: Built[P] = Built(base)
     read: list[bytes | None] = list(data) if data is not None else [None] * len(files)
     with tempfile.TemporaryDirectory(prefix="series-stack-") as tmp:

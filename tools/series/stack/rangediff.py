@@ -31,7 +31,8 @@ reads the commits' trees and blobs from a pack.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from series import upstream
@@ -289,20 +290,70 @@ Stack = tuple[dict[str, tuple[str, str, str]], tuple[str, str], "Manifest"]
 def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Known) -> Stack:
     """patch id -> (commit, title, patch file) of ``version`` built on its own pin, in the
     cache; (pin, tip) of that stack; its manifest. The current version is the project's
-    own files, as parsed already; another is written out to be parsed and read."""
+    own files, as parsed already; another is parsed from its files' bytes when the parse
+    cannot depend on where they are (:func:`_parsed`), else written out to be parsed."""
     if version.manifest is not None:
         return _built(series, ui, version.label, version.manifest, series.root, cache, known)
-    import tempfile  # only for a version other than the project's files now
-
+    manifest = _parsed(version.files)
+    if manifest is not None:
+        return _built(series, ui, version.label, manifest, None, cache, known, version.files)
     from series.manifest import load
+
+    with _written(version.files) as root:
+        manifest = load(root / "series.toml")
+        return _built(series, ui, version.label, manifest, root, cache, known)
+
+
+@contextmanager
+def _written(files: dict[str, bytes]) -> Iterator[Path]:
+    """``files`` written out in a new temporary directory, removed afterwards."""
+    import tempfile  # only for a version whose files must be on disk: not every run's
 
     with tempfile.TemporaryDirectory(prefix="series-range-diff-") as tmp:
         root = Path(tmp)
-        for rel, data in version.files.items():
+        for rel, data in files.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_bytes(data)
-        manifest = load(root / "series.toml")
-        return _built(series, ui, version.label, manifest, root, cache, known)
+        yield root
+
+
+# Where a version parsed from its bytes (:func:`_parsed`) says its series.toml is: a path
+# that names nothing, so the parse's check that each path resolves inside the project is
+# the lexical one it is in a directory of written files.
+_NOWHERE = Path("/nonexistent/series-range-diff")
+
+
+def _parsed(files: dict[str, bytes]) -> Manifest | None:
+    """``files``' series.toml parsed as :func:`series.manifest.load` parses it once the
+    files are written out in a directory of their own, without writing them: None unless
+    that is sure to be the same manifest (the same values, no error).
+
+    The parse reads the disk only to check the paths it names: the checkout and every
+    patch file must resolve inside the project, and each patch file must be a file that
+    is not empty. In a directory holding only the written files, a path without ``..``
+    always resolves inside it (its parse would fail only on ``.``, as here), and a patch
+    file is such a file exactly when it is one of ``files`` with some bytes. Anything
+    else (an error, a ``..``, a file named otherwise) is left to that parse, which says
+    what is wrong in its own words.
+    """
+    import io
+
+    from series.manifest import loads
+
+    text = files.get("series.toml")
+    if text is None:
+        return None
+    try:  # decoded as Path.read_text decodes (universal newlines), as load() reads it
+        decoded = io.TextIOWrapper(io.BytesIO(text), encoding="utf-8").read()
+        manifest = loads(_NOWHERE / "series.toml", decoded, missing_ok=True)
+    except Exception:  # that parse raises it again, in its own words
+        return None
+    named = [manifest.checkout, *(p.file for p in manifest.patches)]
+    if any(".." in value.split("/") for value in named):
+        return None
+    if not all(files.get(p.file) for p in manifest.patches):
+        return None
+    return manifest
 
 
 def _built(
@@ -310,20 +361,52 @@ def _built(
     ui: Ui,
     label: str,
     manifest: Manifest,
-    root: Path,
+    root: Path | None,
     cache: Repo,
     known: memo.Known,
+    files: dict[str, bytes] | None = None,
 ) -> Stack:
+    """The stack of ``manifest``'s patches, whose files are under ``root``, or (``root``
+    None) are ``files``' bytes: reused from the memo when it has every one of them, else
+    built from the files written out."""
     base = upstream.cached_pin(manifest.upstream, cache, series.cache_dir) or upstream.resolve(
         manifest.upstream, series.cache_dir, source=None, override=None
     )
     ui.status(f"{label}: {len(manifest.patches)} patches on {base.label}")
+    if root is None:
+        assert files is not None
+        steps = _remembered(manifest, files, base.commit, known)
+        if steps is not None:
+            tip = list(steps.values())[-1][0] if steps else base.commit
+            return steps, (base.commit, tip), manifest
+        with _written(files) as written:
+            return (*_stack(series, manifest, written, base.commit, cache, known), manifest)
+    return (*_stack(series, manifest, root, base.commit, cache, known), manifest)
+
+
+def _remembered(
+    manifest: Manifest, files: dict[str, bytes], base: str, known: memo.Known
+) -> dict[str, tuple[str, str, str]] | None:
+    """What :func:`series.builder.memo.build` answers without building when the memo has
+    every patch (the same keys, of the same bytes); None when it has not."""
+    keys = memo.keys_of(base, [(p.id, files[p.file]) for p in manifest.patches])
+    if not all(key in known for key in keys):
+        return None
+    return {
+        p.id: (known[key][0], p.title, p.file)
+        for p, key in zip(manifest.patches, keys, strict=True)
+    }
+
+
+def _stack(
+    series: Series, manifest: Manifest, root: Path, base: str, cache: Repo, known: memo.Known
+) -> tuple[dict[str, tuple[str, str, str]], tuple[str, str]]:
     files = [PatchFile(p, root / p.file) for p in manifest.patches]
-    built = memo.build(cache, base.commit, files, known)
+    built = memo.build(cache, base, files, known)
     if built.reused < len(built.steps) or built.failure is not None:
         upstream.pack_cache(cache, series.cache_dir)  # this build wrote objects
     steps = {s.patch.id: (s.commit, s.patch.title, s.patch.file) for s in built.steps}
-    return steps, (built.base, built.tip), manifest
+    return steps, (built.base, built.tip)
 
 
 def _current_files(series: Series) -> dict[str, bytes]:
