@@ -31,7 +31,6 @@ NOT_IMPORTED = {
     "series.git.history",
     "series.git.index",
     "series.git.mergetree",
-    "series.git.remote",
     "series.git.worktree",
     "tempfile",
 }

@@ -30,6 +30,7 @@ reads the commits' trees and blobs from a pack.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -40,6 +41,7 @@ from series.builder import memo
 from series.builder.build import PatchFile
 from series.errors import UsageError
 from series.git.run import light_processes
+from series.manifest import load, loads  # the session parsed the project's: loaded already
 from series.records import NamedTuple
 from series.refnames import REBASE_LAST
 
@@ -297,8 +299,6 @@ def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Kn
     manifest = _parsed(version.files)
     if manifest is not None:
         return _built(series, ui, version.label, manifest, None, cache, known, version.files)
-    from series.manifest import load
-
     with _written(version.files) as root:
         manifest = load(root / "series.toml")
         return _built(series, ui, version.label, manifest, root, cache, known)
@@ -336,10 +336,6 @@ def _parsed(files: dict[str, bytes]) -> Manifest | None:
     else (an error, a ``..``, a file named otherwise) is left to that parse, which says
     what is wrong in its own words.
     """
-    import io
-
-    from series.manifest import loads
-
     text = files.get("series.toml")
     if text is None:
         return None

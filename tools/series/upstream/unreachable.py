@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from series.files import write_atomic
+from series.git.remote import net_timeout
 
 _NETWORK = re.compile(
     r"unable to access|Could not resolve|Connection (refused|timed out|reset)|"
@@ -29,8 +30,6 @@ _NETWORK = re.compile(
 
 def stall() -> int:
     """Seconds without data before a network operation gives up (SERIES_NET_TIMEOUT)."""
-    from series.git.remote import net_timeout  # the remote part: only where one may be asked
-
     return net_timeout()
 
 
