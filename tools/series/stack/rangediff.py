@@ -23,7 +23,11 @@ without importing GitPython (series.git.run.light_processes: one
 ``cat-file`` per repository); the memo is listed once for both versions,
 both pins are found in the cache without the fetch machinery
 (series.upstream.cached_pin), and the current version's series.toml is
-the one the command parsed. A build of either stack packs the cache's loose
+the one the command parsed. The earlier version is parsed from its bytes
+and its stack taken from the memo without writing its files out, where
+neither can depend on where the files are (:func:`_parsed`,
+:func:`_remembered`). Only the parts of the git layer it uses are imported
+(not series.git's names, which import every part). A build of either stack packs the cache's loose
 objects once there are many (series.upstream.pack_cache): the range-diff
 reads the commits' trees and blobs from a pack.
 """
