@@ -31,6 +31,7 @@ NOT_IMPORTED = {
     "series.git.history",
     "series.git.index",
     "series.git.mergetree",
+    "series.git.remote",
     "series.git.worktree",
     "tempfile",
 }
