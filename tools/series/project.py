@@ -267,7 +267,7 @@ class Series:
 
     def project_repo(self) -> Repo | None:
         """The git repository the project itself lives in, when it is one."""
-        from series.git import Repo
+        from series.git.repo import Repo
 
         repo = Repo(self.root)
         return repo if repo.is_repo() else None

@@ -499,6 +499,17 @@ def _executable(light: bool) -> str:
     return "git" if light else os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"
 
 
+def net_timeout() -> int:
+    """Seconds without data before a network git command gives up (``SERIES_NET_TIMEOUT``).
+
+    Here, not in the remote part that bounds fetches by it (series.git.remote), so that
+    the record of unreachable upstreams reads it without importing that part."""
+    try:
+        return max(1, int(os.environ.get("SERIES_NET_TIMEOUT", "30")))
+    except ValueError:
+        return 30
+
+
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     """What a git process gets on top of series' environment: the transports, then ``extra``."""
     allowed = os.environ.get("GIT_ALLOW_PROTOCOL") or ALLOWED_PROTOCOLS
