@@ -21,7 +21,8 @@ answer it: it needs nothing the CLI imports; so is a ``series branches
 --dry-run`` that nothing changed since the last one
 (series.stack.branches_kept), and a ``series apply`` that nothing changed
 since the last one verified (series.stack.verified_kept: one ``git
-status``, ended with series as in the CLI).
+status``, ended with series as in the CLI), and ``series --help`` as the
+CLI printed it last (series.help_kept).
 
 stdout and stderr escape what their encoding cannot hold (a commit subject
 with "é" under an ASCII locale prints as ``\\xe9``) instead of ending the
@@ -72,6 +73,13 @@ def main() -> int:
     if sys.argv[1:] == ["--version"]:  # what argparse prints, without importing the CLI
         sys.stdout.write(f"series {__version__}\n")
         return 0
+    if sys.argv[1:] in (["--help"], ["-h"]):  # as the CLI printed it last, if kept
+        from series.help_kept import recall
+
+        text = recall()
+        if text is not None:
+            sys.stdout.write(text)
+            return 0
     if sys.argv[-1] == "apply" and len(sys.argv) in (2, 4):  # [-C DIR] apply: a re-run
         code = _verified(sys.argv[1:], stops)
         if code is not None:
