@@ -10,7 +10,7 @@ index and files, and series' own code. So when a run changed nothing,
 what it read is kept, as a digest (``key``), with what it said, in the
 checkout's git directory (``.git/series/verified.json``, one entry per
 command). The next run computes the digest from files alone
-(series.git.files_key for the refs, the sha256 of every file, the status
+(series.git.files_key for the refs, the blake2b of every file, the status
 of series' own modules: series.code.code_digest) and, when it
 is the same, says the same
 again after one ``git status`` (without optional locks: it writes

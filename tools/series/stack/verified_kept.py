@@ -47,7 +47,7 @@ from _blake2 import blake2b
 from series.code import code_digest
 from series.git.child import run_child
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
-from series.git.ref_files import files_key, sha256
+from series.git.ref_files import files_key
 from series.stack.branches_kept import BROKEN_PIPE, _git, _unsafe, cache_dir, find_root
 
 TYPE_CHECKING = False
@@ -88,14 +88,17 @@ def digest(
 ) -> str | None:
     """The digest of all that ``command`` reads in the checkout at ``checkout`` (resolved)
     of the project at ``root``, each patch's id and file in ``named``; None when it cannot
-    be told (series.stack.verified's docstring says when)."""
+    be told (series.stack.verified's docstring says when).
+
+    blake2b (builtin, as series.code's): it hashes the patch files about twice as fast
+    as the builtin sha256, and OpenSSL's import costs more than either."""
     git_dir = os.path.join(checkout, ".git")
     if os.path.exists(os.path.join(root, JOURNAL)) or _busy(git_dir):
         return None
     refs = files_key(checkout, index=False)  # the index: git status, each time
     if refs is None:
         return None
-    h = sha256(f"{VERIFIED_FORMAT}\0{command}\0{checkout}\0{branch}\0{refs}\0".encode())
+    h = blake2b(f"{VERIFIED_FORMAT}\0{command}\0{checkout}\0{branch}\0{refs}\0".encode())
     h.update(code_digest())
     files = [os.path.join(root, "series.toml"), *(os.path.join(root, f) for _, f in named)]
     if any(os.path.islink(path) for path in files):
@@ -103,7 +106,7 @@ def digest(
     try:
         h.update(_read(files[0]))
         for (patch_id, file), path in zip(named, files[1:], strict=True):
-            h.update(f"\0{patch_id}\0{file}\0".encode() + sha256(_read(path)).digest())
+            h.update(f"\0{patch_id}\0{file}\0".encode() + blake2b(_read(path)).digest())
     except OSError:
         return None
     return h.hexdigest()
