@@ -200,11 +200,12 @@ def test_top_level_help_imports_neither_dataclasses_nor_typing() -> None:
     assert not {"dataclasses", "inspect", "typing", "pathlib"} & imported_after("--help")
 
 
-def _help(env: dict[str, str]) -> tuple[str, set[str]]:
-    """stdout of ``series --help`` in a fresh interpreter, and the modules it imported."""
+def _help(env: dict[str, str], *before: str) -> tuple[str, set[str]]:
+    """stdout of ``series [BEFORE] --help`` in a fresh interpreter, and the modules it
+    imported."""
     probe = (
         "import sys\n"
-        "sys.argv = ['series', '--help']\n"
+        f"sys.argv = ['series', *{list(before)!r}, '--help']\n"
         "from series.entry import main\n"
         "code = main()\n"
         "sys.stdout.write('\\0' + ' '.join(sorted(sys.modules)))\n"
@@ -230,6 +231,8 @@ def test_a_help_printed_once_is_written_again_without_the_parser(tmp_path: Path)
     again, modules = _help(env)
     assert again == first
     assert not {"argparse", "series.cli", "re", "pathlib"} & modules, sorted(modules)
+    named, modules = _help(env, "-C", str(tmp_path))  # -C changes nothing in the help
+    assert named == first and "argparse" not in modules
     narrow, modules = _help({**env, "COLUMNS": "50"})  # another width: argparse's own
     assert "argparse" in modules and narrow != first
     assert max(len(line) for line in narrow.splitlines()) <= 50

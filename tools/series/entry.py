@@ -73,10 +73,10 @@ def main() -> int:
     if sys.argv[1:] == ["--version"]:  # what argparse prints, without importing the CLI
         sys.stdout.write(f"series {__version__}\n")
         return 0
-    if sys.argv[1:] in (["--help"], ["-h"]):  # as the CLI printed it last, if kept
-        from series.help_kept import recall
+    if "--help" in sys.argv[1:4] or "-h" in sys.argv[1:4]:  # as the CLI printed it, if kept
+        from series.help_kept import recall, words
 
-        text = recall()
+        text = recall() if words(sys.argv[1:]) else None
         if text is not None:
             sys.stdout.write(text)
             return 0

@@ -10,7 +10,8 @@ options' declarations with ``re``) cost ``series --help`` twice Python's
 own start-up (issue 23). So the CLI keeps the text it printed
 (:func:`keep`) in the per-user cache (``help/<digest>``), and
 series.entry, for ``series --help`` (or ``-h``) alone, writes the text
-kept under the digest of now (:func:`recall`) without importing the CLI.
+kept under the digest of now (:func:`recall`) without importing the CLI
+(:func:`words`: also after ``-C DIR``, which changes nothing in the help).
 Any other command line, a digest with no text kept, or a text that cannot
 be read, is the CLI's to answer. The text is written whole, or not at all
 (a temporary file renamed into place).
@@ -29,7 +30,7 @@ from series.stack.branches_kept import cache_dir
 
 FORMAT = 1
 DIR = "help"
-WORDS = (["--help"], ["-h"])
+HELP = ("--help", "-h")
 TEMP_PREFIX = ".series-tmp-"  # series.files.TEMP_PREFIX
 # What may change argparse's text besides the code and the width: its translation
 # (gettext's variables) and, in later Pythons, its colours.
@@ -37,6 +38,15 @@ ENVIRONMENT = (
     *("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"),
     *("NO_COLOR", "FORCE_COLOR", "PYTHON_COLORS", "TERM"),
 )
+
+
+def words(argv: list[str]) -> bool:
+    """Whether ``argv`` asks argparse for the top-level help and nothing else:
+    ``[-C DIR] --help`` (or ``-h``); ``DIR``, as argparse takes it after ``-C``, any word
+    that does not start with ``-`` (its type, series.commands.options.path, takes any)."""
+    if len(argv) == 3 and argv[0] == "-C" and not argv[1].startswith("-"):
+        argv = argv[2:]
+    return len(argv) == 1 and argv[0] in HELP
 
 
 def key() -> str:

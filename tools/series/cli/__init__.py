@@ -126,7 +126,7 @@ def main(
     err: IO[str] | None = None,
 ) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    if words in help_kept.WORDS and out is None:  # argparse's help, kept for series.entry
+    if help_kept.words(words) and out is None:  # argparse's help, kept for series.entry
         return _help()
     args = plain(words)
     if args is None:
