@@ -65,7 +65,8 @@ def test_a_dry_run_nothing_changed_since_is_said_again_without_git(
     )
     modules = set(proc.stdout.split("\n")[-2].split())
     assert "series.stack.branches_kept" in modules
-    assert not {"series.cli", "series.git", "series.manifest", "argparse", "json"} & modules
+    assert not {"series.cli", "series.git.run", "series.git.repo", "series.manifest"} & modules
+    assert not {"argparse", "json", "git", "subprocess"} & modules
 
 
 def _branch(p: Project, c: Path) -> None:

@@ -179,6 +179,12 @@ PARSING = {
     "series.stack",
     "series.stack.branches_kept",
     "series.terminal",
+    # which git PATH leads to (series.git.itself: branches_kept asks a wrapper script's
+    # git), and how it would be started, without the git layer's runner or GitPython
+    "series.git",
+    "series.git.itself",
+    "series.git.child",
+    "series.records",
 }
 
 

@@ -33,20 +33,18 @@ from __future__ import annotations
 import os
 
 from series.errors import SeriesError
-from series.git.child import run_child
+from series.git.itself import MINIMUM, ask, is_git_itself
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
     from pathlib import Path
 
-MINIMUM = (2, 39)
 NEEDS = (
     "merge-tree --write-tree --stdin (git 2.39), cat-file --batch-command (2.36) and "
     "configuration given in the environment (GIT_CONFIG_COUNT, 2.31)"
 )
 RECORD = "git-version"  # in the per-user cache directory
 _KEPT = 8  # verdicts kept: one per git a user's PATHs lead to
-_VERSION = r"^git version (\d+)\.(\d+)(?:\.(\d+))?"
 
 _good: set[str] = set()  # the keys of gits found new enough by this process
 _store: list[Path] = []  # where the verdicts are remembered (set by :func:`check`)
@@ -91,11 +89,11 @@ def ensure(executable: str = "git") -> None:
     key = _key(found)
     if key is None or key in _good:
         return
-    kept = _is_git_itself(found)
+    kept = is_git_itself(found)
     if kept and key in _recall():
         _good.add(key)
         return
-    said, version = _ask(found)
+    said, version = ask(found)
     if version is None or version < MINIMUM:
         shown = ".".join(map(str, version)) if version is not None else None
         raise GitTooOld(found, said, shown)
@@ -127,35 +125,6 @@ def _key(path: str) -> str | None:
     return f"{real}\t{st.st_dev}\t{st.st_ino}\t{st.st_size}\t{st.st_mtime_ns}\t{st.st_ctime_ns}"
 
 
-# The first bytes of a binary executable: ELF; Mach-O 32 and 64 bits, either byte order,
-# and a universal (fat) one.
-_BINARY = frozenset(
-    {
-        b"\x7fELF",
-        b"\xfe\xed\xfa\xce",
-        b"\xfe\xed\xfa\xcf",
-        b"\xce\xfa\xed\xfe",
-        b"\xcf\xfa\xed\xfe",
-        b"\xca\xfe\xba\xbe",
-    }
-)
-
-
-def _is_git_itself(path: str) -> bool:
-    """Whether ``path`` is a file whose verdict may be kept: a binary executable whose
-    resolved name is ``git`` (not a ``#!`` script, nor a binary of another name that
-    PATH leads to through a link)."""
-    real = os.path.realpath(path)
-    if os.path.basename(real) != "git":
-        return False
-    try:
-        with open(real, "rb") as fh:
-            head = fh.read(4)
-    except OSError:
-        return False
-    return head in _BINARY
-
-
 def _recall() -> set[str]:
     """The keys of gits remembered as new enough."""
     if not _store:
@@ -165,27 +134,6 @@ def _recall() -> set[str]:
     except OSError:
         return set()
     return {line.rpartition("\t")[0] for line in text.splitlines() if line.count("\t") == 6}
-
-
-def _ask(path: str) -> tuple[str, tuple[int, ...] | None]:
-    """What ``path version`` says, and the version in it (None: unreadable).
-
-    Started as a re-run's one ``git status`` is (series.git.child, without
-    subprocess): a wrapper script is asked each run, re-runs answered from what
-    was kept included."""
-    import re  # only to ask, once per git (a command that starts no git process does not
-    from pathlib import Path  # load them for this)
-
-    try:
-        done = run_child(Path("/"), [path, "version"], env={}, stdin=None, stall=None, light=True)
-    except OSError as exc:
-        return f"(could not run it: {exc})", None
-    out = done.out.decode("utf-8", "replace")
-    said = out + done.err.decode("utf-8", "replace")
-    match = re.match(_VERSION, out)
-    if done.status != 0 or match is None:
-        return said, None
-    return said, tuple(int(part or 0) for part in match.groups())
 
 
 def _remember(key: str, said: str) -> None:

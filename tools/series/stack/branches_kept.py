@@ -46,7 +46,7 @@ written), which the run that kept the answer did, and which a run
 without ``--dry-run`` does itself.
 
 This module imports only what Python's start-up has loaded already,
-series.code, ``fcntl`` and ``_blake2`` (hashlib's ``blake2b``: it hashes
+series.code, series.git.itself (and series.git.child, how it starts git), ``fcntl`` and ``_blake2`` (hashlib's ``blake2b``: it hashes
 half a megabyte of patches three times faster than the builtin
 ``_sha256``, and OpenSSL's import costs more than that).
 """
@@ -59,6 +59,7 @@ import sys
 from _blake2 import blake2b
 
 from series.code import code_digest
+from series.git.itself import MINIMUM, ask, is_git_itself
 from series.terminal import terminal
 
 TYPE_CHECKING = False
@@ -213,19 +214,47 @@ def digest(
     return h.hexdigest()
 
 
-def _git() -> str | None:
-    """The git the full run would start (the first on PATH, as ``shutil.which``), as its
-    path, size and time: another git may judge a branch name otherwise. None: no git (the
-    full run says so)."""
+def _git_path() -> str | None:
+    """The git the full run would start: the first on PATH, as ``shutil.which``."""
     for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
         path = os.path.join(directory or ".", "git")
-        try:
-            stat = os.stat(path)
-        except OSError:
-            continue
-        if os.access(path, os.X_OK) and not os.path.isdir(path):
-            return f"{os.path.abspath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}"
+        if os.access(path, os.X_OK) and os.path.isfile(path):
+            return path
     return None
+
+
+def _git() -> str | None:
+    """The git the full run would start, as its path and its file's identity (device,
+    inode, size, times: series.git.version's key): another git may judge a branch name
+    otherwise. None: no git (the full run says so)."""
+    path = _git_path()
+    try:
+        stat = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    if path is None or stat is None:
+        return None
+    return (
+        f"{os.path.abspath(path)}\0{stat.st_dev}\0{stat.st_ino}\0{stat.st_size}"
+        f"\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}"
+    )
+
+
+def git_new_enough() -> bool:
+    """Whether the git on PATH may answer now, as series.git.version would judge it.
+
+    A kept answer was made by a run that checked git's version, and the git it
+    names is known by its file (:func:`_git`). That file is git itself
+    (series.git.itself) or the same verdict holds; a wrapper script (a version
+    manager's shim) is not: the git it runs may have changed since, so it is
+    asked again here, as the full run asks it every run (one ``git version``)."""
+    path = _git_path()
+    if path is None:
+        return False
+    if is_git_itself(path):
+        return True
+    version = ask(path)[1]
+    return version is not None and version >= MINIMUM
 
 
 def _unsafe(root: str, files: list[str]) -> bool:
@@ -334,7 +363,7 @@ def rerun(argv: list[str]) -> int | None:
     if entry is None:
         return None
     key = digest(root, cache, options(opts), entry["checkout"], entry["files"], entry["cache_refs"])
-    if key is None or key != entry["key"]:
+    if key is None or key != entry["key"] or not git_new_enough():
         return None
     try:
         sys.stderr.write(entry["stderr"])

@@ -14,8 +14,9 @@ the command>``), what the next re-run needs to answer it from files alone:
   bytes, the checkout's refs, series' code) and the digest of the
   checkout's ``.git/series/verified.json`` (any change to it, and this
   entry is not taken);
-* the git the full run would start (its path, size and time: the full run
-  checks that it is new enough, series.git.version);
+* the git the full run would start (its path and its file's identity: the
+  full run checks that it is new enough, series.git.version; a wrapper
+  script is asked again before the answer, as the full run asks it);
 * what the re-run writes on stderr and stdout.
 
 ``series [-C DIR] apply`` alone (series.entry) asks :func:`rerun`: when the
@@ -48,7 +49,14 @@ from series.code import code_digest
 from series.git.child import run_child
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.ref_files import files_key
-from series.stack.branches_kept import BROKEN_PIPE, _git, _unsafe, cache_dir, find_root
+from series.stack.branches_kept import (
+    BROKEN_PIPE,
+    _git,
+    _unsafe,
+    cache_dir,
+    find_root,
+    git_new_enough,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -249,7 +257,7 @@ def rerun(argv: Sequence[str]) -> int | None:
             verified = blake2b(_read(os.path.join(checkout, VERIFIED))).hexdigest()
         except OSError:
             return None
-        if verified != entry["verified"] or not _clean(checkout):
+        if verified != entry["verified"] or not git_new_enough() or not _clean(checkout):
             return None
     finally:
         os.close(lock)  # the lock goes with the descriptor
