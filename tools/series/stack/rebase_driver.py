@@ -48,8 +48,8 @@ from series.git.mergetree import MergeStream
 from series.merge import Job, Merger, Node, resolutions
 from series.merge.merger import synthetic_commit
 from series.merge.predict import clean_node, predict_jobs
+from series.stack import part_notes
 from series.stack import rebase_state as rstate
-from series.stack import upstream_parts
 from series.stack.rebase_finish import finish
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import (
@@ -376,7 +376,7 @@ def conflict_error(run: Run, state: RebaseState) -> ConflictError:
     assert state.stop is not None
     s, action = state.stop, state.plan[state.stop.index]
     if s.proposal and action.part is not None:
-        return upstream_parts.proposal_error(
+        return part_notes.proposal_error(
             action.id, run.title(action.id), action.part, state.onto_label, run.checkout.path
         )
     pid = action.id
@@ -389,7 +389,7 @@ def conflict_error(run: Run, state: RebaseState) -> ConflictError:
     if s.note:
         why.append(s.note)
     if action.part is not None:
-        why += upstream_parts.stop_lines(pid, action.part, state.drop_merged)
+        why += part_notes.stop_lines(pid, action.part, state.drop_merged)
     why.append(
         f"{where} has the conflicted files with markers; HEAD is {state.onto_rev} with the "
         f"patches before {pid}"

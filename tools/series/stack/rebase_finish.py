@@ -26,9 +26,9 @@ from series.manifest import Dropped, Patch, UpstreamPart
 from series.manifest_write import PatchUpdate, write_rebased
 from series.stack import rebase_state as rstate
 from series.stack.edit_finish import finish_edit
+from series.stack.part_notes import records
 from series.stack.rangediff import UNCHANGED, classify_diffs
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
-from series.stack.upstream_parts import records
 from series.ui import Grid, Ui
 
 if TYPE_CHECKING:
