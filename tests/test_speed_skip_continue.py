@@ -12,9 +12,19 @@ import sys
 from pathlib import Path
 
 from helpers import git
+from test_rebase import resolve_p1
 from test_speed_rebase import stopped
 
 REMAINDER_ENGINE = ("series.evidence",)
+# What a rebase's resume has no use for: an edit's end (an export, its builds), range-diff's
+# builds (the summary's classes are series.stack.diffclass's)
+EXPORT_AND_BUILDS = {
+    "series.stack.edit_finish",
+    "series.stack.export",
+    "series.stack.rangediff",
+    "series.builder.build",
+    "series.builder.memo",
+}
 
 
 def test_a_resume_loads_no_remainder_engine() -> None:
@@ -33,6 +43,7 @@ def test_a_resume_loads_no_remainder_engine() -> None:
     modules = set(proc.stdout.split())
     assert {"series.stack.rebase_driver", "series.stack.part_notes"} <= modules
     assert not [m for m in modules if m.startswith(REMAINDER_ENGINE)]
+    assert not EXPORT_AND_BUILDS & modules, sorted(EXPORT_AND_BUILDS & modules)
 
 
 def _run_without_fork(root: Path, *args: str) -> tuple[int, set[str], str]:
@@ -64,5 +75,21 @@ def test_skip_starts_its_git_without_forking_series(tmp_path: Path) -> None:
     assert code == 0, err
     assert "series.stack.rebase_driver" in modules
     assert not [m for m in modules if m.startswith(REMAINDER_ENGINE)]
+    assert not EXPORT_AND_BUILDS & modules, sorted(EXPORT_AND_BUILDS & modules)
     assert "P1" in (project.root / "series.toml").read_text().split("[[dropped]]", 1)[1]
     assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
+
+
+def test_continue_to_the_end_loads_no_export_and_forks_nothing(tmp_path: Path) -> None:
+    """--continue with the resolution staged, to the rebase's end (patches/ written, the
+    summary's classes): neither an edit's export nor range-diff's builds are loaded, and
+    no git process is started by a fork of series."""
+    project, _ = stopped(tmp_path)
+    resolve_p1(project)
+    code, modules, err = _run_without_fork(project.root, "rebase", "--continue")
+    assert code == 0, err
+    assert {"series.stack.rebase_finish", "series.stack.diffclass"} <= modules
+    assert not [m for m in modules if m.startswith(REMAINDER_ENGINE)]
+    assert not EXPORT_AND_BUILDS & modules, sorted(EXPORT_AND_BUILDS & modules)
+    assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""

@@ -74,7 +74,10 @@ class Run:
     """What the driver acts on: the project, the checkout, the commits being replayed.
 
     ``upstream_commits`` gives the upstream commits since the pin (for the
-    conflict report), read from git only when a stop needs them.
+    conflict report), read from git only when a stop needs them. ``end``: the
+    end of a ``series edit`` (an export: series.stack.edit_finish, handed in by
+    the edit's commands, so that a rebase loads none of the export); a rebase
+    ends with series.stack.rebase_finish.
     """
 
     series: Series
@@ -82,6 +85,7 @@ class Run:
     checkout: Checkout
     infos: dict[str, CommitInfo]
     upstream_commits: Callable[[], list[LogEntry]]
+    end: Callable[[Series, Ui, Checkout, RebaseState], None] | None = None
     _commits: list[LogEntry] | None = field(default=None, init=False)
 
     @property
@@ -131,6 +135,10 @@ def _walk(
         else:
             assert isinstance(effect, Finish)
             steps.close()
+            if state.kind == "edit":
+                assert run.end is not None, "an edit is ended by the edit's own end"
+                run.end(run.series, run.ui, run.checkout, state)
+                return
             subjects = {c: i.message.splitlines()[0] for c, i in run.infos.items()}
             finish(run.series, run.ui, run.checkout, state, subjects)
             return
