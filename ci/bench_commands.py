@@ -326,8 +326,9 @@ class Bench:
         series(run, "rebase", "--onto", "master", "--upstream", str(self.shared), ok=False)
         if how == "--continue":
             trial = self.tmp / "runs" / "rebase" / "work" / P18_FILE
-            if trial.exists():
-                (run / "work" / P18_FILE).write_bytes(trial.read_bytes())
+            if not trial.exists():  # --only without the rebase row: P18 as a rebase resolves it
+                self._rebase()
+            (run / "work" / P18_FILE).write_bytes(trial.read_bytes())
             sh(run / "work", "git", "add", P18_FILE)
         return timed(lambda: series(run, "rebase", how, ok=False))
 

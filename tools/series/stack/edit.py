@@ -21,10 +21,12 @@ from series.checkout import Checkout, finish_cut_move
 from series.errors import RefusedError
 from series.stack import edit_plan, export_files
 from series.stack import rebase_state as rstate
+from series.stack.edit_finish import edited, finish_edit, stop_cut_short
 from series.stack.edit_plan import Entry, Request
 from series.stack.rebase import guard
 from series.stack.rebase_driver import Run, drive
 from series.stack.rebase_plan import begin
+from series.stack.rebase_resume import EditEnds
 from series.stack.rebase_resume import resume as resume_sequencer
 from series.stack.snapshot import save_project
 from series.ui import Ui
@@ -78,7 +80,7 @@ def start(series: Series, ui: Ui, checkout: Checkout, request: Request) -> None:
         txn.update(rstate.SAVED_REF, saved, None)
         txn.update(rstate.ONTO_REF, cstate.base, None)
     ui.status(f"edit: {shown} in a series of {len(plan)} steps")
-    drive(Run(series, ui, checkout, {i.commit: i for i in infos}, list), state)
+    drive(Run(series, ui, checkout, {i.commit: i for i in infos}, list, finish_edit), state)
 
 
 def report(checkout: Checkout) -> dict[str, Any]:
@@ -97,4 +99,5 @@ def report(checkout: Checkout) -> dict[str, Any]:
 
 def resume(series: Series, ui: Ui, checkout: Checkout, action: str) -> None:
     """``--continue``, ``--skip`` or ``--abort`` of the edit in progress."""
-    resume_sequencer(series, ui, checkout, action, kind="edit")
+    ends = EditEnds(finish_edit, stop_cut_short, edited)
+    resume_sequencer(series, ui, checkout, action, kind="edit", ends=ends)

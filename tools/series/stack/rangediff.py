@@ -48,6 +48,10 @@ from series.git.run import light_processes
 from series.manifest import load, loads  # the session parsed the project's: loaded already
 from series.records import NamedTuple
 from series.refnames import REBASE_LAST
+from series.stack.diffclass import CONTENT as CONTENT
+from series.stack.diffclass import CONTEXT as CONTEXT
+from series.stack.diffclass import UNCHANGED
+from series.stack.diffclass import classify_diffs as classify_diffs
 
 TYPE_CHECKING = False  # neither typing nor dataclasses is imported for a range-diff
 if TYPE_CHECKING:
@@ -55,41 +59,6 @@ if TYPE_CHECKING:
     from series.manifest import Manifest
     from series.project import Series
     from series.ui import Ui
-
-UNCHANGED = "unchanged"
-CONTEXT = "context only"
-CONTENT = "content changed"
-
-
-class Shape(NamedTuple):
-    changes: tuple[str, ...]  # file headers and +/- lines
-    context: tuple[str, ...]  # file headers and context lines
-
-
-def shape(diff: bytes) -> Shape:
-    """The file headers and +/- lines, and the file headers and context lines, of ``diff``
-    (``+++``/``---`` lines, ``index`` and ``@@`` lines left out). Dispatched on each
-    line's first character: a rebase's summary shapes every patch upstream moved."""
-    changes: list[str] = []
-    context: list[str] = []
-    for raw in diff.decode("utf-8", "surrogateescape").splitlines():
-        first = raw[:1]
-        if first == "+" or first == "-":
-            if not raw.startswith(("+++", "---")):
-                changes.append(raw)
-        elif first == " ":
-            context.append(raw)
-        elif first == "d" and raw.startswith("diff --git"):
-            changes.append(raw)
-            context.append(raw)
-    return Shape(tuple(changes), tuple(context))
-
-
-def classify_diffs(old: bytes, new: bytes) -> str:
-    a, b = shape(old), shape(new)
-    if a.changes != b.changes:
-        return CONTENT
-    return UNCHANGED if a.context == b.context else CONTEXT
 
 
 def range_diff(repo: Repo, old: str, new: str) -> str:

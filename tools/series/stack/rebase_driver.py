@@ -48,8 +48,8 @@ from series.git.mergetree import MergeStream
 from series.merge import Job, Merger, Node, resolutions
 from series.merge.merger import synthetic_commit
 from series.merge.predict import clean_node, predict_jobs
+from series.stack import part_notes
 from series.stack import rebase_state as rstate
-from series.stack import upstream_parts
 from series.stack.rebase_finish import finish
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import (
@@ -74,7 +74,10 @@ class Run:
     """What the driver acts on: the project, the checkout, the commits being replayed.
 
     ``upstream_commits`` gives the upstream commits since the pin (for the
-    conflict report), read from git only when a stop needs them.
+    conflict report), read from git only when a stop needs them. ``end``: the
+    end of a ``series edit`` (an export: series.stack.edit_finish, handed in by
+    the edit's commands, so that a rebase loads none of the export); a rebase
+    ends with series.stack.rebase_finish.
     """
 
     series: Series
@@ -82,6 +85,7 @@ class Run:
     checkout: Checkout
     infos: dict[str, CommitInfo]
     upstream_commits: Callable[[], list[LogEntry]]
+    end: Callable[[Series, Ui, Checkout, RebaseState], None] | None = None
     _commits: list[LogEntry] | None = field(default=None, init=False)
 
     @property
@@ -131,6 +135,10 @@ def _walk(
         else:
             assert isinstance(effect, Finish)
             steps.close()
+            if state.kind == "edit":
+                assert run.end is not None, "an edit is ended by the edit's own end"
+                run.end(run.series, run.ui, run.checkout, state)
+                return
             subjects = {c: i.message.splitlines()[0] for c, i in run.infos.items()}
             finish(run.series, run.ui, run.checkout, state, subjects)
             return
@@ -376,7 +384,7 @@ def conflict_error(run: Run, state: RebaseState) -> ConflictError:
     assert state.stop is not None
     s, action = state.stop, state.plan[state.stop.index]
     if s.proposal and action.part is not None:
-        return upstream_parts.proposal_error(
+        return part_notes.proposal_error(
             action.id, run.title(action.id), action.part, state.onto_label, run.checkout.path
         )
     pid = action.id
@@ -389,7 +397,7 @@ def conflict_error(run: Run, state: RebaseState) -> ConflictError:
     if s.note:
         why.append(s.note)
     if action.part is not None:
-        why += upstream_parts.stop_lines(pid, action.part, state.drop_merged)
+        why += part_notes.stop_lines(pid, action.part, state.drop_merged)
     why.append(
         f"{where} has the conflicted files with markers; HEAD is {state.onto_rev} with the "
         f"patches before {pid}"

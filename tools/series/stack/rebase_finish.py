@@ -25,10 +25,9 @@ from series.git import Repo
 from series.manifest import Dropped, Patch, UpstreamPart
 from series.manifest_write import PatchUpdate, write_rebased
 from series.stack import rebase_state as rstate
-from series.stack.edit_finish import finish_edit
-from series.stack.rangediff import UNCHANGED, classify_diffs
+from series.stack.diffclass import UNCHANGED, classify_diffs
+from series.stack.part_notes import records
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
-from series.stack.upstream_parts import records
 from series.ui import Grid, Ui
 
 if TYPE_CHECKING:
@@ -57,11 +56,10 @@ def finish(
     """Export the rebased series, move the branch, forget the rebase; print the summary.
 
     ``subjects``: the subject line of each patch's commit before the rebase.
-    A ``series edit`` keeps its pin: its end is an export (series.stack.edit_finish).
+    A ``series edit`` keeps its pin: its end is an export (series.stack.edit_finish,
+    the driver's ``Run.end``).
     """
-    if st.kind == "edit":
-        finish_edit(series, ui, checkout, st)
-        return
+    assert st.kind == "rebase", "an edit ends with its export (series.stack.edit_finish)"
     repo = checkout.repo
     old_text = repo.objects.blob_read(st.saved, "series.toml").decode("utf-8")
     old = {p.id: p for p in manifest.loads(series.manifest.path, old_text, missing_ok=True).patches}

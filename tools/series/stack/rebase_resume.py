@@ -18,37 +18,58 @@ from series.errors import ConflictError, RefusedError, UsageError
 from series.git import LogEntry
 from series.git.run import light_processes
 from series.merge import resolutions
+from series.records import NamedTuple
 from series.stack import rebase_state as rstate
 from series.stack import resolution_check
-from series.stack.edit_finish import edited, stop_cut_short
 from series.stack.rebase_abort import keep_stop, prepare, resume_abort
 from series.stack.rebase_driver import Run, conflict_error, drive, write_conflict
 from series.stack.rebase_plan import RebaseState, Stop
-from series.stack.rebase_step import Resolved, Skipped
+from series.stack.rebase_step import Edited, Resolved, Skipped
 from series.ui import Ui
 from series.upstream import range_log
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from series.git import Repo
     from series.project import Series
 
 
+class EditEnds(NamedTuple):
+    """What a ``series edit`` resume takes of series.stack.edit_finish, handed in by
+    series.stack.edit: a rebase's resume loads none of the export behind it."""
+
+    finish: Callable[[Series, Ui, Checkout, RebaseState], None]  # the edit's end
+    cut_short: Callable[..., bool]  # an edit stop killed before it was all written
+    edited: Callable[[Repo, Path, RebaseState], Edited]  # what the user made at the stop
+
+
 def resume(
-    series: Series, ui: Ui, checkout: Checkout, action: str, *, kind: str = "rebase"
+    series: Series,
+    ui: Ui,
+    checkout: Checkout,
+    action: str,
+    *,
+    kind: str = "rebase",
+    ends: EditEnds | None = None,
 ) -> None:
     """``--continue``, ``--skip`` or ``--abort`` of the ``kind`` (rebase, edit) in progress.
 
     ``--continue`` and ``--skip`` start their git processes without importing GitPython
     (series.git.run.light_processes: the same processes; the import cost more CPU than
-    any of them but the merges).
+    any of them but the merges). ``ends``: an edit's (series.stack.edit).
     """
     if action == "abort":
         resume_abort(series, ui, checkout, kind)
         return
     with light_processes():
-        _resume(series, ui, checkout, action, kind)
+        _resume(series, ui, checkout, action, kind, ends)
 
 
-def _resume(series: Series, ui: Ui, checkout: Checkout, action: str, kind: str) -> None:
+def _resume(
+    series: Series, ui: Ui, checkout: Checkout, action: str, kind: str, ends: EditEnds | None
+) -> None:
     found = prepare(checkout, ui, action, kind)
     if found is None:
         return
@@ -57,16 +78,19 @@ def _resume(series: Series, ui: Ui, checkout: Checkout, action: str, kind: str) 
     editing = st.stop is not None and st.stop.kind == "edit"
     at = _check_moved(checkout, st, head_may_move=action == "skip" or editing)
     infos = repo.history.commit_infos(st.base, st.tip)
-    run = Run(series, ui, checkout, {i.commit: i for i in infos}, lambda: _since_pin(run, st))
+    assert (ends is not None) == (st.kind == "edit"), "an edit is resumed with its ends"
+    end = ends.finish if ends is not None else None
+    run = Run(series, ui, checkout, {i.commit: i for i in infos}, lambda: _since_pin(run, st), end)
     if editing:
+        assert ends is not None
         if action == "skip":
             raise UsageError(
                 f"nothing to skip: the edit is stopped for you to change {st.stopped_at}",
                 hint=f"`{st.command} --continue` goes on (with or without changes); "
                 f"`{st.command} --abort` puts everything back",
             )
-        if not stop_cut_short(repo, ui, st, finished=cut):
-            drive(run, st, edited(repo, checkout.path, st))
+        if not ends.cut_short(repo, ui, st, finished=cut):
+            drive(run, st, ends.edited(repo, checkout.path, st))
     elif action == "skip":
         _skip(run, st, at)
     elif cut and st.stop is not None and st.stop.proposal:

@@ -1,0 +1,95 @@
+"""``series rebase --skip`` and ``--continue``: what they load and how they start git (issue 23).
+
+Speed is measured by ci/bench_commands.py, never asserted here; what is
+asserted is which modules a resume imports and that its git processes are
+started without a fork of series (series.git.child.spawn: posix_spawn).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import git
+from test_rebase import resolve_p1
+from test_speed_rebase import stopped
+
+REMAINDER_ENGINE = ("series.evidence",)
+# What a rebase's resume has no use for: an edit's end (an export, its builds), range-diff's
+# builds (the summary's classes are series.stack.diffclass's)
+EXPORT_AND_BUILDS = {
+    "series.stack.edit_finish",
+    "series.stack.export",
+    "series.stack.rangediff",
+    "series.builder.build",
+    "series.builder.memo",
+}
+
+
+def test_a_resume_loads_no_remainder_engine() -> None:
+    """--skip and --continue walk on from the saved plan: what a stop says of a patch
+    upstream holds part of, and its series.toml records, come from the plan's part
+    (series.stack.part_notes), not from the engine that weighed it at the start."""
+    probe = (
+        "import sys\n"
+        "import series.stack.rebase_resume, series.stack.rebase_skip\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    modules = set(proc.stdout.split())
+    assert {"series.stack.rebase_driver", "series.stack.part_notes"} <= modules
+    assert not [m for m in modules if m.startswith(REMAINDER_ENGINE)]
+    assert not EXPORT_AND_BUILDS & modules, sorted(EXPORT_AND_BUILDS & modules)
+
+
+def _run_without_fork(root: Path, *args: str) -> tuple[int, set[str], str]:
+    """``series -C root ARGS`` in a fresh interpreter whose ``os.fork`` refuses: its exit
+    code, the modules it imported, its stderr."""
+    probe = (
+        "import os, sys\n"
+        "def refused():\n"
+        "    raise AssertionError('series forked itself to start a process')\n"
+        "os.fork = refused\n"
+        f"sys.argv = ['series', '-C', {str(root)!r}, *{list(args)!r}]\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    return proc.returncode, set(proc.stdout.split("\n")[-2].split()), proc.stderr
+
+
+def test_skip_starts_its_git_without_forking_series(tmp_path: Path) -> None:
+    """Each of --skip's git processes (the replay's included) is started by posix_spawn:
+    a fork copied series' memory and ran Python in the child, per process. What --skip
+    does is as before: the patch dropped with its record, the rebase finished."""
+    project, _ = stopped(tmp_path)
+    code, modules, err = _run_without_fork(project.root, "rebase", "--skip")
+    assert code == 0, err
+    assert "series.stack.rebase_driver" in modules
+    assert not [m for m in modules if m.startswith(REMAINDER_ENGINE)]
+    assert not EXPORT_AND_BUILDS & modules, sorted(EXPORT_AND_BUILDS & modules)
+    assert "P1" in (project.root / "series.toml").read_text().split("[[dropped]]", 1)[1]
+    assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
+
+
+def test_continue_to_the_end_loads_no_export_and_forks_nothing(tmp_path: Path) -> None:
+    """--continue with the resolution staged, to the rebase's end (patches/ written, the
+    summary's classes): neither an edit's export nor range-diff's builds are loaded, and
+    no git process is started by a fork of series."""
+    project, _ = stopped(tmp_path)
+    resolve_p1(project)
+    code, modules, err = _run_without_fork(project.root, "rebase", "--continue")
+    assert code == 0, err
+    assert {"series.stack.rebase_finish", "series.stack.diffclass"} <= modules
+    assert not [m for m in modules if m.startswith(REMAINDER_ENGINE)]
+    assert not EXPORT_AND_BUILDS & modules, sorted(EXPORT_AND_BUILDS & modules)
+    assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
