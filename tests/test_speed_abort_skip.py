@@ -238,3 +238,45 @@ def test_abort_keeps_what_the_user_changed_at_the_stop(tmp_path: Path, change: s
         kept[path] = (mode, oid)
     assert kept == on_disk
     assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+
+
+def test_abort_loads_neither_subprocess_nor_tempfile(tmp_path: Path) -> None:
+    """--abort's long-lived cat-file is started as its one-shot queries are (spawn: no
+    subprocess, threading, selectors, locale), its ref transaction's input written
+    without tempfile (random, shutil, bz2, lzma): none of them is loaded."""
+    project, _ = stopped(tmp_path)
+    modules = modules_after(project.root, "rebase", "--abort")
+    assert "series.stack.rebase_abort" in modules
+    loaded = {"subprocess", "threading", "selectors", "tempfile", "shutil", "random"} & modules
+    assert not loaded, sorted(loaded)
+    assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
+
+
+def test_the_long_lived_cat_file_ends_with_its_reader(tmp_path: Path) -> None:
+    """The cat-file a light query starts answers, and exits (reaped, not left a zombie)
+    when its reader goes; a missing name is None, as before."""
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q")
+    (repo_dir / "a.txt").write_text("a\n")
+    git(repo_dir, "add", "a.txt")
+    git(repo_dir, "commit", "-qm", "one")
+    probe = (
+        "import os\n"
+        "from pathlib import Path\n"
+        "from series.git.run import Runner, light_processes\n"
+        f"run = Runner(Path({str(repo_dir)!r}))\n"
+        "with light_processes():\n"
+        "    found = run.lookup('HEAD:a.txt')\n"
+        "    data = run.object_data(found[0], 'blob')\n"
+        "    missing = run.lookup('HEAD:b.txt')\n"
+        "pid = run.__dict__['_plain'].proc.pid\n"
+        "del run\n"
+        "gone = not os.path.exists(f'/proc/{pid}')\n"
+        "print(found[1], data, missing, gone)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["blob", "b'a\\n'", "None", "True"], proc.stdout

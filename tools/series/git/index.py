@@ -10,8 +10,6 @@ own index or files (``files_tree`` reads the work tree, and writes nothing there
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +33,9 @@ class Index(Part):
     @contextmanager
     def scratch(self, tree: str, env: Mapping[str, str] | None = None) -> Iterator[dict[str, str]]:
         """An environment whose GIT_INDEX_FILE is a fresh index holding ``tree``."""
+        import shutil  # (with tempfile, random, bz2, lzma) only where a scratch index is
+        import tempfile
+
         tmp = Path(tempfile.mkdtemp(prefix="series-index-"))
         scratch = {**HERMETIC, **(env or {}), "GIT_INDEX_FILE": str(tmp / "index")}
         try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -178,6 +177,8 @@ class Objects(Part):
         or attributes would convert (a snapshot restored, a merge result)."""
         if not payloads:
             return []
+        import tempfile  # (with shutil, random) only where objects are written
+
         with tempfile.TemporaryDirectory(prefix="series-objects-", dir=ram_dir()) as tmp:
             names = []
             for i, payload in enumerate(payloads):
@@ -192,6 +193,8 @@ class Objects(Part):
 
     def commit_tree(self, tree: str, parents: Sequence[str], message: str, author: Ident) -> str:
         """A commit whose committer is its author, so ids depend on content only."""
+        import tempfile
+
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", delete=False) as fh:
             fh.write(message)
         try:
