@@ -445,13 +445,14 @@ class _PlainBatch:
             self.stdin.close()
             self.stdout.close()
             os.close(self.err)
-        deadline = time.monotonic() + 1
+        deadline, pause = time.monotonic() + 1, 0.0005  # as Popen.wait(timeout) polls
         with contextlib.suppress(OSError):
             while os.waitpid(proc.pid, os.WNOHANG) == (0, 0):
                 if time.monotonic() > deadline:
                     end(proc)
                     break
-                time.sleep(0.005)
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
             else:
                 proc.returncode = 0  # reaped
 
