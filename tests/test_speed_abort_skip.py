@@ -245,6 +245,13 @@ def test_abort_loads_neither_subprocess_nor_tempfile(tmp_path: Path) -> None:
     subprocess, threading, selectors, locale), its ref transaction's input written
     without tempfile (random, shutil, bz2, lzma): none of them is loaded."""
     project, _ = stopped(tmp_path)
+    # git's version known in this cache, as after any command (the first asks it once)
+    subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(project.root), "status"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     modules = modules_after(project.root, "rebase", "--abort")
     assert "series.stack.rebase_abort" in modules
     loaded = {"subprocess", "threading", "selectors", "tempfile", "shutil", "random"} & modules
