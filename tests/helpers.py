@@ -223,8 +223,11 @@ class GitShim:
 
     def said(self, root: Path, *args: str) -> tuple[int, str, str, list[str]]:
         """Exit code, stdout, stderr of ``series -C root ARGS``, and the argv of each git
-        process it started."""
-        return said_with_git(self.log, self.env, self.BOUND, root, *args)
+        process it started for its work: the first, series' check of git's version, which
+        a wrapper script such as this shim costs every run (series.git.version keeps a
+        verdict only for git itself), is left out."""
+        code, out, err, calls = said_with_git(self.log, self.env, self.BOUND, root, *args)
+        return code, out, err, calls[1:] if calls[:1] == ["version"] else calls
 
     def run(self, root: Path, *args: str, code: int = 0) -> tuple[str, list[str]]:
         """stdout of ``series -C root ARGS`` (which must exit ``code``), and the argv of each

@@ -410,6 +410,8 @@ def test_the_local_import_rule_sees_them() -> None:
     assert local_series_imports(MODULES["series.commands.rebase"])
     assert set(local_series_imports(MODULES["series.entry"])) == {
         "main: series.stack.branches_kept",
+        "main: series.help_kept",
+        "_verified: series.stack.verified_kept",
         "main: series.cli",
     }
     # the CLI's own, exactly: its main imports its runner and (but for a plain re-run of

@@ -34,11 +34,12 @@ def _python(code: str, env: dict[str, str]) -> str:
 def test_a_cold_apply_starts_no_git_version(tmp_path: Path) -> None:
     """GitPython's import ran ``git version`` twice (its refresh, then its fetch's flags).
     series' own check of git's version (series.git.version) asks once per git executable
-    and per-user cache: a cold apply with that known starts none."""
+    and per-user cache (and each run for a wrapper script like this shim, whose check
+    GitShim leaves out): a cold apply starts no other."""
     project = make_project(tmp_path)
     shim = GitShim(tmp_path)
     _, calls = shim.run(project.root, "apply")
-    assert [c for c in calls if c.split()[0] == "version"] == ["version"], calls
+    assert calls and not [c for c in calls if c.split()[0] == "version"], calls
     assert (project.root / "work").is_dir()
     _, calls = shim.run(project.root, "apply", "--dir", str(tmp_path / "second"))
     assert calls and not [c for c in calls if c.split()[0] == "version"], calls
@@ -101,7 +102,7 @@ def test_a_rerun_imports_no_logging(tmp_path: Path) -> None:
     for command in ("apply", "export", "status"):
         shim.run(project.root, command)
         modules = _modules_after(project.root, shim.env, command)
-        assert "series.git.run" in modules and "logging" not in modules, command
+        assert "series.git.child" in modules and "logging" not in modules, command
         if command != "status":  # a re-run answered from what was verified
             assert not {"dataclasses", "inspect"} & modules, command
 
@@ -146,7 +147,7 @@ def test_a_rerun_imports_neither_argparse_nor_tempfile_nor_typing(tmp_path: Path
     for command in ("apply", "export"):
         shim.run(project.root, command)
         modules = _modules_after(project.root, shim.env, command)
-        assert "series.stack.verified" in modules, command
+        assert {"series.stack.verified", "series.stack.verified_kept"} & modules, command
         found = {"argparse", "gettext", "tempfile", "shutil", "typing", "series.cli.parse"}
         found &= modules
         assert not found, (command, sorted(found))
@@ -278,7 +279,7 @@ def test_a_rerun_starts_its_git_status_without_subprocess(tmp_path: Path) -> Non
         _, calls = shim.run(project.root, command)
         assert calls == [STATUS], (command, calls)
         modules = _modules_after(project.root, shim.env, command)
-        assert "series.stack.verified" in modules, command
+        assert {"series.stack.verified", "series.stack.verified_kept"} & modules, command
         assert not SPAWN_FREE & modules, (command, sorted(SPAWN_FREE & modules))
 
 

@@ -125,21 +125,68 @@ def test_a_git_whose_version_cannot_be_read_is_refused(tmp_path: Path) -> None:
     assert not (project.root / "work").exists()
 
 
+def _asked(trace: Path) -> int:
+    """How many ``git version`` the git binary ran (its own GIT_TRACE), and the trace
+    emptied for the next command."""
+    text = trace.read_text() if trace.exists() else ""
+    trace.unlink(missing_ok=True)
+    return sum(line.endswith("trace: built-in: git version") for line in text.splitlines())
+
+
 def test_a_git_known_new_enough_is_not_asked_again_until_it_changes(tmp_path: Path) -> None:
+    """git itself (a binary named git: here a copy of the real one) first on PATH: its
+    verdict is kept and no command asks again until the file changes. Counted by git's
+    own trace (a logging script in front of it would be a wrapper, asked each run)."""
     project = make_project(tmp_path)
-    fake = FakeGit(tmp_path, "git version 2.39.5")
-    code, err, calls = fake.run(project.root, "apply")
+    fake = FakeGit(tmp_path, "unused")
+    binary = fake.dir / "git"
+    binary.unlink()
+    assert REAL is not None
+    shutil.copy2(os.path.realpath(REAL), binary)
+    trace = tmp_path / "trace"
+    fake.env["GIT_TRACE"] = str(trace)
+    code, err, _ = fake.run(project.root, "apply")
     assert code == 0, err
-    assert calls.count("version") == 1, calls  # the first command asks once
+    assert _asked(trace) == 1  # the first command asks once
     for command in ("apply", "status", "export", "list"):
+        code, err, _ = fake.run(project.root, command)
+        assert code == 0, err
+        assert _asked(trace) == 0, command
+    binary.unlink()  # upgraded: another file at the same path
+    shutil.copy2(os.path.realpath(REAL), binary)
+    code, err, _ = fake.run(project.root, "apply")
+    assert code == 0 and _asked(trace) == 1, err
+    code, err, _ = fake.run(project.root, "apply")
+    assert code == 0 and _asked(trace) == 0, err
+
+
+def test_a_wrapper_script_is_asked_each_run_as_the_git_behind_it_may_change(
+    tmp_path: Path,
+) -> None:
+    """A wrapper script first on PATH (a version manager's shim) runs a git its own file
+    does not name: the verdict was kept by the script's file, so a git behind it that
+    changed (here: what the shim's configuration names) was not asked again, and an old
+    git went on. Now a script is asked each run, and the old git is refused."""
+    project = make_project(tmp_path)
+    fake = FakeGit(tmp_path, "unused")
+    chosen = tmp_path / "chosen-version"  # the shim's configuration: which git it runs
+    chosen.write_text("git version 2.39.5\n")
+    script = (
+        "#!/bin/sh\n"
+        f'echo "$*" >> "{fake.log}"\n'
+        f'if [ "$1" = version ]; then cat "{chosen}"; exit 0; fi\n'
+        f'exec "{REAL}" "$@"\n'
+    )
+    (fake.dir / "git").write_text(script)
+    for command in ("apply", "status"):
         code, err, calls = fake.run(project.root, command)
         assert code == 0, err
-        assert "version" not in calls, (command, calls)
-    fake.say("git version 2.45.0")  # upgraded in place: another file
+        assert calls.count("version") == 1, (command, calls)  # asked each run, once
+    chosen.write_text("git version 2.30.2\n")  # the shim now runs an old git
+    before = snapshot(project.root)
     code, err, calls = fake.run(project.root, "apply")
-    assert code == 0 and calls.count("version") == 1, (err, calls)
-    code, err, calls = fake.run(project.root, "apply")
-    assert code == 0 and "version" not in calls, (err, calls)
+    _refused(code, err, calls, "2.30.2")
+    assert snapshot(project.root) == before
 
 
 def test_a_refusal_is_not_remembered(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ too), and that the answers from the cache are the answers git gives.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -172,6 +173,12 @@ PARSING = {
     "series.commands.options",
     "series.errors",
     "series.untrusted",
+    # the help kept for series.entry (series.help_kept), and what it reads the cache with
+    "series.help_kept",
+    "series.code",
+    "series.stack",
+    "series.stack.branches_kept",
+    "series.terminal",
 }
 
 
@@ -191,6 +198,44 @@ def test_help_imports_no_engine(argv: list[str]) -> None:
 def test_top_level_help_imports_neither_dataclasses_nor_typing() -> None:
     """A third of a ``--help``'s time was dataclasses (and inspect), typing and pathlib."""
     assert not {"dataclasses", "inspect", "typing", "pathlib"} & imported_after("--help")
+
+
+def _help(env: dict[str, str], *before: str) -> tuple[str, set[str]]:
+    """stdout of ``series [BEFORE] --help`` in a fresh interpreter, and the modules it
+    imported."""
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['series', *{list(before)!r}, '--help']\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "sys.stdout.write('\\0' + ' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        check=True,
+        env=env,
+    )
+    text, _, modules = proc.stdout.rpartition("\0")
+    return text, set(modules.split())
+
+
+def test_a_help_printed_once_is_written_again_without_the_parser(tmp_path: Path) -> None:
+    """series.help_kept: the text argparse printed, under a digest of what it depends on."""
+    env = {**os.environ, "SERIES_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "100"}
+    first, modules = _help(env)
+    assert "argparse" in modules and first.startswith("usage: series")
+    again, modules = _help(env)
+    assert again == first
+    assert not {"argparse", "series.cli", "re", "pathlib"} & modules, sorted(modules)
+    named, modules = _help(env, "-C", str(tmp_path))  # -C changes nothing in the help
+    assert named == first and "argparse" not in modules
+    narrow, modules = _help({**env, "COLUMNS": "50"})  # another width: argparse's own
+    assert "argparse" in modules and narrow != first
+    assert max(len(line) for line in narrow.splitlines()) <= 50
 
 
 def test_parsing_makes_only_the_parser_of_the_command_named(

@@ -15,12 +15,16 @@ repository's own attributes").
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
 
-from helpers import git, make_project, replace_line
+from helpers import UPSTREAM_FILES, git, make_project, replace_line
 from rebase_helpers import moving_project
 from test_trust_config import FILES, SPECS, _cache_repositories
 
@@ -129,3 +133,60 @@ def test_a_repositorys_own_attributes_change_nothing_a_rebase_writes(
     (``merge=union``): what it says and writes is what it does without them."""
     plain = _rebased(tmp_path / "plain", monkeypatch, None, where)
     assert _rebased(tmp_path / "attributes", monkeypatch, group, where) == plain
+
+
+def test_an_sdist_is_imported_byte_for_byte_whatever_the_attributes_say(
+    tmp_path: Path,
+) -> None:
+    """The sdist's files went into the cache with ``git add``: the conversions its own
+    ``.gitattributes`` and the cache repository's ``info/attributes`` name applied (a
+    ``text`` file's CRLF stored as LF: another tree than upstream's), and a ``filter=``
+    the sdist named ran its clean command when a configuration git reads there defined
+    it (here the cache repository's own and the user's). Now every file's bytes are
+    stored exactly and no filter runs."""
+    from test_upstream import PACKAGE, use_sdist_manifest
+
+    project = make_project(tmp_path)
+    use_sdist_manifest(project.root)
+    mark = tmp_path / "filter-ran"
+    files = {
+        **UPSTREAM_FILES,
+        ".gitattributes": "*.dat filter=evil\n",
+        "notes.txt": "one\r\ntwo\r\n",
+        "data.dat": "the sdist's own bytes\n",
+    }
+    archive = tmp_path / f"{PACKAGE}-1.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, text in sorted(files.items()):
+            data = text.encode()
+            info = tarfile.TarInfo(f"{PACKAGE}-1.0/{name}")
+            info.size, info.mtime, info.mode = len(data), 1_700_000_000, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    cache = Path(os.environ["SERIES_CACHE_DIR"]) / "upstream.git"
+    git(tmp_path, "init", "-q", "--bare", str(cache))
+    (cache / "info").mkdir(exist_ok=True)
+    (cache / "info" / "attributes").write_text("*.txt text\n")
+    clean = f"touch {mark}; sed s/own/filtered/"
+    git(cache, "config", "filter.evil.clean", clean)
+    (tmp_path / "home").mkdir(exist_ok=True)
+    git(
+        tmp_path,
+        "config",
+        "--file",
+        str(tmp_path / "home" / ".gitconfig"),
+        "filter.evil.clean",
+        clean,
+    )
+
+    code, _, err = project.run("apply", "--upstream", str(archive))
+    assert code == 0, err
+    base = git(project.work, "rev-parse", "refs/series/base")
+    for name, text in files.items():
+        shown = subprocess.run(
+            ["git", "cat-file", "blob", f"{base}:{name}"],
+            cwd=project.work,
+            capture_output=True,
+            check=True,
+        ).stdout
+        assert shown == text.encode(), name
+    assert not mark.exists()

@@ -702,3 +702,49 @@ def test_series_toml_saved_twice_in_one_tick_while_it_is_parsed_is_not_kept_for_
     assert git(project.work, "for-each-ref", "--format=%(refname)", "refs/heads/") == (
         "refs/heads/series"
     )
+
+
+def test_what_check_conflicts_found_is_kept_for_the_bytes_it_merged(tmp_path: Path) -> None:
+    """alone.json kept what check-conflicts found of a patch applying alone under the
+    sha256 of the patch file read after the run, not of the bytes the stack was built
+    from: a file saved while check-conflicts merged was given the answer about the bytes
+    it held before, and ``series show`` printed it for bytes never checked. Now the key is
+    of the bytes merged (the ones the memo read once)."""
+    project = make_project(tmp_path)
+    old, new = "Subject: [PATCH] util: VALUE_5 is 55", "Subject: [PATCH] util: renamed"
+    editor = Editor(tmp_path, "merge-tree", project.root / P2, old, new)
+    patch = project.root / P2
+    merged = patch.read_bytes()
+    assert _series(project, editor.env, "check-conflicts").returncode == 0
+    editor.arm()
+    racing = _series(project, editor.env, "check-conflicts")  # P2 is saved meanwhile
+    assert racing.returncode == 0, racing.stderr
+    assert editor.edited() and patch.read_bytes() != merged
+    shown = _series(project, editor.env, "show", "P2", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["applies_alone_computed"] is None  # never merged
+    patch.write_bytes(merged)  # the user goes back: what was merged is shown for it
+    shown = _series(project, editor.env, "show", "P2", "--json")
+    assert json.loads(shown.stdout)["applies_alone_computed"]["applies"] is True
+
+
+def test_list_and_show_after_series_itself_changed_split_as_the_new_code_does(
+    tmp_path: Path,
+) -> None:
+    """patchinfo/ kept what git said of a patch file under the sha256 of its bytes alone,
+    not of series' code: after an upgrade that splits a patch file otherwise (here: the
+    subject), ``list`` and ``show`` answered from the old code's split until the file
+    changed (list reads the same records). Now the key holds series.code.code_digest."""
+    project = make_project(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(Path(series.__file__).parent, code / "series", ignore=_pycache)
+    env = {**GitShim(tmp_path).env, "PYTHONPATH": str(code)}
+    shown = _series(project, env, "show", "P2", "--json")
+    assert json.loads(shown.stdout)["title"] == "util: VALUE_5 is 55", shown.stderr
+    mail = code / "series" / "git" / "mail.py"  # the upgrade: another split
+    text = mail.read_text()
+    assert text.count('subject=fields.get("Subject", ""),') == 1
+    mail.write_text(text.replace('subject=fields.get("Subject", ""),', 'subject="new",'))
+    shown = _series(project, env, "show", "P2", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["title"] == "new"

@@ -604,8 +604,9 @@ def test_no_sequence_of_commands_git_and_kills_loses_work(
 def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> Iterator[TrustMachine]:
     """A fresh example checking only the invariant ``kind``, for a sequence replayed by hand.
 
-    The tests below are xfail(raises=Broken) until the fix is merged; only
-    that invariant broken counts as the known failure.
+    Each test below replays a sequence the machine found failing on an
+    earlier main; only the invariant ``kind`` is checked, so each stays the
+    regression test of its own fix.
     """
     machine = _machine(tmp_path, monkeypatch)()
     machine.only = {kind}

@@ -19,7 +19,10 @@ the import deterministically.
 ``series --version`` alone is answered here, as the CLI's parser would
 answer it: it needs nothing the CLI imports; so is a ``series branches
 --dry-run`` that nothing changed since the last one
-(series.stack.branches_kept).
+(series.stack.branches_kept), and a ``series apply`` that nothing changed
+since the last one verified (series.stack.verified_kept: one ``git
+status``, ended with series as in the CLI), and ``series --help`` as the
+CLI printed it last (series.help_kept).
 
 stdout and stderr escape what their encoding cannot hold (a commit subject
 with "é" under an ASCII locale prints as ``\\xe9``) instead of ending the
@@ -70,6 +73,17 @@ def main() -> int:
     if sys.argv[1:] == ["--version"]:  # what argparse prints, without importing the CLI
         sys.stdout.write(f"series {__version__}\n")
         return 0
+    if "--help" in sys.argv[1:4] or "-h" in sys.argv[1:4]:  # as the CLI printed it, if kept
+        from series.help_kept import recall, words
+
+        text = recall() if words(sys.argv[1:]) else None
+        if text is not None:
+            sys.stdout.write(text)
+            return 0
+    if sys.argv[-1] == "apply" and len(sys.argv) in (2, 4):  # [-C DIR] apply: a re-run
+        code = _verified(sys.argv[1:], stops)
+        if code is not None:
+            return code
     if "branches" in sys.argv[1:4]:  # a dry run nothing changed since: said again, if kept
         from series.stack.branches_kept import rerun
 
@@ -86,6 +100,23 @@ def main() -> int:
         os.write(2, b"series: interrupted\n")
         code = 130
     return 128 + _received[0] if _received else code
+
+
+def _verified(words: list[str], stops: list[_signal.Signals]) -> int | None:
+    """series.stack.verified_kept's answer to ``words``, or None. Its ``git status`` ends
+    with series: a signal that stops series unwinds through it as in the CLI."""
+    from series.stack.verified_kept import rerun
+
+    for sig in stops:
+        _signal.signal(sig, _stop)
+    try:
+        code = rerun(words)
+    except KeyboardInterrupt:
+        os.write(2, b"series: interrupted\n")
+        return 128 + _received[0] if _received else 130
+    for sig in stops:
+        _signal.signal(sig, _early_interrupt)
+    return code
 
 
 def _lenient_streams() -> None:

@@ -155,6 +155,7 @@ class _Checker:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.roots: dict[Path, Path] = {}  # each root resolved once: inside() asks per path
 
     def fail(self, key: str, problem: str, hint: str = "") -> ManifestError:
         return ManifestError(
@@ -423,7 +424,9 @@ def inside(c: _Checker, root: Path, value: str, key: str) -> Path:
             f"{value!r} is an absolute path",
             "paths in series.toml are relative to the project root, e.g. patches/NAME.patch",
         )
-    real_root = root.resolve()
+    real_root = c.roots.get(root)
+    if real_root is None:
+        real_root = c.roots[root] = root.resolve()
     target = (root / value).resolve()
     if target == real_root or not target.is_relative_to(real_root):
         raise c.fail(

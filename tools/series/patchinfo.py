@@ -3,9 +3,11 @@
 ``series list`` and ``series show`` read every patch file's header and
 diffstat; asking git costs a process per file per command (and GitPython's
 import and its own ``git version`` calls on top). The answer depends on
-the file's bytes alone, so it is kept in the per-user cache under the
-sha256 of those bytes (``patchinfo/<sha256>.json``): a changed file has
-another key, so an old answer is never shown for it, and nothing needs
+the file's bytes and on the code that splits them, so it is kept in the
+per-user cache under the sha256 of those bytes and of series' own code
+(``series.code.code_digest``; ``patchinfo/<sha256>.json``): a changed file,
+or a series upgraded (which may split a patch file otherwise), has another
+key, so an old answer is never shown for it, and nothing needs
 invalidating. A record is versioned and validated on read; one that does
 not validate (another format, a truncated write, a hand edit) is asked of
 git again and rewritten. A cache that cannot be written costs only speed.
@@ -24,6 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from series.code import code_digest
 from series.files import write_atomic
 from series.git import FileStat, Ident, MailInfo, patch_stat, read_mail
 
@@ -66,7 +69,7 @@ def _recall(cache_dir: Path, patch: Path) -> tuple[bytes, str, dict[str, Any]]:
     """The file's bytes, their key and their record (empty when there is none or it does
     not validate)."""
     data = patch.read_bytes()  # a missing file fails here, as git would
-    key = hashlib.sha256(data).hexdigest()
+    key = hashlib.sha256(code_digest() + b"\0" + data).hexdigest()
     try:
         record = json.loads(_path(cache_dir, key).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -77,7 +80,8 @@ def _recall(cache_dir: Path, patch: Path) -> tuple[bytes, str, dict[str, Any]]:
 
 
 def _keep(cache_dir: Path, key: str, record: dict[str, Any]) -> None:
-    """Keep ``record``, what git said of the bytes ``key`` hashes, under ``key``."""
+    """Keep ``record``, what git said of the bytes ``key`` hashes (split by the code it
+    hashes), under ``key``."""
     record.update(format=FORMAT, key=key)
     # a read-only or full cache: the answer was computed, only not kept
     with contextlib.suppress(OSError):

@@ -267,7 +267,7 @@ class Series:
 
     def project_repo(self) -> Repo | None:
         """The git repository the project itself lives in, when it is one."""
-        from series.git import Repo
+        from series.git.repo import Repo
 
         repo = Repo(self.root)
         return repo if repo.is_repo() else None
@@ -275,9 +275,13 @@ class Series:
     def checkout_path(self, directory: Path | None = None) -> Path:
         """Where the checkout is: ``directory`` (``--dir``), else the manifest's, resolved."""
         if directory is None:
-            known = self._known if self._manifest is None else None
-            directory = self.root / (known.checkout if known else self.manifest.checkout)
+            directory = self.root / self.checkout_where()
         return directory.resolve()
+
+    def checkout_where(self) -> str:
+        """``[series] checkout`` as the manifest says it (relative to the root)."""
+        known = self._known if self._manifest is None else None
+        return known.checkout if known else self.manifest.checkout
 
     def checkout(self, directory: Path | None = None) -> Checkout:
         from series.checkout import Checkout

@@ -16,14 +16,16 @@ so nothing here reads series.toml.
 from __future__ import annotations
 
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
 from series.builder.message import with_trailer
 from series.errors import UsageError
-from series.git import Repo, mailinfo
+from series.git.mail import mailinfo  # not through series.git: it imports every part
+
+if TYPE_CHECKING:
+    from series.git import Repo
 
 
 class Entry(Protocol):
@@ -80,6 +82,9 @@ class Built(Generic[P]):
     steps: list[Step[P]] = field(default_factory=list)
     failure: Failure[P] | None = None
     reused: int = 0  # leading steps taken from the memo
+    # Each file's bytes as the build read them once (series.builder.memo), in the order of
+    # the files it was given: what its steps, its failure and the memo's keys are of.
+    data: list[bytes] = field(default_factory=list)
 
     @property
     def tip(self) -> str:
@@ -111,6 +116,8 @@ def build(
     ``data``: each file's bytes as the caller read them (series.builder.memo keys its
     record by them), applied instead of what the file holds when git would read it.
     """
+    import tempfile  # only when it is used: a run that builds nothing does not load it
+
     built: Built[P] = Built(base)
     read: list[bytes | None] = list(data) if data is not None else [None] * len(files)
     with tempfile.TemporaryDirectory(prefix="series-stack-") as tmp:

@@ -34,22 +34,22 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from functools import cache
-from pathlib import Path
+from importlib.util import find_spec
 
 from series import refnames
 from series.builder import build as build_module
-from series.builder import message as message_module
 from series.builder.build import Built, P, PatchFile, Step
 from series.errors import SeriesError
-from series.git import RefMoved, Repo
-from series.git import ident as git_ident
-from series.git import index as git_index
-from series.git import mail as git_mail
-from series.git import objects as git_objects
-from series.git import repo as git_repo
-from series.git import run as git_run
+from series.git.refs import RefMoved
 from series.logs import debug
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from series.git import Repo
 
 MEMO = refnames.MEMO
 PROVEN = refnames.PROVEN
@@ -79,7 +79,7 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]], known: Known | None 
     keys = keys_of(base, [(item.patch.id, d) for item, d in zip(files, data, strict=True)])
     if known is None:
         known = recorded(repo)
-    built: Built[P] = Built(base)
+    built: Built[P] = Built(base, data=data)
     for item, key in zip(files, keys, strict=True):
         if key not in known:
             break
@@ -168,10 +168,35 @@ def _salt() -> bytes:
     during a run gave the keys after it another salt, and the run refused as if a
     patch file had changed)."""
     digest = hashlib.sha1()
-    modules = (git_index, git_repo, build_module, message_module)
-    for module in (*modules, git_mail, git_objects, git_ident, git_run):
-        digest.update(Path(str(module.__file__)).read_bytes())
+    for name in _SALTED:
+        with open(_source(name), "rb") as source:
+            digest.update(source.read())
     return digest.digest()
+
+
+# The modules whose source :func:`_salt` hashes, in the order it hashes them.
+_SALTED = (
+    "series.git.index",
+    "series.git.repo",
+    "series.builder.build",
+    "series.builder.message",
+    "series.git.mail",
+    "series.git.objects",
+    "series.git.ident",
+    "series.git.run",
+)
+
+
+def _source(name: str) -> str:
+    """The file of module ``name``: the imported module's, else the one an import would
+    load. Not imported for it: a run that reuses every commit of the memo applies no
+    patch, and needs neither the index nor the mail parts of the git layer."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return str(module.__file__)
+    spec = find_spec(name)
+    assert spec is not None and spec.origin is not None, name
+    return spec.origin
 
 
 def memo_keys(base: str, files: list[PatchFile[P]]) -> list[str]:
@@ -221,7 +246,7 @@ def check(repo: Repo, base: str, files: list[PatchFile[P]], commits: list[str]) 
     keys = keys_of(base, [(item.patch.id, d) for item, d in zip(files, data, strict=True)])
     refs = repo.refs.under(refnames.ROOT)  # the memo and the proofs, in one process
     count = _count(refs, keys, commits)
-    built: Built[P] = Built(base)
+    built: Built[P] = Built(base, data=data)
     built.steps = [Step(f.patch, c, False) for f, c in zip(files[:count], commits, strict=False)]
     built.reused = count
     if count == len(files):

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Sequence
 from types import SimpleNamespace  # argparse.Namespace's behaviour, without argparse
 
+from series import help_kept
 from series.cli.table import COMMANDS, Command
 from series.commands.options import flat, path
 from series.errors import Exit
@@ -110,6 +111,14 @@ def plain(words: Sequence[str]) -> argparse.Namespace | None:
     return parsed
 
 
+def _help() -> int:
+    """``series --help``: argparse's, as its ``-h`` action prints it; kept (series.help_kept)."""
+    full = parser()
+    full.print_help()
+    help_kept.keep(full.format_help())
+    return 0
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -117,6 +126,8 @@ def main(
     err: IO[str] | None = None,
 ) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    if help_kept.words(words) and out is None:  # argparse's help, kept for series.entry
+        return _help()
     args = plain(words)
     if args is None:
         from series.cli.parse import BadUsage, parser

@@ -5,6 +5,10 @@ computes the truth on the pin. The computed answer is kept in the cache
 (``alone.json``), keyed by the sha256 of the patch file, so ``series show``
 can print both and say when they disagree, without a merge of its own. A
 changed patch file has another key: its old answer is never shown for it.
+The key of an answer is of the bytes that were merged (the stack was built
+from the bytes series.builder.memo read once, ``Stacked.data``), never of
+the file read again after the run: a file saved during check-conflicts is
+not given the answer about the bytes it held before.
 The answer is of the pin too: it is kept with the pin series.toml named
 (``upstream``), and shown only while series.toml names that pin (a rebase
 that moves the pin leaves unchanged the files of patches upstream did not
@@ -32,8 +36,8 @@ NAME = "alone.json"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
-def _key(series: Series, patch: Patch) -> str:
-    return hashlib.sha256(series.patch_path(patch).read_bytes()).hexdigest()
+def _key(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -44,17 +48,20 @@ def _load(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def remember(series: Series, pin: str, matrix: dict[str, Any] | None) -> None:
+def remember(
+    series: Series, pin: str, matrix: dict[str, Any] | None, merged: dict[str, bytes]
+) -> None:
+    """Keep each answer of ``matrix`` under the bytes of the patch file it is of
+    (``merged``: patch id -> the bytes the stack was built from)."""
     if not matrix:
         return
     path = series.cache_dir / NAME
     data = _load(path)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    by_id = {p.id: p for p in series.manifest.patches}
     for row in matrix["alone"]:
-        patch = by_id.get(row["id"])
-        if patch is not None and series.patch_path(patch).is_file():
-            data[_key(series, patch)] = {
+        these = merged.get(row["id"])
+        if these is not None:
+            data[_key(these)] = {
                 "applies": row["applies"],
                 "pin": pin,
                 "when": when,
@@ -67,7 +74,11 @@ def remember(series: Series, pin: str, matrix: dict[str, Any] | None) -> None:
 def recall(series: Series, patch: Patch) -> dict[str, Any] | None:
     """``{applies, pin, when}`` for this exact patch file on the pin series.toml names, or
     None if never computed there."""
-    found = _load(series.cache_dir / NAME).get(_key(series, patch))
+    try:
+        these = series.patch_path(patch).read_bytes()
+    except OSError:
+        return None
+    found = _load(series.cache_dir / NAME).get(_key(these))
     if not (
         isinstance(found, dict)
         and set(found) == {"applies", "pin", "when", "upstream"}

@@ -70,5 +70,5 @@ def check(
     }
     ui.status(f"{merger.merges} merges in {merger.batches} batches, {seconds:.2f} s")
     data = report(series, base, stacked, analysis, target, onto, stats, matrix=matrix)
-    alone.remember(series, base.commit, data["matrix"])
+    alone.remember(series, base.commit, data["matrix"], stacked.data)
     return data

@@ -39,7 +39,8 @@ def build_stack(series: Series, base: str) -> Stacked:
     steps = _pin_steps(patches, nodes, [s.three_way for s in built.steps], built.failure)
     by_commit = _stack_files(repo, nodes)
     files = {st.patch.id: by_commit.get(str(st.commit), ()) for st in steps if st.commit}
-    return Stacked(nodes[0], steps, nodes, files, built.reused)
+    data = {p.id: d for p, d in zip(patches, built.data, strict=False)}
+    return Stacked(nodes[0], steps, nodes, files, built.reused, data)
 
 
 def _pin_steps(

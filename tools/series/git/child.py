@@ -31,17 +31,17 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from types import FrameType
 
 from series.records import NamedTuple
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # nor pathlib: a re-run answered before the CLI loads this (series.entry)
     import signal
     import signal as _signal  # the functions of _signal, typed
     import subprocess
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+    from types import FrameType
     from typing import Any, BinaryIO
 
     from git.cmd import Git as _Cmd
@@ -50,7 +50,7 @@ else:
 
 GRACE = 2.0  # seconds git has to clean up after SIGTERM before SIGKILL
 TICK = 0.5  # seconds between two looks at what git does
-_PROC = Path("/proc")
+_PROC = "/proc"
 _STOPS = {_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP}
 
 
@@ -460,7 +460,8 @@ def _send(processes: set[tuple[int, int]], sig: signal.Signals) -> None:
 def _stat(pid: int) -> list[str] | None:
     """The fields of ``/proc/PID/stat`` after the command name (state is [0])."""
     try:
-        return (_PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()
+        with open(f"{_PROC}/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            return fh.read().rpartition(")")[2].split()
     except OSError:
         return None
 
@@ -474,14 +475,14 @@ def _below(roots: set[int]) -> set[tuple[int, int]]:
     children: dict[int, list[int]] = {}
     started: dict[int, int] = {}
     try:
-        entries = [e for e in _PROC.iterdir() if e.name.isdigit()]
+        entries = [name for name in os.listdir(_PROC) if name.isdigit()]
     except OSError:
         return set()
     for entry in entries:
-        fields = _stat(int(entry.name))
+        fields = _stat(int(entry))
         if fields is None or len(fields) < 20:
             continue
-        pid = int(entry.name)
+        pid = int(entry)
         children.setdefault(int(fields[1]), []).append(pid)
         started[pid] = _started(fields)
     found: set[tuple[int, int]] = set()
@@ -502,7 +503,7 @@ def activity(pid: int) -> tuple[tuple[int, ...], ...] | None:
     bytes read and written (``rchar``/``wchar``, sockets and pipes
     included). Any change between two looks is activity.
     """
-    if not (_PROC / "self" / "stat").exists():
+    if not os.path.exists(f"{_PROC}/self/stat"):
         return None
     found = []
     for member, _ in _below({pid}):
@@ -510,7 +511,7 @@ def activity(pid: int) -> tuple[tuple[int, ...], ...] | None:
         if fields is None or len(fields) < 15:
             continue
         cpu = sum(int(f) for f in fields[11:15])
-        found.append((member, cpu, *_io(_PROC / str(member))))
+        found.append((member, cpu, *_io(f"{_PROC}/{member}")))
     return tuple(sorted(found))
 
 
@@ -521,12 +522,13 @@ def own_activity(pid: int) -> tuple[int, ...] | None:
     fields = _stat(pid)
     if fields is None or len(fields) < 15:
         return None
-    return (sum(int(f) for f in fields[11:15]), *_io(_PROC / str(pid)))
+    return (sum(int(f) for f in fields[11:15]), *_io(f"{_PROC}/{pid}"))
 
 
-def _io(entry: Path) -> tuple[int, int]:
+def _io(entry: str) -> tuple[int, int]:
     try:
-        lines = (entry / "io").read_text().splitlines()
+        with open(f"{entry}/io", encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
     except OSError:
         return (0, 0)
     values = dict(line.split(":", 1) for line in lines if ":" in line)

@@ -9,7 +9,9 @@ own index or files (``files_tree`` reads the work tree, and writes nothing there
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -91,9 +93,44 @@ class Index(Part):
             return self.write_tree(scratch)
 
     def tree_from_directory(self, root: Path) -> str:
-        """The tree of every file under ``root`` (ignore rules off), written to the store."""
+        """The tree of every file under ``root`` (no ignore rules, no ``.git``), written to
+        the store: each file's bytes exactly, as the directory holds them.
+
+        Not ``git add``: it converts what it adds as the attributes say (``text``,
+        ``eol``, ``filter=``: a ``.gitattributes`` in ``root``, an unpacked archive's
+        own, or the repository's ``info/attributes``). ``hash-object --no-filters``
+        reads no attribute and runs no filter; the tree is put together with
+        ``update-index --index-info``, which converts nothing either.
+        """
+        import shutil  # (with tempfile, random, bz2, lzma) only where a directory is imported
+        import tempfile
+
+        entries = _directory_entries(root)
+        with tempfile.TemporaryDirectory(prefix="series-import-") as tmp:
+            names = []  # what hash-object reads: the file, or a copy where its name cannot go
+            for i, (path, mode) in enumerate(entries):
+                if mode == "120000":  # a symbolic link: its blob is the link's target
+                    names.append(Path(tmp) / str(i))
+                    names[-1].write_bytes(os.fsencode(os.readlink(path)))
+                elif b"\n" in os.fsencode(path):  # one name a line on hash-object's stdin
+                    names.append(Path(tmp) / str(i))
+                    shutil.copyfile(path, names[-1])
+                else:
+                    names.append(path)
+            data = b"".join(os.fsencode(name) + b"\n" for name in names)
+            argv = ["hash-object", "-w", "--no-filters", "--stdin-paths"]
+            ids = (
+                self._run.git_input(*argv, data=data, env=HERMETIC).decode().split()
+                if names
+                else []
+            )
+        info = b"".join(
+            f"{mode} {oid}\t".encode() + os.fsencode(path.relative_to(root)) + b"\0"
+            for (path, mode), oid in zip(entries, ids, strict=True)
+        )
         with self.scratch(self.empty_tree()) as env:
-            self._run.git("--work-tree", str(root), "add", "-A", "-f", ".", env=env)
+            if info:
+                self._run.git_input("update-index", "-z", "--index-info", data=info, env=env)
             return self.write_tree(env)
 
     def files_tree(self, start: str, changed: Sequence[str] | None = None) -> str:
@@ -104,6 +141,12 @@ class Index(Part):
         and all, is left alone. ``changed``: the only paths that may differ
         from ``start`` (HEAD's tree and ``Worktree.changed``): only they are
         read and hashed, not every file of the tree; none: ``start`` itself.
+
+        Through ``git add`` on purpose, unlike :meth:`tree_from_directory`: the
+        files as git stores them (the checkout's attributes, filters of its own
+        ``.git/config`` only, under HERMETIC), as ``git stash`` keeps them, so the
+        tree compares with HEAD's and a restore with git converts them back
+        (docs/hardening.md, "A repository's own attributes").
         """
         if changed is not None and not changed:
             return start
@@ -189,6 +232,26 @@ class Index(Part):
                 mode, _, sha = meta.split(" ")
                 found[path] = f"{mode} {sha}\t{path}"
         return [found.get(path, f"0 {'0' * 40}\t{path}") for path in paths]
+
+
+def _directory_entries(root: Path) -> list[tuple[Path, str]]:
+    """Every file and symbolic link under ``root`` with its mode as ``git add`` gives it
+    (executable by its owner: 100755), sorted; ``.git`` is left out, as git leaves it."""
+    found: list[tuple[Path, str]] = []
+    with os.scandir(root) as scan:
+        entries = sorted(scan, key=lambda entry: entry.name)
+    for entry in entries:
+        if entry.name == ".git":
+            continue
+        path = Path(entry.path)
+        if entry.is_symlink():
+            found.append((path, "120000"))
+        elif entry.is_dir(follow_symlinks=False):
+            found += _directory_entries(path)
+        elif entry.is_file(follow_symlinks=False):
+            executable = entry.stat(follow_symlinks=False).st_mode & stat.S_IXUSR
+            found.append((path, "100755" if executable else "100644"))
+    return found
 
 
 def _failed_hunks(stderr: str) -> list[str]:
@@ -292,8 +355,6 @@ def _on_disk(path: Path, width: int) -> tuple[str, str] | None:
     directory or another kind: ``_OTHER``, which no tree holds). ``width``: the length of the
     repository's ids (40 for SHA-1, 64 for SHA-256)."""
     import hashlib  # loaded already on the way (series.known)
-    import os
-    import stat
 
     try:
         st = os.lstat(path)

@@ -7,7 +7,6 @@ repository. Writing a commit as a patch file is :mod:`series.git.diffs`'.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,6 +71,8 @@ def mailinfo(patch: Path, scratch: Path, data: bytes | None = None) -> MailInfo:
 
 def read_mail(patch: Path, data: bytes | None = None) -> MailInfo:
     """:func:`mailinfo` in its own scratch directory."""
+    import tempfile  # only when it is used: a run that builds nothing does not load it
+
     with tempfile.TemporaryDirectory(prefix="series-mail-") as tmp:
         return mailinfo(patch, Path(tmp), data)
 
@@ -89,6 +90,8 @@ def patch_stat(patch: Path, data: bytes | None = None) -> list[FileStat]:
     ``data``: the file's bytes as the caller read them, counted instead of what the
     file holds when git reads it (on git's stdin); ``patch`` then only names it.
     """
+    import tempfile  # only when it is used: a run that builds nothing does not load it
+
     # Run outside any repository: inside one, `git apply` ignores paths that
     # are not below the current directory, and patches/ has none.
     neutral = Path(tempfile.gettempdir())

@@ -177,7 +177,7 @@ class Objects(Part):
         or attributes would convert (a snapshot restored, a merge result)."""
         if not payloads:
             return []
-        import tempfile  # (with shutil, random) only where objects are written
+        import tempfile  # only when it is used: a run that writes nothing does not load it
 
         with tempfile.TemporaryDirectory(prefix="series-objects-", dir=ram_dir()) as tmp:
             names = []
@@ -193,7 +193,7 @@ class Objects(Part):
 
     def commit_tree(self, tree: str, parents: Sequence[str], message: str, author: Ident) -> str:
         """A commit whose committer is its author, so ids depend on content only."""
-        import tempfile
+        import tempfile  # only when it is used: a run that writes nothing does not load it
 
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", delete=False) as fh:
             fh.write(message)

@@ -11,14 +11,13 @@ is changed.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from series.errors import SeriesError
+from series.git import ref_files
 from series.git.run import ZERO, GitFailed, Part, Runner, environment_fault
 from series.refnames import STOP as STOP_REFS
 
@@ -229,21 +228,4 @@ def files_key(work_tree: Path, *, index: bool = True) -> str | None:
     ``index=False``: the refs alone, for a caller that asks ``git status``
     about the index anyway (a ``git status`` may rewrite it, unchanged).
     """
-    git_dir = work_tree / ".git"
-    if not git_dir.is_dir() or (git_dir / "reftable").exists():
-        return None
-    digest = hashlib.sha256()
-    try:
-        for name in ("HEAD", "packed-refs"):
-            path = git_dir / name
-            digest.update(f"{name}\0".encode() + (path.read_bytes() if path.is_file() else b"-"))
-        for where, dirs, files in os.walk(git_dir / "refs"):
-            dirs.sort()
-            for name in sorted(files):
-                path = Path(where, name)
-                digest.update(f"\0{path.relative_to(git_dir)}\0".encode() + path.read_bytes())
-        if index:  # its bytes: a size, time and inode can be kept by a write in place
-            digest.update(b"\0index\0" + hashlib.sha256((git_dir / "index").read_bytes()).digest())
-    except OSError:
-        return None  # a ref being written meanwhile, no index yet: ask git
-    return digest.hexdigest()
+    return ref_files.files_key(str(work_tree), index=index)

@@ -29,7 +29,6 @@ this holds even where that check is bypassed).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from typing import Protocol
 from series.errors import InternalError, SeriesError
 from series.git.refs import Refs
 from series.git.run import GitFailed, Part, Runner, environment_fault, execute
+from series.git.run import net_timeout as net_timeout  # its home is the runner
 from series.refnames import ROOT as SERIES_REFS
 
 
@@ -339,14 +339,6 @@ class Remote(Part):
 
     def names(self) -> list[str]:
         return self._run.git("remote").split()
-
-
-def net_timeout() -> int:
-    """Seconds without data before a network git command gives up (``SERIES_NET_TIMEOUT``)."""
-    try:
-        return max(1, int(os.environ.get("SERIES_NET_TIMEOUT", "30")))
-    except ValueError:
-        return 30
 
 
 _SILENT = "no answer: no data for"  # how series.git.run says it stopped a silent git

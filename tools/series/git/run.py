@@ -55,6 +55,7 @@ from series.errors import InternalError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
 from series.git.child import end, gitpython, plain, run_child, spawn
+from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.version import ensure as _ensure_version
 from series.logs import debug
 from series.pids import alive
@@ -145,33 +146,6 @@ HERMETIC = {
     **_pins(),
 }
 ZERO = "0" * 40
-
-# git's own list (git rev-parse --local-env-vars, 2.39), the namespace, the
-# quarantine of a receive hook; GIT_CONFIG_KEY_n/VALUE_n go with GIT_CONFIG_COUNT.
-INHERITED = frozenset(
-    {
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_COMMON_DIR",
-        "GIT_CONFIG",
-        "GIT_CONFIG_COUNT",
-        "GIT_CONFIG_PARAMETERS",
-        "GIT_DIR",
-        "GIT_GRAFT_FILE",
-        "GIT_IMPLICIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_INTERNAL_SUPER_PREFIX",
-        "GIT_NAMESPACE",
-        "GIT_NO_REPLACE_OBJECTS",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_PREFIX",
-        "GIT_QUARANTINE_PATH",
-        "GIT_REPLACE_REF_BASE",
-        "GIT_SHALLOW_FILE",
-        "GIT_WORK_TREE",
-    }
-)
-_CONFIG_PAIRS = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
-ALLOWED_PROTOCOLS = "file:git:http:https:ssh"
 
 
 class GitFailed(InternalError):
@@ -511,7 +485,7 @@ def _utf8(value: str | bytes) -> str:
 
 def _strip_inherited() -> None:
     """Drop the inherited repository variables (GitPython builds on ``os.environ``)."""
-    for key in [k for k in os.environ if k in INHERITED or k.startswith(_CONFIG_PAIRS)]:
+    for key in [k for k in os.environ if inherited(k)]:
         del os.environ[key]
 
 
@@ -525,6 +499,17 @@ def _command(cwd: Path) -> _Cmd:
 def _executable(light: bool) -> str:
     """The git a process is started as: ``git`` on PATH, or GitPython's own choice."""
     return "git" if light else os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"
+
+
+def net_timeout() -> int:
+    """Seconds without data before a network git command gives up (``SERIES_NET_TIMEOUT``).
+
+    Here, not in the remote part that bounds fetches by it (series.git.remote), so that
+    the record of unreachable upstreams reads it without importing that part."""
+    try:
+        return max(1, int(os.environ.get("SERIES_NET_TIMEOUT", "30")))
+    except ValueError:
+        return 30
 
 
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:

@@ -16,8 +16,16 @@ What ``git version`` said is remembered in the per-user cache
 device, inode, size, modification and change times. A git installed, upgraded
 or replaced at that path is another file and is asked again; a git first on
 PATH elsewhere is another key. Only a new-enough verdict is kept: a refusal
-asks again each time. A wrapper script (``#!``) is keyed by its own file, not
-by the git it runs (docs/hardening.md, "Not covered yet").
+asks again each time.
+
+A verdict is kept only for a file that is git itself as far as its file can
+say: a binary executable (ELF, Mach-O) whose resolved name is ``git``. A
+wrapper script (``#!``: a version manager's shim, a logging wrapper) runs a
+git its file does not name for sure (another one per directory, per
+configuration file, per environment), and a binary of another name that PATH
+leads to through a link (a multi-call shim that picks a git by its
+configuration) is not git either: their file says nothing of the git behind
+them, so git is asked each run (one ``git version``, once per process).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import os
 
 from series.errors import SeriesError
+from series.git.child import run_child
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
@@ -72,8 +81,9 @@ def ensure(executable: str = "git") -> None:
     """Raise :class:`GitTooOld` unless ``executable`` (as ``PATH`` finds it) is new enough.
 
     No git found: nothing is said here (the start of git says it: GitMissing).
-    Costs a look along ``PATH``, a ``stat`` and the read of one small file when
-    the verdict is known; one ``git version`` when it is not.
+    Costs a look along ``PATH``, a ``stat``, the read of git's first bytes and of
+    one small file when the verdict is known; one ``git version`` when it is not
+    (each run for a wrapper script).
     """
     found = _locate(executable)
     if found is None:
@@ -81,7 +91,8 @@ def ensure(executable: str = "git") -> None:
     key = _key(found)
     if key is None or key in _good:
         return
-    if key in _recall():
+    kept = _is_git_itself(found)
+    if kept and key in _recall():
         _good.add(key)
         return
     said, version = _ask(found)
@@ -89,7 +100,8 @@ def ensure(executable: str = "git") -> None:
         shown = ".".join(map(str, version)) if version is not None else None
         raise GitTooOld(found, said, shown)
     _good.add(key)
-    _remember(key, said.strip())
+    if kept:
+        _remember(key, said.strip())
 
 
 def _locate(executable: str) -> str | None:
@@ -115,6 +127,35 @@ def _key(path: str) -> str | None:
     return f"{real}\t{st.st_dev}\t{st.st_ino}\t{st.st_size}\t{st.st_mtime_ns}\t{st.st_ctime_ns}"
 
 
+# The first bytes of a binary executable: ELF; Mach-O 32 and 64 bits, either byte order,
+# and a universal (fat) one.
+_BINARY = frozenset(
+    {
+        b"\x7fELF",
+        b"\xfe\xed\xfa\xce",
+        b"\xfe\xed\xfa\xcf",
+        b"\xce\xfa\xed\xfe",
+        b"\xcf\xfa\xed\xfe",
+        b"\xca\xfe\xba\xbe",
+    }
+)
+
+
+def _is_git_itself(path: str) -> bool:
+    """Whether ``path`` is a file whose verdict may be kept: a binary executable whose
+    resolved name is ``git`` (not a ``#!`` script, nor a binary of another name that
+    PATH leads to through a link)."""
+    real = os.path.realpath(path)
+    if os.path.basename(real) != "git":
+        return False
+    try:
+        with open(real, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    return head in _BINARY
+
+
 def _recall() -> set[str]:
     """The keys of gits remembered as new enough."""
     if not _store:
@@ -127,26 +168,22 @@ def _recall() -> set[str]:
 
 
 def _ask(path: str) -> tuple[str, tuple[int, ...] | None]:
-    """What ``path version`` says, and the version in it (None: unreadable)."""
-    import re  # re and subprocess: only to ask, once per git (a command that starts no
-    import subprocess  # git process, or only one, does not load them for this)
+    """What ``path version`` says, and the version in it (None: unreadable).
 
-    env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C"}
+    Started as a re-run's one ``git status`` is (series.git.child, without
+    subprocess): a wrapper script is asked each run, re-runs answered from what
+    was kept included."""
+    import re  # only to ask, once per git (a command that starts no git process does not
+    from pathlib import Path  # load them for this)
+
     try:
-        done = subprocess.run(
-            [path, "version"],
-            cwd="/",
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        done = run_child(Path("/"), [path, "version"], env={}, stdin=None, stall=None, light=True)
+    except OSError as exc:
         return f"(could not run it: {exc})", None
-    said = done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace")
-    match = re.match(_VERSION, done.stdout.decode("utf-8", "replace"))
-    if done.returncode != 0 or match is None:
+    out = done.out.decode("utf-8", "replace")
+    said = out + done.err.decode("utf-8", "replace")
+    match = re.match(_VERSION, out)
+    if done.status != 0 or match is None:
         return said, None
     return said, tuple(int(part or 0) for part in match.groups())
 

@@ -9,7 +9,7 @@ series.stack.rebase from the commits it replays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from series.manifest import Patch
 from series.merge.merger import Node
@@ -32,6 +32,9 @@ class Stacked:
     nodes: list[Node]  # pin, then one per patch that applied
     files: dict[str, tuple[str, ...]]  # patch id -> files it changes
     reused: int = 0
+    # patch id -> the bytes of its file the stack was built from (series.builder.memo read
+    # them once): what an answer about the patch is of, not the file read again later
+    data: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def patches(self) -> list[Patch]:

@@ -23,40 +23,45 @@ without importing GitPython (series.git.run.light_processes: one
 ``cat-file`` per repository); the memo is listed once for both versions,
 both pins are found in the cache without the fetch machinery
 (series.upstream.cached_pin), and the current version's series.toml is
-the one the command parsed. A build of either stack packs the cache's loose
+the one the command parsed. The earlier version is parsed from its bytes
+and its stack taken from the memo without writing its files out, where
+neither can depend on where the files are (:func:`_parsed`,
+:func:`_remembered`). Only the parts of the git layer it uses are imported
+(not series.git's names, which import every part). A build of either stack packs the cache's loose
 objects once there are many (series.upstream.pack_cache): the range-diff
 reads the commits' trees and blobs from a pack.
 """
 
 from __future__ import annotations
 
+import io
 import re
-import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from series import upstream
 from series.builder import memo
 from series.builder.build import PatchFile
 from series.errors import UsageError
-from series.git import Repo
 from series.git.run import light_processes
-from series.manifest import Manifest, load
+from series.manifest import load, loads  # the session parsed the project's: loaded already
+from series.records import NamedTuple
 from series.refnames import REBASE_LAST
-from series.ui import Ui
 
+TYPE_CHECKING = False  # neither typing nor dataclasses is imported for a range-diff
 if TYPE_CHECKING:
+    from series.git import Repo
+    from series.manifest import Manifest
     from series.project import Series
+    from series.ui import Ui
 
 UNCHANGED = "unchanged"
 CONTEXT = "context only"
 CONTENT = "content changed"
 
 
-@dataclass(frozen=True)
-class Shape:
+class Shape(NamedTuple):
     changes: tuple[str, ...]  # file headers and +/- lines
     context: tuple[str, ...]  # file headers and context lines
 
@@ -141,8 +146,7 @@ def range_diffs(
 # -- series range-diff -------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Version:
+class Version(NamedTuple):
     """One version of the series: where it came from, and its files by relative path;
     ``manifest``: its series.toml parsed, when the project's own was (the current one)."""
 
@@ -151,8 +155,7 @@ class Version:
     manifest: Manifest | None = None
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     id: str
     kind: str  # unchanged | context only | content changed | new | dropped
     old: str | None  # the patch's commit in the old version (built on the old pin)
@@ -286,22 +289,71 @@ def _same(
     return not any(marker in data for data in files for marker in _RENAMES)
 
 
-Stack = tuple[dict[str, tuple[str, str, str]], tuple[str, str], Manifest]
+# patch id -> (commit, title, file); (base, tip); the version's manifest
+Stack = tuple[dict[str, tuple[str, str, str]], tuple[str, str], "Manifest"]
 
 
 def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Known) -> Stack:
     """patch id -> (commit, title, patch file) of ``version`` built on its own pin, in the
     cache; (pin, tip) of that stack; its manifest. The current version is the project's
-    own files, as parsed already; another is written out to be parsed and read."""
+    own files, as parsed already; another is parsed from its files' bytes when the parse
+    cannot depend on where they are (:func:`_parsed`), else written out to be parsed."""
     if version.manifest is not None:
         return _built(series, ui, version.label, version.manifest, series.root, cache, known)
-    with tempfile.TemporaryDirectory(prefix="series-range-diff-") as tmp:
-        root = Path(tmp)
-        for rel, data in version.files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_bytes(data)
+    manifest = _parsed(version.files)
+    if manifest is not None:
+        return _built(series, ui, version.label, manifest, None, cache, known, version.files)
+    with _written(version.files) as root:
         manifest = load(root / "series.toml")
         return _built(series, ui, version.label, manifest, root, cache, known)
+
+
+@contextmanager
+def _written(files: dict[str, bytes]) -> Iterator[Path]:
+    """``files`` written out in a new temporary directory, removed afterwards."""
+    import tempfile  # only for a version whose files must be on disk: not every run's
+
+    with tempfile.TemporaryDirectory(prefix="series-range-diff-") as tmp:
+        root = Path(tmp)
+        for rel, data in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+        yield root
+
+
+# Where a version parsed from its bytes (:func:`_parsed`) says its series.toml is: a path
+# that names nothing, so the parse's check that each path resolves inside the project is
+# the lexical one it is in a directory of written files.
+_NOWHERE = Path("/nonexistent/series-range-diff")
+
+
+def _parsed(files: dict[str, bytes]) -> Manifest | None:
+    """``files``' series.toml parsed as :func:`series.manifest.load` parses it once the
+    files are written out in a directory of their own, without writing them: None unless
+    that is sure to be the same manifest (the same values, no error).
+
+    The parse reads the disk only to check the paths it names: the checkout and every
+    patch file must resolve inside the project, and each patch file must be a file that
+    is not empty. In a directory holding only the written files, a path without ``..``
+    always resolves inside it (its parse would fail only on ``.``, as here), and a patch
+    file is such a file exactly when it is one of ``files`` with some bytes. Anything
+    else (an error, a ``..``, a file named otherwise) is left to that parse, which says
+    what is wrong in its own words.
+    """
+    text = files.get("series.toml")
+    if text is None:
+        return None
+    try:  # decoded as Path.read_text decodes (universal newlines), as load() reads it
+        decoded = io.TextIOWrapper(io.BytesIO(text), encoding="utf-8").read()
+        manifest = loads(_NOWHERE / "series.toml", decoded, missing_ok=True)
+    except Exception:  # that parse raises it again, in its own words
+        return None
+    named = [manifest.checkout, *(p.file for p in manifest.patches)]
+    if any(".." in value.split("/") for value in named):
+        return None
+    if not all(files.get(p.file) for p in manifest.patches):
+        return None
+    return manifest
 
 
 def _built(
@@ -309,20 +361,52 @@ def _built(
     ui: Ui,
     label: str,
     manifest: Manifest,
-    root: Path,
+    root: Path | None,
     cache: Repo,
     known: memo.Known,
+    files: dict[str, bytes] | None = None,
 ) -> Stack:
+    """The stack of ``manifest``'s patches, whose files are under ``root``, or (``root``
+    None) are ``files``' bytes: reused from the memo when it has every one of them, else
+    built from the files written out."""
     base = upstream.cached_pin(manifest.upstream, cache, series.cache_dir) or upstream.resolve(
         manifest.upstream, series.cache_dir, source=None, override=None
     )
     ui.status(f"{label}: {len(manifest.patches)} patches on {base.label}")
+    if root is None:
+        assert files is not None
+        steps = _remembered(manifest, files, base.commit, known)
+        if steps is not None:
+            tip = list(steps.values())[-1][0] if steps else base.commit
+            return steps, (base.commit, tip), manifest
+        with _written(files) as written:
+            return (*_stack(series, manifest, written, base.commit, cache, known), manifest)
+    return (*_stack(series, manifest, root, base.commit, cache, known), manifest)
+
+
+def _remembered(
+    manifest: Manifest, files: dict[str, bytes], base: str, known: memo.Known
+) -> dict[str, tuple[str, str, str]] | None:
+    """What :func:`series.builder.memo.build` answers without building when the memo has
+    every patch (the same keys, of the same bytes); None when it has not."""
+    keys = memo.keys_of(base, [(p.id, files[p.file]) for p in manifest.patches])
+    if not all(key in known for key in keys):
+        return None
+    return {
+        p.id: (known[key][0], p.title, p.file)
+        for p, key in zip(manifest.patches, keys, strict=True)
+    }
+
+
+def _stack(
+    series: Series, manifest: Manifest, root: Path, base: str, cache: Repo, known: memo.Known
+) -> tuple[dict[str, tuple[str, str, str]], tuple[str, str]]:
     files = [PatchFile(p, root / p.file) for p in manifest.patches]
-    built = memo.build(cache, base.commit, files, known)
+    built = memo.build(cache, base, files, known)
     if built.reused < len(built.steps) or built.failure is not None:
         upstream.pack_cache(cache, series.cache_dir)  # this build wrote objects
     steps = {s.patch.id: (s.commit, s.patch.title, s.patch.file) for s in built.steps}
-    return steps, (built.base, built.tip), manifest
+    return steps, (built.base, built.tip)
 
 
 def _current_files(series: Series) -> dict[str, bytes]:

@@ -10,7 +10,7 @@ index and files, and series' own code. So when a run changed nothing,
 what it read is kept, as a digest (``key``), with what it said, in the
 checkout's git directory (``.git/series/verified.json``, one entry per
 command). The next run computes the digest from files alone
-(series.git.files_key for the refs, the sha256 of every file, the status
+(series.git.files_key for the refs, the blake2b of every file, the status
 of series' own modules: series.code.code_digest) and, when it
 is the same, says the same
 again after one ``git status`` (without optional locks: it writes
@@ -32,19 +32,15 @@ which writes it again.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
 from pathlib import Path
 
-from series.code import code_digest
 from series.errors import SeriesError
 from series.files import write_atomic
-from series.git.refs import files_key
 from series.git.run import Runner
 from series.git.worktree import Worktree
 from series.records import NamedTuple
-from series.stack.export_files import JOURNAL
+from series.stack import verified_kept as fast
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
@@ -57,17 +53,8 @@ if TYPE_CHECKING:
 FORMAT = 1
 NAME = Path("series") / "verified.json"  # in the checkout's git directory
 COMMANDS = ("apply", "export")
-# In the git directory: a git command of the user's in progress, or one of series' cut short.
-# (and series/state.json: a checkout of series 0.1, whose state is not in the refs).
-BUSY = (
-    "index.lock",
-    "rebase-merge",
-    "rebase-apply",
-    "MERGE_HEAD",
-    "CHERRY_PICK_HEAD",
-    "series/state.json",
-)
-RECORDS = "series-git-"  # series.git.leftovers: a git command of series' cut short
+BUSY = fast.BUSY  # in the git directory: a git command in progress, or one cut short
+RECORDS = fast.RECORDS  # series.git.leftovers: a git command of series' cut short
 
 
 class Where(NamedTuple):
@@ -79,29 +66,11 @@ class Where(NamedTuple):
 
 
 def key(series: Series, checkout: Checkout | Where, command: str) -> str | None:
-    """The digest of all that ``command`` reads in ``checkout``; None when it cannot be told."""
-    git_dir = checkout.path / ".git"
-    if (series.root / JOURNAL).exists() or _busy(git_dir):
-        return None
-    refs = files_key(checkout.path, index=False)  # the index: git status, each time
-    if refs is None:
-        return None
-    digest = hashlib.sha256(
-        f"{FORMAT}\0{command}\0{checkout.path}\0{checkout.branch}\0{refs}\0".encode()
+    """The digest of all that ``command`` reads in ``checkout``; None when it cannot be told
+    (series.stack.verified_kept.digest, which a re-run answered before the CLI computes)."""
+    return fast.digest(
+        str(series.root), str(checkout.path), checkout.branch, series.named(), command
     )
-    digest.update(code_digest())
-    named = series.named()
-    files = [series.root / "series.toml", *(series.root / file for _, file in named)]
-    if any(path.is_symlink() for path in files):
-        return None  # the full run says what it does with a link (docs/hardening.md)
-    try:
-        digest.update(files[0].read_bytes())
-        for (patch_id, file), path in zip(named, files[1:], strict=True):
-            data = path.read_bytes()
-            digest.update(f"\0{patch_id}\0{file}\0".encode() + hashlib.sha256(data).digest())
-    except OSError:
-        return None
-    return digest.hexdigest()
 
 
 def recall(checkout: Checkout | Where, command: str, digest: str | None) -> dict[str, Any] | None:
@@ -139,21 +108,57 @@ def rerun(
     digest = key(series, where, command)
     entry = recall(where, command, digest)
     if entry is not None and not Worktree(Runner(where.path)).dirty(read_only=True):
+        if directory is None and digest is not None:
+            _keep_fast(series, where, command, digest, entry)
         return digest, answer(ui, entry, command)
     return digest, None
 
 
 def answer(ui: Ui, entry: dict[str, Any], command: str) -> dict[str, Any]:
     """Say again what the run that verified the state said; its ``--json`` payload."""
-    ui.status(
+    lines, result = said(entry, command)
+    for line in lines:
+        ui.status(line)
+    ui.result(result)
+    payload: dict[str, Any] = entry["payload"]
+    return payload
+
+
+def said(entry: dict[str, Any], command: str) -> tuple[list[str], str]:
+    """What :func:`answer` says of ``entry``: its status lines and its result line."""
+    first = (
         f"nothing changed since the last {command} verified {entry['payload']['checkout']} "
         "(series.toml, patches/, its refs; its files clean): not rebuilt"
     )
-    for line in entry["lines"]:
-        ui.status(line)
-    ui.result(entry["result"])
-    payload: dict[str, Any] = entry["payload"]
-    return payload
+    return [first, *entry["lines"]], entry["result"]
+
+
+def _keep_fast(
+    series: Series, where: Checkout | Where, command: str, digest: str, entry: dict[str, Any]
+) -> None:
+    """Keep what the next plain re-run of ``command`` needs to be answered before the CLI
+    is imported (series.stack.verified_kept), when the checkout is the manifest's; an
+    entry that cannot be written costs only speed."""
+    if command not in fast.COMMANDS or where.path != series.checkout_path(None):
+        return
+    root, cache = str(series.root), str(series.cache_dir)
+    text = fast.keep(
+        root,
+        series.checkout_where(),
+        str(where.path),
+        where.branch,
+        series.named(),
+        command,
+        digest,
+        said(entry, command),
+    )
+    if text is None:
+        return
+    path = Path(fast.entry_path(root, cache, command))
+    with contextlib.suppress(OSError, SeriesError):
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            return  # kept already: nothing to write
+        write_atomic(path, text, within=None, durable=False)
 
 
 def keep(
@@ -184,15 +189,7 @@ def keep(
     record[command] = {"key": digest, "lines": lines, "result": result, "payload": payload}
     with contextlib.suppress(OSError, SeriesError):  # SeriesError: a .git that leads out
         write_atomic(path, json.dumps(record, indent=1), within=checkout.path, durable=False)
-
-
-def _busy(git_dir: Path) -> bool:
-    if not git_dir.is_dir() or any((git_dir / name).exists() for name in BUSY):
-        return True
-    try:
-        return any(name.startswith(RECORDS) for name in os.listdir(git_dir))
-    except OSError:
-        return True
+        _keep_fast(series, checkout, command, digest, record[command])
 
 
 def _valid(entry: object) -> TypeGuard[dict[str, Any]]:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import SeriesError
-from series.git import Repo
 from series.git.objects import loose
+from series.git.repo import Repo  # not through series.git: it imports every part
 from series.locks import attempt
 from series.logs import debug
 from series.manifest import Upstream

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from series.files import write_atomic
-from series.git.remote import net_timeout
+from series.git.run import net_timeout  # not the remote part: range-diff loads none
 
 _NETWORK = re.compile(
     r"unable to access|Could not resolve|Connection (refused|timed out|reset)|"

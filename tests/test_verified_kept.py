@@ -1,0 +1,221 @@
+"""A plain re-run of ``series apply`` answered before the CLI (series.stack.verified_kept).
+
+The answer is the one series.stack.verified gives inside the CLI, from the
+same digest and the same ``git status``; counted here by the modules a
+fresh interpreter imported and the git processes it started (a ``git`` shim
+first on PATH), never timed. Each change that the CLI's run must see
+instead is made, checked to take the full run, and undone, checked to be
+answered again: the answer depends on that check alone.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from helpers import GitShim, git, make_project
+from series.project import LOCK
+from series.stack import export_files, verified, verified_kept
+from test_fixed_cost import _modules_after
+
+HIT = "nothing changed since the last apply verified"
+STATUS = "--no-optional-locks status --porcelain=v1 -z --untracked-files=all"
+# What the answer before the CLI does without: the CLI, the project, the git layer, and
+# the standard modules whose import cost more than the answer (issue 23).
+NOT_IMPORTED = {
+    "series.cli",
+    "series.cli.run",
+    "series.project",
+    "series.stack.verified",
+    "series.git.run",
+    "pathlib",
+    "json",
+    "re",
+    "hashlib",
+    "enum",
+    "subprocess",
+    "argparse",
+    "typing",
+}
+
+
+def _settled(tmp_path: Path) -> tuple[Path, GitShim, tuple[str, str]]:
+    """An applied project whose last apply was answered by what was verified (which keeps
+    the entry of this module); that answer's stdout and stderr."""
+    project = make_project(tmp_path)
+    shim = GitShim(tmp_path)
+    shim.run(project.root, "apply")
+    shim.run(project.root, "apply")  # verified, kept in .git/series/verified.json
+    entry = verified_kept.entry_path(str(project.root.resolve()), str(shim.cache), "apply")
+    os.unlink(entry)  # the run inside the CLI answers, and keeps this module's entry again
+    code, out, err, calls = shim.said(project.root, "apply")
+    assert code == 0 and HIT in err and calls == [STATUS], (err, calls)
+    assert os.path.isfile(entry)
+    return project.root, shim, (out, err)
+
+
+def test_a_rerun_of_apply_is_answered_before_the_cli_with_one_git_status(
+    tmp_path: Path,
+) -> None:
+    root, shim, said = _settled(tmp_path)
+    code, out, err, calls = shim.said(root, "apply")
+    assert code == 0 and (out, err) == said
+    assert calls == [STATUS]
+    modules = _modules_after(root, shim.env, "apply")
+    assert "series.stack.verified_kept" in modules
+    assert not NOT_IMPORTED & modules, sorted(NOT_IMPORTED & modules)
+
+
+def _answered(root: Path, env: dict[str, str], *words: str) -> bool:
+    """Whether verified_kept answers ``series -C root WORDS`` (else the CLI runs it)."""
+    code = (
+        "import sys\n"
+        "from series.stack.verified_kept import rerun\n"
+        "code = rerun(sys.argv[1:])\n"
+        "sys.stderr.write(f'\\nrerun: {code}\\n')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "-C", str(root), *words],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=GitShim.BOUND,
+        check=True,
+    )
+    said = proc.stderr.splitlines()[-1]
+    assert said in ("rerun: 0", "rerun: None"), proc.stderr
+    return said == "rerun: 0"
+
+
+@contextmanager
+def _changed(path: Path, text: bytes) -> Iterator[None]:
+    before = path.read_bytes()
+    path.write_bytes(text)
+    yield
+    path.write_bytes(before)
+
+
+@contextmanager
+def _linked(path: Path) -> Iterator[None]:
+    before = path.read_bytes()
+    copy = path.with_name(path.name + ".copy")
+    copy.write_bytes(before)
+    path.unlink()
+    path.symlink_to(copy)
+    yield
+    path.unlink()
+    path.write_bytes(before)
+    copy.unlink()
+
+
+@contextmanager
+def _made(path: Path) -> Iterator[None]:
+    path.write_text("x\n")
+    yield
+    path.unlink()
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    yield
+    os.close(fd)
+
+
+@contextmanager
+def _env(env: dict[str, str], name: str, value: str) -> Iterator[None]:
+    env[name] = value
+    yield
+    del env[name]
+
+
+@contextmanager
+def _path(env: dict[str, str]) -> Iterator[None]:
+    before = env["PATH"]
+    env["PATH"] = before.split(os.pathsep, 1)[1]  # the shim gone: another git
+    yield
+    env["PATH"] = before
+
+
+@contextmanager
+def _ref(work: Path) -> Iterator[None]:
+    git(work, "update-ref", "refs/heads/other", "HEAD")
+    yield
+    git(work, "update-ref", "-d", "refs/heads/other")
+
+
+CHANGES: dict[str, Callable[[Path, dict[str, str]], object]] = {
+    "the kept verified.json": lambda root, env: _changed(
+        root / "work" / ".git" / verified.NAME,
+        (root / "work" / ".git" / verified.NAME).read_bytes() + b" ",
+    ),
+    "series.toml": lambda root, env: _changed(
+        root / "series.toml", (root / "series.toml").read_bytes() + b"# x\n"
+    ),
+    "a patch file": lambda root, env: _changed(
+        next((root / "patches").glob("*.patch")),
+        next((root / "patches").glob("*.patch")).read_bytes() + b"\n",
+    ),
+    "a patch file made a link": lambda root, env: _linked(next((root / "patches").glob("*.patch"))),
+    "a ref of the checkout": lambda root, env: _ref(root / "work"),
+    "an untracked file": lambda root, env: _made(root / "work" / "new.txt"),
+    "a modified file": lambda root, env: _changed(
+        root / "work" / "pkg" / "core.py", (root / "work" / "pkg" / "core.py").read_bytes() + b"#\n"
+    ),
+    "a leftover of a killed run": lambda root, env: _made(root / "patches" / ".series-tmp-x"),
+    "a git command in progress": lambda root, env: _made(root / "work" / ".git" / "MERGE_HEAD"),
+    "an export journal": lambda root, env: _made(root / export_files.JOURNAL),
+    "the project locked": lambda root, env: _locked(root / LOCK),
+    "GIT_DIR": lambda root, env: _env(env, "GIT_DIR", str(root / "work" / ".git")),
+    "GIT_CONFIG_COUNT": lambda root, env: _env(env, "GIT_CONFIG_COUNT", "0"),
+    "SERIES_DEBUG": lambda root, env: _env(env, "SERIES_DEBUG", "1"),
+    "a fault injected": lambda root, env: _env(env, "SERIES_FAULT_KILL_AT", "99"),
+    "another git": lambda root, env: _path(env),
+}
+
+
+def test_what_the_full_run_must_see_is_not_answered_before_it(tmp_path: Path) -> None:
+    root, shim, _ = _settled(tmp_path)
+    env = dict(shim.env)
+    assert _answered(root, env, "apply")
+    for name, change in CHANGES.items():
+        with change(root, env):  # type: ignore[attr-defined]
+            assert not _answered(root, env, "apply"), name
+        assert _answered(root, env, "apply"), name  # undone: answered again
+    for words in (["-v", "apply"], ["apply", "--dir", str(root / "work")], ["export"]):
+        assert not _answered(root, env, *words), words
+
+
+def test_the_constants_are_the_full_runs(tmp_path: Path) -> None:
+    """What this module names of the modules it does not import (they import pathlib)."""
+    assert str(export_files.JOURNAL) == verified_kept.JOURNAL
+    assert str(LOCK) == verified_kept.LOCK
+    assert str(Path(".git") / verified.NAME) == verified_kept.VERIFIED
+    assert verified_kept.VERIFIED_FORMAT == verified.FORMAT
+    assert " ".join(verified_kept.STATUS[1:]) == STATUS
+
+
+@pytest.mark.parametrize("where", ["inside", "named"])
+def test_an_entry_is_found_from_the_project_or_with_c(tmp_path: Path, where: str) -> None:
+    root, shim, said = _settled(tmp_path)
+    argv = [sys.executable, "-m", "series", *(["-C", str(root)] if where == "named" else [])]
+    shim.log.unlink()
+    proc = subprocess.run(
+        [*argv, "apply"],
+        cwd=root / "patches" if where == "inside" else tmp_path,
+        capture_output=True,
+        text=True,
+        env=shim.env,
+        timeout=GitShim.BOUND,
+        check=False,
+    )
+    assert proc.returncode == 0 and (proc.stdout, proc.stderr) == said
+    assert shim.log.read_text().splitlines() == [STATUS]

@@ -1,0 +1,48 @@
+"""A checkout's refs (and index) read as files, as a digest: series.git.refs.files_key.
+
+Apart from series.git.refs (which imports the git layer) so that a re-run
+answered before the CLI is imported (series.stack.verified_kept) computes
+the same digest: it imports only ``_sha256`` (hashlib's ``sha256``, the
+same digest, without OpenSSL's import).
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from hashlib import sha256 as sha256
+else:
+    try:
+        from _sha256 import sha256 as sha256
+    except ImportError:  # Python 3.12 and later
+        from _sha2 import sha256
+
+
+def files_key(work_tree: str, *, index: bool = True) -> str | None:
+    """series.git.refs.files_key of the checkout at ``work_tree`` (its docstring)."""
+    git_dir = os.path.join(work_tree, ".git")
+    if not os.path.isdir(git_dir) or os.path.exists(os.path.join(git_dir, "reftable")):
+        return None
+    digest = sha256()
+    try:
+        for name in ("HEAD", "packed-refs"):
+            path = os.path.join(git_dir, name)
+            digest.update(f"{name}\0".encode() + (_bytes(path) if os.path.isfile(path) else b"-"))
+        for where, dirs, files in os.walk(os.path.join(git_dir, "refs")):
+            dirs.sort()
+            for name in sorted(files):
+                path = os.path.join(where, name)
+                digest.update(f"\0{os.path.relpath(path, git_dir)}\0".encode() + _bytes(path))
+        if index:  # its bytes: a size, time and inode can be kept by a write in place
+            data = _bytes(os.path.join(git_dir, "index"))
+            digest.update(b"\0index\0" + sha256(data).digest())
+    except OSError:
+        return None  # a ref being written meanwhile, no index yet: ask git
+    return digest.hexdigest()
+
+
+def _bytes(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()

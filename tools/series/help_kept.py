@@ -1,0 +1,94 @@
+"""``series --help`` kept as argparse wrote it, under a digest of all its text depends on.
+
+The top-level help is argparse's formatting of the command table: a
+function of series' code (series.code.code_digest), of Python's (its
+version: argparse's own wording and layout), of the width argparse takes
+(``shutil.get_terminal_size``: ``COLUMNS``, else the terminal on stdout)
+and of what could translate or colour it (the locale's variables, the
+colour switches). Building the parser (argparse, the command table, the
+options' declarations with ``re``) cost ``series --help`` twice Python's
+own start-up (issue 23). So the CLI keeps the text it printed
+(:func:`keep`) in the per-user cache (``help/<digest>``), and
+series.entry, for ``series --help`` (or ``-h``) alone, writes the text
+kept under the digest of now (:func:`recall`) without importing the CLI
+(:func:`words`: also after ``-C DIR``, which changes nothing in the help).
+Any other command line, a digest with no text kept, or a text that cannot
+be read, is the CLI's to answer. The text is written whole, or not at all
+(a temporary file renamed into place).
+
+It imports only what series.stack.branches_kept does.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from _blake2 import blake2b
+
+from series.code import code_digest
+from series.stack.branches_kept import cache_dir
+
+FORMAT = 1
+DIR = "help"
+HELP = ("--help", "-h")
+TEMP_PREFIX = ".series-tmp-"  # series.files.TEMP_PREFIX
+# What may change argparse's text besides the code and the width: its translation
+# (gettext's variables) and, in later Pythons, its colours.
+ENVIRONMENT = (
+    *("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"),
+    *("NO_COLOR", "FORCE_COLOR", "PYTHON_COLORS", "TERM"),
+)
+
+
+def words(argv: list[str]) -> bool:
+    """Whether ``argv`` asks argparse for the top-level help and nothing else:
+    ``[-C DIR] --help`` (or ``-h``); ``DIR``, as argparse takes it after ``-C``, any word
+    that does not start with ``-`` (its type, series.commands.options.path, takes any)."""
+    if len(argv) == 3 and argv[0] == "-C" and not argv[1].startswith("-"):
+        argv = argv[2:]
+    return len(argv) == 1 and argv[0] in HELP
+
+
+def key() -> str:
+    """The digest of what the help's text depends on, now."""
+    try:
+        stdout = sys.__stdout__
+        size = str(os.get_terminal_size(stdout.fileno()).columns) if stdout else "-"
+        tty = str(bool(stdout and stdout.isatty()))
+    except (AttributeError, ValueError, OSError):
+        size, tty = "-", "-"
+    env = [f"{name}={os.environ.get(name, '')}" for name in ("COLUMNS", *ENVIRONMENT)]
+    said = "\0".join([str(FORMAT), sys.version, size, tty, *env])
+    return blake2b(said.encode() + b"\0" + code_digest(), digest_size=32).hexdigest()
+
+
+def _path(digest: str) -> str:
+    return os.path.join(cache_dir(), DIR, digest)
+
+
+def recall() -> str | None:
+    """The help's text kept under the digest of now; None when there is none."""
+    try:
+        with open(_path(key()), encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, ValueError):
+        return None
+    return text or None
+
+
+def keep(text: str) -> None:
+    """Keep ``text``, the help the CLI printed now; an entry that cannot be written costs
+    only speed."""
+    path = _path(key())
+    tmp = os.path.join(os.path.dirname(path), f"{TEMP_PREFIX}{os.getpid()}")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            return  # never made

@@ -1,0 +1,292 @@
+"""A re-run of ``series apply`` answered before the CLI is imported, from what was verified.
+
+series.stack.verified answers a re-run that nothing changed since from a
+digest of what it reads and one ``git status``; but it is asked inside the
+CLI's session (series.cli.run: the project, pathlib, json, the lock), whose
+imports cost a plain ``series apply`` more than the answer itself (issue 23).
+So when verified answers a re-run, or keeps what a full run said, it also
+keeps, in the per-user cache (``verified/<blake2b of the project's path and
+the command>``), what the next re-run needs to answer it from files alone:
+
+* the project's path, the checkout's (as series.project resolves it), the
+  branch, each patch's id and file (what series.known keeps of the parse);
+* verified's digest (:func:`digest`: series.toml's and the patch files'
+  bytes, the checkout's refs, series' code) and the digest of the
+  checkout's ``.git/series/verified.json`` (any change to it, and this
+  entry is not taken);
+* the git the full run would start (its path, size and time: the full run
+  checks that it is new enough, series.git.version);
+* what the re-run writes on stderr and stdout.
+
+``series [-C DIR] apply`` alone (series.entry) asks :func:`rerun`: when the
+entry is there, the digest computed now is the one kept, and the project
+lock can be shared (no series command is writing; one that wants to write
+waits meanwhile), it runs the ``git status`` verified runs
+(series.git.worktree.Worktree.dirty, read-only, started without
+subprocess: series.git.child) and, when the files are clean, writes what was
+kept. Anything else takes the full run, which says what it finds: no entry
+or another digest, a link on the way to series.toml, the checkout or a patch
+file (series.known), a temporary file of a killed series run to clear
+(series.project), what verified leaves to the full run (a git command in
+progress or cut short, an export journal, refs not readable as files), a
+repository variable in the environment (series.git.run strips those before
+git runs), ``-v``, ``SERIES_DEBUG`` or an injected fault, no lock file yet,
+a git that failed or found a change.
+
+It imports what series.stack.branches_kept does, series.git.ref_files and
+series.git.child: not pathlib, json, re, hashlib or the git layer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from _blake2 import blake2b
+
+from series.code import code_digest
+from series.git.child import run_child
+from series.git.inherited import ALLOWED_PROTOCOLS, inherited
+from series.git.ref_files import files_key
+from series.stack.branches_kept import BROKEN_PIPE, _git, _unsafe, cache_dir, find_root
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+FORMAT = 1
+DIR = "verified"
+COMMANDS = ("apply",)
+VERIFIED_FORMAT = 1  # series.stack.verified.FORMAT: part of its digest
+VERIFIED = os.path.join(".git", "series", "verified.json")  # series.stack.verified.NAME
+JOURNAL = os.path.join(".series", "export-journal.json")  # series.stack.export_files.JOURNAL
+LOCK = os.path.join(".series", "lock")  # series.project.LOCK
+# In the git directory: a git command of the user's in progress, or one of series' cut short.
+# (and series/state.json: a checkout of series 0.1, whose state is not in the refs).
+BUSY = (
+    "index.lock",
+    "rebase-merge",
+    "rebase-apply",
+    "MERGE_HEAD",
+    "CHERRY_PICK_HEAD",
+    "series/state.json",
+)
+RECORDS = "series-git-"  # series.git.leftovers: a git command of series' cut short
+# series.git.worktree.Worktree.dirty(read_only=True)
+STATUS = ("git", "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all")
+_FULL = ("SERIES_DEBUG", "SERIES_FAULT_")  # a log asked for, a fault injected: the full run
+FIELDS = (
+    *("format", "root", "where", "checkout", "branch", "named", "key", "verified", "git"),
+    *("stderr", "stdout"),
+)
+SEP = "\x1f"
+PAIR = "\x1e"
+
+
+def digest(
+    root: str, checkout: str, branch: str, named: Sequence[tuple[str, str]], command: str
+) -> str | None:
+    """The digest of all that ``command`` reads in the checkout at ``checkout`` (resolved)
+    of the project at ``root``, each patch's id and file in ``named``; None when it cannot
+    be told (series.stack.verified's docstring says when).
+
+    blake2b (builtin, as series.code's): it hashes the patch files about twice as fast
+    as the builtin sha256, and OpenSSL's import costs more than either."""
+    git_dir = os.path.join(checkout, ".git")
+    if os.path.exists(os.path.join(root, JOURNAL)) or _busy(git_dir):
+        return None
+    refs = files_key(checkout, index=False)  # the index: git status, each time
+    if refs is None:
+        return None
+    h = blake2b(f"{VERIFIED_FORMAT}\0{command}\0{checkout}\0{branch}\0{refs}\0".encode())
+    h.update(code_digest())
+    files = [os.path.join(root, "series.toml"), *(os.path.join(root, f) for _, f in named)]
+    if any(os.path.islink(path) for path in files):
+        return None  # the full run says what it does with a link (docs/hardening.md)
+    try:
+        h.update(_read(files[0]))
+        for (patch_id, file), path in zip(named, files[1:], strict=True):
+            h.update(f"\0{patch_id}\0{file}\0".encode() + blake2b(_read(path)).digest())
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _busy(git_dir: str) -> bool:
+    if not os.path.isdir(git_dir) or any(os.path.exists(os.path.join(git_dir, n)) for n in BUSY):
+        return True
+    try:
+        return any(name.startswith(RECORDS) for name in os.listdir(git_dir))
+    except OSError:
+        return True
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def entry_path(root: str, cache: str, command: str) -> str:
+    """Where the entry of ``command`` in the project ``root`` is kept."""
+    name = blake2b(f"{root}\0{command}".encode(), digest_size=32).hexdigest()
+    return os.path.join(cache, DIR, name)
+
+
+def keep(
+    root: str,
+    where: str,
+    checkout: str,
+    branch: str,
+    named: Sequence[tuple[str, str]],
+    command: str,
+    key: str,
+    said: tuple[list[str], str],
+) -> str | None:
+    """The entry to keep for ``command`` in the project ``root`` (``where``: the manifest's
+    checkout, ``checkout`` as series.project resolves it; verified's digest ``key``;
+    ``said``: the status lines and the result line of its answer), as its text; None when
+    nothing can be kept (a field holds a separator, no verified.json, no git). The caller
+    writes it to :func:`entry_path`."""
+    try:
+        verified = blake2b(_read(os.path.join(checkout, VERIFIED))).hexdigest()
+    except OSError:
+        return None
+    git = _git_kept()
+    if git is None:
+        return None
+    lines, result = said
+    values = {
+        "format": str(FORMAT),
+        "root": root,
+        "where": where,
+        "checkout": checkout,
+        "branch": branch,
+        "named": PAIR.join(f"{i}{SEP}{f}" for i, f in named),
+        "key": key,
+        "verified": verified,
+        "git": git,
+        "stderr": "".join(f"{line}\n" for line in lines),
+        "stdout": f"{result}\n",
+    }
+    if any(SEP in i or PAIR in i or SEP in f or PAIR in f for i, f in named):
+        return None
+    fields = [values[name] for name in FIELDS]
+    return None if any("\0" in value for value in fields) else "\0".join(fields)
+
+
+def _git_kept() -> str | None:
+    """The git the full run would start, as a field of an entry (branches_kept's ``_git``)."""
+    git = _git()
+    return None if git is None else git.replace("\0", SEP)
+
+
+def _load(path: str) -> dict[str, str] | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            values = fh.read().split("\0")
+    except (OSError, ValueError):
+        return None
+    if len(values) != len(FIELDS) or values[0] != str(FORMAT):
+        return None
+    return dict(zip(FIELDS, values, strict=True))
+
+
+def _named(text: str) -> list[tuple[str, str]] | None:
+    pairs = []
+    for pair in text.split(PAIR) if text else ():
+        parts = pair.split(SEP)
+        if len(parts) != 2 or not all(parts):
+            return None
+        pairs.append((parts[0], parts[1]))
+    return pairs or None
+
+
+def words(argv: Sequence[str]) -> tuple[str | None, str] | None:
+    """``-C DIR`` (or None) and the command, when ``argv`` is ``[-C DIR] apply``; else None
+    (series.cli.plain parses the same words; ``-v`` asks for a log: the full run)."""
+    rest, root = list(argv), None
+    if len(rest) == 3 and rest[0] == "-C" and not rest[1].startswith("-"):
+        root, rest = rest[1], rest[2:]
+    if len(rest) != 1 or rest[0] not in COMMANDS:
+        return None
+    return root, rest[0]
+
+
+def rerun(argv: Sequence[str]) -> int | None:
+    """Write again what the last re-run (or verifying run) of the command in ``argv`` said,
+    when nothing it read changed since and the files are clean (exit 0); None: the CLI
+    runs the command."""
+    parsed = words(argv)
+    if parsed is None or any(k.startswith(_FULL) or inherited(k) for k in os.environ):
+        return None
+    where, command = parsed
+    root = find_root(os.getcwd()) if where is None else os.path.realpath(where)
+    if root is None:
+        return None
+    entry = _load(entry_path(root, cache_dir(), command))
+    if entry is None or entry["root"] != root:
+        return None
+    named = _named(entry["named"])
+    checkout, branch = entry["checkout"], entry["branch"]
+    if named is None or _unsafe(root, [f for _, f in named]):
+        return None
+    real = os.path.realpath(root)  # series.known: a path through a link is parsed
+    if os.path.join(real, entry["where"]) != checkout:
+        return None
+    for value in (entry["where"], *(f for _, f in named)):
+        if os.path.realpath(os.path.join(root, value)) != os.path.join(real, value):
+            return None
+    lock = _shared(root)
+    if lock is None:
+        return None
+    try:
+        if (
+            entry["git"] != _git_kept()
+            or digest(root, checkout, branch, named, command) != entry["key"]
+        ):
+            return None
+        try:
+            verified = blake2b(_read(os.path.join(checkout, VERIFIED))).hexdigest()
+        except OSError:
+            return None
+        if verified != entry["verified"] or not _clean(checkout):
+            return None
+    finally:
+        os.close(lock)  # the lock goes with the descriptor
+    try:
+        sys.stderr.write(entry["stderr"])
+        sys.stdout.write(entry["stdout"])
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (``| head``): as series.cli.run ends
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
+    return 0
+
+
+def _shared(root: str) -> int | None:
+    """The project lock file's descriptor, shared-locked: no series command writes while
+    this one reads (one that wants to write waits); None when another holds it, or there
+    is no lock file yet (the full run creates it)."""
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(root, LOCK), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _clean(checkout: str) -> bool:
+    """Whether verified's ``git status`` of the checkout ends well and finds nothing."""
+    env = {"GIT_ALLOW_PROTOCOL": os.environ.get("GIT_ALLOW_PROTOCOL") or ALLOWED_PROTOCOLS}
+    try:
+        done = run_child(checkout, STATUS, env=env, stdin=None, stall=None, light=True)  # type: ignore[arg-type]
+    except OSError:
+        return False  # no git, no such directory: the full run says so
+    return done.status == 0 and not any(len(e) > 3 for e in done.out.split(b"\0"))
