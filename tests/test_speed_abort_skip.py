@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,135 @@ def test_a_resume_loads_neither_the_fetch_nor_the_sdist_nor_tomlkit() -> None:
         "difflib",
     }
     assert not unused & modules, sorted(unused & modules)
+
+
+def _snapshot_built(calls: list[str]) -> bool:
+    """Whether the files were snapshot in a scratch index (``add -A``, ``write-tree``)."""
+    return any(c.startswith(("add -A", "write-tree")) for c in calls)
+
+
+def test_abort_at_a_stop_left_as_it_was_builds_no_snapshot(tmp_path: Path) -> None:
+    """The files at the stop are the conflict series wrote: told from the paths git status
+    names, hashed against the trees the long-lived cat-file reads (Index.files_are), so no
+    scratch index, ``add -A`` or ``write-tree`` (three processes before); nothing kept."""
+    project, shimmed = stopped(tmp_path)
+    work = project.work
+    calls = shimmed.calls(project.root, "rebase", "--abort")
+    assert not _snapshot_built(calls), calls
+    assert not [c for c in calls if c.startswith("read-tree") and "-u" not in c], calls
+    assert len(calls) <= 10, calls  # 13 before
+    assert git(work, "for-each-ref", "refs/series/backup/") == ""
+    assert git(work, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def _conflicted(work: Path) -> str:
+    return git(work, "diff", "--name-only", "--diff-filter=U")
+
+
+def _edit(work: Path, rel: str) -> None:
+    (work / rel).write_bytes(b"mine\n")
+
+
+def _link(work: Path, rel: str) -> None:
+    (work / rel).unlink()
+    (work / rel).symlink_to("elsewhere")
+
+
+def _resolve(work: Path, rel: str) -> None:
+    (work / rel).write_bytes(b"resolved\n")
+    git(work, "add", rel)
+
+
+CHANGES: dict[str, Callable[[Path, str], None]] = {
+    "the conflicted file edited": _edit,
+    "the conflicted file removed": lambda w, rel: (w / rel).unlink(),
+    "the conflicted file made executable": lambda w, rel: (w / rel).chmod(0o755),
+    "the conflicted file made a link": _link,
+    "another tracked file edited": lambda w, rel: _edit(w, "pkg/util.py"),
+    "an untracked file": lambda w, rel: _edit(w, "pkg/notes.txt"),
+    "a file resolved and added": _resolve,
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_abort_keeps_what_the_user_changed_at_the_stop(tmp_path: Path, change: str) -> None:
+    """Any change of the files at the stop (bytes, removal, mode, kind, a new file, in the
+    conflicted file or elsewhere) is no tree series wrote: the snapshot is built and kept
+    under a backup ref, every byte as it was on disk, and --abort says where."""
+    project, shimmed = stopped(tmp_path)
+    work = project.work
+    conflicted = _conflicted(work)
+    CHANGES[change](work, conflicted)
+    on_disk: dict[str, tuple[str, str]] = {}
+    for rel in (conflicted, "pkg/util.py", "pkg/notes.txt"):
+        file = work / rel
+        if file.is_symlink():
+            target = tmp_path / "link-target"
+            target.write_text(str(file.readlink()))
+            on_disk[rel] = ("120000", git(work, "hash-object", "--no-filters", str(target)))
+        elif file.exists():
+            mode = "100755" if file.stat().st_mode & 0o100 else "100644"
+            on_disk[rel] = (mode, git(work, "hash-object", "--no-filters", "--", rel))
+    code, out, err, calls = shimmed.said(project.root, "rebase", "--abort")
+    assert code == 0, err
+    assert _snapshot_built(calls), calls
+    refs = git(work, "for-each-ref", "--format=%(refname)", "refs/series/backup/").split()
+    assert len(refs) == 1 and refs[0].endswith("-rebase-abort"), refs
+    assert refs[0] in out + err
+    listed = git(work, "ls-tree", "-r", refs[0], "--", conflicted, "pkg/util.py", "pkg/notes.txt")
+    kept: dict[str, tuple[str, str]] = {}
+    for line in listed.splitlines():
+        meta, path = line.split("\t", 1)
+        mode, _, oid = meta.split(" ")
+        kept[path] = (mode, oid)
+    assert kept == on_disk
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+
+
+def test_abort_loads_neither_subprocess_nor_tempfile(tmp_path: Path) -> None:
+    """--abort's long-lived cat-file is started as its one-shot queries are (spawn: no
+    subprocess, threading, selectors, locale), its ref transaction's input written
+    without tempfile (random, shutil, bz2, lzma): none of them is loaded."""
+    project, _ = stopped(tmp_path)
+    # git's version known in this cache, as after any command (the first asks it once)
+    subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(project.root), "status"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    modules = modules_after(project.root, "rebase", "--abort")
+    assert "series.stack.rebase_abort" in modules
+    loaded = {"subprocess", "threading", "selectors", "tempfile", "shutil", "random"} & modules
+    assert not loaded, sorted(loaded)
+    assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
+
+
+def test_the_long_lived_cat_file_ends_with_its_reader(tmp_path: Path) -> None:
+    """The cat-file a light query starts answers, and exits (reaped, not left a zombie)
+    when its reader goes; a missing name is None, as before."""
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q")
+    (repo_dir / "a.txt").write_text("a\n")
+    git(repo_dir, "add", "a.txt")
+    git(repo_dir, "commit", "-qm", "one")
+    probe = (
+        "import os\n"
+        "from pathlib import Path\n"
+        "from series.git.run import Runner, light_processes\n"
+        f"run = Runner(Path({str(repo_dir)!r}))\n"
+        "with light_processes():\n"
+        "    found = run.lookup('HEAD:a.txt')\n"
+        "    data = run.object_data(found[0], 'blob')\n"
+        "    missing = run.lookup('HEAD:b.txt')\n"
+        "pid = run.__dict__['_plain'].proc.pid\n"
+        "del run\n"
+        "gone = not os.path.exists(f'/proc/{pid}')\n"
+        "print(found[1], data, missing, gone)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["blob", "b'a\\n'", "None", "True"], proc.stdout

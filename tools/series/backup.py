@@ -149,13 +149,23 @@ def uncommitted(
     run again after a kill keeps them once; the backup refs are listed only
     when the tree is none of the others). ``head``: HEAD's commit, read
     already in this run.
+
+    Whether the files are HEAD's or a known tree is told from the files
+    themselves first (series.git.index ``Index.files_are``: the paths git
+    status names, hashed here, against the trees read from the long-lived
+    cat-file); only when they are not is the snapshot built (three git
+    processes), and compared again.
     """
     head = repo.refs.head() if head is None else head
     if head is None:
         return None
     base = repo.objects.tree_of(head)
-    tree = repo.index.files_tree(base, repo.worktree.changed())
-    if tree in {base, *known}:
+    changed = repo.worktree.changed()
+    trees = [base, *known]
+    if repo.index.files_are(base, changed, trees):  # told from the files: no snapshot made
+        return None
+    tree = repo.index.files_tree(base, changed)
+    if tree in trees:
         return None
     if tree in {t for _, t, _ in repo.refs.commits_under(PREFIX).values()}:
         return None

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -470,6 +469,8 @@ def staging(checkout: Checkout) -> Checkout:
     Leftovers of runs that were killed (their process is gone) are removed
     first; they never held anything but what apply wrote.
     """
+    import shutil  # (with bz2, lzma, fnmatch) not on the way of a command that moves no checkout
+
     path = checkout.path
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{path.name}{STAGING}"
@@ -494,6 +495,8 @@ def move_in(built: Checkout, final: Checkout, ui: Ui) -> None:
     # Another apply made the same directory meanwhile; keep its checkout if it
     # holds the same stack, else leave ours beside it and say where.
     if final.tip() == built.tip() and final.state() is not None:
+        import shutil
+
         shutil.rmtree(built.path, ignore_errors=True)
         ui.status(f"another series apply made {final.path} meanwhile, with the same stack")
         return

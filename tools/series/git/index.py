@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from series.git.run import HERMETIC, Part, input_file
+from series.git.run import HERMETIC, Part, Runner, input_file
 
 
 @dataclass(frozen=True)
@@ -37,6 +35,9 @@ class Index(Part):
     @contextmanager
     def scratch(self, tree: str, env: Mapping[str, str] | None = None) -> Iterator[dict[str, str]]:
         """An environment whose GIT_INDEX_FILE is a fresh index holding ``tree``."""
+        import shutil  # (with tempfile, random, bz2, lzma) only where a scratch index is
+        import tempfile
+
         tmp = Path(tempfile.mkdtemp(prefix="series-index-"))
         scratch = {**HERMETIC, **(env or {}), "GIT_INDEX_FILE": str(tmp / "index")}
         try:
@@ -101,6 +102,9 @@ class Index(Part):
         reads no attribute and runs no filter; the tree is put together with
         ``update-index --index-info``, which converts nothing either.
         """
+        import shutil  # (with tempfile, random, bz2, lzma) only where a directory is imported
+        import tempfile
+
         entries = _directory_entries(root)
         with tempfile.TemporaryDirectory(prefix="series-import-") as tmp:
             names = []  # what hash-object reads: the file, or a copy where its name cannot go
@@ -155,6 +159,39 @@ class Index(Part):
                 argv = ["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"]
                 self._run.git_input(*argv, data=data, env=literal)
             return self.write_tree(env)
+
+    def files_are(self, start: str, changed: Sequence[str], trees: Sequence[str]) -> bool:
+        """Whether :meth:`files_tree` of ``start`` and ``changed`` is one of ``trees``,
+        told from the files themselves: no process, no object written.
+
+        That snapshot is ``start`` with each path of ``changed`` as the work tree
+        has it. It is the tree ``K`` when every path where ``start`` and ``K``
+        differ is one of ``changed``, and every path of ``changed`` is on disk
+        as in ``K``: a regular file whose bytes are K's blob (git's id of them)
+        with K's executable bit, a symbolic link to K's target, or absent from
+        both. The trees are read from the long-lived ``cat-file``. Anything else
+        (a directory or a gitlink at a path, a tree that cannot be read) is
+        False, and :meth:`files_tree` answers: False is never wrong, only the
+        slower way. True means the files on disk are byte for byte a tree
+        series holds (a content filter in ``.gitattributes`` would make git's
+        own snapshot of the same bytes differ; the bytes are still K's).
+        """
+        wanted = set(changed)
+        read: dict[str, dict[str, tuple[str, str]] | None] = {}
+        try:
+            for tree in dict.fromkeys(trees):
+                differ: dict[str, tuple[str, str] | None] = {}
+                if not _differ(self._run, read, start, tree, "", wanted, differ):
+                    continue
+                if all(
+                    _on_disk(self.path / path, len(tree))
+                    == (differ[path] if path in differ else _entry(self._run, read, start, path))
+                    for path in changed
+                ):
+                    return True
+        except ValueError:  # a tree object not as git writes them: git's own way answers
+            return False
+        return False
 
     def empty_tree(self) -> str:
         return self._run.git(
@@ -221,3 +258,115 @@ def _failed_hunks(stderr: str) -> list[str]:
     hunks = re.findall(r"error: patch failed: (\S+)", stderr)
     missing = re.findall(r"error: (\S+): (?:does not exist in index|No such file)", stderr)
     return hunks + [f"{m} (missing)" for m in missing]
+
+
+_TREE = "40000"  # the mode of a tree in a tree object
+_UNREAD = ("?", "unread")  # a file of a tree that cannot be read: no file on disk is it
+_OTHER = ("?", "other")  # on disk, neither a file nor a link: no tree's file is it
+
+
+def _tree(
+    run: Runner, read: dict[str, dict[str, tuple[str, str]] | None], tree: str
+) -> dict[str, tuple[str, str]] | None:
+    """name -> (mode, id) of the entries of ``tree`` (from the long-lived ``cat-file``, read
+    once per call of :meth:`Index.files_are`); None when it cannot be read."""
+    if tree not in read:
+        data = run.object_data(tree, "tree")
+        entries: dict[str, tuple[str, str]] | None = None
+        if data is not None:
+            entries = {}
+            width, pos = len(tree) // 2, 0  # the raw id's bytes: 20 (SHA-1) or 32 (SHA-256)
+            while pos < len(data):  # entries: "<mode> <name>\0<raw id>"
+                space = data.index(b" ", pos)
+                nul = data.index(b"\0", space)
+                name = data[space + 1 : nul].decode("utf-8", "surrogateescape")
+                entries[name] = (data[pos:space].decode(), data[nul + 1 : nul + 1 + width].hex())
+                pos = nul + 1 + width
+        read[tree] = entries
+    return read[tree]
+
+
+def _differ(
+    run: Runner,
+    read: dict[str, dict[str, tuple[str, str]] | None],
+    a: str | None,
+    b: str | None,
+    prefix: str,
+    allowed: set[str],
+    found: dict[str, tuple[str, str] | None],
+) -> bool:
+    """Add to ``found`` every file path under ``prefix`` where the trees ``a`` and ``b``
+    differ (None: no tree there), with its (mode, id) in ``b`` (None: absent or a tree);
+    False as soon as one is not in ``allowed``, or a tree cannot be read."""
+    if a == b:
+        return True
+    left = _tree(run, read, a) if a is not None else {}
+    right = _tree(run, read, b) if b is not None else {}
+    if left is None or right is None:
+        return False
+    for name in left.keys() | right.keys():
+        x, y = left.get(name), right.get(name)
+        if x == y:
+            continue
+        path = prefix + name
+        x_tree = x is not None and x[0] == _TREE
+        y_tree = y is not None and y[0] == _TREE
+        if (x_tree or y_tree) and not _differ(
+            run,
+            read,
+            x[1] if x is not None and x_tree else None,
+            y[1] if y is not None and y_tree else None,
+            f"{path}/",
+            allowed,
+            found,
+        ):
+            return False
+        if (x is not None and not x_tree) or (y is not None and not y_tree):
+            if path not in allowed:
+                return False
+            found[path] = y if y is not None and not y_tree else None
+    return True
+
+
+def _entry(
+    run: Runner, read: dict[str, dict[str, tuple[str, str]] | None], tree: str, path: str
+) -> tuple[str, str] | None:
+    """(mode, id) of the file ``path`` in ``tree``; None when it has none there; ``_UNREAD``
+    when a tree on the way cannot be read."""
+    *dirs, name = path.split("/")
+    current = tree
+    for part in dirs:
+        entries = _tree(run, read, current)
+        if entries is None:
+            return _UNREAD
+        found = entries.get(part)
+        if found is None or found[0] != _TREE:
+            return None
+        current = found[1]
+    entries = _tree(run, read, current)
+    if entries is None:
+        return _UNREAD
+    found = entries.get(name)
+    return found if found is not None and found[0] != _TREE else None
+
+
+def _on_disk(path: Path, width: int) -> tuple[str, str] | None:
+    """(mode, blob id) git would give the file at ``path`` (None: no file there; a
+    directory or another kind: ``_OTHER``, which no tree holds). ``width``: the length of the
+    repository's ids (40 for SHA-1, 64 for SHA-256)."""
+    import hashlib  # loaded already on the way (series.known)
+
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISREG(st.st_mode):
+        data = path.read_bytes()
+        mode = "100755" if st.st_mode & stat.S_IXUSR else "100644"
+    elif stat.S_ISLNK(st.st_mode):
+        data = os.fsencode(os.readlink(path))
+        mode = "120000"
+    else:
+        return _OTHER
+    digest = hashlib.sha256 if width == 64 else hashlib.sha1
+    return mode, digest(b"blob %d\0" % len(data) + data).hexdigest()
