@@ -35,7 +35,8 @@ def outer_env(home: Path) -> dict[str, str]:
 
 
 def run_part(tmp_path: Path, home: Path, *more: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    # one process (-n 0): the part is small, and this test already runs beside others
+    argv = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider"]
     argv += ["--basetemp", str(tmp_path / "basetemp"), *PART, *more]
     return subprocess.run(
         argv, cwd=ROOT, env=outer_env(home), capture_output=True, text=True, check=False
