@@ -46,9 +46,10 @@ written), which the run that kept the answer did, and which a run
 without ``--dry-run`` does itself.
 
 This module imports only what Python's start-up has loaded already,
-series.code, series.git.itself (and series.git.child, how it starts git), ``fcntl`` and ``_blake2`` (hashlib's ``blake2b``: it hashes
-half a megabyte of patches three times faster than the builtin
-``_sha256``, and OpenSSL's import costs more than that).
+series.code, series.git.itself (and series.git.child, how it starts
+git), ``fcntl`` and ``_blake2`` (hashlib's ``blake2b``: it hashes half a
+megabyte of patches three times faster than the builtin ``_sha256``, and
+OpenSSL's import costs more than that).
 """
 
 from __future__ import annotations
