@@ -7,11 +7,15 @@ starts, and that what it writes and says stays the same.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from helpers import GitShim, git
 from rebase_helpers import moving_project
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def test_onto_starts_its_git_processes_without_forking_series(tmp_path: Path) -> None:
@@ -38,3 +42,53 @@ def test_onto_starts_its_git_processes_without_forking_series(tmp_path: Path) ->
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3, proc.stderr  # stopped at P1's conflict: a dozen git processes
     assert proc.stdout.split("\n")[-2] == "forks 0 True", proc.stdout
+
+
+def test_onto_marks_up_and_replays_a_recorded_resolution_in_one_scratch_index(
+    tmp_path: Path,
+) -> None:
+    """P1's conflict recorded (resolved once, --continue), then the same rebase of a copy:
+    the conflict's marked-up tree and the resolution applied to it come from one scratch
+    index (one ``read-tree``), and the snapshot of series.toml and patches/ is built in an
+    index that starts empty (no empty tree written, nor read)."""
+    project = moving_project(tmp_path / "one", conflict=True)
+    other = tmp_path / "two"
+    shutil.copytree(project.root, other, symlinks=True)
+    up = str(project.upstream)
+    code, _, err = project.run("rebase", "--onto", "main", "--upstream", up)
+    assert code == 3, err
+    _resolve_p1(project.work)
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    recorded = sorted((project.root / "resolutions" / "P1").glob("*.patch"))
+    assert len(recorded) == 1, recorded
+    shutil.copytree(project.root / "resolutions", other / "resolutions")
+    shimmed = GitShim(tmp_path)
+    out, calls = shimmed.run(other, "rebase", "--onto", "main", "--upstream", up)
+    assert "resolved (recorded)" in out
+    began = "update-ref -m series rebase: start"
+    start = next(k for k, c in enumerate(calls) if c.startswith(began))
+    end = next(k for k, c in enumerate(calls) if c.startswith("format-patch "))
+    walk = [c.split()[0] for c in calls[start:end]]
+    assert (walk.count("read-tree"), walk.count("write-tree"), walk.count("apply")) == (1, 2, 1)
+    assert not [c for c in calls if c.startswith("hash-object -t tree")], calls
+    assert f"read-tree {EMPTY_TREE}" not in calls
+    # The same files and commits as the first rebase made.
+    assert (other / "series.toml").read_text() == (project.root / "series.toml").read_text()
+    assert git(other / "work", "rev-parse", "series^{tree}") == git(
+        project.work, "rev-parse", "series^{tree}"
+    )
+    assert _patch_files(other) == _patch_files(project.root)
+
+
+def _patch_files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "patches").glob("*.patch"))}
+
+
+def _resolve_p1(work: Path) -> None:
+    """Resolve P1's conflict in pkg/core.py by hand and stage it."""
+    core = work / "pkg" / "core.py"
+    text = core.read_text()
+    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
+    core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
+    git(work, "add", "pkg/core.py")
