@@ -92,3 +92,54 @@ def _resolve_p1(work: Path) -> None:
     start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
     core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
     git(work, "add", "pkg/core.py")
+
+
+def test_the_summary_diffs_only_the_files_whose_raw_lines_differ(tmp_path: Path) -> None:
+    """Of the pairs whose raw diffs differ, only the files whose raw lines differ are read
+    as patches (literal paths: ``c[1].py`` is not a pattern for ``c1.py``), and every
+    pair is classified as from the whole diffs: context only, content changed, a file
+    added, unchanged."""
+    from series.git import Repo
+    from series.stack.rangediff import CONTENT, CONTEXT, UNCHANGED, classify_diffs
+    from series.stack.rebase_finish import _differing
+
+    work = tmp_path / "r"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    names = ("a.py", "b.py", "c1.py", "c[1].py")
+    for name in names:
+        (work / name).write_text("".join(f"line {i}\n" for i in range(30)))
+    git(work, "add", ".")
+    git(work, "commit", "-qm", "base")
+    base = git(work, "rev-parse", "HEAD")
+
+    def patch(name: str, old: str, new: str, *more: str) -> None:
+        for path in (name, *more):
+            text = (work / path).read_text()
+            (work / path).write_text(text.replace(old, new))
+        git(work, "commit", "-qam", f"patch {name}")
+
+    patch("a.py", "line 10\n", "line ten\n", "c1.py", "c[1].py")  # c[1].py: context moves
+    patch("b.py", "line 20\n", "line twenty\n", "c1.py")  # b.py: upstream edits its line
+    patch("a.py", "line 25\n", "line 25 again\n")  # a.py: context moves under it too
+    old = git(work, "rev-list", "--reverse", f"{base}..HEAD").split()
+    git(work, "checkout", "-q", "-b", "up", base)
+    for name, line in (("c[1].py", "line 12\n"), ("b.py", "line 20\n"), ("a.py", "line 23\n")):
+        text = (work / name).read_text()
+        (work / name).write_text(text.replace(line, line.replace("line", "LINE")))
+    git(work, "commit", "-qam", "upstream")
+    for commit in old:
+        git(work, "cherry-pick", "-X", "theirs", commit)
+    new = git(work, "rev-list", "--reverse", "up~3..up").split()
+    repo = Repo(work)
+    raw = repo.diffs.raw_commits([*old, *new])
+    pairs = [(was, now) for was, now in zip(old, new, strict=True) if raw[was] != raw[now]]
+    paths = _differing(raw, pairs)
+    assert paths == ["a.py", "b.py", "c[1].py"], paths
+    full = repo.diffs.commits([c for pair in pairs for c in pair])
+    part = repo.diffs.commits([c for pair in pairs for c in pair], paths)
+    assert b"c1.py" not in b"".join(part.values())
+    classes = [classify_diffs(full[was], full[now]) for was, now in pairs]
+    assert classes == [CONTEXT, CONTENT, CONTEXT], classes
+    assert [classify_diffs(part[w], part[n]) for w, n in pairs] == classes
+    assert classify_diffs(full[old[0]], full[old[0]]) == UNCHANGED
