@@ -18,10 +18,14 @@ from rebase_helpers import moving_project
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
+SDIST_ONLY = {"series.upstream.sdist_download", "tarfile", "html.parser"}
+
+
 def test_onto_starts_its_git_processes_without_forking_series(tmp_path: Path) -> None:
     """Every git process of a rebase is started by subprocess (``vfork``, nothing run in
     the child but C), not by series.git.child.spawn's ``fork`` (series' page tables
-    copied, Python run in the child): a fresh process, as a person runs it."""
+    copied, Python run in the child): a fresh process, as a person runs it. A git pin's
+    rebase loads none of the sdist download and import (HTML parser, tarfile)."""
     project = moving_project(tmp_path, conflict=True)
     probe = (
         "import os, sys\n"
@@ -36,12 +40,14 @@ def test_onto_starts_its_git_processes_without_forking_series(tmp_path: Path) ->
         "from series.entry import main\n"
         "code = main()\n"
         "print('forks', len(forks), 'subprocess' in sys.modules)\n"
+        f"print(sorted(set(sys.modules) & {set(SDIST_ONLY)!r}))\n"
         "sys.exit(code)\n"
     )
     argv = [sys.executable, "-c", probe]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3, proc.stderr  # stopped at P1's conflict: a dozen git processes
-    assert proc.stdout.split("\n")[-2] == "forks 0 True", proc.stdout
+    assert proc.stdout.split("\n")[-3] == "forks 0 True", proc.stdout
+    assert proc.stdout.split("\n")[-2] == "[]", proc.stdout  # a git pin: no sdist machinery
 
 
 def test_onto_marks_up_and_replays_a_recorded_resolution_in_one_scratch_index(
