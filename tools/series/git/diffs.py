@@ -54,12 +54,20 @@ class Diffs(Part):
         argv = ["diff-tree", "-p", "--full-index", "--binary", "--no-renames", "--no-color"]
         return self._run.git_bytes(*argv, old, new, env=self._env())
 
-    def commits(self, commits: Sequence[str]) -> dict[str, bytes]:
-        """commit -> its diff against its parent, all with one ``diff-tree --stdin``."""
+    def commits(self, commits: Sequence[str], paths: Sequence[str] = ()) -> dict[str, bytes]:
+        """commit -> its diff against its parent, all with one ``diff-tree --stdin``.
+
+        ``paths``: only these files' diffs (literal paths, no pattern); a commit that
+        changes none of them is left out, as a commit that changes nothing is.
+        """
         if not commits:
             return {}
         argv = ["diff-tree", "--stdin", "-p", "--full-index", "--no-renames", "--no-color"]
-        out = self._run.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=self._env())
+        env = self._env()
+        if paths:
+            argv += ["--", *paths]
+            env = {**env, "GIT_LITERAL_PATHSPECS": "1"}
+        out = self._run.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=env)
         wanted = set(commits)
         parts: dict[str, list[bytes]] = {}
         current: list[bytes] | None = None

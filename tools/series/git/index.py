@@ -33,15 +33,22 @@ class Index(Part):
     """Scratch indexes: patches applied and trees built without touching a work tree."""
 
     @contextmanager
-    def scratch(self, tree: str, env: Mapping[str, str] | None = None) -> Iterator[dict[str, str]]:
-        """An environment whose GIT_INDEX_FILE is a fresh index holding ``tree``."""
+    def scratch(
+        self, tree: str | None, env: Mapping[str, str] | None = None
+    ) -> Iterator[dict[str, str]]:
+        """An environment whose GIT_INDEX_FILE is a fresh index holding ``tree``.
+
+        ``tree`` None: an empty index, with no ``read-tree`` (git reads an index file
+        that does not exist yet as an empty one, and the empty tree need not be written).
+        """
         import shutil  # (with tempfile, random, bz2, lzma) only where a scratch index is
         import tempfile
 
         tmp = Path(tempfile.mkdtemp(prefix="series-index-"))
         scratch = {**HERMETIC, **(env or {}), "GIT_INDEX_FILE": str(tmp / "index")}
         try:
-            self._run.git("read-tree", tree, env=scratch)
+            if tree is not None:
+                self._run.git("read-tree", tree, env=scratch)
             yield scratch
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -84,9 +91,10 @@ class Index(Part):
         return self._run.git("write-tree", env=env).strip()
 
     def rewrite(
-        self, tree: str, index_info: Sequence[str], env: Mapping[str, str] | None = None
+        self, tree: str | None, index_info: Sequence[str], env: Mapping[str, str] | None = None
     ) -> str:
-        """``tree`` with the entries of ``index_info`` (``update-index --index-info``)."""
+        """``tree`` with the entries of ``index_info`` (``update-index --index-info``);
+        ``tree`` None: the tree of those entries alone."""
         with self.scratch(tree, env) as scratch:
             data = ("\n".join(index_info) + "\n").encode()
             self._run.git_input("update-index", "--index-info", data=data, env=scratch)
@@ -215,6 +223,25 @@ class Index(Part):
         with self.scratch(tree, env) as index, input_file(diff) as path:
             status, _, _ = self._run.git_status("apply", "--cached", str(path), env=index)
             return self.write_tree(index) if status == 0 else None
+
+    def rewrite_and_apply(
+        self,
+        tree: str,
+        index_info: Sequence[str],
+        diff: bytes,
+        env: Mapping[str, str] | None = None,
+    ) -> tuple[str, str | None]:
+        """:meth:`rewrite` of ``tree`` with ``index_info`` (``tree`` itself when there is
+        none), and :meth:`apply_exact` of ``diff`` to that tree (None where it does not
+        apply), in one scratch index: no second ``read-tree`` of the tree just written."""
+        with self.scratch(tree, env) as index, input_file(diff) as path:
+            rewritten = tree
+            if index_info:
+                data = ("\n".join(index_info) + "\n").encode()
+                self._run.git_input("update-index", "--index-info", data=data, env=index)
+                rewritten = self.write_tree(index)
+            status, _, _ = self._run.git_status("apply", "--cached", str(path), env=index)
+            return rewritten, self.write_tree(index) if status == 0 else None
 
     def entries(self, rev: str, paths: Sequence[str]) -> list[str]:
         """``update-index --index-info`` lines that give ``paths`` their state in ``rev``.

@@ -57,6 +57,15 @@ def conflict_tree(
     Other conflicts (modify/delete, modes) keep what ``merge-tree`` wrote.
     ``env``: the scratch object store the merge was written to, if any.
     """
+    info = _marked_up(repo, merge, patch_id, env)
+    return repo.index.rewrite(merge.tree, info, env) if info else merge.tree
+
+
+def _marked_up(
+    repo: Repo, merge: TreeMerge, patch_id: str, env: Mapping[str, str] | None
+) -> list[str]:
+    """The ``update-index --index-info`` lines that put the marked-up files of
+    :func:`conflict_tree` over the merged tree (none: no content conflict)."""
     stages: dict[str, dict[int, StageEntry]] = {}
     for entry in merge.entries:
         stages.setdefault(entry.path, {})[entry.stage] = entry
@@ -66,7 +75,7 @@ def conflict_tree(
         if 2 in st and 3 in st and {st[2].mode, st[3].mode} <= set(_REGULAR)
     }
     if not content:
-        return merge.tree
+        return []
     oids = sorted({e.oid for st in content.values() for e in st.values()})
     blobs = repo.objects.read_blobs(oids, env=env)
     merged = []
@@ -77,8 +86,7 @@ def conflict_tree(
         )
         merged.append((st[3].mode, path, data))
     ids = repo.objects.write("blob", [m[2] for m in merged], env=env)
-    info = [f"{mode} {oid}\t{path}" for (mode, path, _), oid in zip(merged, ids, strict=True)]
-    return repo.index.rewrite(merge.tree, info, env)
+    return [f"{mode} {oid}\t{path}" for (mode, path, _), oid in zip(merged, ids, strict=True)]
 
 
 def path_for(root: Path, patch_id: str, key: str) -> Path:
@@ -129,10 +137,16 @@ def replay(
     repo: Repo, path: Path, key: str, conflicted: str, env: Mapping[str, str] | None = None
 ) -> str | None:
     """The resolved tree, if ``path`` is the resolution of conflict ``key`` and applies."""
+    data = _recorded_for(path, key)
+    return repo.index.apply_exact(conflicted, data, env=env) if data is not None else None
+
+
+def _recorded_for(path: Path, key: str) -> bytes | None:
+    """The bytes of the resolution file ``path`` if its header names conflict ``key``."""
     data = path.read_bytes()
     if f"# conflict: {key}\n".encode() not in data.split(b"\ndiff --git", 1)[0] + b"\n":
         return None
-    return repo.index.apply_exact(conflicted, data, env=env)
+    return data
 
 
 @dataclass(frozen=True)
@@ -164,13 +178,18 @@ def lookup(
     patch changed since), are not used; ``note`` says so.
     """
     key = conflict_key(patch_id, merge.entries)
-    conflicted = conflict_tree(repo, merge, patch_id, env)
+    info = _marked_up(repo, merge, patch_id, env)
     path = path_for(root, patch_id, key)
     note = ""
-    if path.is_file():
-        resolved = replay(repo, path, key, conflicted, env)
+    here = path.is_file()
+    data = _recorded_for(path, key) if here else None
+    if data is not None:  # marked up and resolved in one scratch index (conflict_tree, replay)
+        conflicted, resolved = repo.index.rewrite_and_apply(merge.tree, info, data, env)
         if resolved is not None:
             return Found(key, conflicted, path, resolved, "")
+    else:
+        conflicted = repo.index.rewrite(merge.tree, info, env) if info else merge.tree
+    if here:
         note = f"{path.name} is recorded for this conflict but does not apply to it"
     others = [p for p in recorded(root, patch_id) if p != path]
     if others and not note:

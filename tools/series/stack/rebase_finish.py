@@ -170,21 +170,40 @@ def _verify(repo: Repo, st: RebaseState, patches: list[bytes]) -> None:
         )
 
 
+def _differing(raw: Mapping[str, bytes], pairs: list[tuple[str, str]]) -> list[str]:
+    """The files whose raw line differs between the two commits of some pair (none: every
+    file, where a path is quoted or there are too many for one command line).
+
+    A file with the same raw line (modes, blob ids, status, path) in both commits of a
+    pair has the same part in both diffs: leaving it out of both leaves the comparison of
+    series.stack.rangediff.classify_diffs as it was (each file's part starts with its
+    ``diff --git`` line, in the changes and in the context alike), and the diffs to read
+    small (a rebase's upstream moves a few files under the patches, not all they touch).
+    """
+    paths: set[str] = set()
+    for was, now in pairs:
+        for line in set(raw[was].splitlines()) ^ set(raw[now].splitlines()):
+            path = line.split(b"\t", 1)[-1].decode("utf-8", "surrogateescape")
+            if path.startswith('"'):
+                return []
+            paths.add(path)
+    return sorted(paths) if len(paths) <= _PATHS else []
+
+
+_PATHS = 1000  # at most this many paths on diff-tree's command line
+
+
 def _summary(repo: Repo, ui: Ui, st: RebaseState, dropped: list[Dropped], kept: int) -> None:
     table = Grid(f"rebased onto {st.onto_label}", ("#", "id", "result", "details"))
     walked = st.walked()
     picked = [c for a, o in walked if o.status == "picked" for c in (a.commit, o.new)]
     # The same raw diff (paths, modes, blob ids) is the same patch: only the others are
-    # read as patches and compared line by line.
+    # read as patches and compared line by line, and of those only the files whose raw
+    # lines differ in some pair (a file's raw line makes its part of the patch).
     raw = repo.diffs.raw_commits(picked)
-    diffs = repo.diffs.commits(
-        [
-            c
-            for a, o in walked
-            if o.status == "picked" and raw[a.commit] != raw[o.new]
-            for c in (a.commit, o.new)
-        ]
-    )
+    pairs = [(a.commit, o.new) for a, o in walked if o.status == "picked"]
+    pairs = [(was, now) for was, now in pairs if raw[was] != raw[now]]
+    diffs = repo.diffs.commits([c for pair in pairs for c in pair], _differing(raw, pairs))
     for n, (a, o) in enumerate(walked, 1):
         reduced = o.kept and a.part is not None and a.part.verdict == "partial"
         if o.status == "picked" and reduced:
@@ -193,7 +212,7 @@ def _summary(repo: Repo, ui: Ui, st: RebaseState, dropped: list[Dropped], kept: 
             if raw[a.commit] == raw[o.new]:
                 result, detail = UNCHANGED, ""
             else:
-                was, now = diffs[a.commit], diffs[o.new]  # the same bytes: nothing to compare
+                was, now = diffs.get(a.commit, b""), diffs.get(o.new, b"")  # the same: equal
                 result, detail = UNCHANGED if was == now else classify_diffs(was, now), ""
         elif reduced:
             result, detail = "reduced (partly upstream), remainder recorded", o.resolution

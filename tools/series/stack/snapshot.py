@@ -27,7 +27,7 @@ def save_project(repo: Repo, root: Path, patch_files: list[Path]) -> str:
         f"100644 {oid}\t{path.relative_to(root).as_posix()}"
         for path, oid in zip(paths, blobs, strict=True)
     ]
-    tree = repo.index.rewrite(repo.index.empty_tree(), index)
+    tree = repo.index.rewrite(None, index)  # no empty tree written, nor read into the index
     return repo.objects.commit_tree(tree, [], "series rebase: the series before the rebase\n", _WHO)
 
 

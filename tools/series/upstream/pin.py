@@ -18,7 +18,6 @@ downloads nothing:
 from __future__ import annotations
 
 import hashlib
-import tarfile
 import tempfile
 import zlib
 from collections.abc import Callable
@@ -31,7 +30,6 @@ from series.manifest import Upstream
 from series.upstream import refs
 from series.upstream.base import Base, cache_repo
 from series.upstream.fetch import Memory, Policy, RememberedUnreachable, Want, fetch
-from series.upstream.sdist_download import download
 from series.upstream.unreachable import advice, stall, ttl
 
 Say = Callable[[str], None]
@@ -205,6 +203,8 @@ def _sdist(
     label = f"{sd.package}=={sd.version} sdist (stands in for {upstream.ref})"
     commit = repo.objects.rev(ref)
     if commit is None:
+        import tarfile  # an sdist pin's alone: a git pin's commands do not load it
+
         try:
             commit = import_sdist(repo, archive, name, digest, upstream)
         except (tarfile.TarError, EOFError, zlib.error) as exc:
@@ -229,13 +229,18 @@ def _download(package: str, version: str, dest: Path) -> Path:
         found = dest / f"{package}-{version}{ext}"
         if found.is_file():
             return found
-    # Not pip: it runs an sdist's setup.py to read its metadata (series.upstream.sdist_download).
+    # Not pip: it runs an sdist's setup.py to read its metadata (series.upstream.sdist_download,
+    # with the HTML and URL parsers a git pin's commands do not load).
+    from series.upstream.sdist_download import download
+
     target = dest / f"{package}-{version}.tar.gz"
     return download(package, version, target, timeout=stall())
 
 
 def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Upstream) -> str:
     """Import the archive's tree as one commit; same archive, same commit id."""
+    import tarfile  # an sdist pin's alone (as in _sdist)
+
     with tempfile.TemporaryDirectory(prefix="series-import-") as tmp:
         with tarfile.open(archive) as tar:
             members = tar.getmembers()

@@ -1,0 +1,151 @@
+"""What ``series rebase --onto`` asks of git and of the system (issue 23).
+
+Speed is measured by ci/bench_commands.py, never asserted here; what is
+asserted is how the rebase starts its git processes and how many it
+starts, and that what it writes and says stays the same.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import GitShim, git
+from rebase_helpers import moving_project
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+SDIST_ONLY = {"series.upstream.sdist_download", "tarfile", "html.parser"}
+
+
+def test_onto_starts_its_git_processes_without_forking_series(tmp_path: Path) -> None:
+    """Every git process of a rebase is started by subprocess (``vfork``, nothing run in
+    the child but C), not by series.git.child.spawn's ``fork`` (series' page tables
+    copied, Python run in the child): a fresh process, as a person runs it. A git pin's
+    rebase loads none of the sdist download and import (HTML parser, tarfile)."""
+    project = moving_project(tmp_path, conflict=True)
+    probe = (
+        "import os, sys\n"
+        "forks = []\n"
+        "real = os.fork\n"
+        "def counted():\n"
+        "    forks.append(1)\n"
+        "    return real()\n"
+        "os.fork = counted\n"
+        f"sys.argv = ['series', '-C', {str(project.root)!r}, 'rebase', '--onto', 'main',"
+        f" '--upstream', {str(project.upstream)!r}]\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print('forks', len(forks), 'subprocess' in sys.modules)\n"
+        f"print(sorted(set(sys.modules) & {set(SDIST_ONLY)!r}))\n"
+        "sys.exit(code)\n"
+    )
+    argv = [sys.executable, "-c", probe]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr  # stopped at P1's conflict: a dozen git processes
+    assert proc.stdout.split("\n")[-3] == "forks 0 True", proc.stdout
+    assert proc.stdout.split("\n")[-2] == "[]", proc.stdout  # a git pin: no sdist machinery
+
+
+def test_onto_marks_up_and_replays_a_recorded_resolution_in_one_scratch_index(
+    tmp_path: Path,
+) -> None:
+    """P1's conflict recorded (resolved once, --continue), then the same rebase of a copy:
+    the conflict's marked-up tree and the resolution applied to it come from one scratch
+    index (one ``read-tree``), and the snapshot of series.toml and patches/ is built in an
+    index that starts empty (no empty tree written, nor read)."""
+    project = moving_project(tmp_path / "one", conflict=True)
+    other = tmp_path / "two"
+    shutil.copytree(project.root, other, symlinks=True)
+    up = str(project.upstream)
+    code, _, err = project.run("rebase", "--onto", "main", "--upstream", up)
+    assert code == 3, err
+    _resolve_p1(project.work)
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    recorded = sorted((project.root / "resolutions" / "P1").glob("*.patch"))
+    assert len(recorded) == 1, recorded
+    shutil.copytree(project.root / "resolutions", other / "resolutions")
+    shimmed = GitShim(tmp_path)
+    out, calls = shimmed.run(other, "rebase", "--onto", "main", "--upstream", up)
+    assert "resolved (recorded)" in out
+    began = "update-ref -m series rebase: start"
+    start = next(k for k, c in enumerate(calls) if c.startswith(began))
+    end = next(k for k, c in enumerate(calls) if c.startswith("format-patch "))
+    walk = [c.split()[0] for c in calls[start:end]]
+    assert (walk.count("read-tree"), walk.count("write-tree"), walk.count("apply")) == (1, 2, 1)
+    assert not [c for c in calls if c.startswith("hash-object -t tree")], calls
+    assert f"read-tree {EMPTY_TREE}" not in calls
+    # The same files and commits as the first rebase made.
+    assert (other / "series.toml").read_text() == (project.root / "series.toml").read_text()
+    assert git(other / "work", "rev-parse", "series^{tree}") == git(
+        project.work, "rev-parse", "series^{tree}"
+    )
+    assert _patch_files(other) == _patch_files(project.root)
+
+
+def _patch_files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "patches").glob("*.patch"))}
+
+
+def _resolve_p1(work: Path) -> None:
+    """Resolve P1's conflict in pkg/core.py by hand and stage it."""
+    core = work / "pkg" / "core.py"
+    text = core.read_text()
+    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
+    core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
+    git(work, "add", "pkg/core.py")
+
+
+def test_the_summary_diffs_only_the_files_whose_raw_lines_differ(tmp_path: Path) -> None:
+    """Of the pairs whose raw diffs differ, only the files whose raw lines differ are read
+    as patches (literal paths: ``c[1].py`` is not a pattern for ``c1.py``), and every
+    pair is classified as from the whole diffs: context only, content changed, a file
+    added, unchanged."""
+    from series.git import Repo
+    from series.stack.rangediff import CONTENT, CONTEXT, UNCHANGED, classify_diffs
+    from series.stack.rebase_finish import _differing
+
+    work = tmp_path / "r"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    names = ("a.py", "b.py", "c1.py", "c[1].py")
+    for name in names:
+        (work / name).write_text("".join(f"line {i}\n" for i in range(30)))
+    git(work, "add", ".")
+    git(work, "commit", "-qm", "base")
+    base = git(work, "rev-parse", "HEAD")
+
+    def patch(name: str, old: str, new: str, *more: str) -> None:
+        for path in (name, *more):
+            text = (work / path).read_text()
+            (work / path).write_text(text.replace(old, new))
+        git(work, "commit", "-qam", f"patch {name}")
+
+    patch("a.py", "line 10\n", "line ten\n", "c1.py", "c[1].py")  # c[1].py: context moves
+    patch("b.py", "line 20\n", "line twenty\n", "c1.py")  # b.py: upstream edits its line
+    patch("a.py", "line 25\n", "line 25 again\n")  # a.py: context moves under it too
+    old = git(work, "rev-list", "--reverse", f"{base}..HEAD").split()
+    git(work, "checkout", "-q", "-b", "up", base)
+    for name, line in (("c[1].py", "line 12\n"), ("b.py", "line 20\n"), ("a.py", "line 23\n")):
+        text = (work / name).read_text()
+        (work / name).write_text(text.replace(line, line.replace("line", "LINE")))
+    git(work, "commit", "-qam", "upstream")
+    for commit in old:
+        git(work, "cherry-pick", "-X", "theirs", commit)
+    new = git(work, "rev-list", "--reverse", "up~3..up").split()
+    repo = Repo(work)
+    raw = repo.diffs.raw_commits([*old, *new])
+    pairs = [(was, now) for was, now in zip(old, new, strict=True) if raw[was] != raw[now]]
+    paths = _differing(raw, pairs)
+    assert paths == ["a.py", "b.py", "c[1].py"], paths
+    full = repo.diffs.commits([c for pair in pairs for c in pair])
+    part = repo.diffs.commits([c for pair in pairs for c in pair], paths)
+    assert b"c1.py" not in b"".join(part.values())
+    classes = [classify_diffs(full[was], full[now]) for was, now in pairs]
+    assert classes == [CONTEXT, CONTENT, CONTEXT], classes
+    assert [classify_diffs(part[w], part[n]) for w, n in pairs] == classes
+    assert classify_diffs(full[old[0]], full[old[0]]) == UNCHANGED
