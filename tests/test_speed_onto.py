@@ -106,7 +106,7 @@ def test_the_summary_diffs_only_the_files_whose_raw_lines_differ(tmp_path: Path)
     pair is classified as from the whole diffs: context only, content changed, a file
     added, unchanged."""
     from series.git import Repo
-    from series.stack.rangediff import CONTENT, CONTEXT, UNCHANGED, classify_diffs
+    from series.stack.diffclass import CONTENT, CONTEXT, UNCHANGED, classify_diffs
     from series.stack.rebase_finish import _differing
 
     work = tmp_path / "r"
