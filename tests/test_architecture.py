@@ -373,7 +373,14 @@ def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
 # that rebase --abort loads only the parts it runs. Those are
 # edges of the module graph all the same (LAZY, below). Third-party imports inside
 # functions stay allowed (a lazy import of a heavy library is not a cycle).
-LAZY = ("series.project", "series.status", "series.git", "series.git.repo", "series.upstream")
+LAZY = (
+    "series.project",
+    "series.status",
+    "series.git",
+    "series.git.repo",
+    "series.upstream",
+    "series.upstream.pin",
+)
 
 
 def _may_import_locally(name: str) -> bool:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -239,7 +241,7 @@ def test_the_long_lived_cat_file_without_gitpython_answers_as_git(
         assert repo.objects.read_blob(blob) == data
         assert repo._run.object_data(head, "blob") is None  # a commit, not a blob
         for batch in [v for k, v in vars(repo._run).items() if k.startswith("_plain")]:
-            batch.proc.kill()
+            os.kill(batch.proc.pid, signal.SIGKILL)  # a Popen, or a spawned git (a pid)
             batch.proc.wait()
     assert git_run._LIGHT == [True]
 
