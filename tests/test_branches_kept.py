@@ -227,3 +227,34 @@ def test_no_git_on_path_is_said_as_the_full_run_says_it(tmp_path: Path) -> None:
     runs.env["PATH"] = str(tmp_path / "empty")  # python is started by its full path
     code, _, err, _ = runs.said(project.root, *DRY)
     assert code == 1 and "git is not installed or not on PATH" in err, err
+
+
+def test_a_series_toml_saved_while_a_dry_run_parsed_the_one_before_keeps_no_answer(
+    tmp_path: Path,
+) -> None:
+    """A save of series.toml between the run's parse and its digest (which reads the file
+    again): the digest holds the new bytes, the answer was computed from the old parse;
+    kept so, it would be said again for the manifest as it is now."""
+    project, runs = _ready(tmp_path)
+    toml = project.root / "series.toml"
+    before = toml.read_text()
+    saved = before.replace('branch = "perf-P2"', 'branch = "other-P2"')
+    assert saved != before
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from series.stack import branches_kept\n"
+        f"toml, saved = Path({str(toml)!r}), {saved!r}\n"
+        "real = branches_kept.digest\n"
+        "def saving(*args):\n"
+        "    toml.write_text(saved)  # the user's save lands after the parse\n"
+        "    return real(*args)\n"
+        "branches_kept.digest = saving\n"
+        "from series.cli import main\n"
+        f"sys.exit(main(['-C', {str(project.root)!r}, *{list(DRY)!r}]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], env=runs.env, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert toml.read_text() == saved
+    said = runs.said(project.root, *DRY)[:3]
+    assert said == runs.full(project.root, *DRY)

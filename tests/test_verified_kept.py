@@ -220,3 +220,36 @@ def test_an_entry_is_found_from_the_project_or_with_c(tmp_path: Path, where: str
     assert proc.returncode == 0 and (proc.stdout, proc.stderr) == said
     # the shim is a wrapper script: its git is asked again (series.git.itself)
     assert shim.log.read_text().splitlines() == ["version", STATUS]
+
+
+def test_a_series_toml_saved_while_a_run_parsed_the_one_before_keeps_no_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save of series.toml between the run's parse and its digest (which reads the file
+    again): the digest holds the new bytes with the old parse's branch and patches; an
+    entry kept so would answer the next re-run for the manifest as it was."""
+    from series.cli import main
+
+    root, shim, _ = _settled(tmp_path)
+    toml = root / "series.toml"
+    before = toml.read_bytes()
+    saved = before.replace(b'branch = "series"', b'branch = "other"')
+    assert saved != before
+    for name in ("PATH", "SERIES_CACHE_DIR"):
+        monkeypatch.setenv(name, shim.env[name])
+    for kept in (shim.cache / "known").iterdir():  # the run parses series.toml
+        kept.unlink()
+    os.unlink(root / "work" / ".git" / verified.NAME)  # the run applies
+    real = verified_kept.digest
+
+    def saving(*args: object) -> str | None:
+        if toml.read_bytes() == before:
+            toml.write_bytes(saved)  # the user's save lands after the parse
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(verified_kept, "digest", saving)
+    assert main(["-C", str(root), "apply"]) == 0
+    monkeypatch.setattr(verified_kept, "digest", real)
+    assert toml.read_bytes() == saved
+    assert not _answered(root, shim.env, "apply")
+    assert HIT not in shim.said(root, "-v", "apply")[2]  # as the CLI's run, which parses it

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from series.commands.options import DIR, JSON, URL, Option
-from series.errors import Exit
+from series.errors import Exit, SeriesError
 
 if TYPE_CHECKING:
     from series.checkout import Checkout
@@ -129,6 +129,8 @@ class _Keeping:
             return  # a patch that does not apply, the pin fetched, a log line: the full run
         if self.before is None or self._digest() != self.before:
             return
+        if not self._parsed_is_now(series):
+            return
         assert isinstance(out, self.kept.Tee) and isinstance(err, self.kept.Tee)
         stdout = "".join(out.said)
         if ui.keep_json:  # the envelope series.cli.run prints after a command that went well
@@ -145,6 +147,18 @@ class _Keeping:
         path = Path(self.kept.record_path(self.root, self.cache, self.opts))
         with contextlib.suppress(OSError):  # a record not written costs only speed
             write_atomic(path, text, within=None, durable=False)
+
+    @staticmethod
+    def _parsed_is_now(series: Series) -> bool:
+        """Whether series.toml as it is now (the bytes in the digest, read after the run's
+        parse) parses to the manifest the run answered from: a save in between would key
+        the old parse's answer by the new bytes."""
+        from series.manifest import load  # loaded already: the run parsed series.toml
+
+        try:
+            return load(series.root / "series.toml") == series.manifest
+        except (OSError, ValueError, SeriesError):  # unreadable now: the next run says
+            return False
 
 
 def _keeping(

@@ -38,7 +38,10 @@ terminal on stdout or stderr (tables have boxes there), no git on PATH
 (the full run says so). An entry is
 kept only when the digest after the run is the one before it (nothing
 changed under the run; a run that built or fetched keeps nothing, the
-next one does), no log line was written, and the run did not fail.
+next one does), no log line was written, the run did not fail, and
+series.toml as it is then parses to the manifest the run answered from
+(the digest reads its bytes after the run's parse: a save in between
+would key the old answer by the new bytes).
 
 What the full dry run does besides answering is not done again: it
 copies the stack's commits from the cache into the checkout (no ref

@@ -39,6 +39,8 @@ from series.errors import SeriesError
 from series.files import write_atomic
 from series.git.run import Runner
 from series.git.worktree import Worktree
+from series.known import Known
+from series.known import recall as recall_known
 from series.records import NamedTuple
 from series.stack import verified_kept as fast
 
@@ -140,6 +142,12 @@ def _keep_fast(
     is imported (series.stack.verified_kept), when the checkout is the manifest's; an
     entry that cannot be written costs only speed."""
     if command not in fast.COMMANDS or where.path != series.checkout_path(None):
+        return
+    # The entry answers from its own copy of the checkout, branch and patches, under a digest
+    # of series.toml's bytes read after the parse: a save in between would pair the new bytes
+    # with the old parse. Kept only when series.known holds these values for the bytes now.
+    parsed = Known(series.checkout_where(), where.branch, tuple(series.named()))
+    if recall_known(series.root, series.cache_dir) != parsed:
         return
     root, cache = str(series.root), str(series.cache_dir)
     text = fast.keep(

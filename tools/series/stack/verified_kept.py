@@ -19,6 +19,11 @@ the command>``), what the next re-run needs to answer it from files alone:
   script is asked again before the answer, as the full run asks it);
 * what the re-run writes on stderr and stdout.
 
+The checkout, branch and patches are the run's parse of series.toml, and
+the digest holds the file's bytes as read after that parse: the entry is
+kept only when series.known holds those very values for the bytes then
+(series.stack.verified), so a save in between keeps nothing.
+
 ``series [-C DIR] apply`` alone (series.entry) asks :func:`rerun`: when the
 entry is there, the digest computed now is the one kept, and the project
 lock can be shared (no series command is writing; one that wants to write
