@@ -369,11 +369,17 @@ def rerun(argv: list[str]) -> int | None:
     key = digest(root, cache, options(opts), entry["checkout"], entry["files"], entry["cache_refs"])
     if key is None or key != entry["key"] or not git_new_enough():
         return None
+    return say(entry["stdout"], entry["stderr"])
+
+
+def say(stdout: str, stderr: str) -> int:
+    """Write a kept answer (its stderr, then its stdout), and the exit status: 0, or
+    :data:`BROKEN_PIPE` when the reader went away (``| head``), as series.cli.run ends."""
     try:
-        sys.stderr.write(entry["stderr"])
-        sys.stdout.write(entry["stdout"])
+        sys.stderr.write(stderr)
+        sys.stdout.write(stdout)
         sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away (``| head``): as series.cli.run ends
+    except BrokenPipeError:
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE

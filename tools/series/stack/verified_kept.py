@@ -45,9 +45,7 @@ series.git.child: not pathlib, json, re, hashlib or the git layer.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 from _blake2 import blake2b
 
 from series.code import code_digest
@@ -55,12 +53,12 @@ from series.git.child import run_child
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.ref_files import files_key
 from series.stack.branches_kept import (
-    BROKEN_PIPE,
     _git,
     _unsafe,
     cache_dir,
     find_root,
     git_new_enough,
+    say,
 )
 
 TYPE_CHECKING = False
@@ -266,15 +264,7 @@ def rerun(argv: Sequence[str]) -> int | None:
             return None
     finally:
         os.close(lock)  # the lock goes with the descriptor
-    try:
-        sys.stderr.write(entry["stderr"])
-        sys.stdout.write(entry["stdout"])
-        sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away (``| head``): as series.cli.run ends
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return BROKEN_PIPE
-    return 0
+    return say(entry["stdout"], entry["stderr"])
 
 
 def _shared(root: str) -> int | None:
