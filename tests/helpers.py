@@ -183,6 +183,22 @@ def make_project(
     return Project(root, upstream, commit)
 
 
+def run_fresh(probe: str) -> tuple[int, str, str]:
+    """``probe`` (Python source) run by a fresh interpreter, bounded: its exit code, stdout
+    and stderr. A probe that ends with ``print(' '.join(sorted(sys.modules)))`` has
+    :func:`modules_in` read what it imported."""
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def modules_in(stdout: str) -> set[str]:
+    """The modules a probe printed last (:func:`run_fresh`), one line of names."""
+    lines = stdout.splitlines()
+    return set(lines[-1].split()) if lines else set()
+
+
 def said_with_git(
     log: Path, env: dict[str, str], bound: float, root: Path, *args: str
 ) -> tuple[int, str, str, list[str]]:

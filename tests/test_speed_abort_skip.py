@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import git
+from helpers import git, modules_in, run_fresh
 from series.git import GitFailed, Repo
 from test_speed_rebase import modules_after, stopped
 
@@ -138,11 +138,9 @@ def test_a_resume_loads_neither_the_fetch_nor_the_sdist_nor_tomlkit() -> None:
         "import series.stack.rebase_resume, series.stack.rebase_skip\n"
         "print(' '.join(sorted(sys.modules)))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    modules = set(proc.stdout.split())
+    code, out, err = run_fresh(probe)
+    assert code == 0, err
+    modules = modules_in(out)
     assert "series.stack.rebase_driver" in modules
     unused = {
         "argparse",
@@ -282,8 +280,6 @@ def test_the_long_lived_cat_file_ends_with_its_reader(tmp_path: Path) -> None:
         "gone = not os.path.exists(f'/proc/{pid}')\n"
         "print(found[1], data, missing, gone)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["blob", "b'a\\n'", "None", "True"], proc.stdout
+    code, out, err = run_fresh(probe)
+    assert code == 0, err
+    assert out.split() == ["blob", "b'a\\n'", "None", "True"], out

@@ -19,7 +19,16 @@ from pathlib import Path
 import pytest
 
 from conflict_helpers import make_case, spy_batches, upstream_commit
-from helpers import GitShim, PatchSpec, Project, git, make_project, replace_line
+from helpers import (
+    GitShim,
+    PatchSpec,
+    Project,
+    git,
+    make_project,
+    modules_in,
+    replace_line,
+    run_fresh,
+)
 from rebase_helpers import commit_upstream, moving_project
 from series import manifest
 from series.git import TreeMerge
@@ -449,11 +458,9 @@ def modules_after(root: Path, *args: str) -> set[str]:
         "print(' '.join(sorted(sys.modules)))\n"
         "sys.exit(code)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    return set(proc.stdout.split("\n")[-2].split())
+    code, out, err = run_fresh(probe)
+    assert code == 0, err
+    return modules_in(out)
 
 
 def test_abort_imports_neither_the_driver_nor_the_start(tmp_path: Path) -> None:

@@ -7,11 +7,9 @@ started without a fork of series (series.git.child.spawn: posix_spawn).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from helpers import git
+from helpers import git, modules_in, run_fresh
 from test_rebase import resolve_p1
 from test_speed_rebase import stopped
 
@@ -36,11 +34,9 @@ def test_a_resume_loads_no_remainder_engine() -> None:
         "import series.stack.rebase_resume, series.stack.rebase_skip\n"
         "print(' '.join(sorted(sys.modules)))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    modules = set(proc.stdout.split())
+    code, out, err = run_fresh(probe)
+    assert code == 0, err
+    modules = modules_in(out)
     assert {"series.stack.rebase_driver", "series.stack.part_notes"} <= modules
     assert not [m for m in modules if m.startswith(REMAINDER_ENGINE)]
     assert not EXPORT_AND_BUILDS & modules, sorted(EXPORT_AND_BUILDS & modules)
@@ -60,10 +56,8 @@ def _run_without_fork(root: Path, *args: str) -> tuple[int, set[str], str]:
         "print(' '.join(sorted(sys.modules)))\n"
         "sys.exit(code)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
-    )
-    return proc.returncode, set(proc.stdout.split("\n")[-2].split()), proc.stderr
+    code, out, err = run_fresh(probe)
+    return code, modules_in(out), err
 
 
 def test_skip_starts_its_git_without_forking_series(tmp_path: Path) -> None:
