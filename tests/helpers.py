@@ -193,6 +193,20 @@ def run_fresh(probe: str) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def series_probe(root: Path, *args: str, before: str = "") -> str:
+    """A probe for :func:`run_fresh`: ``before``, then ``series -C root ARGS`` through
+    series.entry, then the modules imported printed, exiting with series' code."""
+    return (
+        "import sys\n"
+        f"{before}"
+        f"sys.argv = ['series', '-C', {str(root)!r}, *{list(args)!r}]\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+
+
 def modules_in(stdout: str) -> set[str]:
     """The modules a probe printed last (:func:`run_fresh`), one line of names."""
     lines = stdout.splitlines()

@@ -28,6 +28,7 @@ from helpers import (
     modules_in,
     replace_line,
     run_fresh,
+    series_probe,
 )
 from rebase_helpers import commit_upstream, moving_project
 from series import manifest
@@ -450,15 +451,7 @@ def test_abort_asks_git_once_for_what_it_knows_and_loads_no_driver(tmp_path: Pat
 
 def modules_after(root: Path, *args: str) -> set[str]:
     """The modules a fresh interpreter has imported once ``series -C root ARGS`` ran."""
-    probe = (
-        "import sys\n"
-        f"sys.argv = ['series', '-C', {str(root)!r}, *{list(args)!r}]\n"
-        "from series.entry import main\n"
-        "code = main()\n"
-        "print(' '.join(sorted(sys.modules)))\n"
-        "sys.exit(code)\n"
-    )
-    code, out, err = run_fresh(probe)
+    code, out, err = run_fresh(series_probe(root, *args))
     assert code == 0, err
     return modules_in(out)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import git, modules_in, run_fresh
+from helpers import git, modules_in, run_fresh, series_probe
 from test_rebase import resolve_p1
 from test_speed_rebase import stopped
 
@@ -45,17 +45,13 @@ def test_a_resume_loads_no_remainder_engine() -> None:
 def _run_without_fork(root: Path, *args: str) -> tuple[int, set[str], str]:
     """``series -C root ARGS`` in a fresh interpreter whose ``os.fork`` refuses: its exit
     code, the modules it imported, its stderr."""
-    probe = (
-        "import os, sys\n"
+    refuse = (
+        "import os\n"
         "def refused():\n"
         "    raise AssertionError('series forked itself to start a process')\n"
         "os.fork = refused\n"
-        f"sys.argv = ['series', '-C', {str(root)!r}, *{list(args)!r}]\n"
-        "from series.entry import main\n"
-        "code = main()\n"
-        "print(' '.join(sorted(sys.modules)))\n"
-        "sys.exit(code)\n"
     )
+    probe = series_probe(root, *args, before=refuse)
     code, out, err = run_fresh(probe)
     return code, modules_in(out), err
 

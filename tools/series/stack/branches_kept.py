@@ -336,15 +336,24 @@ FIELDS = ("format", "key", "checkout", "files", "cache_refs", "stdout", "stderr"
 SEP = "\x1f"
 
 
-def _load(path: str) -> dict[str, Any] | None:
+def read_entry(path: str, fields: tuple[str, ...], version: int) -> dict[str, str] | None:
+    """An entry kept as ``fields``' values, NUL-separated, the first its format
+    ``version``; None when it is missing, unreadable or of another shape or format."""
     try:
         with open(path, encoding="utf-8") as fh:
             values = fh.read().split("\0")
     except (OSError, ValueError):
         return None
-    if len(values) != len(FIELDS) or values[0] != str(FORMAT):
+    if len(values) != len(fields) or values[0] != str(version):
         return None
-    entry: dict[str, Any] = dict(zip(FIELDS, values, strict=True))
+    return dict(zip(fields, values, strict=True))
+
+
+def _load(path: str) -> dict[str, Any] | None:
+    found = read_entry(path, FIELDS, FORMAT)
+    if found is None:
+        return None
+    entry: dict[str, Any] = dict(found)
     for name in ("files", "cache_refs"):
         entry[name] = entry[name].split(SEP) if entry[name] else []
     return entry

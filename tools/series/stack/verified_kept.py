@@ -58,6 +58,7 @@ from series.stack.branches_kept import (
     cache_dir,
     find_root,
     git_new_enough,
+    read_entry,
     say,
 )
 
@@ -192,14 +193,7 @@ def _git_kept() -> str | None:
 
 
 def _load(path: str) -> dict[str, str] | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            values = fh.read().split("\0")
-    except (OSError, ValueError):
-        return None
-    if len(values) != len(FIELDS) or values[0] != str(FORMAT):
-        return None
-    return dict(zip(FIELDS, values, strict=True))
+    return read_entry(path, FIELDS, FORMAT)
 
 
 def _named(text: str) -> list[tuple[str, str]] | None:
