@@ -19,7 +19,8 @@ the import deterministically.
 ``series --version`` alone is answered here, as the CLI's parser would
 answer it: it needs nothing the CLI imports; so is a ``series branches
 --dry-run`` that nothing changed since the last one
-(series.stack.branches_kept), and a ``series apply`` that nothing changed
+(series.stack.branches_kept), and so is a plain ``series range-diff``
+(series.stack.rangediff_kept), and a ``series apply`` that nothing changed
 since the last one verified (series.stack.verified_kept: one ``git
 status``, ended with series as in the CLI), and ``series --help`` as the
 CLI printed it last (series.help_kept).
@@ -88,6 +89,12 @@ def main() -> int:
         from series.stack.branches_kept import rerun
 
         code = rerun(sys.argv[1:])
+        if code is not None:
+            return code
+    if "range-diff" in sys.argv[1:4]:  # a plain range-diff nothing changed since: kept
+        from series.stack.rangediff_kept import rerun as again
+
+        code = again(sys.argv[1:])
         if code is not None:
             return code
     from series.cli import main as cli_main
