@@ -19,8 +19,7 @@ on stdout and stderr is kept in the per-user cache
 * the environment, every variable but the shell's own ``_``, ``OLDPWD``,
   ``SHLVL`` and ``PWD`` (``GIT_*``, ``SERIES_*``, ``HOME``, ``XDG_*``,
   ``PATH``, colour and terminal variables among them);
-* series.toml's bytes, the names in ``patches/`` and each ``.patch`` file's
-  bytes;
+* series.toml's bytes, and each ``patches/*.patch`` file's name and bytes;
 * the git the full run would start (its path, size and times);
 * the git configuration it reads besides the repositories' own: the system
   file (``/etc/gitconfig`` and the one under git's prefix, or
@@ -144,7 +143,6 @@ def digest(root: str, cache: str, checkout: str) -> str | None:
             h.update(f"\0env\0{name}\0{env[name]}".encode("utf-8", "surrogateescape"))
     try:
         h.update(b"\0series.toml\0" + (_read(os.path.join(root, "series.toml")) or b"-"))
-        h.update(("\0patches\0" + "/".join(names)).encode("utf-8", "surrogateescape"))
         for file in files:
             with open(os.path.join(root, file), "rb") as fh:
                 data = fh.read()
