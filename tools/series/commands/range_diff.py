@@ -102,9 +102,7 @@ class _Keeping:
     def done(self, series: Series, ui: Ui) -> None:
         """Keep what was written, when nothing changed under the run and the pins were
         found in the cache."""
-        import contextlib
         import sys
-        from pathlib import Path
 
         from series.stack.branches_kept import Tee
         from series.stack.rangediff import RESOLVED
@@ -121,11 +119,7 @@ class _Keeping:
         text = self.kept.entry(self.before, self.checkout, "".join(out.said), "".join(err.said))
         if text is None:
             return
-        from series.files import write_atomic
-
-        path = Path(self.kept.record_path(self.root, self.cache))
-        with contextlib.suppress(OSError, ValueError):  # a record not written costs only speed
-            write_atomic(path, text, within=None, durable=False)
+        self.kept.write(self.kept.record_path(self.root, self.cache), text)
 
 
 def _parsed_is_now(series: Series) -> bool:

@@ -62,6 +62,7 @@ from series.code import code_digest
 from series.stack.branches_kept import (
     _FULL,
     CACHE_REPO,
+    TEMP_PREFIX,
     _busy,
     _git,
     _held,
@@ -245,3 +246,21 @@ def entry(key: str, checkout: str, stdout: str, stderr: str) -> str | None:
     (nothing is kept)."""
     fields = [str(FORMAT), key, checkout, stdout, stderr]
     return None if any("\0" in value for value in fields) else "\0".join(fields)
+
+
+def write(path: str, text: str) -> None:
+    """Keep ``text`` at ``path`` (a temporary file renamed over it, as help_kept keeps the
+    help: without tempfile, whose import a range-diff does not otherwise pay); an entry
+    that cannot be written costs only speed."""
+    tmp = os.path.join(os.path.dirname(path), f"{TEMP_PREFIX}{os.getpid()}")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            return
