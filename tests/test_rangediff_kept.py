@@ -240,3 +240,42 @@ def test_a_config_that_names_other_files_keeps_nothing(tmp_path: Path) -> None:
     Path(runs.env["GIT_CONFIG_GLOBAL"]).write_text(f"[include]\n\tpath = {other}\n")
     runs.said(project.root, *RD)
     assert runs.said(project.root, *RD)[3]  # never kept: the digest cannot hold other.config
+
+
+@pytest.mark.parametrize("entry", [True, False])
+def test_a_series_toml_saved_while_a_range_diff_parsed_the_one_before_keeps_no_answer(
+    tmp_path: Path, entry: bool
+) -> None:
+    """A save of series.toml between the run's parse and its digest (which reads the file
+    again): the digest holds the new bytes, the answer was computed from the old parse;
+    kept so, it would be said again for the manifest as it is now. With series.entry
+    imported first (as ``python -m series`` does: the file's change time is compared with
+    its start) and without (in-process: the file is parsed again)."""
+    project, runs = _ready(tmp_path)
+    shutil.rmtree(runs.cache / rangediff_kept.DIR)
+    toml = project.root / "series.toml"
+    before = toml.read_text()
+    saved = before.replace("core: f9 returns 909", "core: f9 is 909")
+    assert saved != before
+    probe = (
+        "import sys\n" + ("import series.entry\n" if entry else "") + "from pathlib import Path\n"
+        "from series.stack import rangediff_kept\n"
+        f"toml, saved = Path({str(toml)!r}), {saved!r}\n"
+        "real = rangediff_kept.digest\n"
+        "def saving(*args):\n"
+        "    toml.write_text(saved)  # the user's save lands after the parse\n"
+        "    return real(*args)\n"
+        "rangediff_kept.digest = saving\n"
+        "from series.cli import main\n"
+        f"sys.exit(main(['-C', {str(project.root)!r}, 'range-diff']))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], env=runs.env, capture_output=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert toml.read_text() == saved
+    assert not (runs.cache / rangediff_kept.DIR).exists() or not any(
+        (runs.cache / rangediff_kept.DIR).iterdir()
+    )
+    said = runs.said(project.root, *RD)[:3]
+    assert said == runs.full(project.root, *RD)

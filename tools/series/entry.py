@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 else:
     import _signal  # signal's functions without its enums and wrappers: every command
 
+# When this module was imported: before the command's parse of series.toml (when it
+# was imported before the CLI ran: series.commands.range_diff looks it up only then).
+STARTED = time.time_ns()
 _STOPS = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 _received: list[int] = []  # the signal that is stopping this process, once one came
 

@@ -124,11 +124,25 @@ class _Keeping:
 
 def _parsed_is_now(series: Series) -> bool:
     """Whether series.toml as it is now (the bytes in the digest, read after the run's
-    parse) parses to the manifest the run answered from."""
+    parse) parses to the manifest the run answered from: a save in between would key the
+    old parse's answer by the new bytes.
+
+    Sure without a parse when the file has not changed since series.entry was imported,
+    before the run parsed it (series.entry.STARTED; none when it was not: in-process
+    runs): its change time, read after the digest's read, is before that by more than
+    any file system's clock tick (series.code.RACY_NS, the rule series.code's digest
+    follows), and a write sets it to the time of the write."""
+    import os
+    import sys
+
+    from series.code import RACY_NS
     from series.errors import SeriesError
     from series.manifest import load  # loaded already: the run parsed series.toml
 
+    started = getattr(sys.modules.get("series.entry"), "STARTED", 0)
     try:
+        if started and os.stat(series.root / "series.toml").st_ctime_ns < started - RACY_NS:
+            return True
         return load(series.root / "series.toml") == series.manifest
     except (OSError, ValueError, SeriesError):
         return False
