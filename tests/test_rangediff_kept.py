@@ -279,3 +279,21 @@ def test_a_series_toml_saved_while_a_range_diff_parsed_the_one_before_keeps_no_a
     )
     said = runs.said(project.root, *RD)[:3]
     assert said == runs.full(project.root, *RD)
+
+
+def test_another_git_behind_a_wrapper_takes_the_full_run(tmp_path: Path) -> None:
+    """A wrapper script on PATH (a version manager's shim) does not name the git it runs:
+    what that git says of its version is in the digest, asked each run."""
+    said = tmp_path / "version-said"
+    shim = tmp_path / "shim" / "git"
+    project, runs = _ready(tmp_path)
+    lines = shim.read_text().splitlines()
+    answer = f'if [ "$1" = version ] && [ -f "{said}" ]; then cat "{said}"; exit 0; fi'
+    shim.write_text("\n".join([lines[0], lines[1], answer, *lines[2:]]) + "\n")
+    runs.said(project.root, *RD)  # the shim's file changed: the full run, kept again
+    before = runs.said(project.root, *RD)
+    assert before[3] == []  # kept (only the version asked, which said() leaves out)
+    said.write_text("git version 2.99.0\n")  # the wrapper now runs another git
+    *now, calls = runs.said(project.root, *RD)
+    assert calls, "another git behind the wrapper: the full run"
+    assert tuple(now) == tuple(before[:3])

@@ -20,7 +20,10 @@ on stdout and stderr is kept in the per-user cache
   ``SHLVL`` and ``PWD`` (``GIT_*``, ``SERIES_*``, ``HOME``, ``XDG_*``,
   ``PATH``, colour and terminal variables among them);
 * series.toml's bytes, and each ``patches/*.patch`` file's name and bytes;
-* the git the full run would start (its path, size and times);
+* the git the full run would start (its path, size and times), and, when
+  that file is a wrapper script (series.git.itself), what the git behind
+  it says of its version (one ``git version`` each run, as the check of
+  the version asks a wrapper's git each run);
 * the git configuration it reads besides the repositories' own: the system
   file (``/etc/gitconfig`` and the one under git's prefix, or
   ``GIT_CONFIG_SYSTEM``), the global ones (``~/.gitconfig``,
@@ -59,19 +62,20 @@ import sys
 from _blake2 import blake2b
 
 from series.code import code_digest
+from series.git.itself import MINIMUM, ask, is_git_itself
 from series.stack.branches_kept import (
     _FULL,
     CACHE_REPO,
     TEMP_PREFIX,
     _busy,
     _git,
+    _git_path,
     _held,
     _read,
     _refs,
     _unsafe,
     cache_dir,
     find_root,
-    git_new_enough,
     read_entry,
     say,
 )
@@ -137,6 +141,7 @@ def digest(root: str, cache: str, checkout: str) -> str | None:
         f"\0{os.geteuid()}\0".encode()
     )
     h.update(git.encode())
+    h.update(f"\0git says\0{_wrapped()[0]}".encode())
     h.update(code_digest())
     env = {**_SET, **os.environ}  # as the full run has it, once series.git.run is loaded
     for name in sorted(env):
@@ -164,6 +169,35 @@ def digest(root: str, cache: str, checkout: str) -> str | None:
     except OSError:
         return None
     return h.hexdigest()
+
+
+# What the git a wrapper script runs said, and its version: asked once a process.
+_ASKED: list[tuple[str, tuple[int, ...] | None]] = []
+
+
+def _wrapped() -> tuple[str, tuple[int, ...] | None]:
+    """What ``git version`` says, and the version, when the git on PATH is a wrapper
+    script (a version manager's shim), whose file does not name the git it runs: git's
+    own range-diff text is the answer, and another git may write it otherwise. Asked once
+    a process (one ``git version``, as branches_kept's check of the version asks it);
+    ("", None) for git itself, which its file names (:func:`digest` holds its identity),
+    or no git."""
+    if not _ASKED:
+        path = _git_path()
+        itself = path is None or is_git_itself(path)
+        _ASKED.append(("", None) if itself or path is None else ask(path))
+    return _ASKED[0]
+
+
+def _new_enough() -> bool:
+    """branches_kept.git_new_enough, asking a wrapper's git only once a process."""
+    path = _git_path()
+    if path is None:
+        return False
+    if is_git_itself(path):
+        return True
+    version = _wrapped()[1]
+    return version is not None and version >= MINIMUM
 
 
 def _encoding(stream: object) -> str:
@@ -236,7 +270,7 @@ def rerun(argv: list[str]) -> int | None:
     if entry is None:
         return None
     key = digest(root, cache, entry["checkout"])
-    if key is None or key != entry["key"] or not git_new_enough():
+    if key is None or key != entry["key"] or not _new_enough():
         return None
     return say(entry["stdout"], entry["stderr"])
 
