@@ -253,6 +253,8 @@ class Bench:
                 lambda: self._stopped("--continue"), lambda: self._git_stopped("--continue")),
             Row("range-diff (pin vs master)", "git range-diff",
                 self._range_diff, self._git_range_diff),
+            Row("range-diff, first run (nothing kept)", "git range-diff",
+                lambda: self._range_diff(kept=False), self._git_range_diff),
             Row("branches --dry-run", "git for-each-ref + rev-list + cat-file of the record + cat series.toml",
                 lambda: timed(lambda: series(p, "branches", "--dry-run")),
                 lambda: timed(self._git_branches)),
@@ -349,10 +351,15 @@ class Bench:
             sh(clone, "git", "add", P18_FILE)
         return timed(lambda: sh(clone, "git", "rebase", how, env={"GIT_EDITOR": "true"}, ok=False))
 
-    def _range_diff(self) -> float:
+    def _range_diff(self, kept: bool = True) -> float:
+        """``series range-diff``: from the second run on, the answer the last one kept
+        (series.stack.rangediff_kept), unless ``kept`` is False: then the full run, its
+        kept answer removed (untimed) before it."""
         run = self.tmp / "runs" / "rebase"
         if not (run / "work").exists():
             self._rebase()
+        if not kept:
+            shutil.rmtree(self.tmp / "cache" / "range-diff", ignore_errors=True)
         return timed(lambda: series(run, "range-diff", ok=False))
 
     def _git_range_diff(self) -> float:
