@@ -31,6 +31,7 @@ command with ``UnicodeEncodeError``.
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import sys
@@ -70,6 +71,34 @@ def main() -> int:
         os.write(2, b"series: test: importing\n")
         time.sleep(float(window))
     _lenient_streams()
+    # The answers below make few objects and no cycles to free: a collection of the
+    # objects the start-up made would cost them more than the rest of their work. An
+    # answer ends the process with the collector off, so Python's collection at exit
+    # (made only when it is on) is not paid either; the CLI runs with it on.
+    gc.disable()
+    try:
+        code = _kept(stops)
+    except BaseException:
+        gc.enable()
+        raise
+    if code is not None:
+        return code
+    gc.enable()
+    from series.cli import main as cli_main
+
+    for sig in stops:
+        _signal.signal(sig, _stop)
+    try:
+        code = cli_main()
+    except KeyboardInterrupt:  # one that came outside the command's own handling
+        os.write(2, b"series: interrupted\n")
+        code = 130
+    return 128 + _received[0] if _received else code
+
+
+def _kept(stops: list[_signal.Signals]) -> int | None:
+    """The exit status of a command answered without the CLI (the module's docstring
+    says which), or None: the CLI runs it."""
     if sys.argv[1:] == ["--version"]:  # what argparse prints, without importing the CLI
         sys.stdout.write(f"series {__version__}\n")
         return 0
@@ -87,19 +116,8 @@ def main() -> int:
     if "branches" in sys.argv[1:4]:  # a dry run nothing changed since: said again, if kept
         from series.stack.branches_kept import rerun
 
-        code = rerun(sys.argv[1:])
-        if code is not None:
-            return code
-    from series.cli import main as cli_main
-
-    for sig in stops:
-        _signal.signal(sig, _stop)
-    try:
-        code = cli_main()
-    except KeyboardInterrupt:  # one that came outside the command's own handling
-        os.write(2, b"series: interrupted\n")
-        code = 130
-    return 128 + _received[0] if _received else code
+        return rerun(sys.argv[1:])
+    return None
 
 
 def _verified(words: list[str], stops: list[_signal.Signals]) -> int | None:
