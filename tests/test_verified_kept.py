@@ -318,3 +318,35 @@ def test_a_patch_file_settled_is_not_read_and_its_rewrite_is_seen(
     patch.write_bytes(before)
     os.utime(patch, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert _opened(root, env) == (True, [str(patch)])  # the bytes kept: answered again
+
+
+def test_the_answer_runs_no_collection_and_the_cli_runs_with_the_collector_on(
+    tmp_path: Path,
+) -> None:
+    """series.entry turns the garbage collector off for the answers kept before the CLI
+    (they make no cycles; a collection of what the start-up made costs more than their
+    work), and leaves it on for the CLI."""
+    root, shim, _ = _settled(tmp_path)
+
+    def collections(*words: str) -> str:
+        probe = (
+            "import gc, sys\n"
+            f"sys.argv = ['series', '-C', {str(root)!r}, *{list(words)!r}]\n"
+            "from series.entry import main\n"
+            "starts = []\n"
+            "gc.callbacks.append(lambda phase, info: starts.append(phase == 'start'))\n"
+            "code = main()\n"
+            "sys.stderr.write(f'\\n{sum(starts)} {gc.isenabled()} {code}\\n')\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", probe],
+            capture_output=True,
+            text=True,
+            env=shim.env,
+            timeout=GitShim.BOUND,
+            check=True,
+        )
+        return proc.stderr.splitlines()[-1]
+
+    assert collections("apply") == "0 False 0"  # answered before the CLI
+    assert collections("list").endswith(" True 0")  # the CLI: the collector on
