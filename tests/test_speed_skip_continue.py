@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers import git, modules_in, run_fresh, series_probe
-from test_rebase import resolve_p1
+from rebase_helpers import resolve_p1
 from test_speed_rebase import stopped
 
 REMAINDER_ENGINE = ("series.evidence",)
@@ -75,7 +75,7 @@ def test_continue_to_the_end_loads_no_export_and_forks_nothing(tmp_path: Path) -
     summary's classes): neither an edit's export nor range-diff's builds are loaded, and
     no git process is started by a fork of series."""
     project, _ = stopped(tmp_path)
-    resolve_p1(project)
+    resolve_p1(project.work)
     code, modules, err = _run_without_fork(project.root, "rebase", "--continue")
     assert code == 0, err
     assert {"series.stack.rebase_finish", "series.stack.diffclass"} <= modules
