@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from helpers import GitShim, Project, git, modules_in, series_probe
-from rebase_helpers import moving_project
+from rebase_helpers import moving_project, resolve_p1
 from series.builder.memo import MEMO
 from series.refnames import REBASE_LAST
 from series.stack import rangediff_kept
-from test_rebase import rebase, resolve_p1
+from test_rebase import rebase
 
 RD = ("range-diff",)
 
@@ -46,7 +46,7 @@ def _ready(tmp_path: Path, repo: bool = False) -> tuple[Project, Runs]:
     keeps its answer)."""
     project = moving_project(tmp_path, conflict=True)
     assert rebase(project)[0] == 3
-    resolve_p1(project)
+    resolve_p1(project.work)
     assert project.run("rebase", "--continue")[0] == 0
     if repo:
         git(project.root, "init", "-q")
