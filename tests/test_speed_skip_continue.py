@@ -23,9 +23,9 @@ EXPORT_AND_BUILDS = {
     "series.builder.build",
     "series.builder.memo",
 }
-# OpenSSL's hashlib (its import cost a tenth of a --skip's own CPU): the digests a resume
-# computes (git's ids, kept keys) are series.digests' builtin ones; and what imports it
-# (hmac, secrets)
+# OpenSSL's hashlib (loading libcrypto; a --skip imported it for a few small digests): the
+# digests a resume computes (git's ids, kept keys) are series.digests' builtin ones; and
+# what imports it (hmac, secrets)
 OPENSSL = {"_hashlib", "hashlib", "hmac", "secrets"}
 
 

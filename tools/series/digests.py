@@ -1,9 +1,10 @@
 """SHA-1 and SHA-256 without OpenSSL: the digests series computes itself (git's object
 ids, the keys of what it keeps).
 
-``hashlib`` imports OpenSSL's ``_hashlib`` first, which costs more CPU than
-a whole run of some commands (about a tenth of a rebase ``--skip``'s own);
-its builtin modules give the same digests of the same bytes.
+``hashlib`` imports OpenSSL's ``_hashlib`` first (loading libcrypto: about 17M
+instructions, where ``_sha1`` and ``_sha256`` are about 13M together, and a
+rebase ``--skip``'s whole Python process about 550M); the builtin modules give
+the same digests of the same bytes.
 """
 
 from __future__ import annotations
