@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from series.digests import sha1, sha256
+from series.digests import blob_id
 from series.git.run import HERMETIC, Part, Runner, input_file
 
 
@@ -394,5 +394,4 @@ def _on_disk(path: Path, width: int) -> tuple[str, str] | None:
         mode = "120000"
     else:
         return _OTHER
-    digest = sha256 if width == 64 else sha1
-    return mode, digest(b"blob %d\0" % len(data) + data).hexdigest()
+    return mode, blob_id(data, width)
