@@ -78,6 +78,7 @@ def test_only_the_git_package_runs_git(name: str) -> None:
             if not n.startswith(
                 (
                     "series.git",
+                    "series.digests",
                     "series.errors",
                     "series.faults",
                     "series.logs",
