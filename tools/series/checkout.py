@@ -93,7 +93,41 @@ class Checkout:
         """
         if not self._exists:
             self._exists = self.repo.is_repo()
+            if self._exists and not self.repo.own_work_tree:
+                self._exists = False
+                raise self._not_its_work_tree()
+            if self.repo.unopened is not None:
+                unset = _unset_worktree(self.path / ".git")
+                raise RefusedError(
+                    f"refusing to use the checkout {self.path}: git cannot open its repository",
+                    why=self.repo.unopened,
+                    hint=f"{unset}, then run the command again"
+                    if unset
+                    else f"`git -C {self.path} status` says the same; mend its .git, or pass "
+                    "--dir NEWDIR to `series apply` for a new checkout",
+                )
         return self._exists
+
+    def _not_its_work_tree(self) -> RefusedError:
+        """A repository whose work tree, as git sees it, is not the checkout itself: git
+        would read (status, drift) and write (apply, rebase) files elsewhere, or none."""
+        path, git_dir = self.path, self.path / ".git"
+        if self.repo.bare:
+            why = "core.bare is true in its git configuration: git sees no work tree there"
+            hint = f"git -C {path} config --unset core.bare"
+        else:
+            tree = self.repo.work_tree()
+            why = (
+                f"core.worktree in its git configuration makes {tree or 'another directory'} "
+                "git's work tree: series would read and write the files there, not in "
+                f"{path}"
+            )
+            hint = _unset_worktree(git_dir) or f"git -C {path} config --unset core.worktree"
+        return RefusedError(
+            f"refusing to use the checkout {path}: git does not take it as its work tree",
+            why=why,
+            hint=f"{hint}, then run the command again",
+        )
 
     def state(self) -> CheckoutState | None:
         """The validated state, or None when this is not a series checkout."""
@@ -272,6 +306,22 @@ def head_label(ref: str | None) -> str:
 
 def _dump(state: CheckoutState) -> bytes:
     return (json.dumps(state.to_json(), indent=2) + "\n").encode()
+
+
+def _unset_worktree(git_dir: Path) -> str | None:
+    """The commands that remove ``core.worktree`` from the files of ``git_dir`` that set
+    it; None when none does. Run from ``/``: git run in the checkout (or in ``git_dir``)
+    first goes to that work tree, and fails when it does not exist."""
+    found = []
+    for file in (git_dir / "config", git_dir / "config.worktree"):
+        try:
+            lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        keys = (line.replace(" ", "").replace("\t", "").lower() for line in lines)
+        if any(key.startswith("worktree=") for key in keys):
+            found.append(f"git -C / config --file {file} --unset core.worktree")
+    return "; ".join(found) or None
 
 
 def parse_state(raw: bytes, where: str) -> dict[str, Any]:
