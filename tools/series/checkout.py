@@ -37,6 +37,7 @@ from pathlib import Path
 from series import backup, refnames
 from series.backup import Kept
 from series.errors import RefusedError, SeriesError
+from series.git.inprogress import in_progress
 from series.git.refs import Transaction
 from series.git.repo import Repo
 from series.git.run import ZERO, lock_fault
@@ -392,6 +393,23 @@ def refuse_during_rebase(checkout: Checkout, action: str) -> None:
         )
 
 
+def refuse_git_in_progress(checkout: Checkout, action: str) -> None:
+    """A git command of the user's in the middle of its work (series.git.inprogress): the
+    branch and files are not what the user works on; refused, also with --force."""
+    found = in_progress(str(checkout.repo.git_dir)) if checkout.exists() else None
+    if found is None:
+        return
+    marker, command, end = found
+    path = checkout.path
+    raise RefusedError(
+        f"refusing to {action}: a git {command} is in progress in {path}",
+        why=f"its state is in {checkout.repo.git_dir / marker}: branch {checkout.branch} "
+        f"and the files do not hold its work yet, and a `git commit` would record it",
+        hint=f"finish it or abandon it ({end}, in {path}), then run the command again "
+        "(--force does not override this)",
+    )
+
+
 def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None:
     """Refuse to apply where work would be lost; with ``force``, save it first."""
     path = checkout.path
@@ -401,6 +419,7 @@ def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None
             hint="move the file away, or pass --dir DIR for the checkout",
         )
     refuse_during_rebase(checkout, "apply")
+    refuse_git_in_progress(checkout, "apply")
     if not checkout.exists():
         if path.exists() and any(path.iterdir()):
             raise RefusedError(
