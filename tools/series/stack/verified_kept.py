@@ -62,6 +62,7 @@ from series.stack.branches_kept import (
     git_new_enough,
     read_entry,
     say,
+    seal,
 )
 
 TYPE_CHECKING = False
@@ -180,8 +181,7 @@ def keep(
     }
     if any(SEP in i or PAIR in i or SEP in f or PAIR in f for i, f in named):
         return None
-    fields = [values[name] for name in FIELDS]
-    return None if any("\0" in value for value in fields) else "\0".join(fields)
+    return seal([values[name] for name in FIELDS])
 
 
 def _git_kept() -> str | None:
