@@ -134,7 +134,7 @@ def test_a_checkout_whose_work_tree_is_elsewhere_is_refused_by_every_command(
     git(project.root, "config", "--file", str(config), "core.worktree", named)
     core = project.work / "pkg" / "core.py"
     core.write_bytes(core.read_bytes() + b"# changed in the checkout\n")
-    why = f"makes {elsewhere} git's work tree" if where == "elsewhere" else "cannot chdir"
+    why = f"git's work tree is {elsewhere}" if where == "elsewhere" else "cannot chdir"
     hint = f"git -C / config --file {config.resolve()} --unset core.worktree"
     refused = REFUSED if where == "elsewhere" else "git cannot open its repository"
     _refused_by_all(project, why, hint, refused)

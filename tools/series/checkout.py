@@ -117,11 +117,13 @@ class Checkout:
             why = "core.bare is true in its git configuration: git sees no work tree there"
             hint = f"git -C {path} config --unset core.bare"
         else:
-            tree = self.repo.work_tree()
+            found = _worktree_settings(git_dir)
+            named = ", ".join(f"{value} (in {file})" for file, value in found) or "another one"
+            trees = {os.path.normpath(git_dir / value) for _, value in found}
+            where = " or ".join(sorted(trees)) if trees else "another directory"
             why = (
-                f"core.worktree in its git configuration makes {tree or 'another directory'} "
-                "git's work tree: series would read and write the files there, not in "
-                f"{path}"
+                f"core.worktree in its git configuration names {named}: git's work tree is "
+                f"{where}, so series would read and write the files there, not in {path}"
             )
             hint = _unset_worktree(git_dir) or f"git -C {path} config --unset core.worktree"
         return RefusedError(
@@ -309,19 +311,28 @@ def _dump(state: CheckoutState) -> bytes:
     return (json.dumps(state.to_json(), indent=2) + "\n").encode()
 
 
-def _unset_worktree(git_dir: Path) -> str | None:
-    """The commands that remove ``core.worktree`` from the files of ``git_dir`` that set
-    it; None when none does. Run from ``/``: git run in the checkout (or in ``git_dir``)
-    first goes to that work tree, and fails when it does not exist."""
+def _worktree_settings(git_dir: Path) -> list[tuple[Path, str]]:
+    """Each file of ``git_dir`` that sets ``core.worktree`` (``config``, ``config.worktree``:
+    git reads it from no other), with the value it sets."""
     found = []
     for file in (git_dir / "config", git_dir / "config.worktree"):
         try:
             lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             continue
-        keys = (line.replace(" ", "").replace("\t", "").lower() for line in lines)
-        if any(key.startswith("worktree=") for key in keys):
-            found.append(f"git -C / config --file {file} --unset core.worktree")
+        for line in lines:
+            key, equals, value = line.partition("=")
+            if equals and key.strip().lower() == "worktree":
+                found.append((file, value.strip().strip('"')))
+    return found
+
+
+def _unset_worktree(git_dir: Path) -> str | None:
+    """The commands that remove ``core.worktree`` from the files of ``git_dir`` that set
+    it; None when none does. Run from ``/``: git run in the checkout (or in ``git_dir``)
+    first goes to that work tree, and fails when it does not exist."""
+    files = dict.fromkeys(file for file, _ in _worktree_settings(git_dir))
+    found = [f"git -C / config --file {file} --unset core.worktree" for file in files]
     return "; ".join(found) or None
 
 

@@ -151,12 +151,6 @@ class Repo:
         self.own_work_tree = lines[1:4] == ["false", "true", ""]
         return True
 
-    def work_tree(self) -> str | None:
-        """The work tree git reads and writes for this repository (``core.worktree``), as
-        git says it; None when git sees none (``core.bare``)."""
-        status, out, _ = self._run.git_status("rev-parse", "--show-toplevel")
-        return out.strip() or None if status == 0 else None
-
     @property
     def git_dir(self) -> Path:
         """The repository's git directory (asked of git once per ``Repo``)."""
