@@ -117,3 +117,23 @@ def test_a_file_size_limit_while_an_entry_is_written_costs_the_answer_nothing(
     leftovers = [n for n in os.listdir(os.path.dirname(entry)) if n != os.path.basename(entry)]
     assert leftovers == []
     assert _series(project.root, "apply") == (0, *said)
+
+
+@pytest.mark.parametrize("how", ["group-writable", "world-writable", "another user's"])
+def test_an_entry_another_user_could_have_written_is_never_read(tmp_path: Path, how: str) -> None:
+    """The cache directory shared by mistake (SERIES_CACHE_DIR naming a directory others
+    write): an entry they wrote, or could have, is not taken, whatever its key and seal."""
+    project, entry, said = _settled(tmp_path)
+    if how == "another user's":
+        if os.getuid() != 0:
+            pytest.skip("giving a file to another user needs root")
+        os.chown(entry, 12345, -1)
+    else:
+        os.chmod(entry, 0o620 if how == "group-writable" else 0o602)
+    assert verified_kept._load(entry) is None
+    data = Path(entry).read_bytes()
+    Path(entry).unlink()
+    Path(entry).write_bytes(data)  # this user's again, not writable by others
+    os.chmod(entry, 0o600)
+    assert verified_kept._load(entry) is not None
+    assert _series(project.root, "apply") == (0, *said)

@@ -349,9 +349,13 @@ def seal(fields: list[str]) -> str | None:
 def read_entry(path: str, fields: tuple[str, ...], version: int) -> dict[str, str] | None:
     """An entry kept as ``fields``' values (:func:`seal`), the first its format
     ``version``; None when it is missing, unreadable, of another shape or format, or its
-    seal is not the digest of its values."""
+    seal is not the digest of its values, or another user could have written it (not
+    this user's file, or one others may write: a cache directory shared by mistake)."""
     try:
         with open(path, encoding="utf-8") as fh:
+            found = os.fstat(fh.fileno())
+            if found.st_uid != os.getuid() or found.st_mode & 0o022:
+                return None
             text = fh.read()
     except (OSError, ValueError):
         return None
