@@ -1,7 +1,8 @@
 """Benchmark every everyday command against what a maintainer would run instead (issue 23).
 
-Each row is a ``series`` command, as its own ``python -m series`` process
-(interpreter start and imports included, as a person runs it), next to
+Each row is a ``series`` command, as its own process of the installed
+``series`` script (tools/bin/series: interpreter start and imports
+included, as a person runs it; one row shows ``python -m series`` too), next to
 its competitor: the git (or shell) commands that answer the same
 question or do the same job. Rows are interleaved round by round, so the
 machine's load hits both sides alike; the table shows the medians, the
@@ -50,6 +51,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# What a maintainer types: `series ...` is this script, installed with the venv's
+# interpreter on its first line (pyproject's script-files). Run with this
+# interpreter, it imports the series package PYTHONPATH names, so a fresh clone's
+# code is measured, as `python -m series` would, without runpy's start-up.
+SCRIPT = ROOT / "tools" / "bin" / "series"
 TARBALL = ROOT.parent / "shared" / "upstream" / "keras-2026-07-21.git.tar.gz"
 P18_FILE = "keras/src/tree/torchtree_impl.py"
 RERERE = ["-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true"]
@@ -94,7 +100,7 @@ def sh(cwd: Path, *argv: str, ok: bool = True, env: dict[str, str] | None = None
 def series(project: Path, *args: str, ok: bool = True, cache: Path | None = None) -> str:
     """``series -C project ARGS``; with the per-user cache ``cache`` when one is given."""
     env = {"SERIES_CACHE_DIR": str(cache)} if cache else None
-    return sh(project, sys.executable, "-m", "series", "-C", str(project), *args, ok=ok, env=env)
+    return sh(project, sys.executable, str(SCRIPT), "-C", str(project), *args, ok=ok, env=env)
 
 
 def own_cache(project: Path) -> Path:
@@ -213,6 +219,9 @@ class Bench:
         out = self.tmp / "fp"
         return [
             Row("series --version", "python -c pass",
+                lambda: timed(lambda: sh(p, py, str(SCRIPT), "--version")),
+                lambda: timed(lambda: sh(p, py, "-c", "pass"))),
+            Row("python -m series --version", "python -c pass",
                 lambda: timed(lambda: sh(p, py, "-m", "series", "--version")),
                 lambda: timed(lambda: sh(p, py, "-c", "pass"))),
             Row("series --help", "python -c pass",
@@ -244,6 +253,8 @@ class Bench:
                 lambda: self._stopped("--continue"), lambda: self._git_stopped("--continue")),
             Row("range-diff (pin vs master)", "git range-diff",
                 self._range_diff, self._git_range_diff),
+            Row("range-diff, first run (nothing kept)", "git range-diff",
+                lambda: self._range_diff(kept=False), self._git_range_diff),
             Row("branches --dry-run", "git for-each-ref + rev-list + cat-file of the record + cat series.toml",
                 lambda: timed(lambda: series(p, "branches", "--dry-run")),
                 lambda: timed(self._git_branches)),
@@ -340,10 +351,15 @@ class Bench:
             sh(clone, "git", "add", P18_FILE)
         return timed(lambda: sh(clone, "git", "rebase", how, env={"GIT_EDITOR": "true"}, ok=False))
 
-    def _range_diff(self) -> float:
+    def _range_diff(self, kept: bool = True) -> float:
+        """``series range-diff``: from the second run on, the answer the last one kept
+        (series.stack.rangediff_kept), unless ``kept`` is False: then the full run, its
+        kept answer removed (untimed) before it."""
         run = self.tmp / "runs" / "rebase"
         if not (run / "work").exists():
             self._rebase()
+        if not kept:
+            shutil.rmtree(self.tmp / "cache" / "range-diff", ignore_errors=True)
         return timed(lambda: series(run, "range-diff", ok=False))
 
     def _git_range_diff(self) -> float:

@@ -19,7 +19,8 @@ the import deterministically.
 ``series --version`` alone is answered here, as the CLI's parser would
 answer it: it needs nothing the CLI imports; so is a ``series branches
 --dry-run`` that nothing changed since the last one
-(series.stack.branches_kept), and a ``series apply`` that nothing changed
+(series.stack.branches_kept), and so is a plain ``series range-diff``
+(series.stack.rangediff_kept), and a ``series apply`` that nothing changed
 since the last one verified (series.stack.verified_kept: one ``git
 status``, ended with series as in the CLI), and ``series --help`` as the
 CLI printed it last (series.help_kept).
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 else:
     import _signal  # signal's functions without its enums and wrappers: every command
 
+# When this module was imported: before the command's parse of series.toml (when it
+# was imported before the CLI ran: series.commands.range_diff looks it up only then).
+STARTED = time.time_ns()
 _STOPS = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 _received: list[int] = []  # the signal that is stopping this process, once one came
 
@@ -88,6 +92,12 @@ def main() -> int:
         from series.stack.branches_kept import rerun
 
         code = rerun(sys.argv[1:])
+        if code is not None:
+            return code
+    if "range-diff" in sys.argv[1:4]:  # a plain range-diff nothing changed since: kept
+        from series.stack.rangediff_kept import rerun as again
+
+        code = again(sys.argv[1:])
         if code is not None:
             return code
     from series.cli import main as cli_main

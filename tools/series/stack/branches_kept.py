@@ -165,12 +165,13 @@ def _refs(git_dir: str, digest: Any) -> None:
         data = _read(os.path.join(git_dir, name))
         digest.update(f"{name}\0".encode() + (b"-" if data is None else data))
     refs = os.path.join(git_dir, "refs")
+    start = len(git_dir) + len(os.sep)  # each path walked is git_dir, a separator, its name
     for where, dirs, files in os.walk(refs, onerror=_raise):
         dirs.sort()
         for name in sorted(files):
             path = os.path.join(where, name)
             with open(path, "rb") as fh:
-                digest.update(f"\0{os.path.relpath(path, git_dir)}\0".encode() + fh.read())
+                digest.update(f"\0{path[start:]}\0".encode() + fh.read())
 
 
 def _raise(exc: OSError) -> None:
