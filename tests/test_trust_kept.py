@@ -137,3 +137,41 @@ def test_an_entry_another_user_could_have_written_is_never_read(tmp_path: Path, 
     os.chmod(entry, 0o600)
     assert verified_kept._load(entry) is not None
     assert _series(project.root, "apply") == (0, *said)
+
+
+def test_runs_at_once_that_keep_the_same_entry_leave_it_whole(tmp_path: Path) -> None:
+    """Four dry runs of branches at once (they take no exclusive lock) and four re-runs of
+    apply, each keeping the same entry: every one says the same, and the entry left is
+    whole (written to a temporary file of its own and renamed), with no temporary file."""
+    project, entry, said = _settled(tmp_path)
+    code, dry, _ = _series(project.root, "branches", "--dry-run")
+    assert code == 0
+    cache = os.environ["SERIES_CACHE_DIR"]
+    opts = branches_kept.options(branches_kept.words(["branches", "--dry-run"])[1])  # type: ignore[index]
+    dry_entry = branches_kept.record_path(str(project.root.resolve()), cache, opts)
+    for path, args, expected in (
+        (dry_entry, ("branches", "--dry-run"), dry),
+        (entry, ("apply",), said[0]),
+    ):
+        for _ in range(2):
+            os.unlink(path)
+            procs = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "series", "-C", str(project.root), *args],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=os.environ,
+                )
+                for _ in range(4)
+            ]
+            for proc in procs:
+                out, err = proc.communicate(timeout=120)
+                assert proc.returncode == 0 and out == expected, (args, out, err)
+            assert branches_kept.read_entry(path, _fields(path), 1) is not None, args
+            leftovers = [n for n in os.listdir(os.path.dirname(path)) if n.startswith(".")]
+            assert leftovers == [], leftovers
+
+
+def _fields(path: str) -> tuple[str, ...]:
+    return branches_kept.FIELDS if os.sep + "branches" + os.sep in path else verified_kept.FIELDS
