@@ -32,6 +32,7 @@ command with ``UnicodeEncodeError``.
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import sys
@@ -74,6 +75,34 @@ def main() -> int:
         os.write(2, b"series: test: importing\n")
         time.sleep(float(window))
     _lenient_streams()
+    # The answers below make few objects and no cycles to free: a collection of the
+    # objects the start-up made would cost them more than the rest of their work. An
+    # answer ends the process with the collector off, so Python's collection at exit
+    # (made only when it is on) is not paid either; the CLI runs with it on.
+    gc.disable()
+    try:
+        code = _kept(stops)
+    except BaseException:
+        gc.enable()
+        raise
+    if code is not None:
+        return code
+    gc.enable()
+    from series.cli import main as cli_main
+
+    for sig in stops:
+        _signal.signal(sig, _stop)
+    try:
+        code = cli_main()
+    except KeyboardInterrupt:  # one that came outside the command's own handling
+        os.write(2, b"series: interrupted\n")
+        code = 130
+    return 128 + _received[0] if _received else code
+
+
+def _kept(stops: list[_signal.Signals]) -> int | None:
+    """The exit status of a command answered without the CLI (the module's docstring
+    says which), or None: the CLI runs it."""
     if sys.argv[1:] == ["--version"]:  # what argparse prints, without importing the CLI
         sys.stdout.write(f"series {__version__}\n")
         return 0
@@ -97,19 +126,8 @@ def main() -> int:
     if "range-diff" in sys.argv[1:4]:  # a plain range-diff nothing changed since: kept
         from series.stack.rangediff_kept import rerun as again
 
-        code = again(sys.argv[1:])
-        if code is not None:
-            return code
-    from series.cli import main as cli_main
-
-    for sig in stops:
-        _signal.signal(sig, _stop)
-    try:
-        code = cli_main()
-    except KeyboardInterrupt:  # one that came outside the command's own handling
-        os.write(2, b"series: interrupted\n")
-        code = 130
-    return 128 + _received[0] if _received else code
+        return again(sys.argv[1:])
+    return None
 
 
 def _verified(words: list[str], stops: list[_signal.Signals]) -> int | None:

@@ -10,6 +10,9 @@ the command>``), what the next re-run needs to answer it from files alone:
 
 * the project's path, the checkout's (as series.project resolves it), the
   branch, each patch's id and file (what series.known keeps of the parse);
+* each patch file's identity and the blake2b of its bytes
+  (series.stack.branches_kept.identities: the re-run reads again only
+  the files whose identity moved since, by git's "racily clean" rule);
 * verified's digest (:func:`digest`: series.toml's and the patch files'
   bytes, the checkout's refs, series' code) and the digest of the
   checkout's ``.git/series/verified.json`` (any change to it, and this
@@ -58,8 +61,10 @@ from series.stack.branches_kept import (
     _git,
     _unsafe,
     cache_dir,
+    contents,
     find_root,
     git_new_enough,
+    identities,
     read_entry,
     say,
     seal,
@@ -69,7 +74,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-FORMAT = 1
+FORMAT = 2
 DIR = "verified"
 COMMANDS = ("apply",)
 VERIFIED_FORMAT = 1  # series.stack.verified.FORMAT: part of its digest
@@ -86,18 +91,25 @@ STATUS = ("git", "--no-optional-locks", "status", "--porcelain=v1", "-z", "--unt
 _FULL = ("SERIES_DEBUG", "SERIES_FAULT_")  # a log asked for, a fault injected: the full run
 FIELDS = (
     *("format", "root", "where", "checkout", "branch", "named", "key", "verified", "git"),
-    *("stderr", "stdout"),
+    *("identities", "stderr", "stdout"),
 )
 SEP = "\x1f"
 PAIR = "\x1e"
 
 
 def digest(
-    root: str, checkout: str, branch: str, named: Sequence[tuple[str, str]], command: str
+    root: str,
+    checkout: str,
+    branch: str,
+    named: Sequence[tuple[str, str]],
+    command: str,
+    known: str = "",
 ) -> str | None:
     """The digest of all that ``command`` reads in the checkout at ``checkout`` (resolved)
     of the project at ``root``, each patch's id and file in ``named``; None when it cannot
-    be told (series.stack.verified's docstring says when).
+    be told (series.stack.verified's docstring says when). ``known``: what an entry kept
+    of the patch files (series.stack.branches_kept.identities): the files whose identity
+    is the one kept there are not read again.
 
     blake2b (builtin, as series.code's): it hashes the patch files about twice as fast
     as the builtin sha256, and OpenSSL's import costs more than either."""
@@ -114,8 +126,9 @@ def digest(
         return None  # the full run says what it does with a link (docs/hardening.md)
     try:
         h.update(_read(files[0]))
-        for (patch_id, file), path in zip(named, files[1:], strict=True):
-            h.update(f"\0{patch_id}\0{file}\0".encode() + blake2b(_read(path)).digest())
+        read = contents(root, [file for _, file in named], known)
+        for (patch_id, file), content in zip(named, read, strict=True):
+            h.update(f"\0{patch_id}\0{file}\0".encode() + content)
     except OSError:
         return None
     return h.hexdigest()
@@ -176,6 +189,7 @@ def keep(
         "key": key,
         "verified": verified,
         "git": git,
+        "identities": identities(root, [file for _, file in named]),
         "stderr": "".join(f"{line}\n" for line in lines),
         "stdout": f"{result}\n",
     }
@@ -233,19 +247,19 @@ def rerun(argv: Sequence[str]) -> int | None:
     checkout, branch = entry["checkout"], entry["branch"]
     if named is None or _unsafe(root, [f for _, f in named]):
         return None
-    real = os.path.realpath(root)  # series.known: a path through a link is parsed
-    if os.path.join(real, entry["where"]) != checkout:
+    # series.known: a path through a link is parsed. root is resolved (find_root, realpath)
+    # and _unsafe found no link on the way to a patch file, nor "." or "..": each is where
+    # the parse found it. The checkout, which _unsafe does not look at, is resolved here.
+    at = os.path.join(root, entry["where"])
+    if at != checkout or os.path.realpath(at) != checkout:
         return None
-    for value in (entry["where"], *(f for _, f in named)):
-        if os.path.realpath(os.path.join(root, value)) != os.path.join(real, value):
-            return None
     lock = _shared(root)
     if lock is None:
         return None
     try:
         if (
             entry["git"] != _git_kept()
-            or digest(root, checkout, branch, named, command) != entry["key"]
+            or digest(root, checkout, branch, named, command, entry["identities"]) != entry["key"]
         ):
             return None
         try:
