@@ -8,7 +8,7 @@ directory: git reads and writes the files there (main's apply, re-run, said
 file, from a clean copy elsewhere; a moving apply would write there). Each
 is refused before anything is read or written, naming the key and how to
 remove it, also where the last answer was kept (docs/hardening.md rows
-185-187).
+201, 186, 187).
 """
 
 from __future__ import annotations
