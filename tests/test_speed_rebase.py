@@ -34,6 +34,7 @@ from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from series import manifest
 from series.git import TreeMerge
 from series.git.mergetree import MergeStream
+from series.git.repo import IS_REPO
 from series.manifest import Dropped, UpstreamPart
 from series.manifest_write import (
     PatchUpdate,
@@ -436,7 +437,7 @@ def test_abort_asks_git_once_for_what_it_knows_and_loads_no_driver(tmp_path: Pat
     work = project.work
     before = git(work, "rev-parse", "series")
     calls = shimmed.calls(project.root, "rebase", "--abort")
-    assert counted(calls, "rev-parse", "--git-dir") == 1, calls
+    assert counted(calls, *IS_REPO) == 1, calls
     assert head_reads(calls) == 1, calls  # 4 before
     assert len([c for c in calls if c.startswith("for-each-ref")]) == 1, calls
     assert not [c for c in calls if c.startswith("rev-list")], calls
@@ -474,7 +475,7 @@ def test_skip_asks_git_once_for_the_checkout_and_head_at_the_stop(tmp_path: Path
     work = project.work
     (work / "notes.txt").write_text("mine\n")
     calls = shimmed.calls(project.root, "rebase", "--skip")
-    assert counted(calls, "rev-parse", "--git-dir") == 1, calls
+    assert counted(calls, *IS_REPO) == 1, calls
     # HEAD: the check that it stayed (the backup at the stop uses that reading), and the
     # end's backup
     assert head_reads(calls) == 2, calls
@@ -494,7 +495,7 @@ def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -
     resolve_p1(work, "return -11")
     staged = git(work, "write-tree")
     calls = shimmed.calls(project.root, "rebase", "--continue")
-    assert counted(calls, "rev-parse", "--git-dir") == 1, calls
+    assert counted(calls, *IS_REPO) == 1, calls
     assert not [c for c in calls if c.startswith("ls-files -u")], calls
     assert head_reads(calls) == 2, calls
     assert len([c for c in calls if c.startswith("for-each-ref")]) == 1, calls

@@ -300,7 +300,9 @@ def test_a_patch_file_settled_is_not_read_and_its_rewrite_is_seen(
     def keep(identities: str) -> None:
         entry["identities"] = identities
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write("\0".join(entry[name] for name in verified_kept.FIELDS))
+            text = branches_kept.seal([entry[name] for name in verified_kept.FIELDS])
+            assert text is not None
+            fh.write(text)
 
     keep(branches_kept.SEP.join("-" for _ in files))  # as kept right after a write: racy
     answered, read = _opened(root, env)

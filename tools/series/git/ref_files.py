@@ -21,7 +21,9 @@ def files_key(work_tree: str, *, index: bool = True) -> str | None:
         return None
     digest = blake2b()
     try:
-        for name in ("HEAD", "packed-refs"):
+        # config and config.worktree: where git's work tree is (core.bare, core.worktree:
+        # series.checkout refuses a checkout that is not its own work tree)
+        for name in ("HEAD", "packed-refs", "config", "config.worktree"):
             path = os.path.join(git_dir, name)
             digest.update(f"{name}\0".encode() + (_bytes(path) if os.path.isfile(path) else b"-"))
         for where, dirs, files in os.walk(os.path.join(git_dir, "refs")):

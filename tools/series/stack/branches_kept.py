@@ -399,21 +399,40 @@ def _held(root: str) -> bool:
 
 
 # An entry: these fields, NUL-separated, the lists' items joined by SEP (no field holds
-# either: :func:`keep` keeps nothing else). Read without json, whose import (and re's)
-# cost more than the rest of the answer.
+# either: :func:`keep` keeps nothing else), then the seal (:func:`seal`). Read without
+# json, whose import (and re's) cost more than the rest of the answer.
 FIELDS = ("format", "key", "checkout", "files", "cache_refs", "identities", "stdout", "stderr")
 SEP = "\x1f"
 
 
+def seal(fields: list[str]) -> str | None:
+    """The text of an entry of ``fields``: NUL-separated, then the blake2b of them, so that
+    an entry cut short or damaged on the disk (written without fsync, then a crash) is
+    never read as an answer (:func:`read_entry`); None when a field holds a NUL."""
+    if any("\0" in value for value in fields):
+        return None
+    text = "\0".join(fields)
+    return f"{text}\0{blake2b(text.encode()).hexdigest()}"
+
+
 def read_entry(path: str, fields: tuple[str, ...], version: int) -> dict[str, str] | None:
-    """An entry kept as ``fields``' values, NUL-separated, the first its format
-    ``version``; None when it is missing, unreadable or of another shape or format."""
+    """An entry kept as ``fields``' values (:func:`seal`), the first its format
+    ``version``; None when it is missing, unreadable, of another shape or format, or its
+    seal is not the digest of its values, or another user could have written it (not
+    this user's file, or one others may write: a cache directory shared by mistake)."""
     try:
         with open(path, encoding="utf-8") as fh:
-            values = fh.read().split("\0")
+            found = os.fstat(fh.fileno())
+            if found.st_uid != os.getuid() or found.st_mode & 0o022:
+                return None
+            text = fh.read()
     except (OSError, ValueError):
         return None
+    body, _, sealed = text.rpartition("\0")
+    values = body.split("\0")
     if len(values) != len(fields) or values[0] != str(version):
+        return None
+    if blake2b(body.encode()).hexdigest() != sealed:
         return None
     return dict(zip(fields, values, strict=True))
 
@@ -496,5 +515,4 @@ def entry(key: str, checkout: str, said: dict[str, Any]) -> str | None:
         if any(SEP in item or not item for item in values[name]):
             return None
         values[name] = SEP.join(values[name])
-    fields = [values[name] for name in FIELDS]
-    return None if any("\0" in value for value in fields) else "\0".join(fields)
+    return seal([values[name] for name in FIELDS])

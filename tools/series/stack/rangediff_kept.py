@@ -78,6 +78,7 @@ from series.stack.branches_kept import (
     find_root,
     read_entry,
     say,
+    seal,
 )
 from series.terminal import terminal
 
@@ -276,10 +277,9 @@ def rerun(argv: list[str]) -> int | None:
 
 
 def entry(key: str, checkout: str, stdout: str, stderr: str) -> str | None:
-    """The entry that keeps what a run wrote under ``key``; None when a field holds a NUL
-    (nothing is kept)."""
-    fields = [str(FORMAT), key, checkout, stdout, stderr]
-    return None if any("\0" in value for value in fields) else "\0".join(fields)
+    """The entry that keeps what a run wrote under ``key``, sealed (branches_kept.seal);
+    None when a field holds a NUL (nothing is kept)."""
+    return seal([str(FORMAT), key, checkout, stdout, stderr])
 
 
 def write(path: str, text: str) -> None:

@@ -43,7 +43,8 @@ git runs), ``-v``, ``SERIES_DEBUG`` or an injected fault, no lock file yet,
 a git that failed or found a change.
 
 It imports what series.stack.branches_kept does, series.git.ref_files and
-series.git.child: not pathlib, json, re, hashlib or the git layer.
+series.git.child and series.git.inprogress: not pathlib, json, re, hashlib or the git
+layer.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from _blake2 import blake2b
 from series.code import code_digest
 from series.git.child import run_child
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
+from series.git.inprogress import in_progress
 from series.git.ref_files import files_key
 from series.stack.branches_kept import (
     _git,
@@ -65,6 +67,7 @@ from series.stack.branches_kept import (
     identities,
     read_entry,
     say,
+    seal,
 )
 
 TYPE_CHECKING = False
@@ -78,16 +81,10 @@ VERIFIED_FORMAT = 1  # series.stack.verified.FORMAT: part of its digest
 VERIFIED = os.path.join(".git", "series", "verified.json")  # series.stack.verified.NAME
 JOURNAL = os.path.join(".series", "export-journal.json")  # series.stack.export_files.JOURNAL
 LOCK = os.path.join(".series", "lock")  # series.project.LOCK
-# In the git directory: a git command of the user's in progress, or one of series' cut short.
-# (and series/state.json: a checkout of series 0.1, whose state is not in the refs).
-BUSY = (
-    "index.lock",
-    "rebase-merge",
-    "rebase-apply",
-    "MERGE_HEAD",
-    "CHERRY_PICK_HEAD",
-    "series/state.json",
-)
+# In the git directory: a git command writing the index, or one of series' cut short (and
+# series/state.json: a checkout of series 0.1, whose state is not in the refs); a git
+# command of the user's in progress is series.git.inprogress's.
+BUSY = ("index.lock", "series/state.json")
 RECORDS = "series-git-"  # series.git.leftovers: a git command of series' cut short
 # series.git.worktree.Worktree.dirty(read_only=True)
 STATUS = ("git", "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all")
@@ -139,6 +136,8 @@ def digest(
 
 def _busy(git_dir: str) -> bool:
     if not os.path.isdir(git_dir) or any(os.path.exists(os.path.join(git_dir, n)) for n in BUSY):
+        return True
+    if in_progress(git_dir) is not None:
         return True
     try:
         return any(name.startswith(RECORDS) for name in os.listdir(git_dir))
@@ -196,8 +195,7 @@ def keep(
     }
     if any(SEP in i or PAIR in i or SEP in f or PAIR in f for i, f in named):
         return None
-    fields = [values[name] for name in FIELDS]
-    return None if any("\0" in value for value in fields) else "\0".join(fields)
+    return seal([values[name] for name in FIELDS])
 
 
 def _git_kept() -> str | None:
