@@ -183,6 +183,29 @@ def make_project(
     return Project(root, upstream, commit)
 
 
+def series_process(root: Path, *args: str, limit: int | None = None) -> tuple[int, str, str]:
+    """``series -C root ARGS`` as its own process (``python -m series``, this environment):
+    its exit code, stdout and stderr. ``limit``: the largest file (bytes) it may write
+    (``ulimit -f``), as on a disk that fills."""
+    preexec = None
+    if limit is not None:
+        import resource
+
+        def preexec() -> None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env=os.environ,
+        preexec_fn=preexec,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
 def run_fresh(probe: str) -> tuple[int, str, str]:
     """``probe`` (Python source) run by a fresh interpreter, bounded: its exit code, stdout
     and stderr. A probe that ends with ``print(' '.join(sorted(sys.modules)))`` has

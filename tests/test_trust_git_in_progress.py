@@ -12,14 +12,12 @@ rebase or am (docs/hardening.md rows 188-195).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from helpers import Project, git, make_project
+from helpers import Project, git, make_project, series_process
 from series.errors import Exit
 from series.git.inprogress import MARKERS, in_progress
 from series.stack import verified_kept
@@ -27,16 +25,7 @@ from series.stack import verified_kept
 HIT = "nothing changed since the last apply verified"
 
 
-def _series(root: Path, *args: str) -> tuple[int, str, str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "series", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-        env=os.environ,
-    )
-    return proc.returncode, proc.stdout, proc.stderr
+_series = series_process
 
 
 def _dir(*files: tuple[str, str]) -> Callable[[Path, str], None]:

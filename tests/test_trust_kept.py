@@ -18,30 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Project, make_project
+from helpers import Project, make_project, series_process
 from series.stack import branches_kept, verified_kept
 
 HIT = "nothing changed since the last apply verified"
 
 
-def _series(root: Path, *args: str, limit: int | None = None) -> tuple[int, str, str]:
-    preexec = None
-    if limit is not None:
-        import resource
-
-        def preexec() -> None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    proc = subprocess.run(
-        [sys.executable, "-m", "series", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-        env=os.environ,
-        preexec_fn=preexec,
-    )
-    return proc.returncode, proc.stdout, proc.stderr
+_series = series_process
 
 
 def _settled(tmp_path: Path) -> tuple[Project, str, tuple[str, str]]:

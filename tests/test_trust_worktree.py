@@ -13,14 +13,11 @@ remove it, also where the last answer was kept (docs/hardening.md rows
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import Project, git, make_project
+from helpers import Project, git, make_project, series_process
 from series.errors import Exit
 
 REFUSED = "git does not take it as its work tree"
@@ -43,16 +40,7 @@ COMMANDS = [
 ]
 
 
-def _series(root: Path, *args: str) -> tuple[int, str, str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "series", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-        env=os.environ,
-    )
-    return proc.returncode, proc.stdout, proc.stderr
+_series = series_process
 
 
 def _settled(tmp_path: Path) -> Project:

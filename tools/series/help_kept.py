@@ -26,12 +26,11 @@ import sys
 from _blake2 import blake2b
 
 from series.code import code_digest
-from series.stack.branches_kept import cache_dir
+from series.stack.branches_kept import cache_dir, write
 
 FORMAT = 1
 DIR = "help"
 HELP = ("--help", "-h")
-TEMP_PREFIX = ".series-tmp-"  # series.files.TEMP_PREFIX
 # What may change argparse's text besides the code and the width: its translation
 # (gettext's variables) and, in later Pythons, its colours.
 ENVIRONMENT = (
@@ -79,16 +78,4 @@ def recall() -> str | None:
 def keep(text: str) -> None:
     """Keep ``text``, the help the CLI printed now; an entry that cannot be written costs
     only speed."""
-    path = _path(key())
-    tmp = os.path.join(os.path.dirname(path), f"{TEMP_PREFIX}{os.getpid()}")
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with open(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            return  # never made
+    write(_path(key()), text)

@@ -516,3 +516,21 @@ def entry(key: str, checkout: str, said: dict[str, Any]) -> str | None:
             return None
         values[name] = SEP.join(values[name])
     return seal([values[name] for name in FIELDS])
+
+
+def write(path: str, text: str) -> None:
+    """Keep ``text`` at ``path``, whole or not at all (a temporary file renamed over it,
+    without tempfile, whose import a kept answer does not otherwise pay): for help_kept
+    and rangediff_kept. An entry that cannot be written costs only speed."""
+    tmp = os.path.join(os.path.dirname(path), f"{TEMP_PREFIX}{os.getpid()}")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            return

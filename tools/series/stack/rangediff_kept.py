@@ -66,7 +66,6 @@ from series.git.itself import MINIMUM, ask, is_git_itself
 from series.stack.branches_kept import (
     _FULL,
     CACHE_REPO,
-    TEMP_PREFIX,
     _busy,
     _git,
     _git_path,
@@ -79,6 +78,9 @@ from series.stack.branches_kept import (
     read_entry,
     say,
     seal,
+)
+from series.stack.branches_kept import (
+    write as write,  # commands/range_diff keeps the entry through this module
 )
 from series.terminal import terminal
 
@@ -280,21 +282,3 @@ def entry(key: str, checkout: str, stdout: str, stderr: str) -> str | None:
     """The entry that keeps what a run wrote under ``key``, sealed (branches_kept.seal);
     None when a field holds a NUL (nothing is kept)."""
     return seal([str(FORMAT), key, checkout, stdout, stderr])
-
-
-def write(path: str, text: str) -> None:
-    """Keep ``text`` at ``path`` (a temporary file renamed over it, as help_kept keeps the
-    help: without tempfile, whose import a range-diff does not otherwise pay); an entry
-    that cannot be written costs only speed."""
-    tmp = os.path.join(os.path.dirname(path), f"{TEMP_PREFIX}{os.getpid()}")
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with open(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            return
