@@ -30,12 +30,12 @@ cannot be read, or is not exactly what this module writes, is the parse.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from pathlib import Path
 
 from series.code import code_digest
+from series.digests import sha256
 from series.files import write_atomic
 from series.records import NamedTuple
 
@@ -55,14 +55,14 @@ class Known(NamedTuple):
 def _key(root: Path, text: bytes, known: Known) -> str:
     """The digest of the parse's inputs (the project's path, series' code, series.toml's
     bytes) and of what it gave: a record altered in any of them is not taken."""
-    digest = hashlib.sha256(f"{FORMAT}\0{root}\0".encode() + code_digest())
-    digest.update(hashlib.sha256(text).digest())
+    digest = sha256(f"{FORMAT}\0{root}\0".encode() + code_digest())
+    digest.update(sha256(text).digest())
     digest.update(json.dumps(known).encode())
     return digest.hexdigest()
 
 
 def _path(root: Path, cache_dir: Path) -> Path:
-    return cache_dir / DIR / f"{hashlib.sha256(str(root).encode()).hexdigest()}.json"
+    return cache_dir / DIR / f"{sha256(str(root).encode()).hexdigest()}.json"
 
 
 def recall(root: Path, cache_dir: Path) -> Known | None:

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from series.digests import blob_id
 from series.git.run import HERMETIC, Part, Runner, input_file
 from series.records import NamedTuple
 
@@ -380,8 +381,6 @@ def _on_disk(path: Path, width: int) -> tuple[str, str] | None:
     """(mode, blob id) git would give the file at ``path`` (None: no file there; a
     directory or another kind: ``_OTHER``, which no tree holds). ``width``: the length of the
     repository's ids (40 for SHA-1, 64 for SHA-256)."""
-    import hashlib  # loaded already on the way (series.known)
-
     try:
         st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -394,5 +393,4 @@ def _on_disk(path: Path, width: int) -> tuple[str, str] | None:
         mode = "120000"
     else:
         return _OTHER
-    digest = hashlib.sha256 if width == 64 else hashlib.sha1
-    return mode, digest(b"blob %d\0" % len(data) + data).hexdigest()
+    return mode, blob_id(data, width)

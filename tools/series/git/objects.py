@@ -9,11 +9,11 @@ depends on its content only.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from series.digests import sha1
 from series.errors import InternalError
 from series.git.ident import Ident
 from series.git.run import HERMETIC, Part, input_file, ram_dir
@@ -221,7 +221,7 @@ class Objects(Part):
                 person,
                 person,
             ) + message.encode("utf-8")
-            parent = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+            parent = sha1(b"commit %d\0" % len(body) + body).hexdigest()
             payloads.append(body)
             ids.append(parent)
         written = self.write("commit", payloads)

@@ -9,9 +9,9 @@ same bytes), and ``series range-diff`` reads the old series from it.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
+from series.digests import blob_id
 from series.files import confined, confined_all, remove, write_atomic
 from series.git.ident import Ident
 from series.git.repo import Repo
@@ -65,6 +65,4 @@ def _blob_id(path: Path, like: str) -> str | None:
     length: SHA-1, or SHA-256 in such a repository); None when it is not a file."""
     if not path.is_file():
         return None
-    data = path.read_bytes()
-    digest = hashlib.sha256 if len(like) == 64 else hashlib.sha1
-    return digest(b"blob %d\0" % len(data) + data).hexdigest()
+    return blob_id(path.read_bytes(), len(like))
