@@ -1,7 +1,8 @@
 """Benchmark every everyday command against what a maintainer would run instead (issue 23).
 
-Each row is a ``series`` command, as its own ``python -m series`` process
-(interpreter start and imports included, as a person runs it), next to
+Each row is a ``series`` command, as its own process of the installed
+``series`` script (tools/bin/series: interpreter start and imports
+included, as a person runs it; one row shows ``python -m series`` too), next to
 its competitor: the git (or shell) commands that answer the same
 question or do the same job. Rows are interleaved round by round, so the
 machine's load hits both sides alike; the table shows the medians, the
@@ -27,7 +28,7 @@ shows series' peak memory: the largest resident set of the ``series``
 process and of each git process it started (GNU ``/usr/bin/time``'s %M;
 "-" without it).
 
-    python ci/bench_commands.py [--rounds 5] [--scale] [--only NAME...]
+    python ci/bench_commands.py [--rounds 5] [--scale] [--only NAME...] [--verbose]
 """
 
 # ruff: noqa: E501  (the rows read best one command to a line)
@@ -50,6 +51,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# What a maintainer types: `series ...` is this script, installed with the venv's
+# interpreter on its first line (pyproject's script-files). Run with this
+# interpreter, it imports the series package PYTHONPATH names, so a fresh clone's
+# code is measured, as `python -m series` would, without runpy's start-up.
+SCRIPT = ROOT / "tools" / "bin" / "series"
 TARBALL = ROOT.parent / "shared" / "upstream" / "keras-2026-07-21.git.tar.gz"
 P18_FILE = "keras/src/tree/torchtree_impl.py"
 RERERE = ["-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true"]
@@ -94,7 +100,26 @@ def sh(cwd: Path, *argv: str, ok: bool = True, env: dict[str, str] | None = None
 def series(project: Path, *args: str, ok: bool = True, cache: Path | None = None) -> str:
     """``series -C project ARGS``; with the per-user cache ``cache`` when one is given."""
     env = {"SERIES_CACHE_DIR": str(cache)} if cache else None
-    return sh(project, sys.executable, "-m", "series", "-C", str(project), *args, ok=ok, env=env)
+    return sh(project, sys.executable, str(SCRIPT), "-C", str(project), *args, ok=ok, env=env)
+
+
+def settle(repo: Path) -> None:
+    """A stop as a maintainer meets it when they type ``--skip``/``--continue``/``--abort``:
+    the index written after the files it describes (the same state on both sides, every
+    round).
+
+    git (without nanosecond timestamps) cannot tell a file written in the same second as
+    the index from one changed after it: the index marks such "racily clean" entries,
+    and the next git command that reads them hashes those files again. Whether the stop's
+    checkout (hundreds of files from the pin to master) and its last index write fall in
+    the same second is chance, so the timed command re-hashed them in some rounds and not
+    in others: git's own ``--skip`` took 0.15 s or 0.33 s from identical copies. So on both
+    sides: wait for the next second, then ``git update-index --refresh`` (what any
+    ``git status`` does while a person resolves), which writes an index with no racy
+    entry."""
+    index = repo / ".git" / "index"
+    time.sleep(max(0.0, int(index.stat().st_mtime) + 1.02 - time.time()))
+    sh(repo, "git", "update-index", "-q", "--refresh", ok=False)
 
 
 def own_cache(project: Path) -> Path:
@@ -213,6 +238,9 @@ class Bench:
         out = self.tmp / "fp"
         return [
             Row("series --version", "python -c pass",
+                lambda: timed(lambda: sh(p, py, str(SCRIPT), "--version")),
+                lambda: timed(lambda: sh(p, py, "-c", "pass"))),
+            Row("python -m series --version", "python -c pass",
                 lambda: timed(lambda: sh(p, py, "-m", "series", "--version")),
                 lambda: timed(lambda: sh(p, py, "-c", "pass"))),
             Row("series --help", "python -c pass",
@@ -244,6 +272,8 @@ class Bench:
                 lambda: self._stopped("--continue"), lambda: self._git_stopped("--continue")),
             Row("range-diff (pin vs master)", "git range-diff",
                 self._range_diff, self._git_range_diff),
+            Row("range-diff, first run (nothing kept)", "git range-diff",
+                lambda: self._range_diff(kept=False), self._git_range_diff),
             Row("branches --dry-run", "git for-each-ref + rev-list + cat-file of the record + cat series.toml",
                 lambda: timed(lambda: series(p, "branches", "--dry-run")),
                 lambda: timed(self._git_branches)),
@@ -320,7 +350,8 @@ class Bench:
         return timed(job)
 
     def _stopped(self, how: str) -> float:
-        """A copy stopped at P18 (its recorded resolution removed), then ``rebase how`` timed."""
+        """A copy stopped at P18 (its recorded resolution removed), then ``rebase how`` timed
+        (the stop settled first, as on git's side: ``settle``)."""
         run = self.copy(self.project, "stopped")
         shutil.rmtree(run / "resolutions", ignore_errors=True)
         series(run, "rebase", "--onto", "master", "--upstream", str(self.shared), ok=False)
@@ -330,6 +361,7 @@ class Bench:
                 self._rebase()
             (run / "work" / P18_FILE).write_bytes(trial.read_bytes())
             sh(run / "work", "git", "add", P18_FILE)
+        settle(run / "work")
         return timed(lambda: series(run, "rebase", how, ok=False))
 
     def _git_stopped(self, how: str) -> float:
@@ -338,12 +370,18 @@ class Bench:
         if how == "--continue":
             sh(clone, "git", "checkout", "--theirs", P18_FILE, ok=False)
             sh(clone, "git", "add", P18_FILE)
+        settle(clone)
         return timed(lambda: sh(clone, "git", "rebase", how, env={"GIT_EDITOR": "true"}, ok=False))
 
-    def _range_diff(self) -> float:
+    def _range_diff(self, kept: bool = True) -> float:
+        """``series range-diff``: from the second run on, the answer the last one kept
+        (series.stack.rangediff_kept), unless ``kept`` is False: then the full run, its
+        kept answer removed (untimed) before it."""
         run = self.tmp / "runs" / "rebase"
         if not (run / "work").exists():
             self._rebase()
+        if not kept:
+            shutil.rmtree(self.tmp / "cache" / "range-diff", ignore_errors=True)
         return timed(lambda: series(run, "range-diff", ok=False))
 
     def _git_range_diff(self) -> float:
@@ -667,6 +705,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--scale", action="store_true", help="add the synthetic rows (slow)")
     parser.add_argument("--only", nargs="*", help="rows whose name starts with one of these")
+    parser.add_argument(
+        "--verbose", action="store_true", help="also each round's figures (to judge the spread)"
+    )
     args = parser.parse_args()
     if not TARBALL.is_file():
         raise SystemExit(f"no {TARBALL}: ../shared/upstream is not beside the checkout")
@@ -691,6 +732,8 @@ def main() -> int:
                 except Exception as exc:  # a row that cannot run says why, the rest go on
                     row.error = str(exc).splitlines()[0][:100]
     report(rows, args.rounds)
+    if args.verbose:
+        report_rounds(rows)
     print(f"machine: {load()} at the end")
     return 0
 
@@ -713,6 +756,19 @@ def report(rows: list[Row], rounds: int) -> None:
             f"| {cpu_mine:.3f} s | {cpu_theirs:.3f} s | {cpu_mine / max(cpu_theirs, 1e-3):.2f}x "
             f"| {f'{max(row.peaks) / 1024:.0f} MB' if any(row.peaks) else '-'} |"
         )
+
+
+def report_rounds(rows: list[Row]) -> None:
+    """Each round's wall and CPU seconds, series / instead, row by row (``--verbose``)."""
+    print("\neach round, wall (cpu) seconds: series / instead")
+    for row in rows:
+        if row.error or not row.times["mine"]:
+            continue
+        # a row that failed half-way has one side's figure more: the pairs run are shown
+        times, cpu = row.times, row.cpu
+        rounds = zip(times["mine"], cpu["mine"], times["theirs"], cpu["theirs"], strict=False)
+        said = "; ".join(f"{m:.3f} ({mc:.3f}) / {t:.3f} ({tc:.3f})" for m, mc, t, tc in rounds)
+        print(f"- `{row.name}`: {said}")
 
 
 if __name__ == "__main__":

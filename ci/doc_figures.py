@@ -75,6 +75,12 @@ SOURCES: dict[tuple[str, str], Source] = {
         "benchmarks.md",
         "The fixed cost of status, list, show and the no-op export and apply",
     ): script("ci/bench_commands.py --rounds 7 --only ..."),
+    ("benchmarks.md", "`rebase --skip` and `--continue` against git's own (skip5)"): Source(
+        "by hand",
+        "ci/bench_commands.py's stop rows and settle, main's tree, this one and git's own "
+        "interleaved round by round (PYTHONPATH per tree); instructions: valgrind "
+        "--tool=callgrind [--trace-children=yes] of each on a settled stop",
+    ),
     ("benchmarks.md", "Bytecode"): Source(
         "by hand", "`time series --help` with and without PYTHONDONTWRITEBYTECODE"
     ),

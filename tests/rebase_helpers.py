@@ -39,6 +39,17 @@ def moving_project(
     return project
 
 
+def resolve_p1(work: Path, line: str = "return 1001") -> None:
+    """P1's conflict in pkg/core.py (a rebase onto moving_project's conflicting
+    upstream) resolved by hand in the work tree ``work``: everything from its first
+    marker to its last replaced by ``line``, and staged."""
+    core = work / "pkg" / "core.py"
+    text = core.read_text()
+    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n") + len(">>>>>>> P1\n")
+    core.write_text(f"{text[:start]}    {line}\n{text[end:]}")
+    git(work, "add", "pkg/core.py")
+
+
 def manifest(project: Project) -> dict[str, Any]:
     return tomllib.loads((project.root / "series.toml").read_text())
 

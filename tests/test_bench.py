@@ -2,10 +2,11 @@
 
 The pin is the keras 3.15.1 sdist tree (materialised by ``series apply``, as
 a user would); the other arms are copies of it with one edit in
-``Dense.call``: a busy loop (slower, same results), ``+ 1`` (wrong results),
-an ``.item()`` (a graph break under torch.compile). Everything runs in quick
-mode, so the whole module takes seconds per test; these tests assert on
-verdicts that hold by a wide margin, never on timings.
+``Dense.call``: a millisecond added to the clocks the worker times with (slower,
+same results), ``+ 1`` (wrong results), an ``.item()`` (a graph break under
+torch.compile). Everything runs in quick mode, so the whole module takes seconds
+per test; these tests assert on verdicts that hold by a wide margin whatever the
+machine's load, never on timings.
 """
 
 from __future__ import annotations
@@ -43,16 +44,24 @@ pytestmark = pytest.mark.keras
 ROOT = Path(__file__).resolve().parent.parent
 DENSE = "keras/src/layers/core/dense.py"
 MATMUL = "        x = ops.matmul(inputs, self.kernel)\n"
-# 40 us of busy work per Dense call (about half a call at the pin): same outputs. Counted
-# on the thread's CPU clock, not the wall's: on a loaded machine a wall-clock wait ends
-# while the process waits for a core, and the CPU it adds (what the verdict compares)
-# shrinks with the load, until the slowdown hides in the noise.
-SLOW = (
-    MATMUL,
-    "        _end = __import__('time').thread_time() + 4e-5\n"
-    "        while __import__('time').thread_time() < _end:\n"
-    "            pass\n" + MATMUL,
-)
+# A slowdown the worker's clocks see (time.thread_time_ns and perf_counter_ns, read by
+# series.runs.bench.worker around each sample) without burning it: ADDED nanoseconds
+# per call. Burnt work (a busy loop of 40 us, half a Dense call) was told from the
+# noise on a quiet machine and called noise at load 18, the noise growing with the
+# load; a millisecond (a dozen Dense calls) added to the clocks stays beyond any noise
+# of the real work. What is checked is that the bench measures each arm's own code
+# and compares the right samples, not how fast anything ran.
+CLOCK = """
+
+import time as _time
+
+_ADDED = [0]
+_thread_time_ns, _perf_counter_ns = _time.thread_time_ns, _time.perf_counter_ns
+_time.thread_time_ns = lambda: _thread_time_ns() + _ADDED[0]
+_time.perf_counter_ns = lambda: _perf_counter_ns() + _ADDED[0]
+"""
+ADDED = "1_000_000"
+SLOW = (MATMUL, f"        _ADDED[0] += {ADDED}\n" + MATMUL)
 WRONG = (
     "        return x\n\n    def compute_output_shape",
     "        return x + 1\n\n    def compute_output_shape",
@@ -88,12 +97,15 @@ def pin(
         yield tree
 
 
-def variant(pin: Path, dest: Path, edit: tuple[str, str]) -> Path:
-    """A copy of the pin's package (tests left out) with one edit in dense.py."""
+def variant(pin: Path, dest: Path, edit: tuple[str, str], tail: str = "") -> Path:
+    """A copy of the pin's package (tests left out) with one edit in dense.py, and
+    ``tail`` at its end (CLOCK: the clocks a slowdown adds to)."""
     shutil.copytree(
         pin / "keras", dest / "keras", ignore=shutil.ignore_patterns("__pycache__", "*_test.py")
     )
     replace_line(dest / DENSE, *edit)
+    with (dest / DENSE).open("a") as handle:
+        handle.write(tail)
     return dest
 
 
@@ -102,7 +114,7 @@ def arms(pin: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Arm]:
     base = tmp_path_factory.mktemp("arms")
     return [
         Arm("pin", pin),
-        Arm("slow", variant(pin, base / "slow", SLOW)),
+        Arm("slow", variant(pin, base / "slow", SLOW, CLOCK)),
         Arm("wrong", variant(pin, base / "wrong", WRONG)),
     ]
 
@@ -166,19 +178,17 @@ def test_controls_are_compared_and_flag_the_run_when_they_move(report: BenchRepo
         assert report.disturbed
 
 
-# Loaded with Keras, this slows torch's own nn.Linear: the control moves.
-DISTURB = """
-import time as _time
+# Loaded with Keras, this slows torch's own nn.Linear: the control moves (as SLOW,
+# on the clocks).
+DISTURB = f"""
 
 import torch as _torch
 
 _forward = _torch.nn.Linear.forward
 
 
-def _slow_forward(self, x):  # CPU time, as SLOW's
-    end = _time.thread_time() + 2e-5
-    while _time.thread_time() < end:
-        pass
+def _slow_forward(self, x):
+    _ADDED[0] += {ADDED}
     return _forward(self, x)
 
 
@@ -189,9 +199,7 @@ _torch.nn.Linear.forward = _slow_forward
 def test_a_moved_control_flags_the_run_as_disturbed(
     arms: list[Arm], bench_cache: Path, tmp_path: Path
 ) -> None:
-    disturbed = variant(arms[0].tree, tmp_path / "disturbed", (MATMUL, MATMUL))
-    with (disturbed / DENSE).open("a") as handle:
-        handle.write(DISTURB)
+    disturbed = variant(arms[0].tree, tmp_path / "disturbed", (MATMUL, MATMUL), CLOCK + DISTURB)
     got = run_bench(
         [arms[0], Arm("disturbed", disturbed)], ["layer_call"], cache_dir=bench_cache, quick=True
     )
@@ -223,8 +231,8 @@ def test_table_json_and_chart_are_written(report: BenchReport, tmp_path: Path) -
 def test_the_cache_remeasures_only_changed_trees(
     report: BenchReport, arms: list[Arm], bench_cache: Path, tmp_path: Path
 ) -> None:
-    changed = variant(arms[0].tree, tmp_path / "changed", SLOW)
-    replace_line(changed / DENSE, "4e-5", "5e-5")
+    changed = variant(arms[0].tree, tmp_path / "changed", SLOW, CLOCK)
+    replace_line(changed / DENSE, f"+= {ADDED}", f"+= {ADDED}0")
     moved = tmp_path / "pin-copy"  # same content elsewhere: the same tree
     shutil.copytree(arms[0].tree / "keras", moved / "keras")
     again = run_bench(

@@ -9,9 +9,11 @@ what it said before (issue 23; tests/test_trust_cache.py is the style).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -258,3 +260,38 @@ def test_a_series_toml_saved_while_a_dry_run_parsed_the_one_before_keeps_no_answ
     assert toml.read_text() == saved
     said = runs.said(project.root, *DRY)[:3]
     assert said == runs.full(project.root, *DRY)
+
+
+def test_a_patch_file_is_taken_by_its_identity_only_once_settled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept answer reads again only the patch files whose identity moved (git's "racily
+    clean" rule): an identity is kept only when the file's change time is safely in the
+    past, and a rewrite of the same size under the same modification time moves the
+    change time, which no ``os.utime`` sets back."""
+    from _blake2 import blake2b
+
+    root, name = str(tmp_path), "a.patch"
+    patch = tmp_path / name
+    patch.write_bytes(b"one\n")
+    assert branches_kept.identities(root, [name]) == "-"  # just written: racy, not kept
+    monkeypatch.setattr(branches_kept, "RACY_NS", 0)  # settled once its change time is past
+    time.sleep(0.05)
+    kept = branches_kept.identities(root, [name])
+    identity, _, content = kept.partition("=")
+    assert bytes.fromhex(content) == blake2b(b"one\n").digest()
+    # while the identity holds, the bytes are not read: a forged digest is what is taken
+    assert branches_kept.contents(root, [name], f"{identity}={'00' * 64}") == [bytes(64)]
+    before = patch.stat()
+    patch.write_bytes(b"two\n")  # in place: the same inode and size
+    os.utime(patch, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = patch.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    assert branches_kept.contents(root, [name], kept) == [blake2b(b"two\n").digest()]
+    assert branches_kept.contents(root, [name], "") == [blake2b(b"two\n").digest()]
+    spoilt = f"{branches_kept._identity(patch.stat())}=not hex"  # an entry spoilt: read
+    assert branches_kept.contents(root, [name], spoilt) == [blake2b(b"two\n").digest()]

@@ -17,12 +17,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from helpers import git, make_project
 from series.errors import SeriesError
 from series.git import Repo
+from series.git import run as git_run
+from series.git.child import Outcome, run_child
 from series.git.objects import Objects, loose
 from series.upstream import base as upstream_base
 from series.upstream import pack_cache
@@ -189,6 +192,8 @@ PACK = """
 import sys
 from pathlib import Path
 from series.git import Repo
+from series.git import run as git_run
+from series.git.child import Outcome, run_child
 Repo(Path(sys.argv[1])).objects.repack(whole=False)
 """
 
@@ -215,14 +220,88 @@ def test_a_packing_killed_at_any_point_loses_no_object(tmp_path: Path) -> None:
 
 
 def test_packings_and_writes_at_once_lose_no_object(tmp_path: Path) -> None:
+    """Written as a build writes them (Objects.write): a write that loses its object's
+    directory to a packing is run again (the test below), so none fails either."""
     cache, ids = _cache(tmp_path, 600, packed_unreachable=5)
     repo = cache / "upstream.git"
     packers = [_packer(repo), _packer(repo)]
-    written = _hash(repo, [f"written meanwhile {i}\n" for i in range(300)])
+    texts = [f"written meanwhile {i}\n".encode() for i in range(300)]
+    written = Repo(repo).objects.write("blob", texts)
     packers.append(_packer(repo))
     for p in packers:
         p.wait()
     assert _missing(repo, [*ids, *written]) == []
+
+
+def _object_directory_gone(
+    repo: Path, text: bytes, monkeypatch: pytest.MonkeyPatch, *, once: bool
+) -> list[str]:
+    """The fan-out directory of ``text``'s blob in ``repo`` gone for git's writes, as a
+    concurrent repack leaves it between git's mkdir and its temporary file: a dangling
+    link there fails the write with the same words (series.git.run._RACED), every time.
+    ``once``: the link removed after the first git command that ran into it. The git
+    commands series runs from then on, logged."""
+    blob = subprocess.run(
+        ["git", "hash-object", "--stdin"], input=text, capture_output=True, check=True
+    ).stdout.decode()
+    link = repo / "objects" / blob[:2]
+    assert not link.exists()
+    link.symlink_to(repo / "gone")
+    ran: list[str] = []
+
+    def spy(cwd: Path, argv: list[str], **kw: Any) -> Outcome:
+        done = run_child(cwd, argv, **kw)
+        ran.append(" ".join(argv[1:]))
+        if once and git_run._RACED.encode() in done.err:
+            link.unlink()
+        return done
+
+    monkeypatch.setattr("series.git.run.run_child", spy)  # as execute calls it
+    return ran
+
+
+def test_a_write_whose_object_directory_a_packing_removed_is_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another run's packing (or a ``git gc``) removes the fan-out directories it emptied;
+    one removed between git's mkdir and its write fails the write (exit 128): a build
+    beside a packing failed with an internal error. The write is run again."""
+    cache, _ = _cache(tmp_path, 1)
+    repo = cache / "upstream.git"
+    ran = _object_directory_gone(repo, b"racing\n", monkeypatch, once=True)
+    [blob] = Repo(repo).objects.write("blob", [b"racing\n"])
+    assert [c.split()[0] for c in ran] == ["hash-object", "hash-object"]
+    assert _missing(repo, [blob]) == []
+
+
+def test_a_patch_applied_beside_a_packing_applies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``apply --cached`` whose blob write lost its directory said the patch did not
+    apply: a wrong answer (a build stopped at a patch that applies). It is run again."""
+    cache, _ = _cache(tmp_path, 1)
+    repo = cache / "upstream.git"
+    empty = Repo(repo).index.empty_tree()
+    diff = b"diff --git a/f b/f\nnew file mode 100644\n--- /dev/null\n+++ b/f\n"
+    diff += b"@@ -0,0 +1 @@\n+racing\n"
+    ran = _object_directory_gone(repo, b"racing\n", monkeypatch, once=True)
+    tree = Repo(repo).index.apply_exact(empty, diff)
+    assert tree is not None
+    assert [c.split()[0] for c in ran if "apply" in c.split()] == ["apply", "apply"]
+    assert Repo(repo).objects.tree_files(tree) == {"f": _hash(repo, ["racing\n"])[0]}
+
+
+def test_a_write_that_keeps_failing_so_is_run_a_few_times_and_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The directory stays gone (a cache removed meanwhile): a few runs, then git's error."""
+    cache, _ = _cache(tmp_path, 1)
+    repo = cache / "upstream.git"
+    ran = _object_directory_gone(repo, b"racing\n", monkeypatch, once=False)
+    with pytest.raises(SeriesError) as failed:
+        Repo(repo).objects.write("blob", [b"racing\n"])
+    assert git_run._RACED in str(failed.value.why)
+    assert len(ran) == 1 + git_run.RERUNS
 
 
 def test_a_build_packs_the_cache_and_a_run_that_built_nothing_does_not(

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from helpers import Project, git
-from rebase_helpers import commit_upstream, moving_project
+from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from test_json import envelope
-from test_rebase import rebase, resolve_p1
+from test_rebase import rebase
 from test_rebase_real import applied
 
 
@@ -39,7 +39,7 @@ def recorded_elsewhere(tmp_path: Path) -> tuple[Project, Project]:
     project = moving_project(tmp_path / "a", conflict=True)
     shutil.copytree(project.root, pristine, ignore=shutil.ignore_patterns("work"))
     assert rebase(project)[0] == 3
-    resolve_p1(project)
+    resolve_p1(project.work)
     code, _, err = project.run("rebase", "--continue")
     assert code == 0, err
     shutil.copytree(project.root / "resolutions", pristine / "resolutions")

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from helpers import Project, git, make_project, replace_line
-from rebase_helpers import moving_project
-from test_rebase import rebase, resolve_p1
+from rebase_helpers import moving_project, resolve_p1
+from test_rebase import rebase
 
 GOLDEN = Path(__file__).parent / "golden" / "reports"
 REGENERATE = bool(os.environ.get("SERIES_REGEN_GOLDEN"))
@@ -84,7 +84,7 @@ def rebase_stopped(tmp: Path) -> Scene:
 
 def rebase_resolved(tmp: Path) -> Scene:
     scene = rebase_stopped(tmp)
-    resolve_p1(scene.project)
+    resolve_p1(scene.project.work)
     return scene
 
 

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -67,11 +66,10 @@ def test_upstream_that_never_answers_times_out_and_falls_back(
     url = f"http://127.0.0.1:{server.port}/keras.git"
     _auto_with_sdist(project, url)
     monkeypatch.setenv("SERIES_NET_TIMEOUT", "1")
-    started = time.monotonic()
     code, _, err = project.run("apply")
     server.close()
     assert code == 0, err
-    assert time.monotonic() - started < 45
+    assert "transferred the last 1 seconds" in err  # the 1 s ended the wait: said, not timed
     assert f"from {url}; gives up after 1 s without data" in err  # said before it waits
     assert "falling back to the sdist" in err and "Remembered for" in err
 

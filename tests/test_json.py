@@ -11,10 +11,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from helpers import Project, git, make_project
-from rebase_helpers import moving_project
+from rebase_helpers import moving_project, resolve_p1
 from series.cli import main
 from series.errors import Exit
-from test_rebase import resolve_p1
 from tinytests import make_tiny_project
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/json-schema.json").read_text())
@@ -161,7 +160,7 @@ def test_rebase_json_says_where_the_checkout_stands(tmp_path: Path) -> None:
     up = str(project.upstream)
     code, data = envelope(project, "rebase", "--onto", "main", "--upstream", up)
     assert code == Exit.CONFLICT and "P1" in data["error"]["message"]
-    resolve_p1(project)
+    resolve_p1(project.work)
     code, data = envelope(project, "rebase", "--continue")
     assert code == 0 and data["error"] is None, data
     main_commit = git(project.upstream, "rev-parse", "main")

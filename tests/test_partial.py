@@ -15,7 +15,6 @@ import json
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -163,10 +162,9 @@ def test_a_promisor_that_never_answers_fails_after_the_net_timeout(
     monkeypatch.setenv("SERIES_NET_TIMEOUT", "1")
     with silent_server() as url:
         git(partial, "remote", "set-url", "origin", url)
-        started = time.monotonic()
         code, _, err = onto_report(project, partial)
-        seconds = time.monotonic() - started
     assert code == 1, err
     assert f"from {partial}: it is a partial clone" in err
-    assert "Operation too slow" in err  # curl's low-speed limit reached the lazy fetch
-    assert seconds < 15  # not the hard bound (60 s), nor curl's none
+    # curl's low-speed limit reached the lazy fetch, and it was the 1 s (not the hard
+    # bound, 60 s, nor curl's none): said, not timed (a loaded machine is slow anyway)
+    assert "Operation too slow" in err and "transferred the last 1 seconds" in err

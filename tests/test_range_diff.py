@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from helpers import Project, git, make_project, replace_line
-from rebase_helpers import moving_project
-from test_rebase import rebase, resolve_p1
+from rebase_helpers import moving_project, resolve_p1
+from test_rebase import rebase
 
 
 def range_diff(project: Project, *args: str) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def kinds(data: dict[str, Any]) -> dict[str, str]:
 def test_after_a_rebase_it_compares_with_the_series_before(tmp_path: Path) -> None:
     project = moving_project(tmp_path, conflict=True)
     assert rebase(project)[0] == 3
-    resolve_p1(project)
+    resolve_p1(project.work)
     assert project.run("rebase", "--continue")[0] == 0
     data = range_diff(project)
     assert "before the last `series rebase`" in data["old"]

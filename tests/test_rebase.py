@@ -8,21 +8,18 @@ from pathlib import Path
 import pytest
 
 from helpers import Project, git
-from rebase_helpers import commit_upstream, git_rebase_trees, manifest, moving_project, snapshot
-
-RESOLVED_F1 = "return 1001\n"
+from rebase_helpers import (
+    commit_upstream,
+    git_rebase_trees,
+    manifest,
+    moving_project,
+    resolve_p1,
+    snapshot,
+)
 
 
 def rebase(project: Project, *args: str) -> tuple[int, str, str]:
     return project.run("rebase", "--onto", "main", "--upstream", str(project.upstream), *args)
-
-
-def resolve_p1(project: Project) -> None:
-    core = project.work / "pkg" / "core.py"
-    text = core.read_text()
-    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
-    core.write_text(text[:start] + "    " + RESOLVED_F1 + text[end + len(">>>>>>> P1\n") :])
-    git(project.work, "add", "pkg/core.py")
 
 
 def test_clean_rebase_equals_git_rebase(tmp_path: Path) -> None:
@@ -73,7 +70,7 @@ def test_conflict_resolved_continued_recorded_and_replayed_elsewhere(tmp_path: P
     assert git(project.work, "ls-files", "-u") != ""
     code, _, err = project.run("rebase", "--continue")
     assert code == 3 and "still has unresolved conflicts" in err
-    resolve_p1(project)
+    resolve_p1(project.work)
     code, out, err = project.run("rebase", "--continue")
     assert code == 0, err
     (recorded,) = (project.root / "resolutions" / "P1").glob("*.patch")
@@ -98,7 +95,7 @@ def test_conflicted_files_added_with_their_markers_are_not_a_resolution(tmp_path
     assert code == 3 and "conflict stages are back in the index" in err, err
     assert git(project.work, "ls-files", "-u") == conflict
     assert not (project.root / "resolutions").exists()
-    resolve_p1(project)
+    resolve_p1(project.work)
     assert project.run("rebase", "--continue")[0] == 0
     assert all(b"<<<<<<<" not in data for data in project.patch_bytes().values())
 
@@ -106,7 +103,7 @@ def test_conflicted_files_added_with_their_markers_are_not_a_resolution(tmp_path
 def test_changed_conflict_refuses_the_old_resolution(tmp_path: Path) -> None:
     project = moving_project(tmp_path, conflict=True)
     rebase(project)
-    resolve_p1(project)
+    resolve_p1(project.work)
     assert project.run("rebase", "--continue")[0] == 0
     # Move on to an upstream where P1 meets another conflict in the same place.
     up = project.upstream
@@ -162,7 +159,7 @@ def test_drop_merged_removes_a_patch_upstream_holds(tmp_path: Path) -> None:
 def test_moved_checkout_or_target_is_refused(tmp_path: Path) -> None:
     project = moving_project(tmp_path, conflict=True)
     assert rebase(project)[0] == 3
-    resolve_p1(project)
+    resolve_p1(project.work)
     git(project.work, "commit", "-qm", "by hand")
     code, _, err = project.run("rebase", "--continue")
     assert code == 4 and "the checkout moved" in err

@@ -52,8 +52,7 @@ from typing import Any
 import pytest
 
 from helpers import Project, git
-from rebase_helpers import moving_project, snapshot
-from test_rebase import resolve_p1
+from rebase_helpers import moving_project, resolve_p1, snapshot
 
 
 def series(
@@ -160,13 +159,13 @@ def make_case(tmp_path: Path, command: str) -> Case:
     shutil.copytree(project.root, pristine, symlinks=True)
     assert series(project, *start_args(project)).returncode == 3  # stopped at P1
     if command == "start":  # record P1's resolution, then start again from before
-        resolve_p1(project)
+        resolve_p1(project.work)
         assert series(project, "rebase", "--continue").returncode == 0
         shutil.copytree(project.root / "resolutions", pristine / "resolutions")
         restore(pristine, project.root)
         return _case(command, project, before, start_args(project))
     if command == "continue":
-        resolve_p1(project)
+        resolve_p1(project.work)
     return _case(command, project, before, ["rebase", f"--{command}"])
 
 

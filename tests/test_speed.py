@@ -179,12 +179,10 @@ PARSING = {
     "series.stack",
     "series.stack.branches_kept",
     "series.terminal",
-    # which git PATH leads to (series.git.itself: branches_kept asks a wrapper script's
-    # git), and how it would be started, without the git layer's runner or GitPython
+    # which git PATH leads to (series.git.itself), without how git is started (loaded
+    # only to ask a wrapper script's git), the git layer's runner or GitPython
     "series.git",
     "series.git.itself",
-    "series.git.child",
-    "series.records",
 }
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from helpers import GitShim, git
-from rebase_helpers import moving_project
+from rebase_helpers import moving_project, resolve_p1
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
@@ -63,7 +63,7 @@ def test_onto_marks_up_and_replays_a_recorded_resolution_in_one_scratch_index(
     up = str(project.upstream)
     code, _, err = project.run("rebase", "--onto", "main", "--upstream", up)
     assert code == 3, err
-    _resolve_p1(project.work)
+    resolve_p1(project.work, "return -11")
     code, _, err = project.run("rebase", "--continue")
     assert code == 0, err
     recorded = sorted((project.root / "resolutions" / "P1").glob("*.patch"))
@@ -89,15 +89,6 @@ def test_onto_marks_up_and_replays_a_recorded_resolution_in_one_scratch_index(
 
 def _patch_files(root: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((root / "patches").glob("*.patch"))}
-
-
-def _resolve_p1(work: Path) -> None:
-    """Resolve P1's conflict in pkg/core.py by hand and stage it."""
-    core = work / "pkg" / "core.py"
-    text = core.read_text()
-    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
-    core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
-    git(work, "add", "pkg/core.py")
 
 
 def test_the_summary_diffs_only_the_files_whose_raw_lines_differ(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from series import upstream
 from series.builder import memo
 from series.git import Repo
 from series.git import run as git_run
+from series.git.repo import IS_REPO
 from series.manifest import load
 from series.project import Series
 from series.stack.rangediff import classify_diffs
@@ -126,7 +127,7 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
 # commit, trees and files through one cat-file), the cache (both pins through one
 # cat-file; the memo of both stacks in one for-each-ref; the range-diff).
 RANGE_DIFF_AFTER_REBASE = [
-    "rev-parse --git-dir",
+    " ".join(IS_REPO),
     "cat-file --batch-command",
     "for-each-ref --format=%(refname) %(objectname) refs/series/stack/",
     "cat-file --batch-command",

@@ -30,10 +30,11 @@ from helpers import (
     run_fresh,
     series_probe,
 )
-from rebase_helpers import commit_upstream, moving_project
+from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from series import manifest
 from series.git import TreeMerge
 from series.git.mergetree import MergeStream
+from series.git.repo import IS_REPO
 from series.manifest import Dropped, UpstreamPart
 from series.manifest_write import (
     PatchUpdate,
@@ -223,7 +224,7 @@ def test_continue_and_onto_import_no_gitpython(tmp_path: Path) -> None:
     started = modules("rebase", "--onto", "main", "--upstream", up, code=3)
     assert "series.stack.rebase_driver" in started
     assert not [m for m in started if m == "git" or m.startswith("git.")]
-    _resolve_p1(project.work)
+    resolve_p1(project.work, "return -11")
     resumed = modules("rebase", "--continue", code=0)
     assert "series.stack.rebase_finish" in resumed
     assert not [m for m in resumed if m == "git" or m.startswith("git.")]
@@ -369,7 +370,8 @@ def test_continue_reads_the_resolution_once_and_of_the_snapshot_only_series_toml
     shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
     work = project.work
     saved = git(work, "rev-parse", "refs/series/rebase/saved")
-    staged = _resolve_p1(work)
+    resolve_p1(work, "return -11")
+    staged = git(work, "write-tree")
     calls = shimmed.calls(project.root, "rebase", "--continue")
     assert len([c for c in calls if c == "write-tree"]) == 2, calls
     assert not [c for c in calls if c.startswith("ls-tree") and saved in c], calls
@@ -435,7 +437,7 @@ def test_abort_asks_git_once_for_what_it_knows_and_loads_no_driver(tmp_path: Pat
     work = project.work
     before = git(work, "rev-parse", "series")
     calls = shimmed.calls(project.root, "rebase", "--abort")
-    assert counted(calls, "rev-parse", "--git-dir") == 1, calls
+    assert counted(calls, *IS_REPO) == 1, calls
     assert head_reads(calls) == 1, calls  # 4 before
     assert len([c for c in calls if c.startswith("for-each-ref")]) == 1, calls
     assert not [c for c in calls if c.startswith("rev-list")], calls
@@ -473,7 +475,7 @@ def test_skip_asks_git_once_for_the_checkout_and_head_at_the_stop(tmp_path: Path
     work = project.work
     (work / "notes.txt").write_text("mine\n")
     calls = shimmed.calls(project.root, "rebase", "--skip")
-    assert counted(calls, "rev-parse", "--git-dir") == 1, calls
+    assert counted(calls, *IS_REPO) == 1, calls
     # HEAD: the check that it stayed (the backup at the stop uses that reading), and the
     # end's backup
     assert head_reads(calls) == 2, calls
@@ -490,9 +492,10 @@ def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -
     at the end (not four times), the refs listed once at the end; the result as staged."""
     project, shimmed = stopped(tmp_path)
     work = project.work
-    staged = _resolve_p1(work)
+    resolve_p1(work, "return -11")
+    staged = git(work, "write-tree")
     calls = shimmed.calls(project.root, "rebase", "--continue")
-    assert counted(calls, "rev-parse", "--git-dir") == 1, calls
+    assert counted(calls, *IS_REPO) == 1, calls
     assert not [c for c in calls if c.startswith("ls-files -u")], calls
     assert head_reads(calls) == 2, calls
     assert len([c for c in calls if c.startswith("for-each-ref")]) == 1, calls
@@ -516,16 +519,6 @@ def test_abort_puts_back_exactly_the_project_files_that_differ(tmp_path: Path) -
     assert "2 project file(s) restored" in out, out
     assert {p: p.read_bytes() for p in before} == before
     assert files[2].stat().st_mtime_ns == untouched
-
-
-def _resolve_p1(work: Path) -> str:
-    """Resolve P1's conflict in pkg/core.py by hand, stage it; the staged tree's id."""
-    core = work / "pkg" / "core.py"
-    text = core.read_text()
-    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P1\n")
-    core.write_text(text[:start] + "    return -11\n" + text[end + len(">>>>>>> P1\n") :])
-    git(work, "add", "pkg/core.py")
-    return git(work, "write-tree")
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -639,7 +632,7 @@ def test_onto_and_continue_merge_in_one_long_lived_merge_tree(tmp_path: Path) ->
     shimmed = GitShim(tmp_path)
     up = str(project.upstream)
     onto = shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
-    _resolve_p1(project.work)
+    resolve_p1(project.work, "return -11")
     resumed = shimmed.calls(project.root, "rebase", "--continue")
     for run in (onto, resumed):
         merges = [c for c in run if c.startswith("merge-tree ")]
@@ -661,7 +654,7 @@ def test_continue_that_stops_again_lists_upstream_from_what_onto_kept(tmp_path: 
     touched = git(up, "rev-parse", "main")
     shimmed = GitShim(tmp_path)
     shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", str(up), code=3)
-    _resolve_p1(project.work)
+    resolve_p1(project.work, "return -11")
     calls = shimmed.calls(project.root, "rebase", "--continue", code=3)
     assert not [c for c in calls if "--name-only" in c], calls
     state = json.loads(git(project.work, "cat-file", "blob", "refs/series/rebase/state"))

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from helpers import PatchSpec, Project, git, make_project
-from rebase_helpers import moving_project
-from test_rebase import rebase, resolve_p1
+from rebase_helpers import moving_project, resolve_p1
+from test_rebase import rebase
 
 
 def status(project: Project) -> dict[str, Any]:
@@ -61,7 +61,7 @@ def test_status_during_and_after_a_rebase(tmp_path: Path) -> None:
     assert "--continue" in data["next"] and data["checkout"]["head"].startswith("detached")
     _code, out, _ = project.run("status")
     assert "stopped at P1 (pkg/core.py)" in out
-    resolve_p1(project)
+    resolve_p1(project.work)
     assert project.run("rebase", "--continue")[0] == 0
     data = status(project)
     assert data["rebase"] is None and data["next"].startswith("nothing to do")

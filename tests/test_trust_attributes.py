@@ -15,11 +15,9 @@ repository's own attributes").
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -144,7 +142,7 @@ def test_an_sdist_is_imported_byte_for_byte_whatever_the_attributes_say(
     the sdist named ran its clean command when a configuration git reads there defined
     it (here the cache repository's own and the user's). Now every file's bytes are
     stored exactly and no filter runs."""
-    from test_upstream import PACKAGE, use_sdist_manifest
+    from test_upstream import PACKAGE, make_sdist, use_sdist_manifest
 
     project = make_project(tmp_path)
     use_sdist_manifest(project.root)
@@ -155,13 +153,7 @@ def test_an_sdist_is_imported_byte_for_byte_whatever_the_attributes_say(
         "notes.txt": "one\r\ntwo\r\n",
         "data.dat": "the sdist's own bytes\n",
     }
-    archive = tmp_path / f"{PACKAGE}-1.0.tar.gz"
-    with tarfile.open(archive, "w:gz") as tar:
-        for name, text in sorted(files.items()):
-            data = text.encode()
-            info = tarfile.TarInfo(f"{PACKAGE}-1.0/{name}")
-            info.size, info.mtime, info.mode = len(data), 1_700_000_000, 0o644
-            tar.addfile(info, io.BytesIO(data))
+    archive = make_sdist(tmp_path / f"{PACKAGE}-1.0.tar.gz", files=files)
     cache = Path(os.environ["SERIES_CACHE_DIR"]) / "upstream.git"
     git(tmp_path, "init", "-q", "--bare", str(cache))
     (cache / "info").mkdir(exist_ok=True)

@@ -18,7 +18,7 @@ from helpers import (
     manifest_text,
     replace_line,
 )
-from rebase_helpers import commit_upstream, moving_project
+from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from series.errors import Exit, SeriesError
 from series.files import confined, confined_all
 from series.stack.resolution_check import leftovers, markers, parse_error
@@ -42,14 +42,6 @@ def assert_nothing_taken(project: Project, patches: dict[str, bytes], toml: byte
     assert git(project.work, "rev-parse", "--abbrev-ref", "HEAD") == "HEAD"  # detached
 
 
-def _resolve_p1(project: Project) -> None:
-    core = project.work / "pkg" / "core.py"
-    text = core.read_text()
-    start, end = text.index("<<<<<<<"), text.index(">>>>>>> P1\n") + len(">>>>>>> P1\n")
-    core.write_text(text[:start] + "    return 1001\n" + text[end:])
-    git(project.work, "add", "pkg/core.py")
-
-
 # -- A. writes (and reads) through symlinks out of the project --------------------------
 
 
@@ -62,7 +54,7 @@ def test_resolution_directory_symlinked_out_is_not_written_through(tmp_path: Pat
     before = tree(outside)
     (project.root / "resolutions").mkdir()
     (project.root / "resolutions" / "P1").symlink_to(outside, target_is_directory=True)
-    _resolve_p1(project)
+    resolve_p1(project.work)
     patches, toml = project.patch_bytes(), (project.root / "series.toml").read_bytes()
     code, _, err = project.run("rebase", "--continue")
     assert code == Exit.BAD_INPUT, err
@@ -83,7 +75,7 @@ def test_recorded_resolution_outside_the_project_is_not_replayed(tmp_path: Path)
     project = moving_project(tmp_path / "a", conflict=True)
     shutil.copytree(project.root, pristine, ignore=shutil.ignore_patterns("work"))
     assert rebase(project)[0] == 3
-    _resolve_p1(project)
+    resolve_p1(project.work)
     assert project.run("rebase", "--continue")[0] == 0
     # Another checkout of the project whose resolutions/P1 is a link to a directory
     # elsewhere holding the right resolution: it must not be imported into a commit.
@@ -147,7 +139,7 @@ def test_a_resolution_directory_linked_inside_the_project_is_written_there(
     kept.mkdir(parents=True)
     (project.root / "resolutions").mkdir()
     (project.root / "resolutions" / "P1").symlink_to(Path("..") / "kept" / "P1")
-    _resolve_p1(project)
+    resolve_p1(project.work)
     code, _, err = project.run("rebase", "--continue")
     assert code == 0, err
     assert len(list(kept.glob("*.patch"))) == 1

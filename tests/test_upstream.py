@@ -11,11 +11,13 @@ from series.errors import Exit
 PACKAGE = "keras-series-test-no-such-package"
 
 
-def make_sdist(path: Path, top: str = f"{PACKAGE}-1.0") -> Path:
-    """A reproducible sdist-like archive holding the tiny upstream's files."""
+def make_sdist(
+    path: Path, top: str = f"{PACKAGE}-1.0", files: dict[str, str] = UPSTREAM_FILES
+) -> Path:
+    """A reproducible sdist-like archive holding ``files`` (the tiny upstream's)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(path, "w:gz") as tar:
-        for name, text in sorted(UPSTREAM_FILES.items()):
+        for name, text in sorted(files.items()):
             data = text.encode()
             info = tarfile.TarInfo(f"{top}/{name}")
             info.size, info.mtime, info.mode = len(data), 1_700_000_000, 0o644

@@ -14,6 +14,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -253,3 +254,101 @@ def test_a_series_toml_saved_while_a_run_parsed_the_one_before_keeps_no_entry(
     assert toml.read_bytes() == saved
     assert not _answered(root, shim.env, "apply")
     assert HIT not in shim.said(root, "-v", "apply")[2]  # as the CLI's run, which parses it
+
+
+def _opened(root: Path, env: dict[str, str]) -> tuple[bool, list[str]]:
+    """Whether verified_kept answers ``series -C root apply``, and the files under root's
+    patches/ it opened meanwhile (an audit hook sees each ``open``)."""
+    code = (
+        "import sys\n"
+        "opened = []\n"
+        "sys.addaudithook(lambda e, a: opened.append(str(a[0])) if e == 'open' else None)\n"
+        "from series.stack.verified_kept import rerun\n"
+        "code = rerun(sys.argv[1:])\n"
+        f"seen = [p for p in opened if p.startswith({str(root.resolve() / 'patches')!r})]\n"
+        "sys.stderr.write(f'\\n{code} {\" \".join(seen)}\\n')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "-C", str(root), "apply"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=GitShim.BOUND,
+        check=True,
+    )
+    said, *paths = proc.stderr.splitlines()[-1].split()
+    return said == "0", paths
+
+
+def test_a_patch_file_settled_is_not_read_and_its_rewrite_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry keeps each patch file's identity once it is settled (its change time
+    safely in the past: series.stack.branches_kept.identities); a re-run reads again
+    only the files whose identity moved. A rewrite of a patch of the same size, its
+    modification time set back, moves its change time: the full run answers."""
+    from series.stack import branches_kept
+
+    root, shim, _ = _settled(tmp_path)
+    root = root.resolve()
+    env = dict(shim.env)
+    path = verified_kept.entry_path(str(root), str(shim.cache), "apply")
+    entry = verified_kept._load(path)
+    assert entry is not None
+    files = [file for _, file in verified_kept._named(entry["named"]) or []]
+
+    def keep(identities: str) -> None:
+        entry["identities"] = identities
+        with open(path, "w", encoding="utf-8") as fh:
+            text = branches_kept.seal([entry[name] for name in verified_kept.FIELDS])
+            assert text is not None
+            fh.write(text)
+
+    keep(branches_kept.SEP.join("-" for _ in files))  # as kept right after a write: racy
+    answered, read = _opened(root, env)
+    assert answered and sorted(read) == sorted(str(root / file) for file in files)
+    monkeypatch.setattr(branches_kept, "RACY_NS", 0)  # as if the files were older
+    time.sleep(0.05)
+    keep(branches_kept.identities(str(root), files))
+    assert _opened(root, env) == (True, [])  # answered, no patch file read
+    patch = root / files[0]
+    before, stat = patch.read_bytes(), patch.stat()
+    patch.write_bytes(before.replace(b"+", b"-", 1))  # the same size, other bytes
+    os.utime(patch, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (patch.stat().st_size, patch.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    assert _opened(root, env) == (False, [str(patch)])  # read again: not the bytes kept
+    patch.write_bytes(before)
+    os.utime(patch, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert _opened(root, env) == (True, [str(patch)])  # the bytes kept: answered again
+
+
+def test_the_answer_runs_no_collection_and_the_cli_runs_with_the_collector_on(
+    tmp_path: Path,
+) -> None:
+    """series.entry turns the garbage collector off for the answers kept before the CLI
+    (they make no cycles; a collection of what the start-up made costs more than their
+    work), and leaves it on for the CLI."""
+    root, shim, _ = _settled(tmp_path)
+
+    def collections(*words: str) -> str:
+        probe = (
+            "import gc, sys\n"
+            f"sys.argv = ['series', '-C', {str(root)!r}, *{list(words)!r}]\n"
+            "from series.entry import main\n"
+            "starts = []\n"
+            "gc.callbacks.append(lambda phase, info: starts.append(phase == 'start'))\n"
+            "code = main()\n"
+            "sys.stderr.write(f'\\n{sum(starts)} {gc.isenabled()} {code}\\n')\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", probe],
+            capture_output=True,
+            text=True,
+            env=shim.env,
+            timeout=GitShim.BOUND,
+            check=True,
+        )
+        return proc.stderr.splitlines()[-1]
+
+    assert collections("apply") == "0 False 0"  # answered before the CLI
+    assert collections("list").endswith(" True 0")  # the CLI: the collector on

@@ -36,6 +36,7 @@ from pathlib import Path
 from series import backup, refnames
 from series.backup import Kept
 from series.errors import RefusedError, SeriesError
+from series.git.inprogress import in_progress
 from series.git.refs import Transaction
 from series.git.repo import Repo
 from series.git.run import ZERO, lock_fault
@@ -92,7 +93,43 @@ class Checkout:
         """
         if not self._exists:
             self._exists = self.repo.is_repo()
+            if self._exists and not self.repo.own_work_tree:
+                self._exists = False
+                raise self._not_its_work_tree()
+            if self.repo.unopened is not None:
+                unset = _unset_worktree(self.path / ".git")
+                raise RefusedError(
+                    f"refusing to use the checkout {self.path}: git cannot open its repository",
+                    why=self.repo.unopened,
+                    hint=f"{unset}, then run the command again"
+                    if unset
+                    else f"`git -C {self.path} status` says the same; mend its .git, or pass "
+                    "--dir NEWDIR to `series apply` for a new checkout",
+                )
         return self._exists
+
+    def _not_its_work_tree(self) -> RefusedError:
+        """A repository whose work tree, as git sees it, is not the checkout itself: git
+        would read (status, drift) and write (apply, rebase) files elsewhere, or none."""
+        path, git_dir = self.path, self.path / ".git"
+        if self.repo.bare:
+            why = "core.bare is true in its git configuration: git sees no work tree there"
+            hint = f"git -C {path} config --unset core.bare"
+        else:
+            found = _worktree_settings(git_dir)
+            named = ", ".join(f"{value} (in {file})" for file, value in found) or "another one"
+            trees = {os.path.normpath(git_dir / value) for _, value in found}
+            where = " or ".join(sorted(trees)) if trees else "another directory"
+            why = (
+                f"core.worktree in its git configuration names {named}: git's work tree is "
+                f"{where}, so series would read and write the files there, not in {path}"
+            )
+            hint = _unset_worktree(git_dir) or f"git -C {path} config --unset core.worktree"
+        return RefusedError(
+            f"refusing to use the checkout {path}: git does not take it as its work tree",
+            why=why,
+            hint=f"{hint}, then run the command again",
+        )
 
     def state(self) -> CheckoutState | None:
         """The validated state, or None when this is not a series checkout."""
@@ -273,6 +310,31 @@ def _dump(state: CheckoutState) -> bytes:
     return (json.dumps(state.to_json(), indent=2) + "\n").encode()
 
 
+def _worktree_settings(git_dir: Path) -> list[tuple[Path, str]]:
+    """Each file of ``git_dir`` that sets ``core.worktree`` (``config``, ``config.worktree``:
+    git reads it from no other), with the value it sets."""
+    found = []
+    for file in (git_dir / "config", git_dir / "config.worktree"):
+        try:
+            lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            key, equals, value = line.partition("=")
+            if equals and key.strip().lower() == "worktree":
+                found.append((file, value.strip().strip('"')))
+    return found
+
+
+def _unset_worktree(git_dir: Path) -> str | None:
+    """The commands that remove ``core.worktree`` from the files of ``git_dir`` that set
+    it; None when none does. Run from ``/``: git run in the checkout (or in ``git_dir``)
+    first goes to that work tree, and fails when it does not exist."""
+    files = dict.fromkeys(file for file, _ in _worktree_settings(git_dir))
+    found = [f"git -C / config --file {file} --unset core.worktree" for file in files]
+    return "; ".join(found) or None
+
+
 def parse_state(raw: bytes, where: str) -> dict[str, Any]:
     """The state's JSON, checked against the schema of its format."""
     try:
@@ -341,6 +403,23 @@ def refuse_during_rebase(checkout: Checkout, action: str) -> None:
         )
 
 
+def refuse_git_in_progress(checkout: Checkout, action: str) -> None:
+    """A git command of the user's in the middle of its work (series.git.inprogress): the
+    branch and files are not what the user works on; refused, also with --force."""
+    found = in_progress(str(checkout.repo.git_dir)) if checkout.exists() else None
+    if found is None:
+        return
+    marker, command, end = found
+    path = checkout.path
+    raise RefusedError(
+        f"refusing to {action}: a git {command} is in progress in {path}",
+        why=f"its state is in {checkout.repo.git_dir / marker}: branch {checkout.branch} "
+        f"and the files do not hold its work yet, and a `git commit` would record it",
+        hint=f"finish it or abandon it ({end}, in {path}), then run the command again "
+        "(--force does not override this)",
+    )
+
+
 def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None:
     """Refuse to apply where work would be lost; with ``force``, save it first."""
     path = checkout.path
@@ -350,6 +429,7 @@ def guard_apply(checkout: Checkout, force: bool, ui: Ui) -> CheckoutState | None
             hint="move the file away, or pass --dir DIR for the checkout",
         )
     refuse_during_rebase(checkout, "apply")
+    refuse_git_in_progress(checkout, "apply")
     if not checkout.exists():
         if path.exists() and any(path.iterdir()):
             raise RefusedError(

@@ -19,7 +19,8 @@ the import deterministically.
 ``series --version`` alone is answered here, as the CLI's parser would
 answer it: it needs nothing the CLI imports; so is a ``series branches
 --dry-run`` that nothing changed since the last one
-(series.stack.branches_kept), and a ``series apply`` that nothing changed
+(series.stack.branches_kept), and so is a plain ``series range-diff``
+(series.stack.rangediff_kept), and a ``series apply`` that nothing changed
 since the last one verified (series.stack.verified_kept: one ``git
 status``, ended with series as in the CLI), and ``series --help`` as the
 CLI printed it last (series.help_kept).
@@ -31,6 +32,7 @@ command with ``UnicodeEncodeError``.
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import sys
@@ -45,6 +47,9 @@ if TYPE_CHECKING:
 else:
     import _signal  # signal's functions without its enums and wrappers: every command
 
+# When this module was imported: before the command's parse of series.toml (when it
+# was imported before the CLI ran: series.commands.range_diff looks it up only then).
+STARTED = time.time_ns()
 _STOPS = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 _received: list[int] = []  # the signal that is stopping this process, once one came
 
@@ -70,6 +75,34 @@ def main() -> int:
         os.write(2, b"series: test: importing\n")
         time.sleep(float(window))
     _lenient_streams()
+    # The answers below make few objects and no cycles to free: a collection of the
+    # objects the start-up made would cost them more than the rest of their work. An
+    # answer ends the process with the collector off, so Python's collection at exit
+    # (made only when it is on) is not paid either; the CLI runs with it on.
+    gc.disable()
+    try:
+        code = _kept(stops)
+    except BaseException:
+        gc.enable()
+        raise
+    if code is not None:
+        return code
+    gc.enable()
+    from series.cli import main as cli_main
+
+    for sig in stops:
+        _signal.signal(sig, _stop)
+    try:
+        code = cli_main()
+    except KeyboardInterrupt:  # one that came outside the command's own handling
+        os.write(2, b"series: interrupted\n")
+        code = 130
+    return 128 + _received[0] if _received else code
+
+
+def _kept(stops: list[_signal.Signals]) -> int | None:
+    """The exit status of a command answered without the CLI (the module's docstring
+    says which), or None: the CLI runs it."""
     if sys.argv[1:] == ["--version"]:  # what argparse prints, without importing the CLI
         sys.stdout.write(f"series {__version__}\n")
         return 0
@@ -90,16 +123,11 @@ def main() -> int:
         code = rerun(sys.argv[1:])
         if code is not None:
             return code
-    from series.cli import main as cli_main
+    if "range-diff" in sys.argv[1:4]:  # a plain range-diff nothing changed since: kept
+        from series.stack.rangediff_kept import rerun as again
 
-    for sig in stops:
-        _signal.signal(sig, _stop)
-    try:
-        code = cli_main()
-    except KeyboardInterrupt:  # one that came outside the command's own handling
-        os.write(2, b"series: interrupted\n")
-        code = 130
-    return 128 + _received[0] if _received else code
+        return again(sys.argv[1:])
+    return None
 
 
 def _verified(words: list[str], stops: list[_signal.Signals]) -> int | None:

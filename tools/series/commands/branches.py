@@ -139,6 +139,7 @@ class _Keeping:
             stdout += json.dumps(envelope.build("branches", 0, None, ui.payload), indent=2) + "\n"
         said = {"files": self.files, "cache_refs": self.refs, "stdout": stdout}
         said["stderr"] = "".join(err.said)
+        said["identities"] = self.kept.identities(self.root, self.files)
         text = self.kept.entry(self.before, self.checkout, said)
         if text is None:
             return

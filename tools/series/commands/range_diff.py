@@ -36,6 +36,10 @@ def run(
 ) -> Exit:
     from series.stack.rangediff import report
 
+    # A plain range-diff that nothing changed since the last one is answered before the
+    # CLI is imported (series.stack.rangediff_kept); this one keeps what it writes.
+    plain = (patch_id, since, as_json) == (None, None, False)
+    keeping = _Keeping.start(series, ui) if plain else None
     old, new, rows = report(series, ui, since, patch_id)
     if as_json:
         ui.json(
@@ -53,4 +57,92 @@ def run(
         lines.append(f"{r.id:<4} {r.kind}{note}  {r.title}")
         lines += [f"    {line}" for line in r.text.splitlines()]
     ui.result("\n".join(lines))
+    if keeping is not None:
+        keeping.done(series, ui)
     return Exit.OK
+
+
+class _Keeping:
+    """What a plain range-diff reads and writes, for series.stack.rangediff_kept to keep."""
+
+    def __init__(self, series: Series, ui: Ui) -> None:
+        import os
+
+        from series.stack import rangediff_kept as kept
+        from series.stack.branches_kept import Tee
+
+        self.kept = kept
+        self.root, self.cache = str(series.root), os.path.abspath(series.cache_dir)
+        self.checkout = series.manifest.checkout  # resolved by rangediff_kept each time
+        self.before = kept.digest(self.root, self.cache, self.checkout)
+        self.streams = (ui.out.file, ui.err.file)
+        tees = Tee(ui.out.file), Tee(ui.err.file)
+        ui.out.file, ui.err.file = tees  # type: ignore[assignment]  # a file, as far as it goes
+
+    @classmethod
+    def start(cls, series: Series, ui: Ui) -> _Keeping | None:
+        """None where rangediff_kept would not answer: a log asked for (``-v``,
+        ``SERIES_DEBUG``), a fault injected, a terminal."""
+        import os
+        import sys
+
+        from series.terminal import terminal
+
+        if "logging" in sys.modules:
+            return None
+        if any(name.startswith(("SERIES_DEBUG", "SERIES_FAULT_")) for name in os.environ):
+            return None
+        if terminal(ui.out.file) or terminal(ui.err.file):
+            return None
+        try:
+            return cls(series, ui)
+        except OSError:  # a file that cannot be read: the run says so, keeping nothing
+            return None
+
+    def done(self, series: Series, ui: Ui) -> None:
+        """Keep what was written, when nothing changed under the run and the pins were
+        found in the cache."""
+        import sys
+
+        from series.stack.branches_kept import Tee
+        from series.stack.rangediff import RESOLVED
+
+        out, err = ui.out.file, ui.err.file
+        ui.out.file, ui.err.file = self.streams
+        if RESOLVED or "logging" in sys.modules or self.before is None:
+            return
+        if self.kept.digest(self.root, self.cache, self.checkout) != self.before:
+            return
+        if not _parsed_is_now(series):
+            return
+        assert isinstance(out, Tee) and isinstance(err, Tee)
+        text = self.kept.entry(self.before, self.checkout, "".join(out.said), "".join(err.said))
+        if text is None:
+            return
+        self.kept.write(self.kept.record_path(self.root, self.cache), text)
+
+
+def _parsed_is_now(series: Series) -> bool:
+    """Whether series.toml as it is now (the bytes in the digest, read after the run's
+    parse) parses to the manifest the run answered from: a save in between would key the
+    old parse's answer by the new bytes.
+
+    Sure without a parse when the file has not changed since series.entry was imported,
+    before the run parsed it (series.entry.STARTED; none when it was not: in-process
+    runs): its change time, read after the digest's read, is before that by more than
+    any file system's clock tick (series.code.RACY_NS, the rule series.code's digest
+    follows), and a write sets it to the time of the write."""
+    import os
+    import sys
+
+    from series.code import RACY_NS
+    from series.errors import SeriesError
+    from series.manifest import load  # loaded already: the run parsed series.toml
+
+    started = getattr(sys.modules.get("series.entry"), "STARTED", 0)
+    try:
+        if started and os.stat(series.root / "series.toml").st_ctime_ns < started - RACY_NS:
+            return True
+        return load(series.root / "series.toml") == series.manifest
+    except (OSError, ValueError, SeriesError):
+        return False

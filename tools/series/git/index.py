@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from series.digests import blob_id
+from series.errors import SeriesError
 from series.git.run import HERMETIC, Part, Runner, input_file
 from series.records import NamedTuple
 
@@ -139,6 +140,25 @@ class Index(Part):
         with self.scratch(self.empty_tree()) as env:
             if info:
                 self._run.git_input("update-index", "-z", "--index-info", data=info, env=env)
+                # update-index skips a path git cannot hold (a ``.git`` component in any
+                # case) with a line on stderr and exit 0: the tree would lack the file
+                listed = self._run.git_input("ls-files", "-z", data=b"", env=env).split(b"\0")
+                stored = set(listed) - {b""}
+                lost = [
+                    rel
+                    for rel in (os.fsencode(path.relative_to(root)) for path, _ in entries)
+                    if rel not in stored
+                ]
+                if lost:
+                    shown = [os.fsdecode(rel) for rel in lost[:10]]
+                    raise SeriesError(
+                        f"{root.name} holds {len(lost)} path(s) git cannot store in a tree",
+                        why="\n".join(shown)
+                        + (f"\n... and {len(lost) - 10} more" * (len(lost) > 10)),
+                        hint="git holds no path with a .git component (in any case); the "
+                        "tree would lack these files: use an archive without them, or "
+                        "--source git",
+                    )
             return self.write_tree(env)
 
     def files_tree(self, start: str, changed: Sequence[str] | None = None) -> str:
@@ -263,13 +283,12 @@ class Index(Part):
 
 def _directory_entries(root: Path) -> list[tuple[Path, str]]:
     """Every file and symbolic link under ``root`` with its mode as ``git add`` gives it
-    (executable by its owner: 100755), sorted; ``.git`` is left out, as git leaves it."""
+    (executable by its owner: 100755), sorted; a ``.git`` too, which git cannot store
+    (:meth:`Index.tree_from_directory` refuses it rather than leave it out)."""
     found: list[tuple[Path, str]] = []
     with os.scandir(root) as scan:
         entries = sorted(scan, key=lambda entry: entry.name)
     for entry in entries:
-        if entry.name == ".git":
-            continue
         path = Path(entry.path)
         if entry.is_symlink():
             found.append((path, "120000"))

@@ -3,15 +3,14 @@
 series.git.version keeps its verdict on git's version only for such a file,
 and the answers kept before the CLI is imported (series.stack.branches_kept,
 series.stack.verified_kept) are taken for a wrapper script only once git
-behind it has been asked this run (:func:`ask`). Imports ``os`` and
-series.git.child (which starts git without subprocess): those answers load it.
+behind it has been asked this run (:func:`ask`). Imports ``os``, and
+series.git.child (which starts git without subprocess) only to ask a
+wrapper script: a kept answer that starts no git does not load it.
 """
 
 from __future__ import annotations
 
 import os
-
-from series.git.child import run_child
 
 MINIMUM = (2, 39)  # series.git.version says why
 _SAYS = "git version "
@@ -51,6 +50,8 @@ def ask(path: str) -> tuple[str, tuple[int, ...] | None]:
     Started as a re-run's one ``git status`` is (series.git.child, without
     subprocess): a wrapper script is asked each run, re-runs answered from what
     was kept included."""
+    from series.git.child import run_child  # docs/architecture.md, rule 12
+
     try:
         done = run_child("/", [path, "version"], env={}, stdin=None, stall=None, light=True)  # type: ignore[arg-type]
     except OSError as exc:

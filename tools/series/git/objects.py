@@ -236,7 +236,9 @@ class Objects(Part):
         Else every loose object into a pack, and the small packs into bigger ones
         (``repack --geometric=2 -d``): a reader then opens a few packs rather than a
         file per object. Every object is kept, reachable or not (the loose ones and the
-        rolled-up packs' all go in), so a run writing objects meanwhile loses none;
+        rolled-up packs' all go in), so a run writing objects meanwhile loses none
+        (and one whose write lost its directory to the repack writes again:
+        series.git.run.execute);
         git deletes a loose object or an old pack only once a pack holding it is
         complete, so a repack killed midway leaves at most a temporary file git
         ignores. Bitmaps are not written (they need one pack of everything)."""

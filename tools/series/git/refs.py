@@ -220,8 +220,9 @@ def _plain(name: str) -> bool:
 def files_key(work_tree: Path, *, index: bool = True) -> str | None:
     """A digest of what git reads to answer about ``work_tree``'s refs and index, no git started.
 
-    HEAD, every loose ref, ``packed-refs``, and the index's bytes, as the
-    files of its ``.git`` directory hold them: while the
+    HEAD, every loose ref, ``packed-refs``, the repository's own configuration
+    (``config``, ``config.worktree``: where git takes the work tree to be), and
+    the index's bytes, as the files of its ``.git`` directory hold them: while the
     digest is the same, no ref moved and the index was not written, so an
     answer computed from them still holds (series.status_memo). None where
     that cannot be told from files (no ``.git`` directory, reftable refs).

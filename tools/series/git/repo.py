@@ -42,6 +42,17 @@ if TYPE_CHECKING:
     from series.git.worktree import Worktree
 
 
+# What :meth:`Repo.is_repo` asks git: the git directory, and in the same process whether
+# git takes the directory itself as the work tree (not bare, inside it, at its top).
+IS_REPO = (
+    "rev-parse",
+    "--git-dir",
+    "--is-bare-repository",
+    "--is-inside-work-tree",
+    "--show-prefix",
+)
+
+
 class Repo:
     """One repository, addressed by its work tree (or its git dir when bare)."""
 
@@ -51,6 +62,12 @@ class Repo:
         self.refs = Refs(runner)
         self.objects = Objects(runner)
         self._git_dir: Path | None = None
+        # What :meth:`is_repo` found: a bare repository; git's work tree is ``path`` itself
+        # (neither ``core.bare`` nor a ``core.worktree`` elsewhere); git's error when it
+        # could not open the repository in ``path/.git``.
+        self.bare = False
+        self.own_work_tree = False
+        self.unopened: str | None = None
 
     # The other parts, each made (and its module imported) on first use.
     @cached_property
@@ -120,13 +137,18 @@ class Repo:
             return False
         if not os.path.lexists(self.path / ".git") and not os.path.lexists(self.path / "HEAD"):
             return False
-        status, out, _ = self._run.git_status("rev-parse", "--git-dir")
+        status, out, err = self._run.git_status(*IS_REPO)
         if status != 0:
+            if os.path.isdir(self.path / ".git"):
+                self.unopened = err.strip() or f"git rev-parse exit {status}"
             return False
-        git_dir = (self.path / out.strip()).resolve()
+        lines = out.split("\n")
+        git_dir = (self.path / lines[0]).resolve()
         if git_dir not in (self.path.resolve() / ".git", self.path.resolve()):
             return False
         self._git_dir = git_dir  # what ``git_dir`` would ask next
+        self.bare = lines[1] == "true"
+        self.own_work_tree = lines[1:4] == ["false", "true", ""]
         return True
 
     @property

@@ -292,6 +292,26 @@ def environment_fault(
     return None
 
 
+# git writes a loose object as a temporary file in its fan-out directory
+# (objects/xx/), creating that directory first when it is missing; a ``repack -d`` in
+# another process (another series run's series.upstream.pack_cache, a ``git gc``)
+# removes the fan-out directories it emptied, and one removed between the two fails
+# the write with these words. ``apply --cached`` then says the patch does not apply.
+_RACED = "unable to create temporary file: No such file or directory"
+# The commands that write nothing lasting but objects (and a scratch index, written
+# at their end only): run again whole, they give the same answer.
+_RERUNNABLE = frozenset({"hash-object", "write-tree", "commit-tree", "mktree", "merge-tree"})
+RERUNS = 4  # a second run almost always succeeds: the window is a few instructions wide
+
+
+def _raced(argv: Sequence[str], err: str) -> bool:
+    """Whether ``git argv``, which printed ``err``, failed only by that race and is run
+    again."""
+    command = leftovers.verb(argv)
+    rerunnable = command in _RERUNNABLE or (command == "apply" and "--cached" in argv)
+    return rerunnable and _RACED in err
+
+
 def execute(
     cwd: Path,
     argv: Sequence[str],
@@ -309,8 +329,28 @@ def execute(
     seconds (network operations); its stderr then begins with ``no
     answer: no data for N s``. ``light``: a read-only query started without
     GitPython (series.git.child.plain), for a command whose only git process
-    it may be.
+    it may be. A command that only writes objects and lost its object's
+    directory to a concurrent repack (``_RACED``) is run again, up to RERUNS times.
     """
+    for _ in range(RERUNS):
+        done = _execute_once(cwd, argv, env=env, stdin=stdin, raw=raw, stall=stall, light=light)
+        if done[0] == 0 or not _raced(argv, done[2]):
+            return done
+        debug("series.git", "git %s: %s: run again", leftovers.verb(argv), _RACED)
+    return _execute_once(cwd, argv, env=env, stdin=stdin, raw=raw, stall=stall, light=light)
+
+
+def _execute_once(
+    cwd: Path,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None,
+    stdin: Path | None,
+    raw: bool,
+    stall: float | None,
+    light: bool,
+) -> tuple[int, str | bytes, str]:
+    """:func:`execute`, one git process."""
     debug("series.git", "git %s  (in %s)", " ".join(argv), cwd)
     light = light or _LIGHT[0]
     _ensure_version(_executable(light))  # an old git is refused before anything is written

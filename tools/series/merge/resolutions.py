@@ -27,11 +27,11 @@ the same verdict on the same conflict. Only rebase writes one
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from series.digests import sha1
 from series.files import confined, write_atomic
 from series.git import Repo, StageEntry, TreeMerge
 
@@ -46,7 +46,7 @@ def labels(patch_id: str) -> tuple[str, str, str]:
 
 def conflict_key(patch_id: str, entries: Sequence[StageEntry]) -> str:
     lines = sorted(f"{e.path}\0{e.stage}\0{e.mode}\0{e.oid}" for e in entries)
-    return hashlib.sha1("\n".join([patch_id, *lines]).encode()).hexdigest()
+    return sha1("\n".join([patch_id, *lines]).encode()).hexdigest()
 
 
 def conflict_tree(

@@ -13,7 +13,10 @@ wrote on stdout and stderr is kept in the per-user cache
 * the project's path, the cache's path, the options, the checkout's path
   and the Python that ran it, series' code (series.code.code_digest);
 * series.toml's bytes and each patch file's (the manifest's parse, the
-  names of the branches, the pin, the stack's patches);
+  names of the branches, the pin, the stack's patches), a patch file's
+  as the blake2b of its bytes, which the entry keeps with the file's
+  identity (:func:`identities`): a re-run reads again only the files whose
+  identity moved since (:func:`contents`);
 * the checkout's refs read as files (HEAD, packed-refs, every loose ref:
   the branches, the one checked out, the state, the record) and its
   ``config``;
@@ -49,10 +52,11 @@ written), which the run that kept the answer did, and which a run
 without ``--dry-run`` does itself.
 
 This module imports only what Python's start-up has loaded already,
-series.code, series.git.itself (and series.git.child, how it starts
-git), ``fcntl`` and ``_blake2`` (hashlib's ``blake2b``: it hashes half a
-megabyte of patches three times faster than the builtin ``_sha256``, and
-OpenSSL's import costs more than that).
+series.code, series.git.itself (and, to ask a wrapper script on PATH,
+series.git.child, how it starts git), ``fcntl``, ``time`` and ``_blake2``
+(hashlib's ``blake2b``: it hashes half a megabyte of patches three times
+faster than the builtin ``_sha256``, and OpenSSL's import costs more than
+that).
 """
 
 from __future__ import annotations
@@ -60,17 +64,19 @@ from __future__ import annotations
 import contextlib  # loaded already by ``python -m`` (runpy)
 import os
 import sys
+import time
 from _blake2 import blake2b
 
-from series.code import code_digest
+from series.code import RACY_NS, code_digest
 from series.git.itself import MINIMUM, ask, is_git_itself
 from series.terminal import terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
-FORMAT = 1
+FORMAT = 2
 BROKEN_PIPE = 141  # series.errors.Exit.BROKEN_PIPE
 DIR = "branches"
 TEMP_PREFIX = ".series-tmp-"  # series.files.TEMP_PREFIX
@@ -165,12 +171,13 @@ def _refs(git_dir: str, digest: Any) -> None:
         data = _read(os.path.join(git_dir, name))
         digest.update(f"{name}\0".encode() + (b"-" if data is None else data))
     refs = os.path.join(git_dir, "refs")
+    start = len(git_dir) + len(os.sep)  # each path walked is git_dir, a separator, its name
     for where, dirs, files in os.walk(refs, onerror=_raise):
         dirs.sort()
         for name in sorted(files):
             path = os.path.join(where, name)
             with open(path, "rb") as fh:
-                digest.update(f"\0{os.path.relpath(path, git_dir)}\0".encode() + fh.read())
+                digest.update(f"\0{path[start:]}\0".encode() + fh.read())
 
 
 def _raise(exc: OSError) -> None:
@@ -178,13 +185,20 @@ def _raise(exc: OSError) -> None:
 
 
 def digest(
-    root: str, cache: str, opts: str, where: str, files: list[str], cache_refs: list[str]
+    root: str,
+    cache: str,
+    opts: str,
+    where: str,
+    files: list[str],
+    cache_refs: list[str],
+    known: str = "",
 ) -> str | None:
     """The digest of all a dry run with ``opts`` reads (the module's docstring); None
     when it cannot be told from files, or the full run has more to do than answer.
 
     ``where``: series.toml's ``[series] checkout``, resolved here as series.project does
-    (a link on the way may lead elsewhere since)."""
+    (a link on the way may lead elsewhere since). ``known``: what an entry kept of the
+    patch files (:func:`identities`), to read again only those whose identity moved."""
     checkout = os.path.realpath(os.path.join(root, where))
     git = _git()
     if git is None or _unsafe(root, files) or _busy(checkout, cache):
@@ -194,11 +208,8 @@ def digest(
     h.update(code_digest())
     try:
         h.update(b"\0series.toml\0" + (_read(os.path.join(root, "series.toml")) or b"-"))
-        for file in files:
-            with open(os.path.join(root, file), "rb") as fh:
-                data = fh.read()
-            h.update(f"\0{file}\0{len(data)}\0".encode())
-            h.update(data)
+        for file, content in zip(files, contents(root, files, known), strict=True):
+            h.update(f"\0{file}\0".encode() + content)
         _refs(os.path.join(checkout, ".git"), h)
         legacy = _read(os.path.join(checkout, ".git", LEGACY_STATE))  # series 0.1's state
         h.update(b"\0legacy state\0" + (b"-" if legacy is None else legacy))
@@ -216,6 +227,64 @@ def digest(
     except OSError:
         return None
     return h.hexdigest()
+
+
+def _identity(stat: os.stat_result) -> str:
+    return f"{stat.st_dev}:{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}"
+
+
+def identities(root: str, files: Sequence[str]) -> str:
+    """What a later run may take for the bytes of each of ``files`` (under ``root``)
+    without reading them (:func:`contents`): the file's identity (device, inode, size,
+    modification and change times) and the blake2b of its bytes; ``-`` for a file whose
+    identity is not safely in the past. Items joined by SEP, in the order of ``files``.
+
+    git's "racily clean" rule, as series.code.module_key: any write, and any
+    ``os.utime``, sets a file's change time to now, so a file written after its
+    bytes were read here has another identity, unless the write came in the same
+    tick of the file system's clock as the change time read. So an identity is kept
+    only when that change time is more than RACY_NS older than the moment before
+    the read; and only when the file's status after the read is the one before it
+    (a write meanwhile: the next run reads it). A change time of 0 (a file system
+    that keeps none) is never taken."""
+    said = []
+    for file in files:
+        now = time.time_ns()
+        try:
+            with open(os.path.join(root, file), "rb") as fh:
+                before = os.fstat(fh.fileno())
+                data = fh.read()
+                after = os.fstat(fh.fileno())
+        except OSError:
+            said.append("-")
+            continue
+        identity = _identity(before)
+        settled = 0 < before.st_ctime_ns < now - RACY_NS
+        if identity != _identity(after) or not settled:
+            said.append("-")
+        else:
+            said.append(f"{identity}={blake2b(data).hexdigest()}")
+    return SEP.join(said)
+
+
+def contents(root: str, files: Sequence[str], known: str) -> list[bytes]:
+    """The blake2b of each of ``files``' bytes (under ``root``), in order: from ``known``
+    (what :func:`identities` kept) for a file whose identity is the one kept there, else
+    read now. Raises OSError where a file cannot be read."""
+    kept = known.split(SEP) if known else []
+    if len(kept) != len(files):
+        kept = ["-"] * len(files)
+    said = []
+    for file, was in zip(files, kept, strict=True):
+        path = os.path.join(root, file)
+        identity, _, content = was.partition("=")
+        if content and _identity(os.stat(path)) == identity:
+            with contextlib.suppress(ValueError):  # not hex: an entry spoilt, read the file
+                said.append(bytes.fromhex(content))
+                continue
+        with open(path, "rb") as fh:
+            said.append(blake2b(fh.read()).digest())
+    return said
 
 
 def _git_path() -> str | None:
@@ -330,21 +399,40 @@ def _held(root: str) -> bool:
 
 
 # An entry: these fields, NUL-separated, the lists' items joined by SEP (no field holds
-# either: :func:`keep` keeps nothing else). Read without json, whose import (and re's)
-# cost more than the rest of the answer.
-FIELDS = ("format", "key", "checkout", "files", "cache_refs", "stdout", "stderr")
+# either: :func:`keep` keeps nothing else), then the seal (:func:`seal`). Read without
+# json, whose import (and re's) cost more than the rest of the answer.
+FIELDS = ("format", "key", "checkout", "files", "cache_refs", "identities", "stdout", "stderr")
 SEP = "\x1f"
 
 
+def seal(fields: list[str]) -> str | None:
+    """The text of an entry of ``fields``: NUL-separated, then the blake2b of them, so that
+    an entry cut short or damaged on the disk (written without fsync, then a crash) is
+    never read as an answer (:func:`read_entry`); None when a field holds a NUL."""
+    if any("\0" in value for value in fields):
+        return None
+    text = "\0".join(fields)
+    return f"{text}\0{blake2b(text.encode()).hexdigest()}"
+
+
 def read_entry(path: str, fields: tuple[str, ...], version: int) -> dict[str, str] | None:
-    """An entry kept as ``fields``' values, NUL-separated, the first its format
-    ``version``; None when it is missing, unreadable or of another shape or format."""
+    """An entry kept as ``fields``' values (:func:`seal`), the first its format
+    ``version``; None when it is missing, unreadable, of another shape or format, or its
+    seal is not the digest of its values, or another user could have written it (not
+    this user's file, or one others may write: a cache directory shared by mistake)."""
     try:
         with open(path, encoding="utf-8") as fh:
-            values = fh.read().split("\0")
+            found = os.fstat(fh.fileno())
+            if found.st_uid != os.getuid() or found.st_mode & 0o022:
+                return None
+            text = fh.read()
     except (OSError, ValueError):
         return None
+    body, _, sealed = text.rpartition("\0")
+    values = body.split("\0")
     if len(values) != len(fields) or values[0] != str(version):
+        return None
+    if blake2b(body.encode()).hexdigest() != sealed:
         return None
     return dict(zip(fields, values, strict=True))
 
@@ -375,7 +463,15 @@ def rerun(argv: list[str]) -> int | None:
     entry = _load(record_path(root, cache, options(opts)))
     if entry is None:
         return None
-    key = digest(root, cache, options(opts), entry["checkout"], entry["files"], entry["cache_refs"])
+    key = digest(
+        root,
+        cache,
+        options(opts),
+        entry["checkout"],
+        entry["files"],
+        entry["cache_refs"],
+        entry["identities"],
+    )
     if key is None or key != entry["key"] or not git_new_enough():
         return None
     return say(entry["stdout"], entry["stderr"])
@@ -411,12 +507,12 @@ class Tee:
 
 
 def entry(key: str, checkout: str, said: dict[str, Any]) -> str | None:
-    """The entry that keeps what a run wrote (``said``: files, cache_refs, stdout,
-    stderr) under ``key``; None when a field holds a separator (nothing is kept)."""
+    """The entry that keeps what a run wrote (``said``: files, cache_refs, identities
+    (of the files: :func:`identities`), stdout, stderr) under ``key``; None when a field
+    holds a separator (nothing is kept)."""
     values = {"format": str(FORMAT), "key": key, "checkout": checkout, **said}
     for name in ("files", "cache_refs"):
         if any(SEP in item or not item for item in values[name]):
             return None
         values[name] = SEP.join(values[name])
-    fields = [values[name] for name in FIELDS]
-    return None if any("\0" in value for value in fields) else "\0".join(fields)
+    return seal([values[name] for name in FIELDS])

@@ -33,7 +33,12 @@ from series.backup import Kept
 from series.builder import memo
 from series.builder.build import Built, PatchFile, build
 from series.builder.message import series_id, with_trailer
-from series.checkout import BASE_REF, finish_cut_move, refuse_during_rebase
+from series.checkout import (
+    BASE_REF,
+    finish_cut_move,
+    refuse_during_rebase,
+    refuse_git_in_progress,
+)
 from series.errors import InternalError, RefusedError, SeriesError
 from series.git import CommitInfo, RefMoved, Repo, Transaction
 from series.manifest import Patch, load
@@ -128,7 +133,7 @@ def _prepare(series: Series, ui: Ui, checkout: Checkout) -> tuple[CheckoutState,
     finish_cut_move(checkout, ui)
     state = checkout.require()
     repo = checkout.repo
-    _refuse_in_progress(checkout)
+    refuse_git_in_progress(checkout, "export")
     journal = export_files.interrupted(series.root)
     if journal is not None:
         export_files.undo_interrupted(series.root, journal)
@@ -196,21 +201,6 @@ def _write(
         ) from None
     export_files.finish(series.root)
     return written, kept
-
-
-def _refuse_in_progress(checkout: Checkout) -> None:
-    """A rebase or am half done: the branch is not what the user is working on."""
-    for name, verb in (("rebase-merge", "rebase"), ("rebase-apply", "rebase")):
-        if (checkout.repo.git_dir / name).exists():
-            if name == "rebase-apply" and (checkout.repo.git_dir / name / "applying").exists():
-                verb = "am"
-            raise RefusedError(
-                f"refusing to export: a git {verb} is in progress in {checkout.path}",
-                why=f"branch {checkout.branch} does not hold its work yet; exporting now "
-                "would ignore it",
-                hint=f"finish it (git -C {checkout.path} {verb} --continue) or abandon it "
-                f"(git -C {checkout.path} {verb} --abort), then `series export`",
-            )
 
 
 def _note_ignored(checkout: Checkout, tip: str, ui: Ui) -> None:

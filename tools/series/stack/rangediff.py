@@ -61,6 +61,12 @@ if TYPE_CHECKING:
     from series.ui import Ui
 
 
+# The pins this process resolved anew rather than found in the cache: what a resolve
+# answers may depend on more than the cache holds (series.stack.rangediff_kept keeps
+# nothing then).
+RESOLVED: list[str] = []
+
+
 def range_diff(repo: Repo, old: str, new: str) -> str:
     """``git range-diff`` of one commit against another: the form reviewers know."""
     return repo.diffs.range_diff(f"{old}^!", f"{new}^!")
@@ -338,9 +344,10 @@ def _built(
     """The stack of ``manifest``'s patches, whose files are under ``root``, or (``root``
     None) are ``files``' bytes: reused from the memo when it has every one of them, else
     built from the files written out."""
-    base = upstream.cached_pin(manifest.upstream, cache, series.cache_dir) or upstream.resolve(
-        manifest.upstream, series.cache_dir, source=None, override=None
-    )
+    base = upstream.cached_pin(manifest.upstream, cache, series.cache_dir)
+    if base is None:  # resolved anew (fetched, or from the sdist): no answer is kept
+        RESOLVED.append(manifest.upstream.commit)
+        base = upstream.resolve(manifest.upstream, series.cache_dir, source=None, override=None)
     ui.status(f"{label}: {len(manifest.patches)} patches on {base.label}")
     if root is None:
         assert files is not None

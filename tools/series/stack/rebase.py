@@ -23,7 +23,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from series.builder.message import series_id
-from series.checkout import BASE_REF, Checkout, finish_cut_move, refuse_dirty
+from series.checkout import (
+    BASE_REF,
+    Checkout,
+    finish_cut_move,
+    refuse_dirty,
+    refuse_git_in_progress,
+)
 from series.errors import RefusedError, UsageError
 from series.evidence import Evidence, find_evidence
 from series.git import CommitInfo, Repo
@@ -119,6 +125,7 @@ def guard(
     export are part of what is replayed (``series edit --squash`` takes its
     fixups from them).
     """
+    refuse_git_in_progress(checkout, verb)
     if not checkout.on_branch():
         raise RefusedError(
             f"refusing to {verb}: {checkout.path} is not on branch {checkout.branch}",

@@ -22,7 +22,8 @@ run, which refuses (apply) or notes them (export) as before.
 The digest cannot be told, and the full run goes on, when a ref cannot
 be read from files (reftable), a lock or a record of a git command cut
 short (series.git.leftovers) is in the git directory, a git rebase, am,
-merge or cherry-pick is in progress, or an export journal waits. An entry
+merge, cherry-pick, revert or bisect is in progress (series.git.inprogress),
+or an export journal waits. An entry
 is kept only when the digest after the run is the one before it (nothing
 was written, and nothing changed under the run), and read only when it
 is valid (the format, the shape, the key); anything else is the full run,
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 FORMAT = 1
 NAME = Path("series") / "verified.json"  # in the checkout's git directory
 COMMANDS = ("apply", "export")
-BUSY = fast.BUSY  # in the git directory: a git command in progress, or one cut short
+BUSY = fast.BUSY  # in the git directory: a git command writing, or one cut short
 RECORDS = fast.RECORDS  # series.git.leftovers: a git command of series' cut short
 
 

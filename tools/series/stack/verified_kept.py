@@ -10,6 +10,9 @@ the command>``), what the next re-run needs to answer it from files alone:
 
 * the project's path, the checkout's (as series.project resolves it), the
   branch, each patch's id and file (what series.known keeps of the parse);
+* each patch file's identity and the blake2b of its bytes
+  (series.stack.branches_kept.identities: the re-run reads again only
+  the files whose identity moved since, by git's "racily clean" rule);
 * verified's digest (:func:`digest`: series.toml's and the patch files'
   bytes, the checkout's refs, series' code) and the digest of the
   checkout's ``.git/series/verified.json`` (any change to it, and this
@@ -40,7 +43,8 @@ git runs), ``-v``, ``SERIES_DEBUG`` or an injected fault, no lock file yet,
 a git that failed or found a change.
 
 It imports what series.stack.branches_kept does, series.git.ref_files and
-series.git.child: not pathlib, json, re, hashlib or the git layer.
+series.git.child and series.git.inprogress: not pathlib, json, re, hashlib or the git
+layer.
 """
 
 from __future__ import annotations
@@ -51,56 +55,61 @@ from _blake2 import blake2b
 from series.code import code_digest
 from series.git.child import run_child
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
+from series.git.inprogress import in_progress
 from series.git.ref_files import files_key
 from series.stack.branches_kept import (
     _git,
     _unsafe,
     cache_dir,
+    contents,
     find_root,
     git_new_enough,
+    identities,
     read_entry,
     say,
+    seal,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-FORMAT = 1
+FORMAT = 2
 DIR = "verified"
 COMMANDS = ("apply",)
 VERIFIED_FORMAT = 1  # series.stack.verified.FORMAT: part of its digest
 VERIFIED = os.path.join(".git", "series", "verified.json")  # series.stack.verified.NAME
 JOURNAL = os.path.join(".series", "export-journal.json")  # series.stack.export_files.JOURNAL
 LOCK = os.path.join(".series", "lock")  # series.project.LOCK
-# In the git directory: a git command of the user's in progress, or one of series' cut short.
-# (and series/state.json: a checkout of series 0.1, whose state is not in the refs).
-BUSY = (
-    "index.lock",
-    "rebase-merge",
-    "rebase-apply",
-    "MERGE_HEAD",
-    "CHERRY_PICK_HEAD",
-    "series/state.json",
-)
+# In the git directory: a git command writing the index, or one of series' cut short (and
+# series/state.json: a checkout of series 0.1, whose state is not in the refs); a git
+# command of the user's in progress is series.git.inprogress's.
+BUSY = ("index.lock", "series/state.json")
 RECORDS = "series-git-"  # series.git.leftovers: a git command of series' cut short
 # series.git.worktree.Worktree.dirty(read_only=True)
 STATUS = ("git", "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all")
 _FULL = ("SERIES_DEBUG", "SERIES_FAULT_")  # a log asked for, a fault injected: the full run
 FIELDS = (
     *("format", "root", "where", "checkout", "branch", "named", "key", "verified", "git"),
-    *("stderr", "stdout"),
+    *("identities", "stderr", "stdout"),
 )
 SEP = "\x1f"
 PAIR = "\x1e"
 
 
 def digest(
-    root: str, checkout: str, branch: str, named: Sequence[tuple[str, str]], command: str
+    root: str,
+    checkout: str,
+    branch: str,
+    named: Sequence[tuple[str, str]],
+    command: str,
+    known: str = "",
 ) -> str | None:
     """The digest of all that ``command`` reads in the checkout at ``checkout`` (resolved)
     of the project at ``root``, each patch's id and file in ``named``; None when it cannot
-    be told (series.stack.verified's docstring says when).
+    be told (series.stack.verified's docstring says when). ``known``: what an entry kept
+    of the patch files (series.stack.branches_kept.identities): the files whose identity
+    is the one kept there are not read again.
 
     blake2b (builtin, as series.code's): it hashes the patch files about twice as fast
     as the builtin sha256, and OpenSSL's import costs more than either."""
@@ -117,8 +126,9 @@ def digest(
         return None  # the full run says what it does with a link (docs/hardening.md)
     try:
         h.update(_read(files[0]))
-        for (patch_id, file), path in zip(named, files[1:], strict=True):
-            h.update(f"\0{patch_id}\0{file}\0".encode() + blake2b(_read(path)).digest())
+        read = contents(root, [file for _, file in named], known)
+        for (patch_id, file), content in zip(named, read, strict=True):
+            h.update(f"\0{patch_id}\0{file}\0".encode() + content)
     except OSError:
         return None
     return h.hexdigest()
@@ -126,6 +136,8 @@ def digest(
 
 def _busy(git_dir: str) -> bool:
     if not os.path.isdir(git_dir) or any(os.path.exists(os.path.join(git_dir, n)) for n in BUSY):
+        return True
+    if in_progress(git_dir) is not None:
         return True
     try:
         return any(name.startswith(RECORDS) for name in os.listdir(git_dir))
@@ -177,13 +189,13 @@ def keep(
         "key": key,
         "verified": verified,
         "git": git,
+        "identities": identities(root, [file for _, file in named]),
         "stderr": "".join(f"{line}\n" for line in lines),
         "stdout": f"{result}\n",
     }
     if any(SEP in i or PAIR in i or SEP in f or PAIR in f for i, f in named):
         return None
-    fields = [values[name] for name in FIELDS]
-    return None if any("\0" in value for value in fields) else "\0".join(fields)
+    return seal([values[name] for name in FIELDS])
 
 
 def _git_kept() -> str | None:
@@ -235,19 +247,19 @@ def rerun(argv: Sequence[str]) -> int | None:
     checkout, branch = entry["checkout"], entry["branch"]
     if named is None or _unsafe(root, [f for _, f in named]):
         return None
-    real = os.path.realpath(root)  # series.known: a path through a link is parsed
-    if os.path.join(real, entry["where"]) != checkout:
+    # series.known: a path through a link is parsed. root is resolved (find_root, realpath)
+    # and _unsafe found no link on the way to a patch file, nor "." or "..": each is where
+    # the parse found it. The checkout, which _unsafe does not look at, is resolved here.
+    at = os.path.join(root, entry["where"])
+    if at != checkout or os.path.realpath(at) != checkout:
         return None
-    for value in (entry["where"], *(f for _, f in named)):
-        if os.path.realpath(os.path.join(root, value)) != os.path.join(real, value):
-            return None
     lock = _shared(root)
     if lock is None:
         return None
     try:
         if (
             entry["git"] != _git_kept()
-            or digest(root, checkout, branch, named, command) != entry["key"]
+            or digest(root, checkout, branch, named, command, entry["identities"]) != entry["key"]
         ):
             return None
         try:

@@ -17,7 +17,6 @@ downloads nothing:
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 import zlib
 from collections.abc import Callable
@@ -187,6 +186,8 @@ def _sdist(
         archive = _download(sd.package, sd.version, cache_dir / "sdist")
     elif not archive.is_file():
         raise UsageError(f"no such sdist archive: {archive}")
+    import hashlib  # OpenSSL's, for megabytes; only here (an sdist), not on a rebase's way
+
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
     if sd.sha256 and digest != sd.sha256:
         raise SeriesError(

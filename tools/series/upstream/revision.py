@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,7 @@ _HEX = re.compile(r"^[0-9a-f]{7,40}$")
 
 
 def scratch_prefix() -> str:
-    return f"{SCRATCH}{os.getpid()}-{secrets.token_hex(4)}/"
+    return f"{SCRATCH}{os.getpid()}-{os.urandom(4).hex()}/"
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ before falling back to the sdist. The failure is remembered in the cache
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import time
 from pathlib import Path
 
+from series.digests import sha256
 from series.files import write_atomic
 from series.git.run import net_timeout  # not the remote part: range-diff loads none
 
@@ -45,7 +45,7 @@ def network_failure(stderr: str) -> bool:
 
 
 def _stamp(cache_dir: Path, url: str) -> Path:
-    return cache_dir / "unreachable" / hashlib.sha256(url.encode()).hexdigest()[:16]
+    return cache_dir / "unreachable" / sha256(url.encode()).hexdigest()[:16]
 
 
 def advice(seconds: int) -> str:

@@ -1,0 +1,67 @@
+"""Whether git is in the middle of a command of the user's in a repository: one answer for all.
+
+git leaves a file or directory in the git directory while a command that
+can stop for the user is under way, and removes it when that command is
+continued or aborted:
+
+* ``rebase-merge/``: ``git rebase`` (the merge backend);
+* ``rebase-apply/``: ``git am`` (with ``applying``) or ``git rebase --apply``;
+* ``MERGE_HEAD``: ``git merge`` (stopped at a conflict, or ``--no-commit``);
+* ``CHERRY_PICK_HEAD``: ``git cherry-pick``; ``REVERT_HEAD``: ``git revert``;
+* ``sequencer/``: a cherry-pick or revert of several commits, between them;
+* ``BISECT_LOG``: ``git bisect`` (it moves HEAD from commit to commit).
+
+While one is there, the branch and files are not what the user works on
+(the command's own commits are elsewhere, or half made), and a
+``git commit`` would record the command's parents: series neither answers
+from what it kept (series.stack.verified, verified_kept) nor writes the
+checkout (apply, export, rebase and edit refuse, naming it:
+series.checkout.refuse_git_in_progress).
+
+Only ``os``: series.stack.verified_kept asks it before the CLI is imported.
+"""
+
+from __future__ import annotations
+
+import os
+
+# (the marker in the git directory, the command it is of, how to end it)
+MARKERS = (
+    ("rebase-merge", "rebase", "git rebase --continue, or --abort"),
+    ("rebase-apply", "rebase", "git rebase --continue, or --abort"),
+    ("MERGE_HEAD", "merge", "git merge --continue (or git commit), or git merge --abort"),
+    ("CHERRY_PICK_HEAD", "cherry-pick", "git cherry-pick --continue, or --abort"),
+    ("REVERT_HEAD", "revert", "git revert --continue, or --abort"),
+    ("sequencer", "cherry-pick", "git cherry-pick --continue, or --abort"),
+    ("BISECT_LOG", "bisect", "git bisect reset"),
+)
+AM = ("am", "git am --continue, or --skip, or --abort")
+REVERT = ("revert", "git revert --continue, or --abort")
+
+
+def in_progress(git_dir: str) -> tuple[str, str, str] | None:
+    """The git command in progress in ``git_dir``: its marker, its name and how to end it;
+    None when there is none. A marker that cannot be looked at counts as one."""
+    for marker, command, end in MARKERS:
+        path = os.path.join(git_dir, marker)
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return marker, command, end
+        if marker == "rebase-apply" and os.path.lexists(os.path.join(path, "applying")):
+            return (marker, *AM)
+        if marker == "sequencer" and _reverts(path):
+            return (marker, *REVERT)
+        return marker, command, end
+    return None
+
+
+def _reverts(sequencer: str) -> bool:
+    """Whether the sequencer's next step is a revert (``git revert A..B``)."""
+    try:
+        with open(os.path.join(sequencer, "todo"), "rb") as fh:
+            return fh.readline().split(b" ", 1)[0] == b"revert"
+    except OSError:
+        return False
