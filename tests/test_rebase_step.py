@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -170,8 +169,8 @@ def test_a_conflict_writes_what_came_before_then_halts_and_continue_goes_on() ->
     after, effect = step(loaded, Resolved("R2", "resolutions/P2/key.patch"))
     assert effect == Replay(2, "P3", "c3", "R2")  # the next patch goes on the resolution
     assert after.stop is None
-    assert after.done[1] == replace(
-        after.done[1], status="resolved", tree="R2", resolution="resolutions/P2/key.patch"
+    assert after.done[1] == after.done[1]._replace(
+        status="resolved", tree="R2", resolution="resolutions/P2/key.patch"
     )
     after, effect = step(after, Merged(True, "T3"))
     assert effect == Write(((1, "R2", "c2"), (2, "T3", "c3")), "n1")

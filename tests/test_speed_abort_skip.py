@@ -257,6 +257,24 @@ def test_abort_loads_neither_subprocess_nor_tempfile(tmp_path: Path) -> None:
     assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
 
 
+def test_abort_loads_neither_dataclasses_nor_openssl(tmp_path: Path) -> None:
+    """--abort's records (the rebase state, the checkout state, a backup, an ident) are
+    series.records' NamedTuple, not dataclasses (which import inspect, ast, dis,
+    tokenize, copy); the blob ids of the files it puts back are hashed by Python's own
+    ``_sha1`` (series.digests), not OpenSSL's hashlib. The abort is what it was."""
+    project, _ = stopped(tmp_path)
+    before = git(project.work, "rev-parse", "series")
+    modules = modules_after(project.root, "rebase", "--abort")
+    assert "series.stack.rebase_abort" in modules
+    heavy = {"dataclasses", "inspect", "ast", "dis", "tokenize", "copy", "hashlib", "_hashlib"}
+    assert not heavy & modules, sorted(heavy & modules)
+    assert len(modules) <= 126, len(modules)  # 138 before, 124 when this was written
+    assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(project.work, "rev-parse", "HEAD") == before
+    assert git(project.work, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(project.work, "for-each-ref", "refs/series/rebase/", "refs/series/backup/") == ""
+
+
 def test_the_long_lived_cat_file_ends_with_its_reader(tmp_path: Path) -> None:
     """The cat-file a light query starts answers, and exits (reaped, not left a zombie)
     when its reader goes; a missing name is None, as before."""

@@ -20,7 +20,7 @@ from helpers import (
 )
 from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from series.errors import Exit, SeriesError
-from series.files import confined
+from series.files import confined, confined_all
 from series.stack.resolution_check import leftovers, markers, parse_error
 
 TRACEBACK = "Traceback"
@@ -188,6 +188,48 @@ def test_confined_follows_links_only_inside(tmp_path: Path) -> None:
             assert exc.exit_code == Exit.BAD_INPUT
         else:
             raise AssertionError(f"{path} was not refused")
+
+
+def test_confined_all_refuses_what_confined_refuses_after_paths_it_let_through(
+    tmp_path: Path,
+) -> None:
+    """``confined_all`` (--abort's check of every file it puts back) looks at each
+    directory once: a path through a directory seen already is still refused where
+    ``confined`` refuses it, with the same words, and one let through is let through."""
+    root, out = tmp_path / "project", tmp_path / "out"
+    (root / "dir").mkdir(parents=True)
+    out.mkdir()
+    (root / "dir" / "file").write_text("x")
+    (root / "in").symlink_to("dir")
+    (root / "away").symlink_to(out)
+    (root / "dir" / "link").symlink_to("file")
+    (root / "loop").symlink_to("loop")
+    fine = [root / "dir" / "new", root / "in" / "new", root / "dir" / "file", root / "gone" / "x"]
+    confined_all(root, fine)
+    confined_all(root, [*fine, root / "dir" / "link"], reading=True)
+    refused = [
+        (root / "away" / "new", False),
+        (root / "away" / "new", True),
+        (root / "dir" / "link", False),
+        (root / "in" / "link", False),
+        (root / "away" / ".." / "x", False),
+        (root / ".." / "x", False),
+        (root / "loop" / "x", True),
+    ]
+    for path, reading in refused:
+        try:
+            confined(root, path, reading=reading)
+        except SeriesError as exc:
+            alone = exc.render()
+        else:
+            raise AssertionError(f"{path} was not refused")
+        try:
+            confined_all(root, [*fine, *fine, path, root / "dir" / "new"], reading=reading)
+        except SeriesError as exc:
+            assert exc.exit_code == Exit.BAD_INPUT
+            assert exc.render() == alone
+        else:
+            raise AssertionError(f"{path} was let through after {fine}")
 
 
 # -- B. half-resolved conflicts ------------------------------------------------------------

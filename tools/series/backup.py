@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from series import refnames
@@ -29,18 +28,18 @@ from series.git.ident import Ident
 from series.git.refs import Transaction
 from series.git.repo import Repo
 from series.git.run import ZERO
+from series.records import NamedTuple
 
 PREFIX = refnames.BACKUP
 CHANGES = "uncommitted changes"  # the label of a snapshot made by :func:`uncommitted`
 
 
-@dataclass(frozen=True)
-class Kept:
+class Kept(NamedTuple):
     """The backup ref a command added, and what it keeps."""
 
     ref: str
     tips: tuple[tuple[str, str], ...]  # (what it was, commit)
-    count: int  # the user's commits that only this ref reaches
+    count: int  # type: ignore[assignment]  # the user's commits that only this ref reaches
     changes: bool  # it holds a snapshot of uncommitted changes
 
     def describe(self, path: Path) -> str:

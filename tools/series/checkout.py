@@ -31,7 +31,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from series import backup, refnames
@@ -42,6 +41,7 @@ from series.git.refs import Transaction
 from series.git.repo import Repo
 from series.git.run import ZERO, lock_fault
 from series.pids import alive
+from series.records import NamedTuple
 from series.ui import Ui
 
 TYPE_CHECKING = False  # typing is not imported (series rebase --abort loads this)
@@ -57,8 +57,7 @@ LEGACY_STATE = "series/state.json"  # format 1, before the state moved into a re
 SOURCES = ("git", "sdist")
 
 
-@dataclass(frozen=True)
-class CheckoutState:
+class CheckoutState(NamedTuple):
     base: str
     synced: str | None
     applied: tuple[str, ...]

@@ -25,6 +25,7 @@ whose process is gone (every command does, for the project's directories).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from series import faults
@@ -41,7 +42,26 @@ def confined(root: Path, path: Path, *, reading: bool = False) -> Path:
     names the path and the symlink.
     """
     base = Path(os.path.abspath(root))
+    return _confined(base, base.resolve(), path, reading, {})
+
+
+def confined_all(root: Path, paths: Iterable[Path], *, reading: bool = False) -> None:
+    """:func:`confined` of each of ``paths`` in turn (the first refused raises): the same
+    checks, with the root resolved once and each directory between it and the files
+    looked at once (``series rebase --abort`` checks every patch file before writing)."""
+    base = Path(os.path.abspath(root))
     real_root = base.resolve()
+    plain: dict[Path, bool] = {}
+    for path in paths:
+        _confined(base, real_root, path, reading, plain)
+
+
+def _confined(
+    base: Path, real_root: Path, path: Path, reading: bool, plain: dict[Path, bool]
+) -> Path:
+    """:func:`confined` below ``base`` (the absolute root) and ``real_root`` (it resolved).
+    ``plain``: directories found no symlink already, whether each exists; a file (the
+    last component) is looked at every time."""
     full = Path(os.path.abspath(path))
     if not full.is_relative_to(base) and full.is_relative_to(real_root):
         base = real_root  # a path built from the resolved root
@@ -54,8 +74,12 @@ def confined(root: Path, path: Path, *, reading: bool = False) -> Path:
     current = base
     for n, part in enumerate(parts, 1):
         current = current / part
-        if not current.is_symlink():
-            if not current.exists():
+        known = plain.get(current) if n < len(parts) else None
+        if known is not None or not current.is_symlink():
+            exists = current.exists() if known is None else known
+            if n < len(parts):
+                plain[current] = exists
+            if not exists:
                 break  # nothing below a missing directory can be a link yet
             continue
         target = _real(current)

@@ -1,17 +1,16 @@
 """An author or committer, as git takes it from the environment.
 
-A dataclass, apart from series.git.run: a rebase's saved state holds it
-(``dataclasses.asdict``, series.stack.rebase_plan), and the git layer's
-runner, on every command's path, does not import dataclasses (and inspect).
+A record (series.records: a ``NamedTuple`` without typing), apart from
+series.git.run: neither imports dataclasses (and inspect), which a
+``series rebase --abort`` does not load.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from series.records import NamedTuple
 
 
-@dataclass(frozen=True)
-class Ident:
+class Ident(NamedTuple):
     """An author or committer: name, email and a git date string."""
 
     name: str

@@ -14,16 +14,15 @@ import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from series.digests import blob_id
 from series.errors import SeriesError
 from series.git.run import HERMETIC, Part, Runner, input_file
+from series.records import NamedTuple
 
 
-@dataclass(frozen=True)
-class ApplyResult:
+class ApplyResult(NamedTuple):
     ok: bool
     three_way: bool
     conflicted: tuple[str, ...]  # paths left unmerged by a 3-way apply

@@ -289,7 +289,7 @@ def _replay(run: Run, merger: Merger, guesses: Guesses, steps: Steps, effect: Re
     found = _recorded(run, effect, merge)
     if found.conflict is not None and effect.propose:
         proposal = merger.favour_ours(merge)
-        return replace(found, conflict=replace(found.conflict, proposal=proposal))
+        return replace(found, conflict=found.conflict._replace(proposal=proposal))
     return found
 
 
@@ -330,8 +330,8 @@ def _halt(run: Run, state: RebaseState) -> None:
     if stop.kind == "edit":
         index_tree = repo.worktree.index_tree()
         assert index_tree is not None, "the checkout was clean when the edit began"
-        stop = replace(stop, written_from=index_tree)
-        state = replace(state, stop=stop)
+        stop = stop._replace(written_from=index_tree)
+        state = state._replace(stop=stop)
     _stop_transaction(repo, state)
     if stop.kind == "conflict":
         write_conflict(repo, stop)

@@ -27,7 +27,8 @@ upstream remainder) is an entry in ``KINDS``, its walk in
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+
+from series.records import NamedTuple
 
 TYPE_CHECKING = False  # typing is not imported (series rebase --abort loads this)
 if TYPE_CHECKING:
@@ -50,8 +51,7 @@ STATE_KINDS = ("rebase", "edit")
 STOP_KINDS = ("conflict", "edit")
 
 
-@dataclass(frozen=True)
-class Upstream:
+class Upstream(NamedTuple):
     """Evidence that upstream has a patch: the first upstream commit found (series.evidence)."""
 
     kind: str  # patch-id | pr
@@ -59,8 +59,7 @@ class Upstream:
     subject: str
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(NamedTuple):
     """What upstream holds of a patch, hunk by hunk (series.stack.upstream_parts).
 
     ``verdict``: ``full`` (all of it) or ``partial``; ``other``: some of it
@@ -77,8 +76,7 @@ class Part:
     remaining: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(NamedTuple):
     """What the rebase does with one patch.
 
     ``remainder``: pick a patch upstream holds part of in another form;
@@ -94,8 +92,7 @@ class Action:
     part: Part | None = None  # what upstream holds of it, when it holds any
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What one action gave."""
 
     status: str  # one of STATUSES
@@ -113,8 +110,7 @@ class Outcome:
 Stage = tuple[str, str, int, str]  # (mode, oid, stage, path)
 
 
-@dataclass(frozen=True)
-class Stop:
+class Stop(NamedTuple):
     """A conflict the rebase waits at: the action ``index`` has no outcome yet.
 
     Or (``kind`` "edit") the user's turn to change the patch of action
@@ -122,7 +118,7 @@ class Stop:
     but ``written_from``.
     """
 
-    index: int
+    index: int  # type: ignore[assignment]  # a field that hides tuple.index, as JSON names it
     conflict_tree: str  # the merge with conflict markers, as written into the checkout
     key: str  # what the conflict is (series.merge.resolutions.conflict_key)
     files: tuple[str, ...]
@@ -134,8 +130,7 @@ class Stop:
     kind: str = "conflict"  # one of STOP_KINDS
 
 
-@dataclass(frozen=True)
-class RebaseState:
+class RebaseState(NamedTuple):
     onto: str
     onto_tree: str
     onto_rev: str
@@ -245,7 +240,7 @@ def begin(
     state = RebaseState(
         onto, onto_tree, onto_rev, onto_label, url, tip, base, saved, drop_merged, plan
     )
-    return replace(state, current=onto, kind=kind)
+    return state._replace(current=onto, kind=kind)
 
 
 # -- JSON ---------------------------------------------------------------------------
@@ -260,9 +255,19 @@ class OtherFormat(Exception):
 
 
 def to_json(state: RebaseState) -> dict[str, Any]:
-    data = asdict(state)
+    data: dict[str, Any] = _plain(state)
     data["format"] = FORMAT
     return data
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every record in it as a dict of its fields, in order; other tuples
+    stay tuples (what ``dataclasses.asdict`` gave when these records were dataclasses)."""
+    if hasattr(value, "_asdict"):
+        return {key: _plain(item) for key, item in zip(value._fields, value, strict=True)}
+    if isinstance(value, tuple):
+        return tuple(_plain(item) for item in value)
+    return value
 
 
 def from_json(data: object) -> RebaseState:
@@ -270,7 +275,7 @@ def from_json(data: object) -> RebaseState:
     top = _object(data, "the state")
     if top.get("format") != FORMAT:
         raise OtherFormat(top.get("format"))
-    _keys(top, "the state", {"format", *RebaseState.__dataclass_fields__})
+    _keys(top, "the state", {"format", *RebaseState._fields})
     plan = tuple(_action(a, i) for i, a in enumerate(_list(top, "plan")))
     done = tuple(_outcome(o, i) for i, o in enumerate(_list(top, "done")))
     if len(done) > len(plan):
@@ -308,7 +313,7 @@ def from_json(data: object) -> RebaseState:
 def _action(raw: object, i: int) -> Action:
     where = f"plan[{i}]"
     data = _object(raw, where)
-    _keys(data, where, set(Action.__dataclass_fields__))
+    _keys(data, where, set(Action._fields))
     kind = _str(data, "kind", where)
     if kind not in KINDS:
         raise ValueError(f"{where}.kind: unknown action {kind!r}")
@@ -318,7 +323,7 @@ def _action(raw: object, i: int) -> Action:
     upstream = None
     if data["upstream"] is not None:
         u = _object(data["upstream"], f"{where}.upstream")
-        _keys(u, f"{where}.upstream", set(Upstream.__dataclass_fields__))
+        _keys(u, f"{where}.upstream", set(Upstream._fields))
         upstream = Upstream(
             *(_str(u, k, f"{where}.upstream") for k in ("kind", "commit", "subject"))
         )
@@ -330,7 +335,7 @@ def _action(raw: object, i: int) -> Action:
 
 def _part(raw: object, where: str) -> Part:
     data = _object(raw, where)
-    _keys(data, where, set(Part.__dataclass_fields__))
+    _keys(data, where, set(Part._fields))
     verdict = _str(data, "verdict", where)
     if verdict not in ("full", "partial"):
         raise ValueError(f"{where}.verdict: unknown verdict {verdict!r}")
@@ -364,7 +369,7 @@ def _outcome(raw: object, i: int) -> Outcome:
 
 def _stop(raw: object) -> Stop:
     data = _object(raw, "stop")
-    _keys(data, "stop", set(Stop.__dataclass_fields__))
+    _keys(data, "stop", set(Stop._fields))
     index = data["index"]
     if not isinstance(index, int) or isinstance(index, bool):
         raise ValueError("stop.index: not an integer")

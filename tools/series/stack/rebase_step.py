@@ -33,7 +33,7 @@ run without a conflict writes all its commits with one git process.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState, Stop, Upstream
 
@@ -121,7 +121,7 @@ def step(state: RebaseState, event: Event) -> tuple[RebaseState, Effect]:
     """The state after ``event``, and the effect to perform next."""
     state = _apply(state, event)
     if state.stop is None and _edit_due(state):
-        state = replace(state, stop=Stop(state.position, "", "", (), (), "", kind="edit"))
+        state = state._replace(stop=Stop(state.position, "", "", (), (), "", kind="edit"))
     if state.stop is not None:
         return state, _write(state) or Halt()
     while state.position < len(state.plan):
@@ -233,8 +233,8 @@ def _apply(state: RebaseState, event: Event) -> RebaseState:
             raise StepError(f"{len(event.commits)} commits written for {len(todo)} patches")
         done = list(state.done)
         for k, commit in zip(todo, event.commits, strict=True):
-            done[k] = replace(done[k], new=commit)
-        return replace(state, done=tuple(done), current=event.commits[-1])
+            done[k] = done[k]._replace(new=commit)
+        return state._replace(done=tuple(done), current=event.commits[-1])
     if isinstance(event, Merged):
         return _merged(state, event)
     stop = state.stop
@@ -245,7 +245,7 @@ def _apply(state: RebaseState, event: Event) -> RebaseState:
     if isinstance(event, Edited):
         return _edited(state, event)
     if isinstance(event, Resolved) and state.plan[stop.index].kind == "fixup":
-        return replace(_squash(state, event.tree, "resolved by hand, recorded"), stop=None)
+        return _squash(state, event.tree, "resolved by hand, recorded")._replace(stop=None)
     if isinstance(event, Resolved):
         outcome = Outcome(
             "resolved", event.tree, note="resolved by hand, recorded", resolution=event.resolution
@@ -256,7 +256,7 @@ def _apply(state: RebaseState, event: Event) -> RebaseState:
             upstream_commit=stop.upstream[0].split()[0] if stop.upstream else state.onto,
             note=f"conflicts with upstream in {', '.join(stop.files)}",
         )
-    return replace(_add(state, outcome), stop=None)
+    return _add(state, outcome)._replace(stop=None)
 
 
 def _merged(state: RebaseState, event: Merged) -> RebaseState:
@@ -264,9 +264,9 @@ def _merged(state: RebaseState, event: Merged) -> RebaseState:
         raise StepError("a merge result with no action waiting for it")
     action = state.plan[state.position]
     if event.conflict is not None:
-        return replace(state, stop=replace(event.conflict, index=state.position))
+        return state._replace(stop=event.conflict._replace(index=state.position))
     if event.same:
-        return replace(_add(state, Outcome("picked", event.tree, event.same)), current=event.same)
+        return _add(state, Outcome("picked", event.tree, event.same))._replace(current=event.same)
     if event.clean and event.tree == tip_tree(state):
         return _add(state, _noted(Outcome("empty"), "it changes nothing on the new base", action))
     if action.kind == "fixup":
@@ -296,10 +296,10 @@ def _squash(state: RebaseState, tree: str, how: str) -> RebaseState:
     current = state.current
     if done[j].new:  # written: it was the commit so far; write it again on the one before
         current = state.done[kept[-2]].new if len(kept) > 1 else state.onto
-    done[j] = replace(done[j], tree=tree, new="")
+    done[j] = done[j]._replace(tree=tree, new="")
     into = state.plan[j].id
     note = f"squashed into {into}" + (f", {how}" if how else "")
-    return _add(replace(state, done=tuple(done), current=current), Outcome("squashed", note=note))
+    return _add(state._replace(done=tuple(done), current=current), Outcome("squashed", note=note))
 
 
 def _edited(state: RebaseState, event: Edited) -> RebaseState:
@@ -320,8 +320,7 @@ def _edited(state: RebaseState, event: Edited) -> RebaseState:
         else:
             actions.append(Action("pick", pid, commit))
             outcomes.append(Outcome("picked", tree, commit, "new at the edit stop"))
-    return replace(
-        state,
+    return state._replace(
         plan=(*state.plan[:k], *actions, *state.plan[k + 1 :]),
         done=(*state.done[:k], *outcomes),
         current=event.head,
@@ -334,17 +333,17 @@ def _noted(outcome: Outcome, why: str, action: Action) -> Outcome:
     u: Upstream | None = action.upstream
     if u is None and action.part is not None and action.part.took:
         commit, hunks = action.part.took[0]
-        return replace(
-            outcome, note=f"{why} (upstream has {hunks}: {commit[:12]})", upstream_commit=commit
+        return outcome._replace(
+            note=f"{why} (upstream has {hunks}: {commit[:12]})", upstream_commit=commit
         )
     if u is None:
-        return replace(outcome, note=why)
+        return outcome._replace(note=why)
     note = f"{why} (upstream has it, {u.kind}: {u.commit[:12]} {u.subject})"
-    return replace(outcome, note=note, upstream_commit=u.commit)
+    return outcome._replace(note=note, upstream_commit=u.commit)
 
 
 def _add(state: RebaseState, outcome: Outcome) -> RebaseState:
-    return replace(state, done=(*state.done, outcome))
+    return state._replace(done=(*state.done, outcome))
 
 
 def _write(state: RebaseState) -> Write | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from series.digests import blob_id
-from series.files import confined, remove, write_atomic
+from series.files import confined, confined_all, remove, write_atomic
 from series.git.ident import Ident
 from series.git.repo import Repo
 
@@ -47,8 +47,7 @@ def restore_project(repo: Repo, root: Path, saved: str, written: list[Path]) -> 
     bytes): only the blobs of the files that differ are read from git.
     """
     files = repo.objects.small_tree_files(saved)  # series.toml and patches/: no ls-tree
-    for path in [root / rel for rel in files] + written:
-        confined(root, path)  # all checked before any is written
+    confined_all(root, [root / rel for rel in files] + written)  # all before any is written
     stale = {rel: oid for rel, oid in files.items() if _blob_id(root / rel, oid) != oid}
     blobs = repo.objects.read_blobs(sorted(set(stale.values()))) if stale else {}
     changed = 0
