@@ -27,12 +27,9 @@ read, a hard bound of ``20 * stall`` seconds (at least 60) stands in.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
-
-from series.records import NamedTuple
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:  # nor pathlib: a re-run answered before the CLI loads this (series.entry)
@@ -172,11 +169,30 @@ def plain(
     )
 
 
-class Outcome(NamedTuple):
-    status: int
-    out: bytes
-    err: bytes
-    stalled: bool  # stopped by the ``stall`` bound
+class Outcome:
+    """How a git process ended. A plain class, not a series.records.NamedTuple: that is
+    ``collections.namedtuple``, whose import (collections, operator, keyword, reprlib)
+    a re-run of apply answered from what was kept (series.stack.verified_kept, whose
+    one ``git status`` this is) would pay for nothing else."""
+
+    __slots__ = ("err", "out", "stalled", "status")
+
+    def __init__(self, status: int, out: bytes, err: bytes, stalled: bool) -> None:
+        self.status = status
+        self.out = out
+        self.err = err
+        self.stalled = stalled  # stopped by the ``stall`` bound
+
+    def _fields(self) -> tuple[int, bytes, bytes, bool]:
+        return (self.status, self.out, self.err, self.stalled)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Outcome) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value and mutable: not hashable
+
+    def __repr__(self) -> str:
+        return f"Outcome{self._fields()!r}"
 
 
 def run_child(
@@ -411,8 +427,10 @@ def _run_spawned(
         raise
     finally:
         for fd in (out_fd, err_fd):
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 (contextlib: its import, collections', on kept answers)
                 os.close(fd)
+            except OSError:
+                pass
     return Outcome(status, out, err, False)
 
 
@@ -539,8 +557,10 @@ def _send(processes: set[tuple[int, int]], sig: signal.Signals) -> None:
     for pid, started in processes:
         fields = _stat(pid)
         if fields is not None and len(fields) > 19 and _started(fields) == started:
-            with contextlib.suppress(ProcessLookupError):
+            try:  # noqa: SIM105 (contextlib's import, as above)
                 os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 def _stat(pid: int) -> list[str] | None:
