@@ -416,22 +416,78 @@ def _run_spawned(
     held: _Held, cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | None
 ) -> Outcome:
     """:func:`run_child` for a light query: git started by :func:`spawn`, read to its end."""
+    return finish(_begun(held, cwd, argv, env, stdin))
+
+
+class Running:
+    """A light query started by :func:`start`: the process, the read ends of its stdout
+    and stderr, and whether they are closed (:func:`finish` or :func:`abandon` did:
+    neither does anything twice, a descriptor's number may be another file's by then)."""
+
+    __slots__ = ("closed", "err_fd", "out_fd", "proc")
+
+    def __init__(self, proc: Spawned, out_fd: int, err_fd: int) -> None:
+        self.proc = proc
+        self.out_fd = out_fd
+        self.err_fd = err_fd
+        self.closed = False
+
+
+def start(cwd: Path, argv: Sequence[str], env: Mapping[str, str]) -> Running:
+    """A light query (as :func:`run_child` with ``light``, stdin from /dev/null) started
+    now, to be read by :func:`finish` once the caller has done other work meanwhile
+    (series.stack.verified_kept: its ``git status`` runs on the other core while it
+    reads its digest). Between the two, the caller ends it (:func:`abandon`) on any
+    exception: it ends with series, as one of :func:`run_child`'s."""
+    return _begun(_Held(), cwd, argv, env, None)
+
+
+def _begun(
+    held: _Held, cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | None
+) -> Running:
     with held:  # a signal while git starts would leave it running, out of reach
-        proc, out_fd, err_fd = spawn(cwd, argv, env, stdin)
+        running = Running(*spawn(cwd, argv, env, stdin))
     try:
         held.deliver()
-        out, err = _read_both(out_fd, err_fd)
-        status = proc.wait()
     except BaseException:
-        end(proc)
+        abandon(running)
+        raise
+    return running
+
+
+def finish(running: Running) -> Outcome:
+    """What the query ``running`` (:func:`start`) says: read to its end, its exit status."""
+    if running.closed:
+        raise ValueError("series.git.child.finish: a query finished or abandoned already")
+    try:
+        out, err = _read_both(running.out_fd, running.err_fd)
+        status = running.proc.wait()
+    except BaseException:
+        end(running.proc)
         raise
     finally:
-        for fd in (out_fd, err_fd):
-            try:  # noqa: SIM105 (contextlib: its import, collections', on kept answers)
-                os.close(fd)
-            except OSError:
-                pass
+        _close(running)
     return Outcome(status, out, err, False)
+
+
+def abandon(running: Running) -> None:
+    """End the query ``running`` (:func:`start`) and all below it, unread (:func:`end`);
+    nothing when it was finished or abandoned already."""
+    if running.closed:
+        return
+    try:
+        end(running.proc)
+    finally:
+        _close(running)
+
+
+def _close(running: Running) -> None:
+    running.closed = True
+    for fd in (running.out_fd, running.err_fd):
+        try:  # noqa: SIM105 (contextlib: its import, collections', on kept answers)
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def _read_both(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
