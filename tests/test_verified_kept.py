@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +45,10 @@ NOT_IMPORTED = {
     "subprocess",
     "argparse",
     "typing",
+    # Not loaded by Python's start-up of the installed script (tools/bin/series, no
+    # runpy): contextlib, collections (series.records' namedtuple) cost ~1 ms here.
+    "contextlib",
+    "collections",
 }
 
 
@@ -352,3 +357,62 @@ def test_the_answer_runs_no_collection_and_the_cli_runs_with_the_collector_on(
 
     assert collections("apply") == "0 False 0"  # answered before the CLI
     assert collections("list").endswith(" True 0")  # the CLI: the collector on
+
+
+@pytest.mark.parametrize("case", ["answered", "changed", "interrupted"])
+def test_the_git_status_runs_while_the_digest_is_read_and_never_outlives_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The re-run's ``git status`` is started before the digest is read (it runs on the
+    other core meanwhile) and read after it; when the digest is another, the run waits
+    for that git to end before the CLI takes over; an exception (Ctrl-C) while the
+    digest is read ends it. The order of the calls is asserted, never a time."""
+    from series.git import child
+
+    root, shim, _ = _settled(tmp_path)
+    for name in ("PATH", "SERIES_CACHE_DIR"):
+        monkeypatch.setenv(name, shim.env[name])
+    done: list[str] = []
+    started: list[child.Running] = []
+    real_digest = verified_kept.digest  # and child's start, finish, abandon: its names
+    real_start, real_finish, real_abandon = child.start, child.finish, child.abandon
+
+    def start(*args: Any, **kw: Any) -> child.Running:
+        started.append(real_start(*args, **kw))
+        done.append("start")
+        return started[-1]
+
+    def digest(*args: Any) -> str | None:
+        done.append("digest")
+        if case == "interrupted":
+            raise KeyboardInterrupt
+        return "another" if case == "changed" else real_digest(*args)
+
+    def finish(running: child.Running) -> child.Outcome:
+        done.append("finish" if not running.closed else "finish again")
+        return real_finish(running)
+
+    def abandon(running: child.Running) -> None:
+        done.append("abandon" if not running.closed else "closed")
+        real_abandon(running)
+
+    for name, fake in (("start", start), ("digest", digest)):
+        monkeypatch.setattr(verified_kept, name, fake)
+    monkeypatch.setattr(verified_kept, "finish", finish)
+    monkeypatch.setattr(verified_kept, "abandon", abandon)
+    if case == "interrupted":
+        with pytest.raises(KeyboardInterrupt):
+            verified_kept.rerun(["-C", str(root), "apply"])
+    else:
+        code = verified_kept.rerun(["-C", str(root), "apply"])
+        assert code == (0 if case == "answered" else None)
+    expected = {
+        "answered": ["start", "digest", "finish", "closed"],
+        "changed": ["start", "digest", "finish", "closed"],
+        "interrupted": ["start", "digest", "abandon"],
+    }
+    assert done == expected[case]
+    assert len(started) == 1 and started[0].closed
+    assert started[0].proc.returncode is not None  # waited for: reaped, not left running
+    with pytest.raises(ChildProcessError):
+        os.waitpid(started[0].proc.pid, os.WNOHANG)

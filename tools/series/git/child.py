@@ -27,12 +27,9 @@ read, a hard bound of ``20 * stall`` seconds (at least 60) stands in.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
-
-from series.records import NamedTuple
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:  # nor pathlib: a re-run answered before the CLI loads this (series.entry)
@@ -172,11 +169,30 @@ def plain(
     )
 
 
-class Outcome(NamedTuple):
-    status: int
-    out: bytes
-    err: bytes
-    stalled: bool  # stopped by the ``stall`` bound
+class Outcome:
+    """How a git process ended. A plain class, not a series.records.NamedTuple: that is
+    ``collections.namedtuple``, whose import (collections, operator, keyword, reprlib)
+    a re-run of apply answered from what was kept (series.stack.verified_kept, whose
+    one ``git status`` this is) would pay for nothing else."""
+
+    __slots__ = ("err", "out", "stalled", "status")
+
+    def __init__(self, status: int, out: bytes, err: bytes, stalled: bool) -> None:
+        self.status = status
+        self.out = out
+        self.err = err
+        self.stalled = stalled  # stopped by the ``stall`` bound
+
+    def _fields(self) -> tuple[int, bytes, bytes, bool]:
+        return (self.status, self.out, self.err, self.stalled)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Outcome) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value and mutable: not hashable
+
+    def __repr__(self) -> str:
+        return f"Outcome{self._fields()!r}"
 
 
 def run_child(
@@ -400,20 +416,78 @@ def _run_spawned(
     held: _Held, cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | None
 ) -> Outcome:
     """:func:`run_child` for a light query: git started by :func:`spawn`, read to its end."""
+    return finish(_begun(held, cwd, argv, env, stdin))
+
+
+class Running:
+    """A light query started by :func:`start`: the process, the read ends of its stdout
+    and stderr, and whether they are closed (:func:`finish` or :func:`abandon` did:
+    neither does anything twice, a descriptor's number may be another file's by then)."""
+
+    __slots__ = ("closed", "err_fd", "out_fd", "proc")
+
+    def __init__(self, proc: Spawned, out_fd: int, err_fd: int) -> None:
+        self.proc = proc
+        self.out_fd = out_fd
+        self.err_fd = err_fd
+        self.closed = False
+
+
+def start(cwd: Path, argv: Sequence[str], env: Mapping[str, str]) -> Running:
+    """A light query (as :func:`run_child` with ``light``, stdin from /dev/null) started
+    now, to be read by :func:`finish` once the caller has done other work meanwhile
+    (series.stack.verified_kept: its ``git status`` runs on the other core while it
+    reads its digest). Between the two, the caller ends it (:func:`abandon`) on any
+    exception: it ends with series, as one of :func:`run_child`'s."""
+    return _begun(_Held(), cwd, argv, env, None)
+
+
+def _begun(
+    held: _Held, cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | None
+) -> Running:
     with held:  # a signal while git starts would leave it running, out of reach
-        proc, out_fd, err_fd = spawn(cwd, argv, env, stdin)
+        running = Running(*spawn(cwd, argv, env, stdin))
     try:
         held.deliver()
-        out, err = _read_both(out_fd, err_fd)
-        status = proc.wait()
     except BaseException:
-        end(proc)
+        abandon(running)
+        raise
+    return running
+
+
+def finish(running: Running) -> Outcome:
+    """What the query ``running`` (:func:`start`) says: read to its end, its exit status."""
+    if running.closed:
+        raise ValueError("series.git.child.finish: a query finished or abandoned already")
+    try:
+        out, err = _read_both(running.out_fd, running.err_fd)
+        status = running.proc.wait()
+    except BaseException:
+        end(running.proc)
         raise
     finally:
-        for fd in (out_fd, err_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        _close(running)
     return Outcome(status, out, err, False)
+
+
+def abandon(running: Running) -> None:
+    """End the query ``running`` (:func:`start`) and all below it, unread (:func:`end`);
+    nothing when it was finished or abandoned already."""
+    if running.closed:
+        return
+    try:
+        end(running.proc)
+    finally:
+        _close(running)
+
+
+def _close(running: Running) -> None:
+    running.closed = True
+    for fd in (running.out_fd, running.err_fd):
+        try:  # noqa: SIM105 (contextlib: its import, collections', on kept answers)
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def _read_both(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
@@ -539,8 +613,10 @@ def _send(processes: set[tuple[int, int]], sig: signal.Signals) -> None:
     for pid, started in processes:
         fields = _stat(pid)
         if fields is not None and len(fields) > 19 and _started(fields) == started:
-            with contextlib.suppress(ProcessLookupError):
+            try:  # noqa: SIM105 (contextlib's import, as above)
                 os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 def _stat(pid: int) -> list[str] | None:

@@ -61,7 +61,6 @@ that).
 
 from __future__ import annotations
 
-import contextlib  # loaded already by ``python -m`` (runpy)
 import os
 import sys
 import time
@@ -279,9 +278,11 @@ def contents(root: str, files: Sequence[str], known: str) -> list[bytes]:
         path = os.path.join(root, file)
         identity, _, content = was.partition("=")
         if content and _identity(os.stat(path)) == identity:
-            with contextlib.suppress(ValueError):  # not hex: an entry spoilt, read the file
+            try:
                 said.append(bytes.fromhex(content))
                 continue
+            except ValueError:  # not hex: an entry spoilt, read the file
+                pass
         with open(path, "rb") as fh:
             said.append(blake2b(fh.read()).digest())
     return said
@@ -485,8 +486,10 @@ def say(stdout: str, stderr: str) -> int:
         sys.stdout.write(stdout)
         sys.stdout.flush()
     except BrokenPipeError:
-        with contextlib.suppress(OSError, ValueError):
+        try:  # noqa: SIM105 (contextlib: its import, collections', on kept answers)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
         return BROKEN_PIPE
     return 0
 

@@ -28,19 +28,22 @@ kept only when series.known holds those very values for the bytes then
 (series.stack.verified), so a save in between keeps nothing.
 
 ``series [-C DIR] apply`` alone (series.entry) asks :func:`rerun`: when the
-entry is there, the digest computed now is the one kept, and the project
-lock can be shared (no series command is writing; one that wants to write
-waits meanwhile), it runs the ``git status`` verified runs
-(series.git.worktree.Worktree.dirty, read-only, started without
-subprocess: series.git.child) and, when the files are clean, writes what was
-kept. Anything else takes the full run, which says what it finds: no entry
-or another digest, a link on the way to series.toml, the checkout or a patch
-file (series.known), a temporary file of a killed series run to clear
-(series.project), what verified leaves to the full run (a git command in
-progress or cut short, an export journal, refs not readable as files), a
-repository variable in the environment (series.git.run strips those before
-git runs), ``-v``, ``SERIES_DEBUG`` or an injected fault, no lock file yet,
-a git that failed or found a change.
+entry is there, the digest computed now is the one kept, and the project lock
+can be shared (no series command is writing; one that wants to write waits
+meanwhile), it runs the ``git status`` verified runs
+(series.git.worktree.Worktree.dirty, read-only, started without subprocess:
+series.git.child) and, when the files are clean, writes what was kept. That
+``git status`` is started once the lock is held, before the digest is read, and
+read after it: on a second core the two overlap. When the digest is not the one
+kept, the run waits for that git to end before the CLI takes over (an exception
+ends it: it never outlives series). Anything else takes the full run, which says
+what it finds: no entry or another digest, a link on the way to series.toml, the
+checkout or a patch file (series.known), a temporary file of a killed series run
+to clear (series.project), what verified leaves to the full run (a git command
+in progress or cut short, an export journal, refs not readable as files), a
+repository variable in the environment (series.git.run strips those before git
+runs), ``-v``, ``SERIES_DEBUG`` or an injected fault, no lock file yet, a git
+that failed or found a change.
 
 It imports what series.stack.branches_kept does, series.git.ref_files and
 series.git.child and series.git.inprogress: not pathlib, json, re, hashlib or the git
@@ -53,7 +56,7 @@ import os
 from _blake2 import blake2b
 
 from series.code import code_digest
-from series.git.child import run_child
+from series.git.child import abandon, finish, start
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.inprogress import in_progress
 from series.git.ref_files import files_key
@@ -73,6 +76,8 @@ from series.stack.branches_kept import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from series.git.child import Outcome, Running
 
 FORMAT = 2
 DIR = "verified"
@@ -257,20 +262,43 @@ def rerun(argv: Sequence[str]) -> int | None:
     if lock is None:
         return None
     try:
-        if (
-            entry["git"] != _git_kept()
-            or digest(root, checkout, branch, named, command, entry["identities"]) != entry["key"]
-        ):
+        if entry["git"] != _git_kept() or not git_new_enough():
+            return None
+        # The git status starts now, read-only: it runs on the other core while the
+        # digest is read, and is read last (any other way out waits for its end, or
+        # ends it: it never outlives this run).
+        status = _status(checkout)
+        if status is None:
             return None
         try:
-            verified = blake2b(_read(os.path.join(checkout, VERIFIED))).hexdigest()
-        except OSError:
-            return None
-        if verified != entry["verified"] or not git_new_enough() or not _clean(checkout):
-            return None
+            if not _same(entry, root, checkout, branch, named, command):
+                finish(status)
+                return None
+            if not _clean(finish(status)):
+                return None
+        finally:
+            abandon(status)  # an exception: git ends with series
     finally:
         os.close(lock)  # the lock goes with the descriptor
     return say(entry["stdout"], entry["stderr"])
+
+
+def _same(
+    entry: dict[str, str],
+    root: str,
+    checkout: str,
+    branch: str,
+    named: Sequence[tuple[str, str]],
+    command: str,
+) -> bool:
+    """Whether all the entry was kept under is as it was, git and its status aside."""
+    if digest(root, checkout, branch, named, command, entry["identities"]) != entry["key"]:
+        return False
+    try:
+        verified = blake2b(_read(os.path.join(checkout, VERIFIED))).hexdigest()
+    except OSError:
+        return False
+    return verified == entry["verified"]
 
 
 def _shared(root: str) -> int | None:
@@ -291,11 +319,16 @@ def _shared(root: str) -> int | None:
     return fd
 
 
-def _clean(checkout: str) -> bool:
-    """Whether verified's ``git status`` of the checkout ends well and finds nothing."""
+def _status(checkout: str) -> Running | None:
+    """verified's ``git status`` of the checkout, started (series.git.child.start); None
+    when it cannot start (no git, no such directory: the full run says so)."""
     env = {"GIT_ALLOW_PROTOCOL": os.environ.get("GIT_ALLOW_PROTOCOL") or ALLOWED_PROTOCOLS}
     try:
-        done = run_child(checkout, STATUS, env=env, stdin=None, stall=None, light=True)  # type: ignore[arg-type]
+        return start(checkout, STATUS, env=env)  # type: ignore[arg-type]
     except OSError:
-        return False  # no git, no such directory: the full run says so
+        return None
+
+
+def _clean(done: Outcome) -> bool:
+    """Whether verified's ``git status`` ended well and found nothing."""
     return done.status == 0 and not any(len(e) > 3 for e in done.out.split(b"\0"))
