@@ -161,7 +161,9 @@ def test_a_patch_file_that_is_a_link_inside_the_project_is_not_replaced(tmp_path
     assert patch.is_symlink() and real.read_bytes() == before
 
 
-def test_confined_follows_links_only_inside(tmp_path: Path) -> None:
+def _linked_project(tmp_path: Path) -> Path:
+    """A project with links: ``in`` to its ``dir``, ``away`` out of it, ``dir/link`` to a
+    file beside it, ``loop`` to itself."""
     root, out = tmp_path / "project", tmp_path / "out"
     (root / "dir").mkdir(parents=True)
     out.mkdir()
@@ -170,6 +172,11 @@ def test_confined_follows_links_only_inside(tmp_path: Path) -> None:
     (root / "away").symlink_to(out)
     (root / "dir" / "link").symlink_to("file")
     (root / "loop").symlink_to("loop")
+    return root
+
+
+def test_confined_follows_links_only_inside(tmp_path: Path) -> None:
+    root = _linked_project(tmp_path)
     assert confined(root, root / "dir" / "new") == root / "dir" / "new"
     assert confined(root, root / "in" / "new") == root / "in" / "new"  # a link inside: followed
     assert confined(root, root / "dir" / "link", reading=True) == root / "dir" / "link"
@@ -196,14 +203,7 @@ def test_confined_all_refuses_what_confined_refuses_after_paths_it_let_through(
     """``confined_all`` (--abort's check of every file it puts back) looks at each
     directory once: a path through a directory seen already is still refused where
     ``confined`` refuses it, with the same words, and one let through is let through."""
-    root, out = tmp_path / "project", tmp_path / "out"
-    (root / "dir").mkdir(parents=True)
-    out.mkdir()
-    (root / "dir" / "file").write_text("x")
-    (root / "in").symlink_to("dir")
-    (root / "away").symlink_to(out)
-    (root / "dir" / "link").symlink_to("file")
-    (root / "loop").symlink_to("loop")
+    root = _linked_project(tmp_path)
     fine = [root / "dir" / "new", root / "in" / "new", root / "dir" / "file", root / "gone" / "x"]
     confined_all(root, fine)
     confined_all(root, [*fine, root / "dir" / "link"], reading=True)

@@ -171,15 +171,11 @@ def _keeping(
     as_json: bool,
 ) -> _Keeping | None:
     """A dry run of the kind series.stack.branches_kept answers, with its inputs; or None."""
-    from series.terminal import terminal
+    from series.stack.branches_kept import may_keep
 
     if not opts.dry_run or opts.push is not None or opts.upstream is not None:
         return None
-    if directory is not None or "logging" in sys.modules:
-        return None
-    if any(name.startswith(("SERIES_DEBUG", "SERIES_FAULT_")) for name in os.environ):
-        return None
-    if terminal(ui.out.file) or terminal(ui.err.file):
+    if directory is not None or not may_keep(ui.out.file, ui.err.file):
         return None
     try:
         return _Keeping(series, ui, checkout, opts, as_json)

@@ -83,16 +83,9 @@ class _Keeping:
     def start(cls, series: Series, ui: Ui) -> _Keeping | None:
         """None where rangediff_kept would not answer: a log asked for (``-v``,
         ``SERIES_DEBUG``), a fault injected, a terminal."""
-        import os
-        import sys
+        from series.stack.branches_kept import may_keep
 
-        from series.terminal import terminal
-
-        if "logging" in sys.modules:
-            return None
-        if any(name.startswith(("SERIES_DEBUG", "SERIES_FAULT_")) for name in os.environ):
-            return None
-        if terminal(ui.out.file) or terminal(ui.err.file):
+        if not may_keep(ui.out.file, ui.err.file):
             return None
         try:
             return cls(series, ui)

@@ -537,3 +537,15 @@ def write(path: str, text: str) -> None:
             os.unlink(tmp)
         except OSError:
             return
+
+
+def may_keep(out: object, err: object) -> bool:
+    """Whether a run writing to the streams ``out`` and ``err`` may keep what it wrote for
+    a kept answer (branches --dry-run, range-diff): not when a log is asked for (``-v``,
+    ``SERIES_DEBUG``: lines a kept answer would not write), a fault is injected, or either
+    stream is a terminal (colour, width: kept answers are said to pipes and files only)."""
+    if "logging" in sys.modules:
+        return False
+    if any(name.startswith(("SERIES_DEBUG", "SERIES_FAULT_")) for name in os.environ):
+        return False
+    return not (terminal(out) or terminal(err))
