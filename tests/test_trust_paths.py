@@ -175,20 +175,25 @@ def _linked_project(tmp_path: Path) -> Path:
     return root
 
 
+def _refused(root: Path) -> list[tuple[Path, bool]]:
+    """Paths of :func:`_linked_project` that ``confined`` refuses (reading or not)."""
+    return [
+        (root / "away" / "new", False),  # a directory link out
+        (root / "away" / "new", True),
+        (root / "dir" / "link", False),  # the file itself a link: not replaced
+        (root / "in" / "link", False),  # the same, through a link inside
+        (root / "away" / ".." / "x", False),  # '..' through a link out
+        (root / ".." / "x", False),
+        (root / "loop" / "x", True),
+    ]
+
+
 def test_confined_follows_links_only_inside(tmp_path: Path) -> None:
     root = _linked_project(tmp_path)
     assert confined(root, root / "dir" / "new") == root / "dir" / "new"
     assert confined(root, root / "in" / "new") == root / "in" / "new"  # a link inside: followed
     assert confined(root, root / "dir" / "link", reading=True) == root / "dir" / "link"
-    refused = [
-        (root / "away" / "new", False),  # a directory link out
-        (root / "away" / "new", True),
-        (root / "dir" / "link", False),  # the file itself a link: not replaced
-        (root / "away" / ".." / "x", False),  # '..' through a link out
-        (root / ".." / "x", False),
-        (root / "loop" / "x", True),
-    ]
-    for path, reading in refused:
+    for path, reading in _refused(root):
         try:
             confined(root, path, reading=reading)
         except SeriesError as exc:
@@ -207,16 +212,7 @@ def test_confined_all_refuses_what_confined_refuses_after_paths_it_let_through(
     fine = [root / "dir" / "new", root / "in" / "new", root / "dir" / "file", root / "gone" / "x"]
     confined_all(root, fine)
     confined_all(root, [*fine, root / "dir" / "link"], reading=True)
-    refused = [
-        (root / "away" / "new", False),
-        (root / "away" / "new", True),
-        (root / "dir" / "link", False),
-        (root / "in" / "link", False),
-        (root / "away" / ".." / "x", False),
-        (root / ".." / "x", False),
-        (root / "loop" / "x", True),
-    ]
-    for path, reading in refused:
+    for path, reading in _refused(root):
         try:
             confined(root, path, reading=reading)
         except SeriesError as exc:
