@@ -10,25 +10,13 @@ lacked files of the archive, silently, and the series was applied on it.
 
 from __future__ import annotations
 
-import io
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from helpers import UPSTREAM_FILES, git, make_project
 from series.errors import Exit
-from test_upstream import PACKAGE, use_sdist_manifest
-
-
-def _archive(path: Path, files: dict[str, str]) -> Path:
-    with tarfile.open(path, "w:gz") as tar:
-        for name, text in sorted(files.items()):
-            data = text.encode()
-            info = tarfile.TarInfo(f"{PACKAGE}-1.0/{name}")
-            info.size, info.mtime, info.mode = len(data), 1_700_000_000, 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return path
+from test_upstream import PACKAGE, make_sdist, use_sdist_manifest
 
 
 @pytest.mark.parametrize("name", [".git/config", "pkg/.git/config", ".GIT/hooks", "pkg/.Git/x"])
@@ -37,7 +25,7 @@ def test_an_sdist_holding_a_path_git_cannot_store_is_refused_naming_it(
 ) -> None:
     project = make_project(tmp_path)
     use_sdist_manifest(project.root)
-    archive = _archive(tmp_path / f"{PACKAGE}-1.0.tar.gz", {**UPSTREAM_FILES, name: "x\n"})
+    archive = make_sdist(tmp_path / f"{PACKAGE}-1.0.tar.gz", files={**UPSTREAM_FILES, name: "x\n"})
     before = (project.root / "series.toml").read_bytes()
     code, _, err = project.run("apply", "--upstream", str(archive))
     assert code == Exit.FAILED, err
@@ -50,7 +38,7 @@ def test_an_sdist_of_paths_git_stores_is_imported_whole(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     use_sdist_manifest(project.root)
     files = {**UPSTREAM_FILES, ".github/x.yml": "a\n", "pkg/.gitignore": "*.pyc\n"}
-    archive = _archive(tmp_path / f"{PACKAGE}-1.0.tar.gz", files)
+    archive = make_sdist(tmp_path / f"{PACKAGE}-1.0.tar.gz", files=files)
     code, _, err = project.run("apply", "--upstream", str(archive))
     assert code == 0, err
     listed = git(project.work, "ls-tree", "-r", "--name-only", "refs/series/base").split("\n")
