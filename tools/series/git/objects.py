@@ -218,18 +218,7 @@ class Objects(Part):
         git's answer must agree. Committer = author, as ``commit_tree``.
         Author dates must be raw (``<epoch> <tz>``).
         """
-        payloads, ids = [], []
-        for tree, message, who in chain:
-            person = f"{who.name} <{who.email}> {who.date}".encode()
-            body = b"tree %s\nparent %s\nauthor %s\ncommitter %s\n\n" % (
-                tree.encode(),
-                parent.encode(),
-                person,
-                person,
-            ) + message.encode("utf-8")
-            parent = sha1(b"commit %d\0" % len(body) + body).hexdigest()
-            payloads.append(body)
-            ids.append(parent)
+        payloads, ids = commit_chain(chain, parent)
         written = self.write("commit", payloads)
         if written != ids:
             raise InternalError("git computed other commit ids than series", why=f"{written}")
@@ -271,3 +260,23 @@ def loose(objects: Path) -> int:
 
 
 _FEW = 16  # at most this many blobs read one request at a time from the long-lived cat-file
+
+
+def commit_chain(
+    chain: Sequence[tuple[str, str, Ident]], parent: str
+) -> tuple[list[bytes], list[str]]:
+    """The bytes and ids of :meth:`Objects.write_commits`' commits, written by whoever
+    writes them (series.stack.rebase_driver: the merge stream's ``hash-object``)."""
+    payloads, ids = [], []
+    for tree, message, who in chain:
+        person = f"{who.name} <{who.email}> {who.date}".encode()
+        body = b"tree %s\nparent %s\nauthor %s\ncommitter %s\n\n" % (
+            tree.encode(),
+            parent.encode(),
+            person,
+            person,
+        ) + message.encode("utf-8")
+        parent = sha1(b"commit %d\0" % len(body) + body).hexdigest()
+        payloads.append(body)
+        ids.append(parent)
+    return payloads, ids
