@@ -37,15 +37,18 @@ new one (tests/test_rebase_kill.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from series.builder.message import with_parts
 from series.checkout import Checkout
 from series.errors import ConflictError
-from series.git import ZERO, CommitInfo, Ident, LogEntry, Repo, TreeMerge
-from series.git.mergetree import MergeStream
+from series.git.history import CommitInfo, LogEntry
+from series.git.ident import Ident
+from series.git.mergetree import MergeStream, TreeMerge
 from series.git.objects import commit_chain
+from series.git.repo import Repo
+from series.git.run import ZERO
 from series.merge import Job, Merger, Node, resolutions
 from series.merge.merger import synthetic_commit
 from series.merge.predict import clean_node, predict_jobs
@@ -308,7 +311,7 @@ def _replay(run: Run, merger: Merger, guesses: Guesses, steps: Steps, effect: Re
     found = _recorded(run, effect, merge)
     if found.conflict is not None and effect.propose:
         proposal = merger.favour_ours(merge)
-        return replace(found, conflict=found.conflict._replace(proposal=proposal))
+        return found._replace(conflict=found.conflict._replace(proposal=proposal))
     return found
 
 

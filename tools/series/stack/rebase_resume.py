@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
-from series.git import LogEntry
+from series.git.history import LogEntry
 from series.git.run import light_processes
 from series.merge import resolutions
 from series.records import NamedTuple
