@@ -373,7 +373,9 @@ def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
 # and a kept plain range-diff: series.stack.rangediff_kept.)
 # The git layer's Repo makes each part (merges, fetches, history) when first used, so
 # that rebase --abort loads only the parts it runs. git.itself starts git (series.git.child)
-# only for a wrapper script, so a kept dry run of branches loads no way to start git. Those are
+# only for a wrapper script, so a kept dry run of branches loads no way to start git. The merge
+# engine's names load their module when first used, so that a rebase's resume loads neither the
+# series as merge inputs nor the target of --onto. Those are
 # edges of the module graph all the same (LAZY, below). Third-party imports inside
 # functions stay allowed (a lazy import of a heavy library is not a cycle).
 LAZY = (
@@ -384,6 +386,7 @@ LAZY = (
     "series.upstream",
     "series.upstream.pin",
     "series.git.itself",
+    "series.merge",
 )
 
 
