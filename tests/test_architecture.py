@@ -375,8 +375,10 @@ def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
 # that rebase --abort loads only the parts it runs. git.itself starts git (series.git.child)
 # only for a wrapper script, so a kept dry run of branches loads no way to start git. The merge
 # engine's names load their module when first used, so that a rebase's resume loads neither the
-# series as merge inputs nor the target of --onto. Those are
-# edges of the module graph all the same (LAZY, below). Third-party imports inside
+# series as merge inputs nor the target of --onto. The rebase driver imports the end of a
+# rebase (its export), the trailers of a patch upstream took part of and the batched speculation
+# only where it uses them, so that a --skip or --continue that stops again loads none of them.
+# Those are edges of the module graph all the same (LAZY, below). Third-party imports inside
 # functions stay allowed (a lazy import of a heavy library is not a cycle).
 LAZY = (
     "series.project",
@@ -387,6 +389,7 @@ LAZY = (
     "series.upstream.pin",
     "series.git.itself",
     "series.merge",
+    "series.stack.rebase_driver",
 )
 
 

@@ -40,7 +40,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from series.builder.message import with_parts
 from series.checkout import Checkout
 from series.errors import ConflictError
 from series.git.history import CommitInfo, LogEntry
@@ -51,10 +50,8 @@ from series.git.repo import Repo
 from series.git.run import ZERO
 from series.merge import Job, Merger, Node, resolutions
 from series.merge.merger import synthetic_commit
-from series.merge.predict import clean_node, predict_jobs
 from series.stack import part_notes
 from series.stack import rebase_state as rstate
-from series.stack.rebase_finish import finish
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import (
     Event,
@@ -151,6 +148,8 @@ def _walk(
                 assert run.end is not None, "an edit is ended by the edit's own end"
                 run.end(run.series, run.ui, run.checkout, state)
                 return
+            from series.stack.rebase_finish import finish  # the export: only at the end
+
             subjects = {c: i.message.splitlines()[0] for c, i in run.infos.items()}
             finish(run.series, run.ui, run.checkout, state, subjects)
             return
@@ -160,6 +159,8 @@ def _message(run: Run, state: RebaseState, k: int, commit: str) -> str:
     """The patch's message; with a Partly-Upstream trailer per commit that took part of it."""
     message, part = run.infos[commit].message, state.plan[k].part
     if part is not None and part.verdict == "partial":
+        from series.builder.message import with_parts  # a patch upstream took part of
+
         return with_parts(message, list(part.took))
     return message
 
@@ -232,6 +233,8 @@ class Guesses:
                 Node(i.tree, i.commit, i.parent) for i in infos
             ]
         start, onto = self.done, self.onto
+        from series.merge.predict import clean_node, predict_jobs  # no stream: batches
+
         predicted = self.merger.run(predict_jobs(self.nodes, start, onto))
         ontos = [onto.tree] + [m.tree if m.clean else "" for m in predicted[:-1]]
         chunk = self.todo[start : start + len(predicted)]
