@@ -373,8 +373,12 @@ def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
 # and a kept plain range-diff: series.stack.rangediff_kept.)
 # The git layer's Repo makes each part (merges, fetches, history) when first used, so
 # that rebase --abort loads only the parts it runs. git.itself starts git (series.git.child)
-# only for a wrapper script, so a kept dry run of branches loads no way to start git. Those are
-# edges of the module graph all the same (LAZY, below). Third-party imports inside
+# only for a wrapper script, so a kept dry run of branches loads no way to start git. The merge
+# engine's names load their module when first used, so that a rebase's resume loads neither the
+# series as merge inputs nor the target of --onto. The rebase driver imports the end of a
+# rebase (its export), the trailers of a patch upstream took part of and the batched speculation
+# only where it uses them, so that a --skip or --continue that stops again loads none of them.
+# Those are edges of the module graph all the same (LAZY, below). Third-party imports inside
 # functions stay allowed (a lazy import of a heavy library is not a cycle).
 LAZY = (
     "series.project",
@@ -384,6 +388,8 @@ LAZY = (
     "series.upstream",
     "series.upstream.pin",
     "series.git.itself",
+    "series.merge",
+    "series.stack.rebase_driver",
 )
 
 

@@ -16,9 +16,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from series.digests import blob_id
+from series.digests import blob_id, sha1
 from series.errors import SeriesError
-from series.git.run import HERMETIC, Part, Runner, input_file
+from series.git.run import HERMETIC, GitFailed, Part, Runner, input_file
 from series.records import NamedTuple
 
 
@@ -95,11 +95,92 @@ class Index(Part):
         self, tree: str | None, index_info: Sequence[str], env: Mapping[str, str] | None = None
     ) -> str:
         """``tree`` with the entries of ``index_info`` (``update-index --index-info``);
-        ``tree`` None: the tree of those entries alone."""
+        ``tree`` None: the tree of those entries alone.
+
+        Files put over a tree (a merge's conflicted files marked up, a side
+        favoured) are an edit of the trees on their paths only: those are read
+        from the long-lived ``cat-file`` and written with one ``mktree``
+        (:meth:`_edit`), where a scratch index would read and write the whole
+        tree (``read-tree``, ``update-index``, ``write-tree``: three processes,
+        each over every file of the tree). Anything else, or an edit whose trees
+        ``mktree`` does not write with the ids computed here, goes the long way.
+        """
+        if tree is not None:
+            edited = self._edit(tree, index_info, env)
+            if edited is not None:
+                return edited
         with self.scratch(tree, env) as scratch:
             data = ("\n".join(index_info) + "\n").encode()
             self._run.git_input("update-index", "--index-info", data=data, env=scratch)
             return self.write_tree(scratch)
+
+    def _edit(
+        self, tree: str, index_info: Sequence[str], env: Mapping[str, str] | None
+    ) -> str | None:
+        """:meth:`rewrite` of files (stage 0, regular or symlink) put over ``tree``, in the
+        repository's own object store, with trees read from the long-lived ``cat-file`` and
+        written by one ``mktree --batch``; None where that does not answer (removals,
+        stages, a file where a directory is, or the other way, an object store of the
+        environment's, a tree not read, ids that are not SHA-1, or ``mktree`` writing
+        trees whose ids are not the ones computed here: the caller goes the long way).
+        """
+        if len(tree) != 40 or any(k in (env or {}) for k in _OWN_STORE):
+            return None
+        edits: dict[tuple[bytes, ...], dict[bytes, tuple[bytes, bytes]]] = {}
+        for line in index_info:
+            found = _INFO.fullmatch(line)
+            if found is None:
+                return None
+            mode, oid, path = found.groups()
+            parts = tuple(os.fsencode(path).split(b"/"))
+            if any(part in (b"", b".", b"..") for part in parts):
+                return None
+            edits.setdefault(parts[:-1], {})[parts[-1]] = (mode.encode(), bytes.fromhex(oid))
+        dirs: set[tuple[bytes, ...]] = set()
+        for d in edits:  # every tree on the way to an edited file is written again
+            dirs.update(d[:k] for k in range(len(d) + 1))
+        read: dict[tuple[bytes, ...], dict[bytes, tuple[bytes, bytes]]] = {}
+        for d in sorted(dirs, key=len):  # parents first: each names its child's id
+            if not d:
+                oid = bytes.fromhex(tree)
+            else:
+                found_entry = read[d[:-1]].get(d[-1])
+                if found_entry is None:
+                    read[d] = {}  # a new directory
+                    continue
+                mode, oid = found_entry
+                if mode != b"40000":
+                    return None  # a file where a directory would go
+            data = self._run.object_data(oid.hex(), "tree")
+            if data is None:
+                return None
+            read[d] = _tree_entries(data)
+        for d, files in edits.items():
+            for name, (mode, oid) in files.items():
+                if read[d].get(name, (b"", b""))[0] == b"40000":
+                    return None  # a directory where a file would go
+                read[d][name] = (mode, oid)
+        batch, ids = [], []
+        for d in sorted(dirs, key=len, reverse=True):  # children first: mktree checks them
+            entries = read[d]
+            body = b"".join(
+                mode + b" " + name + b"\0" + oid
+                for name, (mode, oid) in sorted(entries.items(), key=_tree_order)
+            )
+            oid = sha1(b"tree %d\0" % len(body) + body).digest()
+            ids.append(oid.hex())
+            if d:
+                read[d[:-1]][d[-1]] = (b"40000", oid)
+            batch += [
+                b"%s %s %s\t%s\0" % (mode, _KIND.get(mode, b"blob"), oid.hex().encode(), name)
+                for name, (mode, oid) in entries.items()
+            ]
+            batch.append(b"\0")
+        try:
+            out = self._run.git_input("mktree", "-z", "--batch", data=b"".join(batch), env=env)
+        except GitFailed:  # an entry mktree does not take as it is: the long way says why
+            return None
+        return ids[-1] if out.decode().split() == ids else None
 
     def tree_from_directory(self, root: Path) -> str:
         """The tree of every file under ``root`` (no ignore rules, no ``.git``), written to
@@ -279,6 +360,30 @@ class Index(Part):
                 mode, _, sha = meta.split(" ")
                 found[path] = f"{mode} {sha}\t{path}"
         return [found.get(path, f"0 {'0' * 40}\t{path}") for path in paths]
+
+
+# An ``--index-info`` line :meth:`Index._edit` answers: a file at stage 0 (no removal).
+_INFO = re.compile(r"(100644|100755|120000) ([0-9a-f]{40})\t([^\n]+)")
+_OWN_STORE = ("GIT_DIR", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
+_KIND = {b"40000": b"tree", b"160000": b"commit"}
+
+
+def _tree_entries(data: bytes) -> dict[bytes, tuple[bytes, bytes]]:
+    """A raw SHA-1 tree object: name -> (mode, binary id)."""
+    entries: dict[bytes, tuple[bytes, bytes]] = {}
+    pos = 0
+    while pos < len(data):
+        space = data.index(b" ", pos)
+        nul = data.index(b"\0", space)
+        entries[data[space + 1 : nul]] = (data[pos:space], data[nul + 1 : nul + 21])
+        pos = nul + 21
+    return entries
+
+
+def _tree_order(item: tuple[bytes, tuple[bytes, bytes]]) -> bytes:
+    """git's order of a tree's entries: by name, a directory's as if it ended with ``/``."""
+    name, (mode, _) = item
+    return name + b"/" if mode == b"40000" else name
 
 
 def _directory_entries(root: Path) -> list[tuple[Path, str]]:

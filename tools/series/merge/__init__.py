@@ -14,8 +14,37 @@ Used by check-conflicts (series.conflicts) and rebase (series.stack.rebase)
 alike; it imports no workflow (tests/test_architecture.py).
 """
 
-from series.merge.merger import Job, Merger, Node
-from series.merge.stacked import PinStep, Stacked
-from series.merge.target import Target, resolve_target, target_of
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from series.merge.merger import Job, Merger, Node
+    from series.merge.stacked import PinStep, Stacked
+    from series.merge.target import Target, resolve_target, target_of
 
 __all__ = ["Job", "Merger", "Node", "PinStep", "Stacked", "Target", "resolve_target", "target_of"]
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the engine, its module imported on first use: a rebase's resume
+    (``--skip``, ``--continue``) loads the merges and the recorded resolutions, not the
+    series as merge inputs (``stacked``, with the manifest's records) nor ``--onto``'s
+    target (``target``)."""
+    if name in ("Job", "Merger", "Node"):
+        from series.merge import merger
+
+        value = getattr(merger, name)
+    elif name in ("PinStep", "Stacked"):
+        from series.merge import stacked
+
+        value = getattr(stacked, name)
+    elif name in ("Target", "resolve_target", "target_of"):
+        from series.merge import target
+
+        value = getattr(target, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value

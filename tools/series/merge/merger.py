@@ -32,7 +32,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from series.errors import UsageError
-from series.git import ZERO, Repo, StageEntry, TreeMerge
+from series.git.mergetree import StageEntry, TreeMerge
+from series.git.repo import Repo
+from series.git.run import ZERO
 
 MODES = ("auto", "synthetic", "merge-base")
 _IDENT = b"keras-series scratch <scratch@keras-series.invalid> 0 +0000"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from series.git import TreeMerge
+from series.git.mergetree import TreeMerge
 from series.merge.merger import Job, Node
 
 CHUNK = 16

@@ -33,7 +33,8 @@ from pathlib import Path
 
 from series.digests import sha1
 from series.files import confined, write_atomic
-from series.git import Repo, StageEntry, TreeMerge
+from series.git.mergetree import StageEntry, TreeMerge
+from series.git.repo import Repo
 
 DIRECTORY = "resolutions"
 FORMAT = 1

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from series.git import LogEntry, Repo
+from series.git.history import LogEntry
+from series.git.repo import Repo
 from series.merge.merger import Node
 
 TYPE_CHECKING = False  # the upstream's machinery (fetch, sdist) is not loaded by a resume

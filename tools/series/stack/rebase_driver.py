@@ -37,20 +37,21 @@ new one (tests/test_rebase_kill.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from series.builder.message import with_parts
 from series.checkout import Checkout
 from series.errors import ConflictError
-from series.git import ZERO, CommitInfo, LogEntry, Repo, TreeMerge
-from series.git.mergetree import MergeStream
+from series.git.history import CommitInfo, LogEntry
+from series.git.ident import Ident
+from series.git.mergetree import MergeStream, TreeMerge
+from series.git.objects import commit_chain
+from series.git.repo import Repo
+from series.git.run import ZERO
 from series.merge import Job, Merger, Node, resolutions
 from series.merge.merger import synthetic_commit
-from series.merge.predict import clean_node, predict_jobs
 from series.stack import part_notes
 from series.stack import rebase_state as rstate
-from series.stack.rebase_finish import finish
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import (
     Event,
@@ -87,6 +88,14 @@ class Run:
     upstream_commits: Callable[[], list[LogEntry]]
     end: Callable[[Series, Ui, Checkout, RebaseState], None] | None = None
     _commits: list[LogEntry] | None = field(default=None, init=False)
+    # The tree the checkout's index holds, where this run just put it there (``--skip``
+    # resets the checkout to the commit so far): a stop's ``written_from`` without a
+    # ``write-tree``. None: asked of git.
+    index_tree: str | None = field(default=None, init=False)
+    # HEAD's commit and branch (``Refs.head_and_ref``), where this run just set them
+    # (``--skip`` detaches HEAD at the commit so far): the stop's transaction
+    # compares them and swaps. None: read from git.
+    head: tuple[str | None, str | None] | None = field(default=None, init=False)
 
     @property
     def repo(self) -> Repo:
@@ -127,7 +136,7 @@ def _walk(
                 (tree, _message(run, state, k, c), run.infos[c].author)
                 for k, tree, c in effect.items
             ]
-            event = Written(tuple(run.repo.objects.write_commits(chain, effect.parent)))
+            event = Written(tuple(steps.write_commits(chain, effect.parent)))
         elif isinstance(effect, Halt):
             steps.close()  # no more merges: the stream ends before the checkout moves
             _halt(run, state)
@@ -139,6 +148,8 @@ def _walk(
                 assert run.end is not None, "an edit is ended by the edit's own end"
                 run.end(run.series, run.ui, run.checkout, state)
                 return
+            from series.stack.rebase_finish import finish  # the export: only at the end
+
             subjects = {c: i.message.splitlines()[0] for c, i in run.infos.items()}
             finish(run.series, run.ui, run.checkout, state, subjects)
             return
@@ -148,6 +159,8 @@ def _message(run: Run, state: RebaseState, k: int, commit: str) -> str:
     """The patch's message; with a Partly-Upstream trailer per commit that took part of it."""
     message, part = run.infos[commit].message, state.plan[k].part
     if part is not None and part.verdict == "partial":
+        from series.builder.message import with_parts  # a patch upstream took part of
+
         return with_parts(message, list(part.took))
     return message
 
@@ -220,6 +233,8 @@ class Guesses:
                 Node(i.tree, i.commit, i.parent) for i in infos
             ]
         start, onto = self.done, self.onto
+        from series.merge.predict import clean_node, predict_jobs  # no stream: batches
+
         predicted = self.merger.run(predict_jobs(self.nodes, start, onto))
         ontos = [onto.tree] + [m.tree if m.clean else "" for m in predicted[:-1]]
         chunk = self.todo[start : start + len(predicted)]
@@ -270,6 +285,16 @@ class Steps:
             self.merger.merges += 1
         return merge
 
+    def write_commits(self, chain: list[tuple[str, str, Ident]], parent: str) -> list[str]:
+        """The commits of series.git.objects' ``write_commits``, written by the stream's
+        ``hash-object`` when it runs (no process of their own), else as that writes them."""
+        payloads, ids = commit_chain(chain, parent)
+        if self.stream is not None and self.stream.live:
+            written = [self.stream.write("commit", payload) for payload in payloads]
+            if written == ids:
+                return ids
+        return self.run.repo.objects.write_commits(chain, parent)
+
     def close(self) -> None:
         if self.stream is not None:
             self.stream.close()
@@ -289,7 +314,7 @@ def _replay(run: Run, merger: Merger, guesses: Guesses, steps: Steps, effect: Re
     found = _recorded(run, effect, merge)
     if found.conflict is not None and effect.propose:
         proposal = merger.favour_ours(merge)
-        return replace(found, conflict=found.conflict._replace(proposal=proposal))
+        return found._replace(conflict=found.conflict._replace(proposal=proposal))
     return found
 
 
@@ -303,7 +328,7 @@ def _recorded(run: Run, effect: Replay, merge: TreeMerge) -> Merged:
         return Merged(False, found.tree, resolution=used)
     files = tuple(merge.files)
     touched = [f"{c.commit} {c.subject}" for c in run.commits() if set(c.files) & set(files)]
-    index_tree = repo.worktree.index_tree()
+    index_tree = run.index_tree or repo.worktree.index_tree()
     assert index_tree is not None, "the checkout was clean when the rebase began"
     stages = tuple((e.mode, e.oid, e.stage, e.path) for e in merge.entries)
     stop = Stop(
@@ -332,7 +357,7 @@ def _halt(run: Run, state: RebaseState) -> None:
         assert index_tree is not None, "the checkout was clean when the edit began"
         stop = stop._replace(written_from=index_tree)
         state = state._replace(stop=stop)
-    _stop_transaction(repo, state)
+    _stop_transaction(repo, state, run.head)
     if stop.kind == "conflict":
         write_conflict(repo, stop)
         raise conflict_error(run, state)
@@ -351,11 +376,15 @@ def stop_ref(state: RebaseState) -> str:
     return f"{rstate.STOP_PREFIX}{state.stop.kind}-{state.stopped_at}"
 
 
-def _stop_transaction(repo: Repo, state: RebaseState) -> None:
+def _stop_transaction(
+    repo: Repo, state: RebaseState, at: tuple[str | None, str | None] | None = None
+) -> None:
     """The state with its stop saved; HEAD detached at the commit so far, logged in git's
-    words (git status reads the last "checkout: moving from A to B" of HEAD's reflog)."""
+    words (git status reads the last "checkout: moving from A to B" of HEAD's reflog).
+
+    ``at``: HEAD's commit and branch as this run left them (else read here)."""
     old_blob = repo.refs.value(rstate.STATE_REF)
-    head, on = repo.refs.head_and_ref()
+    head, on = repo.refs.head_and_ref() if at is None else at
     ref = stop_ref(state)
     moving = (on or head or "HEAD").removeprefix("refs/heads/")
     with repo.refs.transaction(f"checkout: moving from {moving} to {ref}") as txn:

@@ -21,7 +21,7 @@ from series import manifest, refnames
 from series.checkout import Checkout
 from series.errors import InternalError
 from series.files import confined, remove, write_atomic
-from series.git import Repo
+from series.git.repo import Repo
 from series.manifest import Dropped, Patch, UpstreamPart
 from series.manifest_write import PatchUpdate, write_rebased
 from series.stack import rebase_state as rstate

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
-from series.git import LogEntry
+from series.git.history import LogEntry
 from series.git.run import light_processes
 from series.merge import resolutions
 from series.records import NamedTuple
@@ -245,5 +245,8 @@ def _skip(run: Run, st: RebaseState, at: tuple[str | None, str | None]) -> None:
     run.repo.worktree.checkout_tree(
         None, st.current
     )  # the conflict is thrown away, as git rebase --skip
+    run.index_tree = run.repo.objects.tree_of(st.current)  # what the index holds now
+    if at[0] is not None:  # keep_stop's transaction detached HEAD there if it was not
+        run.head = at if at[0] == st.current else (st.current, None)
     run.ui.status(f"  {st.plan[s.index].id:<4} skipped; series.toml will record why")
     drive(run, st, Skipped())

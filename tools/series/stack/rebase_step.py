@@ -33,16 +33,29 @@ run without a conflict writes all its commits with one git process.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from series.records import NamedTuple
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState, Stop, Upstream
 
 
-@dataclass(frozen=True)
-class Replay:
+class _Mark:
+    """An effect or event with nothing in it: equal to another of its own kind only."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class Replay(NamedTuple):
     """Merge the change of ``commit`` (over its parent) onto ``onto_tree``."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # a field that hides tuple.index
     id: str
     commit: str
     onto_tree: str
@@ -50,29 +63,25 @@ class Replay:
     onto: str = ""  # the patch may keep its commit if its parent is this one
 
 
-@dataclass(frozen=True)
-class Write:
+class Write(NamedTuple):
     """Write commits of (index, tree, the patch's old commit), each on the one before."""
 
     items: tuple[tuple[int, str, str], ...]
     parent: str
 
 
-@dataclass(frozen=True)
-class Halt:
+class Halt(_Mark):
     """Stop at ``state.stop``: the state is saved, the conflict written into the checkout."""
 
 
-@dataclass(frozen=True)
-class Finish:
+class Finish(_Mark):
     """Every action done and every commit written."""
 
 
 Effect = Replay | Write | Halt | Finish
 
 
-@dataclass(frozen=True)
-class Merged:
+class Merged(NamedTuple):
     """What a Replay gave: a clean merge, a conflict a recorded resolution answered
     (``resolution``: its path), or a conflict nothing answered (``conflict``)."""
 
@@ -83,26 +92,22 @@ class Merged:
     same: str = ""  # the patch's own commit, kept: nothing before it changed
 
 
-@dataclass(frozen=True)
-class Written:
+class Written(NamedTuple):
     commits: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     """``--continue``: the tree the user staged, recorded as ``resolution``."""
 
     tree: str
     resolution: str
 
 
-@dataclass(frozen=True)
-class Skipped:
+class Skipped(_Mark):
     """``--skip``: drop the patch stopped at."""
 
 
-@dataclass(frozen=True)
-class Edited:
+class Edited(NamedTuple):
     """``--continue`` at an edit stop: the commits made there, (commit, patch id or "",
     tree), oldest first, on the edited patch's parent; ``head`` is the last."""
 

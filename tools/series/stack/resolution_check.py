@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
 from series.errors import ConflictError
-from series.git import Repo
+from series.git.repo import Repo
 
 MARKER_SIZE = 7
 _MARKER_CHARS = b"<|=>"

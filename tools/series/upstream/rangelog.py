@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from series.bycommit import Store
-from series.git import LogEntry, Repo
+from series.git.history import LogEntry
+from series.git.repo import Repo
 
 FORMAT = 1
 KIND = "commitfiles"
