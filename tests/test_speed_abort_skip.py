@@ -83,6 +83,50 @@ def test_a_small_tree_read_through_cat_file_is_ls_trees_answer(tmp_path: Path) -
         repo.objects.small_tree_files(blob)
 
 
+def test_head_read_from_its_file_is_rev_parses_answer_or_none(tmp_path: Path) -> None:
+    """``Refs.head_and_ref_read`` (--abort reads HEAD from its file, no process) gives
+    ``head_and_ref``'s answer on a branch, detached, and detached at an annotated tag
+    (peeled to its commit); None where the file alone cannot tell it: an unborn branch,
+    a branch the listing lacks, a HEAD naming no commit, a HEAD file git would not
+    write."""
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q", "-b", "main")
+    (repo_dir / "f").write_text("1\n")
+    git(repo_dir, "add", "f")
+    git(repo_dir, "commit", "-qm", "one")
+    first = git(repo_dir, "rev-parse", "HEAD")
+    git(repo_dir, "commit", "-qm", "two", "--allow-empty")
+    git(repo_dir, "tag", "-a", "-m", "t", "v1", first)
+    repo = Repo(repo_dir)
+    git_dir = repo_dir / ".git"
+
+    def read() -> tuple[str | None, str | None] | None:
+        return repo.refs.head_and_ref_read(git_dir, repo.refs.under("refs/"))
+
+    assert (
+        read()
+        == repo.refs.head_and_ref()
+        == (git(repo_dir, "rev-parse", "HEAD"), "refs/heads/main")
+    )
+    git(repo_dir, "checkout", "-q", "--detach", first)
+    assert read() == repo.refs.head_and_ref() == (first, None)
+    tag = git(repo_dir, "rev-parse", "v1")
+    (git_dir / "HEAD").write_text(f"{tag}\n")  # git refuses to, a hand may not
+    assert tag != first and read() == repo.refs.head_and_ref() == (first, None)
+    tree = git(repo_dir, "rev-parse", f"{first}^{{tree}}")
+    (git_dir / "HEAD").write_text(f"{tree}\n")
+    assert read() is None and repo.refs.head_and_ref()[0] is None  # no commit for either
+    git(repo_dir, "checkout", "-q", "main")
+    assert repo.refs.head_and_ref_read(git_dir, {}) is None  # the branch not listed
+    git(repo_dir, "checkout", "-q", "--orphan", "unborn")
+    assert read() is None
+    listed = repo.refs.under("refs/")
+    for text in ("garbage\n", "ref: HEAD\n", f"{first.upper()}\n"):
+        (git_dir / "HEAD").write_text(text)
+        assert repo.refs.head_and_ref_read(git_dir, listed) is None, text
+
+
 def test_abort_reads_the_snapshot_without_ls_tree(tmp_path: Path) -> None:
     """What --abort puts back (series.toml, patches/) is read from the long-lived
     cat-file, not from an ``ls-tree`` process; the files are put back byte for byte."""

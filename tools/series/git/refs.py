@@ -192,6 +192,32 @@ class Refs(Part):
             return lines[0], (lines[1] if lines[1].startswith("refs/") else None)
         return None, self.symbolic_head()  # unborn: no commit, maybe a branch to be
 
+    def head_and_ref_read(
+        self, git_dir: Path, listed: Mapping[str, str]
+    ) -> tuple[str | None, str | None] | None:
+        """:meth:`head_and_ref` without a process, or None where it cannot be told so.
+
+        HEAD's file in ``git_dir`` names a branch (``ref: refs/...``), whose
+        commit ``listed`` (every ref under ``refs/``, read already in this run)
+        holds, or is itself an object id (detached); either is peeled to its
+        commit by the long-lived ``cat-file``, as ``rev-parse HEAD^{commit}``
+        does. An unborn branch, a HEAD that names no commit, another form (the
+        reftable backend's placeholder names a ref not listed) or an unreadable
+        file: None, and :meth:`head_and_ref` asks git.
+        """
+        try:
+            text = (git_dir / "HEAD").read_bytes().decode("ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        ref = text[5:].strip() if text.startswith("ref: ") else None
+        target = listed.get(ref) if ref is not None else text
+        if ref is not None and not ref.startswith("refs/"):
+            return None
+        if not target or len(target) not in (40, 64) or target.strip("0123456789abcdef"):
+            return None
+        found = self._run.lookup(f"{target}^{{commit}}")
+        return (found[0], ref) if found else None
+
     def valid_branch(self, name: str) -> bool:
         """Whether ``name`` is a valid branch name (``check-ref-format``).
 

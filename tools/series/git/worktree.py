@@ -60,13 +60,17 @@ class Worktree(Part):
         """Stash every uncommitted change, untracked files included."""
         self._run.git("stash", "push", "--include-untracked", "-m", message)
 
-    def checkout_tree(self, old: str | None, new: str) -> None:
+    def checkout_tree(self, old: str | None, new: str, *, parallel: bool = True) -> None:
         """Move index and work tree from commit ``old`` to ``new``.
 
         A two-tree ``read-tree -m -u`` touches only files that differ and
         refuses to overwrite local changes; a fresh repository takes --reset.
+        ``parallel``: git writes the files with a worker process per core (when
+        more than 100 change); without, in its own process, as ``git rebase
+        --abort`` does (a move of a few hundred files: the workers' start and
+        their hand-over cost more than they save on two cores).
         """
-        workers = ["-c", "checkout.workers=0"]  # one per core
+        workers = ["-c", f"checkout.workers={0 if parallel else 1}"]  # 0: one per core
         argv = ["read-tree", "--reset", "-u", new] if old is None else ["read-tree", "-m", "-u"]
         try:
             self._run.git(*workers, *(argv if old is None else [*argv, old, new]))

@@ -86,11 +86,12 @@ def abort(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> None:
     ours = {name: old for name, old in listed.items() if name.startswith(refnames.ROOT)}
     gone = [rstate.STATE_REF, rstate.ONTO_REF, rstate.SAVED_REF, rstate.CURRENT_REF]
     gone += [name for name in ours if name.startswith(rstate.STOP_PREFIX)]
-    keep_stop(checkout, st, f"{st.kind} --abort", ui, gone=gone, listed=listed)
+    at = repo.refs.head_and_ref_read(repo.git_dir, listed)  # from HEAD's file: no process
+    keep_stop(checkout, st, f"{st.kind} --abort", ui, gone=gone, listed=listed, at=at)
     repo.refs.set_head(checkout.branch_ref)
     tip = checkout.tip()
     assert tip is not None
-    repo.worktree.checkout_tree(None, tip)
+    repo.worktree.checkout_tree(None, tip, parallel=False)  # as git's abort: one process
     written = [series.root / file for _, file in series.named()]  # no parse when known
     journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
     written += [series.root / str(p) for p in (journal or {}).get("created", [])]

@@ -47,7 +47,8 @@ def restore_project(repo: Repo, root: Path, saved: str, written: list[Path]) -> 
     bytes): only the blobs of the files that differ are read from git.
     """
     files = repo.objects.small_tree_files(saved)  # series.toml and patches/: no ls-tree
-    confined_all(root, [root / rel for rel in files] + written)  # all before any is written
+    # all before any is written; each path once (the snapshot's files are mostly ``written``)
+    confined_all(root, dict.fromkeys([root / rel for rel in files] + written))
     stale = {rel: oid for rel, oid in files.items() if _blob_id(root / rel, oid) != oid}
     blobs = repo.objects.read_blobs(sorted(set(stale.values()))) if stale else {}
     changed = 0
