@@ -11,6 +11,9 @@ do"), also when it answered from the report it had kept
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ import pytest
 from helpers import Project, git, make_project, replace_line
 from rebase_helpers import moving_project
 from series.errors import Exit
+from series.git.inprogress import in_progress
 from test_trust_git_in_progress import STATES
 
 
@@ -90,3 +94,40 @@ def test_status_at_a_rebase_stop_puts_the_git_command_first(tmp_path: Path) -> N
     assert str(report["next"]).startswith("a git cherry-pick is in progress"), report["next"]
     assert "`series rebase --continue`" in str(report["next"])  # what comes after
     assert "rebase:" in out and "git cherry-pick --continue, or --abort" in out
+
+
+def _bounded(root: Path, *args: str) -> tuple[int, str, str]:
+    """``series -C root ARGS`` as its own process, which must end within a minute."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=os.environ,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_a_fifo_as_the_sequencer_s_todo_blocks_nothing(applied: Project) -> None:
+    """series.git.inprogress reads the sequencer's first line (cherry-pick or revert); a
+    FIFO there made every writing command wait for a writer for ever. (``git status``
+    itself waits on it too, and so ``series status`` with it: docs/hardening.md.)"""
+    project = applied
+    sequencer = project.work / ".git" / "sequencer"
+    sequencer.mkdir()
+    os.mkfifo(sequencer / "todo")
+    code, _, err = _bounded(project.root, "apply")
+    assert code == Exit.REFUSED and "a git cherry-pick is in progress" in err, err
+    found = in_progress(str(project.work / ".git"))  # in this process: after the bound
+    assert found is not None and found[1] == "cherry-pick"
+
+
+def test_a_fifo_in_place_of_the_kept_status_report_blocks_nothing(applied: Project) -> None:
+    project = applied
+    assert _bounded(project.root, "status")[0] == 0  # worked out, and kept
+    code, said, _ = _bounded(project.root, "status")
+    (kept,) = (Path(os.environ["SERIES_CACHE_DIR"]) / "status").iterdir()
+    kept.unlink()
+    os.mkfifo(kept)
+    assert _bounded(project.root, "status") == (code, said, "")
