@@ -16,6 +16,14 @@ Any other command line, a digest with no text kept, or a text that cannot
 be read, is the CLI's to answer. The text is written whole, or not at all
 (a temporary file renamed into place).
 
+The text is printed as it is, escapes and all, so only a text this user's
+series wrote is: the entry is sealed and read as the other kept answers
+are (series.stack.branches_kept.seal, read_entry: this user's file, that
+no one else may write, whole, of this format), and names the digest it
+was kept under (a file copied or linked from another digest's name is not
+taken). The digest is no secret: another user who may write the cache
+could otherwise have ``series --help`` print their text (docs/hardening.md).
+
 It imports only what series.stack.branches_kept does.
 """
 
@@ -26,10 +34,11 @@ import sys
 from _blake2 import blake2b
 
 from series.code import code_digest
-from series.stack.branches_kept import cache_dir, write
+from series.stack.branches_kept import cache_dir, read_entry, seal, write
 
-FORMAT = 1
+FORMAT = 2  # 1: the text alone, unsealed
 DIR = "help"
+FIELDS = ("format", "key", "text")
 HELP = ("--help", "-h")
 # What may change argparse's text besides the code and the width: its translation
 # (gettext's variables) and, in later Pythons, its colours.
@@ -66,16 +75,19 @@ def _path(digest: str) -> str:
 
 
 def recall() -> str | None:
-    """The help's text kept under the digest of now; None when there is none."""
-    try:
-        with open(_path(key()), encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, ValueError):
+    """The help's text kept under the digest of now; None when there is none, or none this
+    user's series wrote whole under it."""
+    digest = key()
+    entry = read_entry(_path(digest), FIELDS, FORMAT)
+    if entry is None or entry["key"] != digest:
         return None
-    return text or None
+    return entry["text"] or None
 
 
 def keep(text: str) -> None:
     """Keep ``text``, the help the CLI printed now; an entry that cannot be written costs
     only speed."""
-    write(_path(key()), text)
+    digest = key()
+    sealed = seal([str(FORMAT), digest, text])
+    if sealed is not None:
+        write(_path(digest), sealed)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from series import status_memo
 from series.checkout import BACKUP_PREFIX, Checkout, CheckoutState
 from series.errors import SeriesError
+from series.git.inprogress import in_progress
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -29,12 +30,35 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
     known = status_memo.recall(series, checkout.path, digest)
     if known is not None and checkout.repo.worktree.unfinished_move() is None:
         known["uncommitted"] = checkout.repo.worktree.dirty(read_only=True)
+        known[GIT] = _git_in_progress(checkout)  # a marker file moves no ref, no index
         known["next"] = _next(known)
         return known
     report = _work_out(series, checkout)
-    if digest is not None and status_memo.key(series, checkout.path, checkout.branch) == digest:
-        status_memo.keep(series, checkout.path, digest, report)
+    report[GIT] = _git_in_progress(checkout) if report["checkout"] is not None else None
+    if report[GIT] is not None:
+        report["next"] = _next(report)
+    kept = {k: v for k, v in report.items() if k != GIT}  # asked again on every run
+    if (
+        digest is not None
+        and report[GIT] is None
+        and status_memo.key(series, checkout.path, checkout.branch) == digest
+    ):
+        status_memo.keep(series, checkout.path, digest, kept)
     return report
+
+
+GIT = "git_in_progress"
+
+
+def _git_in_progress(checkout: Checkout) -> dict[str, str] | None:
+    """A git command of the user's in the middle of its work in the checkout (its marker
+    looked at, no git started: series.git.inprogress), which every writing command refuses."""
+    git_dir = checkout.path.resolve() / ".git"
+    found = in_progress(str(git_dir)) if git_dir.is_dir() else None
+    if found is None:
+        return None
+    marker, command, end = found
+    return {"command": command, "marker": str(git_dir / marker), "end": end}
 
 
 def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
@@ -159,6 +183,13 @@ def _drift(series: Series, checkout: Checkout, state: CheckoutState) -> dict[str
 
 
 def _next(report: dict[str, Any]) -> str:
+    git = report.get(GIT)
+    if git is not None:
+        then = f"; then {report['rebase']['next']}" if report["rebase"] is not None else ""
+        return (
+            f"a git {git['command']} is in progress in {report['checkout']['path']}: finish it "
+            f"or abandon it ({git['end']}); series writes nothing there until then{then}"
+        )
     if report["rebase"] is not None:
         return str(report["rebase"]["next"])
     head = report["checkout"]["head"] if report["checkout"] else ""

@@ -24,7 +24,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 
 from series.code import code_digest
@@ -74,8 +76,12 @@ def recall(series: Series, checkout_path: Path, digest: str | None) -> dict[str,
     """The report kept under ``digest``, validated, or None."""
     if digest is None:
         return None
-    try:
-        record = json.loads(_path(series, checkout_path).read_text(encoding="utf-8"))
+    try:  # a plain file only: a FIFO put in its place would make ``open`` wait for ever
+        fd = os.open(_path(series, checkout_path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with open(fd, encoding="utf-8") as fh:
+            if not S_ISREG(os.fstat(fd).st_mode):
+                return None
+            record = json.loads(fh.read())
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("format") != FORMAT:

@@ -84,6 +84,11 @@ def _lines(r: dict[str, Any]) -> list[str]:
             lines.append(
                 f"rebase:     onto {rb['label']}: {done} of {len(rb['steps'])} done, {where}"
             )
+    git = r["git_in_progress"]
+    if git is not None:
+        lines.append(
+            f"git:        a git {git['command']} is in progress ({git['marker']}): {git['end']}"
+        )
     lines.append(f"next:       {r['next']}")
     return lines
 

@@ -18,12 +18,14 @@ from what it kept (series.stack.verified, verified_kept) nor writes the
 checkout (apply, export, rebase and edit refuse, naming it:
 series.checkout.refuse_git_in_progress).
 
-Only ``os``: series.stack.verified_kept asks it before the CLI is imported.
+Only ``os`` (and ``stat``, which ``os`` loads): series.stack.verified_kept asks it
+before the CLI is imported.
 """
 
 from __future__ import annotations
 
 import os
+from stat import S_ISREG
 
 # (the marker in the git directory, the command it is of, how to end it)
 MARKERS = (
@@ -59,9 +61,16 @@ def in_progress(git_dir: str) -> tuple[str, str, str] | None:
 
 
 def _reverts(sequencer: str) -> bool:
-    """Whether the sequencer's next step is a revert (``git revert A..B``)."""
+    """Whether the sequencer's next step is a revert (``git revert A..B``). Read only from
+    a plain file: a FIFO put there would make ``open`` wait for a writer for ever."""
     try:
-        with open(os.path.join(sequencer, "todo"), "rb") as fh:
-            return fh.readline().split(b" ", 1)[0] == b"revert"
+        fd = os.open(os.path.join(sequencer, "todo"), os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return False
+    with open(fd, "rb") as fh:
+        try:
+            if not S_ISREG(os.fstat(fd).st_mode):
+                return False
+            return fh.readline().split(b" ", 1)[0] == b"revert"
+        except OSError:
+            return False

@@ -65,6 +65,7 @@ import os
 import sys
 import time
 from _blake2 import blake2b
+from stat import S_ISREG  # loaded by os at start-up
 
 from series.code import RACY_NS, code_digest
 from series.git.itself import MINIMUM, ask, is_git_itself
@@ -420,10 +421,18 @@ def read_entry(path: str, fields: tuple[str, ...], version: int) -> dict[str, st
     """An entry kept as ``fields``' values (:func:`seal`), the first its format
     ``version``; None when it is missing, unreadable, of another shape or format, or its
     seal is not the digest of its values, or another user could have written it (not
-    this user's file, or one others may write: a cache directory shared by mistake)."""
+    this user's file, or one others may write: a cache directory shared by mistake), or it
+    is no plain file (series writes entries by renaming a file into place: a link, or a
+    FIFO, whose ``open`` would wait for a writer for ever, is not one)."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        with open(fd, encoding="utf-8") as fh:
             found = os.fstat(fh.fileno())
+            if not S_ISREG(found.st_mode):
+                return None
             if found.st_uid != os.getuid() or found.st_mode & 0o022:
                 return None
             text = fh.read()

