@@ -63,6 +63,7 @@ def _refused(project: Project, kind: str, command: str) -> None:
         end = in_progress(str(project.work / ".git"))
         assert end is not None and f"({end[2]}, in" in err, err
         assert "then run the command again" in err, err
+        assert "--force" not in err, err  # the resumes have no --force to speak of
         assert "Traceback" not in err and out == "", (action, out)
         assert _everything(project) == before, action
 

@@ -403,9 +403,10 @@ def refuse_during_rebase(checkout: Checkout, action: str) -> None:
         )
 
 
-def refuse_git_in_progress(checkout: Checkout, action: str) -> None:
+def refuse_git_in_progress(checkout: Checkout, action: str, *, has_force: bool = True) -> None:
     """A git command of the user's in the middle of its work (series.git.inprogress): the
-    branch and files are not what the user works on; refused, also with --force."""
+    branch and files are not what the user works on; refused, also with --force (said
+    only where ``action`` has a --force: not after a rebase's --continue)."""
     found = in_progress(str(checkout.repo.git_dir)) if checkout.exists() else None
     if found is None:
         return
@@ -415,8 +416,8 @@ def refuse_git_in_progress(checkout: Checkout, action: str) -> None:
         f"refusing to {action}: a git {command} is in progress in {path}",
         why=f"its state is in {checkout.repo.git_dir / marker}: branch {checkout.branch} "
         f"and the files do not hold its work yet, and a `git commit` would record it",
-        hint=f"finish it or abandon it ({end}, in {path}), then run the command again "
-        "(--force does not override this)",
+        hint=f"finish it or abandon it ({end}, in {path}), then run the command again"
+        + (" (--force does not override this)" if has_force else ""),
     )
 
 

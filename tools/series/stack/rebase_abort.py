@@ -48,7 +48,7 @@ def prepare(
     """
     repo = checkout.repo
     if checkout.exists():  # a git merge (etc.) of the user's left at the stop: end it first
-        refuse_git_in_progress(checkout, f"{kind} --{action}")
+        refuse_git_in_progress(checkout, f"{kind} --{action}", has_force=False)
     st = rstate.load(repo) if checkout.exists() else None
     if st is not None:
         refuse_other_kind(checkout, st, kind)
