@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from series.errors import ManifestError
+from series.records import NamedTuple
 from series.untrusted import URL_RULE, revision_problem, url_problem
+
+TYPE_CHECKING = False  # typing is for mypy alone (series.records)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 FORMAT = 1
 STATES = ("open", "merged", "closed", "unsubmitted")
@@ -53,15 +56,13 @@ _PATCH_REQUIRED = ("id", "title", "file", "branch", "state")
 MAX_PR = 2**31  # GitHub's PR numbers are 32-bit
 
 
-@dataclass(frozen=True)
-class Sdist:
+class Sdist(NamedTuple):
     package: str
     version: str
     sha256: str | None
 
 
-@dataclass(frozen=True)
-class Upstream:
+class Upstream(NamedTuple):
     name: str
     repository: str
     ref: str
@@ -70,16 +71,14 @@ class Upstream:
     sdist: Sdist | None  # None once a rebase moved the pin where no sdist stands in
 
 
-@dataclass(frozen=True)
-class PinFailure:
+class PinFailure(NamedTuple):
     """Tests of a subset that fail at the pin too (so not a patch's fault)."""
 
     tests: str  # a node id or node-id prefix
     reason: str
 
 
-@dataclass(frozen=True)
-class Patch:
+class Patch(NamedTuple):
     id: str
     title: str
     file: str  # relative to the project root
@@ -99,8 +98,7 @@ class Patch:
         return None if self.pr is None else f"https://github.com/keras-team/keras/pull/{self.pr}"
 
 
-@dataclass(frozen=True)
-class UpstreamPart:
+class UpstreamPart(NamedTuple):
     """Part of a patch that upstream took (``partly_upstream``, written by ``series rebase``)."""
 
     commit: str  # the upstream commit that took it
@@ -108,8 +106,7 @@ class UpstreamPart:
     onto: str = ""  # the upstream commit the series was moved to then
 
 
-@dataclass(frozen=True)
-class Dropped:
+class Dropped(NamedTuple):
     """A patch removed from the series by ``series rebase``, and why (``[[dropped]]``)."""
 
     id: str
@@ -121,14 +118,58 @@ class Dropped:
     file: str = ""  # where its patch file was
 
 
-@dataclass(frozen=True)
 class Manifest:
+    """series.toml, validated: a frozen record compared by its values, as a frozen
+    dataclass is (not a tuple, whose ``index`` would hide this one's), without the import
+    of dataclasses (and inspect) and the class it makes, a tenth of a range-diff's work."""
+
+    _FIELDS = ("path", "upstream", "branch", "checkout", "patches", "dropped")
+    __slots__ = _FIELDS
     path: Path
     upstream: Upstream
     branch: str
     checkout: str
-    patches: tuple[Patch, ...] = field(default_factory=tuple)
-    dropped: tuple[Dropped, ...] = field(default_factory=tuple)
+    patches: tuple[Patch, ...]
+    dropped: tuple[Dropped, ...]
+
+    def __init__(
+        self,
+        path: Path,
+        upstream: Upstream,
+        branch: str,
+        checkout: str,
+        patches: tuple[Patch, ...] = (),
+        dropped: tuple[Dropped, ...] = (),
+    ) -> None:
+        values = (path, upstream, branch, checkout, patches, dropped)
+        for name, value in zip(self._FIELDS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def _replace(self, **changes: Any) -> Manifest:
+        """A copy with ``changes`` (field names), as a NamedTuple's ``_replace`` makes."""
+        values = dict(zip(self._FIELDS, self._values(), strict=True))
+        unknown = sorted(set(changes) - set(values))
+        if unknown:
+            raise TypeError(f"Manifest has no field {unknown[0]!r}")
+        return Manifest(**{**values, **changes})
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Manifest):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._values(), strict=True))
+        return f"Manifest({shown})"
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"Manifest is frozen: cannot set {name}")
 
     def by_id(self, patch_id: str) -> Patch:
         """The patch an id from the command line names, in any case (``p5`` is ``P5``).
