@@ -10,9 +10,9 @@ docs/manifest.md.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
+from series import manifest_kept
 from series.errors import ManifestError
 from series.records import NamedTuple
 from series.untrusted import URL_RULE, revision_problem, url_problem
@@ -225,18 +225,28 @@ class _Checker:
         return value
 
 
-def load(path: Path, *, missing_ok: bool = False) -> Manifest:
-    """Read and validate ``path``; ``missing_ok``: a patch file may be missing (export)."""
+def load(path: Path, *, missing_ok: bool = False, kept: Path | None = None) -> Manifest:
+    """Read and validate ``path``; ``missing_ok``: a patch file may be missing (export);
+    ``kept``: the per-user cache, where what tomllib reads is kept (series.manifest_kept)."""
     if not path.is_file():
         raise ManifestError(
             f"no manifest at {path}",
             hint="run series from the project root, or pass -C DIR",
         )
-    return loads(path, path.read_text(encoding="utf-8"), missing_ok=missing_ok)
+    return loads(path, path.read_text(encoding="utf-8"), missing_ok=missing_ok, kept=kept)
 
 
-def loads(path: Path, text: str, *, missing_ok: bool = False) -> Manifest:
-    """Read and validate ``text`` as the manifest at ``path`` (a saved copy of it)."""
+def loads(path: Path, text: str, *, missing_ok: bool = False, kept: Path | None = None) -> Manifest:
+    """Read and validate ``text`` as the manifest at ``path`` (a saved copy of it).
+
+    ``kept``: the per-user cache, where tomllib's reading of ``text`` is taken from when
+    it was kept, and kept once the manifest is valid (series.manifest_kept); the tables
+    are validated here all the same."""
+    data = manifest_kept.recall(kept, text) if kept is not None else None
+    if data is not None:
+        return parse(path, data, missing_ok=missing_ok)
+    import tomllib  # only when the text was not read before: a third of the parse
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -248,7 +258,10 @@ def loads(path: Path, text: str, *, missing_ok: bool = False) -> Manifest:
             hint="series.toml nests at most a few levels (see docs/manifest.md); "
             "restore it from git (git checkout -- series.toml)",
         ) from None
-    return parse(path, data, missing_ok=missing_ok)
+    manifest = parse(path, data, missing_ok=missing_ok)
+    if kept is not None:
+        manifest_kept.keep(kept, text, data, path.parent)
+    return manifest
 
 
 def parse(path: Path, data: dict[str, Any], *, missing_ok: bool = False) -> Manifest:
