@@ -42,8 +42,10 @@ def test_clean_removes_what_series_rebuilds_and_says_how_much(tmp_path: Path) ->
     data = json.loads(out)
     assert data["dry_run"] is True and data["cache"] == str(cache)
     removed = {e["path"]: e["bytes"] for e in data["removed"]}
-    # known/: what the apply read of series.toml (series.known)
-    assert set(removed) == {"upstream.git", "tests", "known"} and removed["tests"] == 1200
+    # known/: what the apply read of series.toml (series.known); manifests/: what tomllib
+    # read of it (series.manifest_kept)
+    assert set(removed) == {"upstream.git", "tests", "known", "manifests"}
+    assert removed["tests"] == 1200
     assert data["bytes"] == sum(removed.values()) and data["kept"] == ["mine.txt"]
     assert "would remove tests (1.2 kB): series test results" in err
     assert (cache / "upstream.git").is_dir() and (cache / "tests").is_dir()  # dry run

@@ -97,3 +97,76 @@ def test_write_back_keeps_comments_and_order(tmp_path: Path) -> None:
     text = write_patches(manifest, swapped)
     assert "# keep me" in text and "# inline too" in text
     assert text.index('id = "P2"') < text.index('id = "P1"')
+
+
+def _resolved_verdict(root: Path, value: str) -> str:
+    """What the parse says of ``value`` as a patch file, with every path resolved
+    (``Path.resolve``, as series.manifest.inside did before it walked plain paths itself)."""
+    if Path(value).is_absolute() or value.startswith("~"):
+        return "absolute"
+    real_root, target = root.resolve(), (root / value).resolve()
+    if target == real_root or not target.is_relative_to(real_root):
+        return f"resolves to {target}, outside"
+    if not (root / value).is_file():
+        return "does not exist"
+    return "empty" if (root / value).stat().st_size == 0 else "ok"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "patches/perf-P1.patch",
+        "patches//perf-P1.patch",
+        "./patches/perf-P1.patch",
+        "patches/./perf-P1.patch",
+        "patches/../patches/perf-P1.patch",
+        "patches/perf-P1.patch/",
+        "patches/nothing.patch",
+        "nothing/perf-P1.patch",
+        "patches/perf-P1.patch/deeper",
+        "patches/empty.patch",
+        "patches",
+        "in/perf-P1.patch",
+        "away/elsewhere.patch",
+        "patches/to-out.patch",
+        "patches/to-in.patch",
+        "patches/loop.patch",
+        "patches/dangling.patch",
+        "../outside.patch",
+        ".",
+    ],
+)
+def test_a_patch_path_is_judged_as_resolving_it_judges_it(tmp_path: Path, value: str) -> None:
+    """Plain paths are walked with lstat, not resolved: the verdict is resolving's, through
+    links inside and out, loops, dangling links, '.', '..', empty and missing files."""
+    project = make_project(tmp_path / "p")
+    root = project.root
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "elsewhere.patch").write_bytes((root / "patches" / "perf-P1.patch").read_bytes())
+    (tmp_path / "p" / "outside.patch").write_bytes(b"x")
+    (root / "patches" / "empty.patch").write_bytes(b"")
+    (root / "in").symlink_to("patches", target_is_directory=True)
+    (root / "away").symlink_to(outside, target_is_directory=True)
+    (root / "patches" / "to-out.patch").symlink_to(outside / "elsewhere.patch")
+    (root / "patches" / "to-in.patch").symlink_to("perf-P2.patch")
+    (root / "patches" / "loop.patch").symlink_to("loop.patch")
+    (root / "patches" / "dangling.patch").symlink_to("gone.patch")
+    path = root / "series.toml"
+    _edit(path, 'file = "patches/perf-P1.patch"', f"file = {value!r}")
+    try:
+        expected = _resolved_verdict(root, value)
+    except RuntimeError:  # a symlink loop: resolving raises it, and so does the parse
+        expected = "loop"
+    try:
+        load(path)
+        said = "ok"
+    except ManifestError as exc:
+        said = exc.message
+    except RuntimeError:
+        said = "loop"
+    if expected == "loop":
+        assert said == "loop"
+        return
+    assert ("patch[0].file" in said) == (expected != "ok"), said
+    assert expected.split(",")[0] in said if expected != "ok" else said == "ok"

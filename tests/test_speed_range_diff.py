@@ -10,7 +10,6 @@ written out, or is left to that parse.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -80,7 +79,7 @@ def test_an_earlier_version_parsed_from_its_bytes_is_its_files_written_out(
     parsed = _parsed(files)
     assert parsed is not None
     written = _written(files, tmp_path / "written")
-    assert dataclasses.replace(parsed, path=written.path) == written
+    assert parsed._replace(path=written.path) == written
 
 
 @pytest.mark.parametrize(

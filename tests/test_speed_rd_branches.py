@@ -9,7 +9,6 @@ imports, and that what it says is what git says asked pair by pair.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -264,15 +263,15 @@ def test_the_cached_pin_is_what_resolve_answers_or_none(tmp_path: Path) -> None:
     pinned = load(project.root / "series.toml").upstream
     repo = upstream.cache_repo(cache_dir)
     for source in ("git", "auto"):
-        wanted = dataclasses.replace(pinned, source=source)
+        wanted = pinned._replace(source=source)
         found = upstream.cached_pin(wanted, repo, cache_dir)
         assert found is not None
         assert found == upstream.resolve(wanted, cache_dir, source=None, override=None)
         assert found == upstream.cached_pin(pinned, repo, cache_dir, source=source)
-    assert upstream.cached_pin(dataclasses.replace(pinned, source="sdist"), repo, cache_dir) is None
+    assert upstream.cached_pin(pinned._replace(source="sdist"), repo, cache_dir) is None
     # auto falls back to the sdist while the URL is remembered unreachable; git does not
     remember(cache_dir, pinned.repository, "no route to host")
-    auto = dataclasses.replace(pinned, source="auto")
+    auto = pinned._replace(source="auto")
     assert upstream.cached_pin(auto, repo, cache_dir) is None
     assert upstream.cached_pin(auto, repo, cache_dir, source="git") is not None
     assert recall(cache_dir, pinned.repository) is None  # forgotten, as the fetch forgets it

@@ -9,14 +9,20 @@ docs/manifest.md.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
-import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from stat import S_ISLNK, S_ISREG
 
+from series import manifest_kept
 from series.errors import ManifestError
+from series.records import NamedTuple
 from series.untrusted import URL_RULE, revision_problem, url_problem
+
+TYPE_CHECKING = False  # typing is for mypy alone (series.records)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 FORMAT = 1
 STATES = ("open", "merged", "closed", "unsubmitted")
@@ -53,15 +59,13 @@ _PATCH_REQUIRED = ("id", "title", "file", "branch", "state")
 MAX_PR = 2**31  # GitHub's PR numbers are 32-bit
 
 
-@dataclass(frozen=True)
-class Sdist:
+class Sdist(NamedTuple):
     package: str
     version: str
     sha256: str | None
 
 
-@dataclass(frozen=True)
-class Upstream:
+class Upstream(NamedTuple):
     name: str
     repository: str
     ref: str
@@ -70,16 +74,14 @@ class Upstream:
     sdist: Sdist | None  # None once a rebase moved the pin where no sdist stands in
 
 
-@dataclass(frozen=True)
-class PinFailure:
+class PinFailure(NamedTuple):
     """Tests of a subset that fail at the pin too (so not a patch's fault)."""
 
     tests: str  # a node id or node-id prefix
     reason: str
 
 
-@dataclass(frozen=True)
-class Patch:
+class Patch(NamedTuple):
     id: str
     title: str
     file: str  # relative to the project root
@@ -99,8 +101,7 @@ class Patch:
         return None if self.pr is None else f"https://github.com/keras-team/keras/pull/{self.pr}"
 
 
-@dataclass(frozen=True)
-class UpstreamPart:
+class UpstreamPart(NamedTuple):
     """Part of a patch that upstream took (``partly_upstream``, written by ``series rebase``)."""
 
     commit: str  # the upstream commit that took it
@@ -108,8 +109,7 @@ class UpstreamPart:
     onto: str = ""  # the upstream commit the series was moved to then
 
 
-@dataclass(frozen=True)
-class Dropped:
+class Dropped(NamedTuple):
     """A patch removed from the series by ``series rebase``, and why (``[[dropped]]``)."""
 
     id: str
@@ -121,14 +121,58 @@ class Dropped:
     file: str = ""  # where its patch file was
 
 
-@dataclass(frozen=True)
 class Manifest:
+    """series.toml, validated: a frozen record compared by its values, as a frozen
+    dataclass is (not a tuple, whose ``index`` would hide this one's), without the import
+    of dataclasses (and inspect) and the class it makes, a tenth of a range-diff's work."""
+
+    _FIELDS = ("path", "upstream", "branch", "checkout", "patches", "dropped")
+    __slots__ = _FIELDS
     path: Path
     upstream: Upstream
     branch: str
     checkout: str
-    patches: tuple[Patch, ...] = field(default_factory=tuple)
-    dropped: tuple[Dropped, ...] = field(default_factory=tuple)
+    patches: tuple[Patch, ...]
+    dropped: tuple[Dropped, ...]
+
+    def __init__(
+        self,
+        path: Path,
+        upstream: Upstream,
+        branch: str,
+        checkout: str,
+        patches: tuple[Patch, ...] = (),
+        dropped: tuple[Dropped, ...] = (),
+    ) -> None:
+        values = (path, upstream, branch, checkout, patches, dropped)
+        for name, value in zip(self._FIELDS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def _replace(self, **changes: Any) -> Manifest:
+        """A copy with ``changes`` (field names), as a NamedTuple's ``_replace`` makes."""
+        values = dict(zip(self._FIELDS, self._values(), strict=True))
+        unknown = sorted(set(changes) - set(values))
+        if unknown:
+            raise TypeError(f"Manifest has no field {unknown[0]!r}")
+        return Manifest(**{**values, **changes})
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Manifest):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._values(), strict=True))
+        return f"Manifest({shown})"
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"Manifest is frozen: cannot set {name}")
 
     def by_id(self, patch_id: str) -> Patch:
         """The patch an id from the command line names, in any case (``p5`` is ``P5``).
@@ -156,6 +200,7 @@ class _Checker:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.roots: dict[Path, Path] = {}  # each root resolved once: inside() asks per path
+        self.lstats: dict[str, os.stat_result | None] = {}  # inside(): each directory once
 
     def fail(self, key: str, problem: str, hint: str = "") -> ManifestError:
         return ManifestError(
@@ -184,18 +229,28 @@ class _Checker:
         return value
 
 
-def load(path: Path, *, missing_ok: bool = False) -> Manifest:
-    """Read and validate ``path``; ``missing_ok``: a patch file may be missing (export)."""
+def load(path: Path, *, missing_ok: bool = False, kept: Path | None = None) -> Manifest:
+    """Read and validate ``path``; ``missing_ok``: a patch file may be missing (export);
+    ``kept``: the per-user cache, where what tomllib reads is kept (series.manifest_kept)."""
     if not path.is_file():
         raise ManifestError(
             f"no manifest at {path}",
             hint="run series from the project root, or pass -C DIR",
         )
-    return loads(path, path.read_text(encoding="utf-8"), missing_ok=missing_ok)
+    return loads(path, path.read_text(encoding="utf-8"), missing_ok=missing_ok, kept=kept)
 
 
-def loads(path: Path, text: str, *, missing_ok: bool = False) -> Manifest:
-    """Read and validate ``text`` as the manifest at ``path`` (a saved copy of it)."""
+def loads(path: Path, text: str, *, missing_ok: bool = False, kept: Path | None = None) -> Manifest:
+    """Read and validate ``text`` as the manifest at ``path`` (a saved copy of it).
+
+    ``kept``: the per-user cache, where tomllib's reading of ``text`` is taken from when
+    it was kept, and kept once the manifest is valid (series.manifest_kept); the tables
+    are validated here all the same."""
+    data = manifest_kept.recall(kept, text) if kept is not None else None
+    if data is not None:
+        return parse(path, data, missing_ok=missing_ok)
+    import tomllib  # only when the text was not read before: a third of the parse
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -207,7 +262,10 @@ def loads(path: Path, text: str, *, missing_ok: bool = False) -> Manifest:
             hint="series.toml nests at most a few levels (see docs/manifest.md); "
             "restore it from git (git checkout -- series.toml)",
         ) from None
-    return parse(path, data, missing_ok=missing_ok)
+    manifest = parse(path, data, missing_ok=missing_ok)
+    if kept is not None:
+        manifest_kept.keep(kept, text, data, path.parent)
+    return manifest
 
 
 def parse(path: Path, data: dict[str, Any], *, missing_ok: bool = False) -> Manifest:
@@ -326,23 +384,9 @@ def _patch(c: _Checker, raw: Any, i: int, root: Path, missing_ok: bool) -> Patch
         raise c.fail(f"{where}.id", f"{data['id']!r} is not of the form P<number>")
     if data["state"] not in STATES:
         raise c.fail(f"{where}.state", f"{data['state']!r} is not one of {', '.join(STATES)}")
-    inside(c, root, data["file"], f"{where}.file")
-    if not missing_ok and not (root / data["file"]).is_file():
-        raise c.fail(
-            f"{where}.file",
-            f"{data['file']} does not exist",
-            f"restore it (git -C {root} checkout -- {data['file']}), or run `series export` "
-            "from a checkout that has the patch (it writes the file again), or delete this "
-            "[[patch]] table to drop the patch",
-        )
-    if not missing_ok and (root / data["file"]).stat().st_size == 0:
-        raise c.fail(
-            f"{where}.file",
-            f"{data['file']} (patch {data['id']}) is empty: 0 bytes, no commit message, no diff",
-            f"restore it (git -C {root} checkout -- {data['file']}), or run `series export` "
-            "from a checkout that has the patch (it writes the file again), or delete this "
-            "[[patch]] table to drop the patch",
-        )
+    found = inside(c, root, data["file"], f"{where}.file")  # the file's lstat: not a link
+    if not missing_ok:
+        _present(c, root, data["file"], data["id"], where, found)
     if not _BRANCH.match(data["branch"]):
         raise c.fail(f"{where}.branch", f"{data['branch']!r} is not a valid branch name")
     pr = data.get("pr")
@@ -379,6 +423,26 @@ def _patch(c: _Checker, raw: Any, i: int, root: Path, missing_ok: bool) -> Patch
     )
 
 
+def _present(
+    c: _Checker, root: Path, file: str, patch_id: str, where: str, found: os.stat_result | None
+) -> None:
+    """Refuse a patch file that is not a file, or is empty; ``found``: its own ``lstat``
+    when :func:`inside` found no link on its way (else it is asked here)."""
+    hint = (
+        f"restore it (git -C {root} checkout -- {file}), or run `series export` "
+        "from a checkout that has the patch (it writes the file again), or delete this "
+        "[[patch]] table to drop the patch"
+    )
+    if not (S_ISREG(found.st_mode) if found else (root / file).is_file()):
+        raise c.fail(f"{where}.file", f"{file} does not exist", hint)
+    if (found.st_size if found else (root / file).stat().st_size) == 0:
+        raise c.fail(
+            f"{where}.file",
+            f"{file} (patch {patch_id}) is empty: 0 bytes, no commit message, no diff",
+            hint,
+        )
+
+
 def _parts(c: _Checker, raw: Any, where: str) -> tuple[UpstreamPart, ...]:
     key = f"{where}.partly_upstream"
     if not isinstance(raw, list):
@@ -412,8 +476,9 @@ def _pin_failures(c: _Checker, raw: Any, where: str) -> tuple[PinFailure, ...]:
     return tuple(failures)
 
 
-def inside(c: _Checker, root: Path, value: str, key: str) -> Path:
-    """``value`` as a path in the project: refused if absolute or outside ``root``.
+def inside(c: _Checker, root: Path, value: str, key: str) -> os.stat_result | None:
+    """Refuse ``value``, a path in the project, if absolute or outside ``root``; its own
+    ``lstat`` when it exists and is not a link (none when that was not asked).
 
     Resolved with symlinks followed, so a link in patches/ that points out of
     the project is refused as well: export writes and deletes these paths.
@@ -427,6 +492,9 @@ def inside(c: _Checker, root: Path, value: str, key: str) -> Path:
     real_root = c.roots.get(root)
     if real_root is None:
         real_root = c.roots[root] = root.resolve()
+    walked = _walk(c, str(real_root), value)
+    if walked is not None:
+        return walked[0]
     target = (root / value).resolve()
     if target == real_root or not target.is_relative_to(real_root):
         raise c.fail(
@@ -435,4 +503,39 @@ def inside(c: _Checker, root: Path, value: str, key: str) -> Path:
             "series only writes inside the project: use a path below it (no '..', "
             "no symlink out of it)",
         )
-    return target
+    return None
+
+
+# What lstat says of a path below which nothing is (resolving continues past it, as realpath
+# does: nothing below can be a link).
+_ABSENT = (errno.ENOENT, errno.ENOTDIR)
+
+
+def _walk(c: _Checker, real_root: str, value: str) -> tuple[os.stat_result | None] | None:
+    """``value`` resolved below ``real_root`` without a ``realpath`` per path (the parse
+    checks every patch file's: a tenth of it): when ``value`` names its components plainly
+    (no empty one, no ``.`` or ``..``) and ``lstat`` finds no link among them, resolving
+    it gives ``real_root/value``, inside the project: the last component's ``lstat`` (None
+    when it is not there). None when that cannot be told so (a link, ``..``, an error
+    other than "not there"): :func:`inside` resolves it.
+    """
+    parts = value.split("/")
+    if "\0" in value or any(part in ("", ".", "..") for part in parts):
+        return None
+    path = real_root.rstrip("/")
+    found: os.stat_result | None = None
+    for part in parts:
+        path = f"{path}/{part}"
+        if path in c.lstats:
+            found = c.lstats[path]
+        else:
+            try:
+                found = os.lstat(path)
+            except OSError as exc:
+                if exc.errno not in _ABSENT:
+                    return None
+                found = None
+            c.lstats[path] = found
+        if found is not None and S_ISLNK(found.st_mode):
+            return None
+    return (found,)

@@ -104,6 +104,7 @@ class Series:
         *,
         known: kept.Known | None = None,
         missing_ok: bool = False,
+        keep_parse: bool = True,
     ) -> None:
         if manifest is None and known is None:
             raise ValueError("a Series needs its manifest, or what is known of it")
@@ -112,6 +113,8 @@ class Series:
         self._manifest = manifest
         self._known = known
         self._missing_ok = missing_ok
+        # where what tomllib reads of series.toml is kept (series.manifest_kept), or None
+        self._parses: Path | None = cache_dir if keep_parse else None
         self._pins: dict[tuple[str | None, str | None], Base] = {}
 
     @property
@@ -120,7 +123,9 @@ class Series:
         if self._manifest is None:
             from series.manifest import load
 
-            self._manifest = load(self.root / "series.toml", missing_ok=self._missing_ok)
+            self._manifest = load(
+                self.root / "series.toml", missing_ok=self._missing_ok, kept=self._parses
+            )
         return self._manifest
 
     @manifest.setter
@@ -148,34 +153,40 @@ class Series:
         *,
         missing_ok: bool = False,
         known: bool = False,
+        keep_parse: bool = True,
     ) -> Series:
         """``missing_ok``: a patch file may be missing (export writes it again).
 
         ``known``: what the last parse of the same series.toml kept may stand in for
         the parse until the manifest is used (apply and export: series.known); a
-        parse keeps it.
+        parse keeps it. ``keep_parse``: what tomllib reads of series.toml is kept in the
+        cache (series.manifest_kept); not for ``series cache``, which empties the cache.
         """
         root = find_root(Path.cwd()) if root is None else root.resolve()
         cache_dir = cache_dir or default_cache_dir()
         was = kept.recall(root, cache_dir) if known else None
         if was is not None:
             _clear_leftovers(root, (file for _, file in was.patches))
-            return cls(root, None, cache_dir, known=was, missing_ok=missing_ok)
+            return cls(
+                root, None, cache_dir, known=was, missing_ok=missing_ok, keep_parse=keep_parse
+            )
         from series.manifest import load, loads  # the parser, only when nothing stands in
+
+        parses = cache_dir if keep_parse else None
 
         # What the parse gives is kept for the bytes it parsed (``text``, read once): a file
         # saved meanwhile, even twice within one tick of the clock, has its own digest.
         text = _bytes(root / "series.toml") if known else None
         if text is None:
-            manifest = load(root / "series.toml", missing_ok=missing_ok)
+            manifest = load(root / "series.toml", missing_ok=missing_ok, kept=parses)
         else:  # decoded as Path.read_text decodes (universal newlines), as load() reads it
             decoded = io.TextIOWrapper(io.BytesIO(text), encoding="utf-8").read()
-            manifest = loads(root / "series.toml", decoded, missing_ok=missing_ok)
+            manifest = loads(root / "series.toml", decoded, missing_ok=missing_ok, kept=parses)
         _clear_leftovers(root, (p.file for p in manifest.patches))
         if text is not None:
             named = tuple((p.id, p.file) for p in manifest.patches)
             kept.keep(root, cache_dir, text, kept.Known(manifest.checkout, manifest.branch, named))
-        return cls(root, manifest, cache_dir, missing_ok=missing_ok)
+        return cls(root, manifest, cache_dir, missing_ok=missing_ok, keep_parse=keep_parse)
 
     @classmethod
     @contextmanager
@@ -188,6 +199,7 @@ class Series:
         say: Callable[[str], None],
         missing_ok: bool = False,
         known: bool = False,
+        keep_parse: bool = True,
     ) -> Iterator[Series]:
         """The project, loaded under the project lock when the command ``writes``.
 
@@ -203,7 +215,7 @@ class Series:
                 # .series/ linked out of the project must not get the lock file
                 lock = confined(root, root / LOCK, reading=not writes)
                 _lock(stack, lock, writes=writes, command=command, say=say)
-            yield cls.load(root, missing_ok=missing_ok, known=known)
+            yield cls.load(root, missing_ok=missing_ok, known=known, keep_parse=keep_parse)
 
     # -- the prologue every command shares ------------------------------------
     @cached_property

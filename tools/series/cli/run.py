@@ -60,6 +60,7 @@ def run(
                 missing_ok=command.name == "export",
                 # a re-run of apply or export, or a rebase's --abort, may not parse it
                 known=command.name in ("apply", "export", "rebase"),
+                keep_parse=command.name != "cache",  # it empties the cache: nothing kept
             ) as series:
                 code = int(command.run(series, ui, args))
         except SeriesError as exc:

@@ -48,6 +48,7 @@ ENTRIES = {
     "scorecard": "scorecard results and work directories (measured again)",
     "unreachable": "notes of upstreams that did not answer",
     "known": "what apply and export read of series.toml (read again)",
+    "manifests": "series.toml as tomllib read it, by its text (read again)",
     "status": "what the last series status saw (looked at again)",
     "branches": "what the last series branches --dry-run said (worked out again)",
     "patchinfo": "what series read of each patch file (read again)",

@@ -272,7 +272,7 @@ def _plan(series: Series, infos: list[CommitInfo], where: Path) -> list[_Entry]:
         else:
             patch = known[pid]
         seen.add(pid)
-        plan.append(_Entry(info, Patch(**{**patch.__dict__, "title": subject})))
+        plan.append(_Entry(info, patch._replace(title=subject)))
     return plan
 
 

@@ -275,11 +275,11 @@ def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Kn
     cannot depend on where they are (:func:`_parsed`), else written out to be parsed."""
     if version.manifest is not None:
         return _built(series, ui, version.label, version.manifest, series.root, cache, known)
-    manifest = _parsed(version.files)
+    manifest = _parsed(version.files, series.cache_dir)
     if manifest is not None:
         return _built(series, ui, version.label, manifest, None, cache, known, version.files)
     with _written(version.files) as root:
-        manifest = load(root / "series.toml")
+        manifest = load(root / "series.toml", kept=series.cache_dir)
         return _built(series, ui, version.label, manifest, root, cache, known)
 
 
@@ -302,7 +302,7 @@ def _written(files: dict[str, bytes]) -> Iterator[Path]:
 _NOWHERE = Path("/nonexistent/series-range-diff")
 
 
-def _parsed(files: dict[str, bytes]) -> Manifest | None:
+def _parsed(files: dict[str, bytes], kept: Path | None = None) -> Manifest | None:
     """``files``' series.toml parsed as :func:`series.manifest.load` parses it once the
     files are written out in a directory of their own, without writing them: None unless
     that is sure to be the same manifest (the same values, no error).
@@ -313,14 +313,14 @@ def _parsed(files: dict[str, bytes]) -> Manifest | None:
     always resolves inside it (its parse would fail only on ``.``, as here), and a patch
     file is such a file exactly when it is one of ``files`` with some bytes. Anything
     else (an error, a ``..``, a file named otherwise) is left to that parse, which says
-    what is wrong in its own words.
+    what is wrong in its own words. ``kept``: the per-user cache (series.manifest_kept).
     """
     text = files.get("series.toml")
     if text is None:
         return None
     try:  # decoded as Path.read_text decodes (universal newlines), as load() reads it
         decoded = io.TextIOWrapper(io.BytesIO(text), encoding="utf-8").read()
-        manifest = loads(_NOWHERE / "series.toml", decoded, missing_ok=True)
+        manifest = loads(_NOWHERE / "series.toml", decoded, missing_ok=True, kept=kept)
     except Exception:  # that parse raises it again, in its own words
         return None
     named = [manifest.checkout, *(p.file for p in manifest.patches)]

@@ -12,7 +12,6 @@ commits that touched a patch's files, are looked for there.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -83,8 +82,7 @@ def resolve_revision(
 
 def _sdist(pinned: Upstream, cache_dir: Path, version: str, archive: str | None) -> tuple[str, str]:
     package = pinned.sdist.package if pinned.sdist else pinned.name
-    other = dataclasses.replace(
-        pinned,
+    other = pinned._replace(
         ref=f"v{version}",
         commit=ZERO,  # no git commit is known for it
         sdist=Sdist(package, version, None),
