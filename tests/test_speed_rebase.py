@@ -32,7 +32,7 @@ from helpers import (
 )
 from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from series import manifest
-from series.git import TreeMerge
+from series.git import Repo, TreeMerge
 from series.git.mergetree import MergeStream
 from series.git.repo import IS_REPO
 from series.manifest import Dropped, UpstreamPart
@@ -504,6 +504,53 @@ def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -
     assert git(work, "rev-parse", f"{first}^{{tree}}") == staged
     assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
     assert git(work, "for-each-ref", "refs/series/rebase/state") == ""
+
+
+def test_continue_checks_the_resolution_with_no_process_of_its_own_for_its_files(
+    tmp_path: Path,
+) -> None:
+    """--continue reads the conflicted files as staged, and their sides, from the
+    long-lived ``cat-file`` (no ``ls-tree`` of the staged tree, no ``cat-file --batch``),
+    and checks the clean checkout with one ``diff-files`` (no refresh of the index to
+    find nothing); the resolution taken is the one staged."""
+    project, shimmed = stopped(tmp_path)
+    work = project.work
+    resolve_p1(work, "return -11")
+    staged = git(work, "write-tree")
+    git(work, "update-index", "-q", "--refresh")  # as any `git status` while resolving
+    calls = shimmed.calls(project.root, "rebase", "--continue")
+    assert not [c for c in calls if c.startswith("ls-tree")], calls
+    assert counted(calls, "cat-file", "--batch") == 0, calls
+    assert counted(calls, "diff-files", "--quiet") == 1, calls
+    assert counted(calls, "update-index", "-q", "--refresh") == 0, calls
+    main = git(project.upstream, "rev-parse", "main")
+    first = git(work, "rev-list", "--reverse", f"{main}..series").split()[0]
+    assert git(work, "rev-parse", f"{first}^{{tree}}") == staged
+
+
+def test_some_files_of_a_tree_read_through_cat_file_are_ls_trees_answer(tmp_path: Path) -> None:
+    """``Objects.tree_files(rev, only=...)`` (the conflicted files --continue checks,
+    asked of the long-lived cat-file) is ``ls-tree -r``'s answer for those paths: spaces,
+    non-ASCII, a symlink, a gitlink; a path gone or a directory now is left out (there
+    ``ls-tree`` answers)."""
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q")
+    for rel, text in {"a b.py": "1\n", "d/é.py": "2\n", "d/e/f": "3\n"}.items():
+        (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo_dir / rel).write_text(text)
+    (repo_dir / "link").symlink_to("a b.py")
+    git(repo_dir, "add", "-A")
+    git(repo_dir, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendored")
+    git(repo_dir, "commit", "-qm", "files")
+    commit = git(repo_dir, "rev-parse", "HEAD")
+    repo = Repo(repo_dir)
+    every = repo.objects.tree_files(commit)
+    files, directory, gone = ["a b.py", "d/é.py", "link", "vendored"], ["d", "d/e/f"], ["gone"]
+    for only in (files, directory, gone + files):
+        assert repo.objects.tree_files(commit, only=only) == {
+            p: oid for p, oid in every.items() if p in only
+        }
 
 
 def test_abort_puts_back_exactly_the_project_files_that_differ(tmp_path: Path) -> None:
