@@ -33,6 +33,7 @@ from helpers import (
 from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from series import manifest
 from series.git import Repo, TreeMerge
+from series.git.diffs import diff_of_patch
 from series.git.mergetree import MergeStream
 from series.git.repo import IS_REPO
 from series.manifest import Dropped, UpstreamPart
@@ -744,3 +745,55 @@ def test_the_summary_reads_as_patches_only_the_pairs_whose_raw_diffs_differ(
     assert raw[old[1]] != raw[new[1]] and b"\tb.py\n" in raw[new[1]]
     assert raw[old[2]] == raw[new[2]] == b""
     assert raw[old[0]].count(b"\n") == 1
+
+
+def test_the_summary_takes_the_new_diffs_from_the_exported_patches_as_git_diffs_them(
+    tmp_path: Path,
+) -> None:
+    """``diff_of_patch``: each commit's diff taken from its exported patch is exactly
+    ``Diffs.commits``' (``diff-tree -p``), of every file or of some, for files changed,
+    added, removed, made executable, without a final newline, a message quoting a
+    ``diff --git`` line, an empty commit; None (``diff-tree`` asked) for a rename the
+    patch found, a binary file and a quoted path."""
+    work = tmp_path / "r"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    lines = "".join(f"line {i}\n" for i in range(40))
+    for name in ("a.py", "b.py", "gone.py", "moved.py", "bin.dat", "x.sh"):
+        (work / name).write_text(lines + name + "\n")
+    git(work, "add", ".")
+    git(work, "commit", "-qm", "base")
+    base = git(work, "rev-parse", "HEAD")
+
+    def commit(message: str) -> None:
+        git(work, "add", "-A")
+        git(work, "commit", "-q", "--allow-empty", "-m", message)
+
+    replace_line(work / "a.py", "line 3\n", "line three\n")
+    replace_line(work / "b.py", "line 30\n", "line thirty\n")
+    (work / "new.py").write_text("new\n")
+    (work / "gone.py").unlink()
+    (work / "x.sh").chmod(0o755)
+    commit("P1: several\n\ndiff --git a/a.py b/a.py\n--- a/a.py\n")
+    (work / "b.py").write_text(lines + "no newline at the end")
+    commit("P2: no final newline")
+    commit("P3: empty")
+    (work / "moved.py").rename(work / "renamed.py")
+    commit("P4: a rename")
+    (work / "bin.dat").write_bytes(b"\0binary\0")
+    commit("P5: binary")
+    (work / "é.py").write_text("quoted\n")
+    commit("P6: a quoted path")
+    repo = Repo(work)
+    commits = git(work, "rev-list", "--reverse", f"{base}..HEAD").split()
+    patches = dict(zip(commits, repo.diffs.format_patches(base, commits[-1]), strict=True))
+    raw = repo.diffs.raw_commits(commits)
+    for paths in ([], ["b.py", "gone.py", "x.sh"]):
+        wanted = repo.diffs.commits(commits, paths)
+        taken = {c: diff_of_patch(patches[c], raw[c], paths) for c in commits}
+        assert [c for c in commits if taken[c] is None] == commits[3:], paths
+        for c in commits[:3]:
+            assert taken[c] == wanted.get(c, b""), (c, paths)
+    one = repo.diffs.commits([commits[0]], ["new.py"])[commits[0]]
+    assert diff_of_patch(patches[commits[0]], raw[commits[0]], ["new.py"]) == one
+    assert one.startswith(b"diff --git a/new.py b/new.py\nnew file mode 100644\n")
