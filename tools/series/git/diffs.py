@@ -108,6 +108,11 @@ class Diffs(Part):
             current = parts[name] = []  # a commit asked for twice: its changes once
         return {commit: b"".join(lines) for commit, lines in parts.items()}
 
+    @staticmethod
+    def of_patch(patch: bytes, raw: bytes, paths: Sequence[str] = ()) -> bytes | None:
+        """:func:`diff_of_patch`: a commit's :meth:`commits` answer from its exported patch."""
+        return diff_of_patch(patch, raw, paths)
+
     def range_diff(self, old: str, new: str) -> str:
         """``git range-diff OLD NEW`` (two revision ranges), without colour."""
         return self._run.git(

@@ -22,7 +22,6 @@ from series.checkout import Checkout
 from series.errors import InternalError
 from series.files import confined, remove, write_atomic
 from series.git import Repo
-from series.git.diffs import diff_of_patch
 from series.manifest import Dropped, Patch, UpstreamPart
 from series.manifest_write import PatchUpdate, write_rebased
 from series.stack import rebase_state as rstate
@@ -203,7 +202,7 @@ def _summary(
     patches: Mapping[str, bytes],
 ) -> None:
     """``patches``: the exported bytes of each new commit, where the new side's diffs are
-    read (series.git.diffs.diff_of_patch: git made them once, for the export)."""
+    read (``Diffs.of_patch``: git made them once, for the export)."""
     table = Grid(f"rebased onto {st.onto_label}", ("#", "id", "result", "details"))
     walked = st.walked()
     picked = [c for a, o in walked if o.status == "picked" for c in (a.commit, o.new)]
@@ -214,10 +213,11 @@ def _summary(
     pairs = [(a.commit, o.new) for a, o in walked if o.status == "picked"]
     pairs = [(was, now) for was, now in pairs if raw[was] != raw[now]]
     paths = _differing(raw, pairs)
+    of_patch = repo.diffs.of_patch
     taken = {
         now: diff
         for _, now in pairs
-        if now in patches and (diff := diff_of_patch(patches[now], raw[now], paths)) is not None
+        if now in patches and (diff := of_patch(patches[now], raw[now], paths)) is not None
     }
     diffs = repo.diffs.commits([c for pair in pairs for c in pair if c not in taken], paths)
     diffs.update(taken)
