@@ -32,7 +32,8 @@ from helpers import (
 )
 from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from series import manifest
-from series.git import TreeMerge
+from series.git import Repo, TreeMerge
+from series.git.diffs import diff_of_patch
 from series.git.mergetree import MergeStream
 from series.git.repo import IS_REPO
 from series.manifest import Dropped, UpstreamPart
@@ -506,6 +507,53 @@ def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -
     assert git(work, "for-each-ref", "refs/series/rebase/state") == ""
 
 
+def test_continue_checks_the_resolution_with_no_process_of_its_own_for_its_files(
+    tmp_path: Path,
+) -> None:
+    """--continue reads the conflicted files as staged, and their sides, from the
+    long-lived ``cat-file`` (no ``ls-tree`` of the staged tree, no ``cat-file --batch``),
+    and checks the clean checkout with one ``diff-files`` (no refresh of the index to
+    find nothing); the resolution taken is the one staged."""
+    project, shimmed = stopped(tmp_path)
+    work = project.work
+    resolve_p1(work, "return -11")
+    staged = git(work, "write-tree")
+    git(work, "update-index", "-q", "--refresh")  # as any `git status` while resolving
+    calls = shimmed.calls(project.root, "rebase", "--continue")
+    assert not [c for c in calls if c.startswith("ls-tree")], calls
+    assert counted(calls, "cat-file", "--batch") == 0, calls
+    assert counted(calls, "diff-files", "--quiet") == 1, calls
+    assert counted(calls, "update-index", "-q", "--refresh") == 0, calls
+    main = git(project.upstream, "rev-parse", "main")
+    first = git(work, "rev-list", "--reverse", f"{main}..series").split()[0]
+    assert git(work, "rev-parse", f"{first}^{{tree}}") == staged
+
+
+def test_some_files_of_a_tree_read_through_cat_file_are_ls_trees_answer(tmp_path: Path) -> None:
+    """``Objects.tree_files(rev, only=...)`` (the conflicted files --continue checks,
+    asked of the long-lived cat-file) is ``ls-tree -r``'s answer for those paths: spaces,
+    non-ASCII, a symlink, a gitlink; a path gone or a directory now is left out (there
+    ``ls-tree`` answers)."""
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q")
+    for rel, text in {"a b.py": "1\n", "d/é.py": "2\n", "d/e/f": "3\n"}.items():
+        (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo_dir / rel).write_text(text)
+    (repo_dir / "link").symlink_to("a b.py")
+    git(repo_dir, "add", "-A")
+    git(repo_dir, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendored")
+    git(repo_dir, "commit", "-qm", "files")
+    commit = git(repo_dir, "rev-parse", "HEAD")
+    repo = Repo(repo_dir)
+    every = repo.objects.tree_files(commit)
+    files, directory, gone = ["a b.py", "d/é.py", "link", "vendored"], ["d", "d/e/f"], ["gone"]
+    for only in (files, directory, gone + files):
+        assert repo.objects.tree_files(commit, only=only) == {
+            p: oid for p, oid in every.items() if p in only
+        }
+
+
 def test_abort_puts_back_exactly_the_project_files_that_differ(tmp_path: Path) -> None:
     """Two patch files changed at the stop: --abort writes those two back byte for byte
     (their blobs read from the snapshot) and leaves the others alone."""
@@ -697,3 +745,55 @@ def test_the_summary_reads_as_patches_only_the_pairs_whose_raw_diffs_differ(
     assert raw[old[1]] != raw[new[1]] and b"\tb.py\n" in raw[new[1]]
     assert raw[old[2]] == raw[new[2]] == b""
     assert raw[old[0]].count(b"\n") == 1
+
+
+def test_the_summary_takes_the_new_diffs_from_the_exported_patches_as_git_diffs_them(
+    tmp_path: Path,
+) -> None:
+    """``diff_of_patch``: each commit's diff taken from its exported patch is exactly
+    ``Diffs.commits``' (``diff-tree -p``), of every file or of some, for files changed,
+    added, removed, made executable, without a final newline, a message quoting a
+    ``diff --git`` line, an empty commit; None (``diff-tree`` asked) for a rename the
+    patch found, a binary file and a quoted path."""
+    work = tmp_path / "r"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    lines = "".join(f"line {i}\n" for i in range(40))
+    for name in ("a.py", "b.py", "gone.py", "moved.py", "bin.dat", "x.sh"):
+        (work / name).write_text(lines + name + "\n")
+    git(work, "add", ".")
+    git(work, "commit", "-qm", "base")
+    base = git(work, "rev-parse", "HEAD")
+
+    def commit(message: str) -> None:
+        git(work, "add", "-A")
+        git(work, "commit", "-q", "--allow-empty", "-m", message)
+
+    replace_line(work / "a.py", "line 3\n", "line three\n")
+    replace_line(work / "b.py", "line 30\n", "line thirty\n")
+    (work / "new.py").write_text("new\n")
+    (work / "gone.py").unlink()
+    (work / "x.sh").chmod(0o755)
+    commit("P1: several\n\ndiff --git a/a.py b/a.py\n--- a/a.py\n")
+    (work / "b.py").write_text(lines + "no newline at the end")
+    commit("P2: no final newline")
+    commit("P3: empty")
+    (work / "moved.py").rename(work / "renamed.py")
+    commit("P4: a rename")
+    (work / "bin.dat").write_bytes(b"\0binary\0")
+    commit("P5: binary")
+    (work / "é.py").write_text("quoted\n")
+    commit("P6: a quoted path")
+    repo = Repo(work)
+    commits = git(work, "rev-list", "--reverse", f"{base}..HEAD").split()
+    patches = dict(zip(commits, repo.diffs.format_patches(base, commits[-1]), strict=True))
+    raw = repo.diffs.raw_commits(commits)
+    for paths in ([], ["b.py", "gone.py", "x.sh"]):
+        wanted = repo.diffs.commits(commits, paths)
+        taken = {c: diff_of_patch(patches[c], raw[c], paths) for c in commits}
+        assert [c for c in commits if taken[c] is None] == commits[3:], paths
+        for c in commits[:3]:
+            assert taken[c] == wanted.get(c, b""), (c, paths)
+    one = repo.diffs.commits([commits[0]], ["new.py"])[commits[0]]
+    assert diff_of_patch(patches[commits[0]], raw[commits[0]], ["new.py"]) == one
+    assert one.startswith(b"diff --git a/new.py b/new.py\nnew file mode 100644\n")

@@ -4,6 +4,7 @@ and no half-resolved conflict taken as a resolution (issue 18, "Must never happe
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -282,6 +283,29 @@ def test_a_python_syntax_error_made_by_the_resolution_is_refused(tmp_path: Path)
     (project.work / "pkg" / "core.py").write_text(text[:start] + "    return (1001\n" + text[end:])
     err = _continue_refused(project, patches, toml)
     assert "does not parse" in err or "syntax" in err
+
+
+def test_a_resolution_with_changes_not_staged_is_refused_and_a_touched_file_is_not_one(
+    tmp_path: Path,
+) -> None:
+    """A tracked file changed and not staged at --continue is refused (nothing taken);
+    the same file put back as it was, only its times new (copied, restored), is no change:
+    the resolution is taken."""
+    project, patches, toml, _ = _stopped(tmp_path)
+    resolve_p1(project.work)
+    util = project.work / "pkg" / "util.py"
+    before = util.read_bytes()
+    util.write_bytes(before + b"# not staged\n")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == Exit.REFUSED and "not staged" in err and "pkg/util.py" in err, err
+    assert TRACEBACK not in err
+    assert_nothing_taken(project, patches, toml)
+    util.write_bytes(before)
+    later = util.stat().st_mtime_ns + 5_000_000_000
+    os.utime(util, ns=(later, later))
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    assert b"return 1001" in project.patch_bytes()["perf-P1.patch"]
 
 
 def _markdown_project(tmp: Path) -> Project:

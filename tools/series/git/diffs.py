@@ -108,6 +108,11 @@ class Diffs(Part):
             current = parts[name] = []  # a commit asked for twice: its changes once
         return {commit: b"".join(lines) for commit, lines in parts.items()}
 
+    @staticmethod
+    def of_patch(patch: bytes, raw: bytes, paths: Sequence[str] = ()) -> bytes | None:
+        """:func:`diff_of_patch`: a commit's :meth:`commits` answer from its exported patch."""
+        return diff_of_patch(patch, raw, paths)
+
     def range_diff(self, old: str, new: str) -> str:
         """``git range-diff OLD NEW`` (two revision ranges), without colour."""
         return self._run.git(
@@ -152,6 +157,43 @@ class Diffs(Part):
         parts = [_ZERO_FROM + part for part in out.split(_ZERO_FROM)[1:]]
         # Every patch but the last is followed by a blank line that separates it.
         return [p[:-1] if i < len(parts) - 1 else p for i, p in enumerate(parts)]
+
+
+def diff_of_patch(patch: bytes, raw: bytes, paths: Sequence[str] = ()) -> bytes | None:
+    """What :meth:`Diffs.commits` answers for a commit, taken from its patch file as
+    :meth:`Diffs.format_patches` wrote it (the same diff machinery, options and pinned
+    configuration: each file's part is the same bytes), or None where it cannot be.
+
+    ``raw``: the commit's :meth:`Diffs.raw_commits`; ``paths``: as for ``commits``. The
+    diff is where the part of the first file ``raw`` names begins (its last ``diff --git``
+    line: a message may quote one, the diff comes after it), and its parts must be those
+    of ``raw``'s files, in its order, each headed ``diff --git a/PATH b/PATH``: a rename
+    or copy the patch found (``--find-renames``), a quoted path, a binary file (a
+    ``GIT binary patch`` there, ``Binary files ... differ`` from ``diff-tree``) answer None.
+    """
+    files = [line.split(b"\t", 1)[1] for line in raw.splitlines() if b"\t" in line]
+    if not files:
+        return b""  # a commit that changes nothing: commits() leaves it out
+    start = patch.rfind(b"\ndiff --git a/%s b/%s\n" % (files[0], files[0]))
+    if start < 0:
+        return None
+    parts = patch[start + 1 :].split(b"\ndiff --git ")
+    parts = [parts[0], *(b"diff --git " + part for part in parts[1:])]
+    if len(parts) != len(files):
+        return None
+    wanted = {p.encode("utf-8", "surrogateescape") for p in paths}
+    kept = []
+    for n, (part, path) in enumerate(zip(parts, files, strict=True)):
+        head, _, body = part.partition(b"\n")
+        if head != b"diff --git a/%s b/%s" % (path, path) or b"\nGIT binary patch\n" in part:
+            return None
+        if body.startswith((b"similarity index", b"dissimilarity index", b"copy from")):
+            return None
+        if b"\nBinary files " in b"\n" + body:
+            return None
+        if not paths or path in wanted:
+            kept.append(part if n == len(parts) - 1 else part + b"\n")
+    return b"".join(kept)
 
 
 _FORMAT = (

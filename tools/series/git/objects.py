@@ -99,15 +99,33 @@ class Objects(Part):
                 files[path] = oid
         return True
 
-    def tree_files(self, rev: str) -> dict[str, str]:
-        """path -> blob id of every file in ``rev`` (recursively)."""
+    def tree_files(self, rev: str, only: Sequence[str] | None = None) -> dict[str, str]:
+        """path -> blob id of every file in ``rev`` (recursively; a submodule's commit too).
+
+        ``only``: of these paths alone, asked of the long-lived ``cat-file``: no process
+        of its own for the few files of a conflict. Where it does not find one of them
+        as a file (removed, a directory now: or that process could not answer) or a path
+        has a newline (its one-line requests cannot carry it), ``ls-tree`` answers.
+        """
+        if only is not None and not any("\n" in path for path in only):
+            found = {}
+            for path in only:
+                answer = self._run.lookup(f"{rev}:{path}")
+                if answer is None or answer[1] not in ("blob", "commit"):
+                    break
+                found[path] = answer[0]
+            else:
+                return found
         out = self._run.git("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev)
         files = {}
         for entry in out.split("\0"):
             if entry:
                 head, path = entry.split("\t", 1)
                 files[path] = head.split(" ")[2]
-        return files
+        if only is None:
+            return files
+        wanted = set(only)
+        return {path: oid for path, oid in files.items() if path in wanted}
 
     def files_of(self, commit: str) -> dict[str, bytes]:
         """path -> bytes of every file in ``commit``'s tree (recursively): what

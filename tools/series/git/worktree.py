@@ -226,9 +226,16 @@ class Worktree(Part):
     def files_match_index(self) -> bool:
         """Whether no tracked file differs from the index (``diff-files --quiet``).
 
-        The index's stat data is refreshed first, so a file that was only
-        touched (copied, restored from a backup) does not count as changed.
+        A file that was only touched (copied, restored from a backup) does not
+        count as changed: where ``diff-files`` sees a difference, the index's stat
+        data is refreshed and it is asked again. Where it sees none, a refresh
+        could not change that answer (it changes stat data, not contents; a racily
+        clean file is compared by content either way), nor leave a stat that a
+        later ``read-tree -m`` would not trust: one process, when the checkout is
+        clean, as it is when a resolution is taken.
         """
+        if self._run.git_status("diff-files", "--quiet")[0] == 0:
+            return True
         self._run.git_status("update-index", "-q", "--refresh")
         return self._run.git_status("diff-files", "--quiet")[0] == 0
 

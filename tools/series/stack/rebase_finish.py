@@ -116,7 +116,7 @@ def finish(
     )
     if backed is not None:
         ui.status(backed.describe(checkout.path))
-    _summary(repo, ui, st, dropped, len(kept))
+    _summary(repo, ui, st, dropped, len(kept), {o.new: data[a.id] for a, o in kept})
 
 
 def _parts(st: RebaseState) -> dict[str, list[UpstreamPart]]:
@@ -193,7 +193,16 @@ def _differing(raw: Mapping[str, bytes], pairs: list[tuple[str, str]]) -> list[s
 _PATHS = 1000  # at most this many paths on diff-tree's command line
 
 
-def _summary(repo: Repo, ui: Ui, st: RebaseState, dropped: list[Dropped], kept: int) -> None:
+def _summary(
+    repo: Repo,
+    ui: Ui,
+    st: RebaseState,
+    dropped: list[Dropped],
+    kept: int,
+    patches: Mapping[str, bytes],
+) -> None:
+    """``patches``: the exported bytes of each new commit, where the new side's diffs are
+    read (``Diffs.of_patch``: git made them once, for the export)."""
     table = Grid(f"rebased onto {st.onto_label}", ("#", "id", "result", "details"))
     walked = st.walked()
     picked = [c for a, o in walked if o.status == "picked" for c in (a.commit, o.new)]
@@ -203,7 +212,15 @@ def _summary(repo: Repo, ui: Ui, st: RebaseState, dropped: list[Dropped], kept: 
     raw = repo.diffs.raw_commits(picked)
     pairs = [(a.commit, o.new) for a, o in walked if o.status == "picked"]
     pairs = [(was, now) for was, now in pairs if raw[was] != raw[now]]
-    diffs = repo.diffs.commits([c for pair in pairs for c in pair], _differing(raw, pairs))
+    paths = _differing(raw, pairs)
+    of_patch = repo.diffs.of_patch
+    taken = {
+        now: diff
+        for _, now in pairs
+        if now in patches and (diff := of_patch(patches[now], raw[now], paths)) is not None
+    }
+    diffs = repo.diffs.commits([c for pair in pairs for c in pair if c not in taken], paths)
+    diffs.update(taken)
     for n, (a, o) in enumerate(walked, 1):
         reduced = o.kept and a.part is not None and a.part.verdict == "partial"
         if o.status == "picked" and reduced:

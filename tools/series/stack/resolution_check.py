@@ -49,9 +49,9 @@ def check(
     for _mode, oid, stage, path in stages:
         if stage in _SIDES:
             inputs.setdefault(path, {})[stage] = oid
-    staged = {p: oid for p, oid in repo.objects.tree_files(resolved).items() if p in inputs}
+    staged = repo.objects.tree_files(resolved, only=sorted(inputs))
     oids = sorted({*staged.values(), *(o for sides in inputs.values() for o in sides.values())})
-    blobs = repo.objects.read_blobs(oids)
+    blobs = {oid: repo.objects.read_blob(oid) for oid in oids}  # the long-lived cat-file's
     problems: list[str] = []
     for path in sorted(staged):
         data, sides = blobs[staged[path]], inputs[path]
