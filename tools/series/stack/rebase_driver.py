@@ -37,7 +37,6 @@ new one (tests/test_rebase_kill.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from series.checkout import Checkout
 from series.errors import ConflictError
@@ -65,6 +64,7 @@ from series.stack.rebase_step import (
 )
 from series.ui import Ui
 
+TYPE_CHECKING = False  # typing is not imported: see series.records
 if TYPE_CHECKING:
     from series.project import Series
 
