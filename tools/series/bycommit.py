@@ -23,9 +23,12 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from series.files import write_atomic
+
+TYPE_CHECKING = False  # typing is not imported: a rebase's resume loads this module
+if TYPE_CHECKING:
+    from typing import Any
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 

@@ -24,7 +24,9 @@ whose process is gone (every command does, for the project's directories).
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -214,18 +216,29 @@ def _stage(path: Path, data: bytes) -> str:
     return tmp
 
 
-def _mkstemp(path: Path) -> tuple[int, str]:
-    # tempfile and shutil (with random, bz2, lzma: a few ms) only when a file is written:
-    # a re-run answered from what was verified writes nothing (series.stack.verified)
-    import tempfile
+# The characters of a temporary file's random part, as tempfile's names have them.
+_NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
+_EXCLUSIVE = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
-    return tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
+
+def _mkstemp(path: Path) -> tuple[int, str]:
+    """``tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)`` without tempfile,
+    whose import (shutil, random, bz2, lzma: a few ms) was most of a rebase --skip's own
+    writing: a new file of this user alone (0600, created exclusively, no link followed),
+    an absolute name of the prefix and 8 random characters, another on a clash."""
+    prefix = os.path.abspath(os.path.join(path.parent, _temp_prefix(path)))
+    for _ in range(10000):  # tempfile's TMP_MAX
+        name = prefix + "".join(_NAME_CHARS[b % len(_NAME_CHARS)] for b in os.urandom(8))
+        try:
+            return os.open(name, _EXCLUSIVE, 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", prefix)
 
 
 def _copymode(source: Path, target: str) -> None:
-    import shutil
-
-    shutil.copymode(source, target)
+    """``shutil.copymode(source, target)`` without shutil: the permission bits."""
+    os.chmod(target, stat.S_IMODE(os.stat(source).st_mode))
 
 
 def _temp_prefix(path: Path) -> str:

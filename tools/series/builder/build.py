@@ -16,45 +16,53 @@ so nothing here reads series.toml.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
 from series.builder.message import with_trailer
 from series.errors import UsageError
 from series.git.mail import mailinfo  # not through series.git: it imports every part
+from series.records import NamedTuple
 
+# typing (and dataclasses, which imports inspect and ast) is for mypy alone: a range-diff
+# or a rebase's resume loads this module, and its records are made without them.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Generic, NoReturn, Protocol, TypeVar
+
     from series.git import Repo
 
+    class Entry(Protocol):
+        """What the builder needs of a patch: its id (the ``Series-Id`` trailer)."""
 
-class Entry(Protocol):
-    """What the builder needs of a patch: its id (the ``Series-Id`` trailer)."""
+        @property
+        def id(self) -> str: ...
 
-    @property
-    def id(self) -> str: ...
+    P = TypeVar("P", bound=Entry)
+else:
+
+    class Generic:
+        """typing's ``Generic`` as a base, for mypy: nothing at run time."""
+
+        def __class_getitem__(cls, item: object) -> type:
+            return object
+
+    P = "P"  # the patch type: for mypy (annotations are not evaluated)
 
 
-P = TypeVar("P", bound=Entry)
-
-
-@dataclass(frozen=True)
-class PatchFile(Generic[P]):
+class PatchFile(NamedTuple, Generic[P]):
     """A manifest entry and the file that holds its patch."""
 
     patch: P
     path: Path
 
 
-@dataclass(frozen=True)
-class Step(Generic[P]):
+class Step(NamedTuple, Generic[P]):
     patch: P
     commit: str
     three_way: bool
 
 
-@dataclass(frozen=True)
-class Failure(Generic[P]):
+class Failure(NamedTuple, Generic[P]):
     patch: P
     conflicted: tuple[str, ...]
     failed_hunks: tuple[str, ...]
@@ -76,15 +84,42 @@ _CORRUPT = re.compile(
 )
 
 
-@dataclass
 class Built(Generic[P]):
-    base: str
-    steps: list[Step[P]] = field(default_factory=list)
-    failure: Failure[P] | None = None
-    reused: int = 0  # leading steps taken from the memo
-    # Each file's bytes as the build read them once (series.builder.memo), in the order of
-    # the files it was given: what its steps, its failure and the memo's keys are of.
-    data: list[bytes] = field(default_factory=list)
+    """A build's result, filled in as it goes (a dataclass's fields, eq and repr)."""
+
+    __slots__ = ("base", "data", "failure", "reused", "steps")
+    _FIELDS = ("base", "steps", "failure", "reused", "data")  # in the order of __init__
+
+    def __init__(
+        self,
+        base: str,
+        steps: list[Step[P]] | None = None,
+        failure: Failure[P] | None = None,
+        reused: int = 0,  # leading steps taken from the memo
+        # Each file's bytes as the build read them once (series.builder.memo), in the order
+        # of the files it was given: what its steps, its failure and the memo's keys are of.
+        data: list[bytes] | None = None,
+    ) -> None:
+        self.base = base
+        self.steps: list[Step[P]] = [] if steps is None else steps
+        self.failure = failure
+        self.reused = reused
+        self.data: list[bytes] = [] if data is None else data
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.base, self.steps, self.failure, self.reused, self.data)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Built)
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in zip(self._FIELDS, self._fields(), strict=True))
+        return f"Built({shown})"
 
     @property
     def tip(self) -> str:

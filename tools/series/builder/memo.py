@@ -32,7 +32,6 @@ files it writes (series.stack.export).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from functools import cache
@@ -41,6 +40,7 @@ from importlib.util import find_spec
 from series import refnames
 from series.builder import build as build_module
 from series.builder.build import Built, P, PatchFile, Step
+from series.digests import sha1  # not hashlib: importing OpenSSL costs more than these keys
 from series.errors import SeriesError
 from series.git.refs import RefMoved
 from series.logs import debug
@@ -167,7 +167,7 @@ def _salt() -> bytes:
     key computed before a build is the one checked after it (an upgrade of series
     during a run gave the keys after it another salt, and the run refused as if a
     patch file had changed)."""
-    digest = hashlib.sha1()
+    digest = sha1()
     for name in _SALTED:
         with open(_source(name), "rb") as source:
             digest.update(source.read())
@@ -205,10 +205,10 @@ def memo_keys(base: str, files: list[PatchFile[P]]) -> list[str]:
 
 def keys_of(base: str, patches: list[tuple[str, bytes]]) -> list[str]:
     """The memo key of each (patch id, patch bytes) applied in order on ``base``."""
-    key = hashlib.sha1(_salt() + base.encode()).hexdigest()
+    key = sha1(_salt() + base.encode()).hexdigest()
     keys = []
     for patch_id, data in patches:
-        key = hashlib.sha1(f"{key}\0{patch_id}\0".encode() + data).hexdigest()
+        key = sha1(f"{key}\0{patch_id}\0".encode() + data).hexdigest()
         keys.append(key)
     return keys
 

@@ -5,11 +5,10 @@ The work is in series.stack.rangediff; docs/range-diff.md is the manual.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from series.commands.options import JSON, REV, Option
 from series.errors import Exit
 
+TYPE_CHECKING = False  # typing is not imported: see series.records
 if TYPE_CHECKING:
     from series.project import Series
     from series.ui import Ui

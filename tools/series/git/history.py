@@ -9,25 +9,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from series.git.ident import Ident
 from series.git.run import HERMETIC, Part, Runner
+from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 
-@dataclass(frozen=True)
-class LogEntry:
+class LogEntry(NamedTuple):
     commit: str
     subject: str
     files: tuple[str, ...]
     parents: tuple[str, ...] | None = None  # None: not read
 
 
-@dataclass(frozen=True)
-class CommitInfo:
+class CommitInfo(NamedTuple):
     commit: str
     tree: str
     parent: str

@@ -7,16 +7,15 @@ repository. Writing a commit as a patch file is :mod:`series.git.diffs`'.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import Exit, SeriesError
 from series.git.ident import Ident
 from series.git.run import HERMETIC, GitFailed, input_file, run
+from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
 
 
-@dataclass(frozen=True)
-class MailInfo:
+class MailInfo(NamedTuple):
     """A format-patch file split the way ``git am`` splits it."""
 
     author: Ident
@@ -77,8 +76,7 @@ def read_mail(patch: Path, data: bytes | None = None) -> MailInfo:
         return mailinfo(patch, Path(tmp), data)
 
 
-@dataclass(frozen=True)
-class FileStat:
+class FileStat(NamedTuple):
     path: str
     added: int | None  # None for binary files
     deleted: int | None

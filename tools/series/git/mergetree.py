@@ -20,7 +20,6 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import InternalError
@@ -36,10 +35,10 @@ from series.git.run import (
     ram_dir,
     start_long_lived,
 )
+from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
 
 
-@dataclass(frozen=True)
-class StageEntry:
+class StageEntry(NamedTuple):
     """One conflicted index entry from merge-tree: stage 1 base, 2 ours, 3 theirs."""
 
     mode: str
@@ -48,15 +47,13 @@ class StageEntry:
     path: str
 
 
-@dataclass(frozen=True)
-class MergeMessage:
+class MergeMessage(NamedTuple):
     paths: tuple[str, ...]
     kind: str  # git's stable type string, e.g. "CONFLICT (contents)"
     text: str
 
 
-@dataclass(frozen=True)
-class TreeMerge:
+class TreeMerge(NamedTuple):
     """The outcome of one ``merge-tree --write-tree`` merge."""
 
     clean: bool

@@ -29,20 +29,19 @@ partly upstream in another form: series.evidence.remainder).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from series.errors import UsageError
 from series.git.mergetree import StageEntry, TreeMerge
 from series.git.repo import Repo
 from series.git.run import ZERO
+from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
 
 MODES = ("auto", "synthetic", "merge-base")
 _IDENT = b"keras-series scratch <scratch@keras-series.invalid> 0 +0000"
 _REGULAR = ("100644", "100755")
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(NamedTuple):
     """A tree to merge, with the commit holding it when there is one."""
 
     tree: str
@@ -50,8 +49,7 @@ class Node:
     parent: str | None = None  # the commit's only parent, when known
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     """Merge ``ours`` and ``theirs`` over ``base`` (which must be a commit)."""
 
     base: Node

@@ -28,13 +28,16 @@ the same verdict on the same conflict. Only rebase writes one
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from series.digests import sha1
 from series.files import confined, write_atomic
-from series.git.mergetree import StageEntry, TreeMerge
 from series.git.repo import Repo
+from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
+
+TYPE_CHECKING = False  # a rebase --skip loads this module, and not the merge-tree engine
+if TYPE_CHECKING:
+    from series.git.mergetree import StageEntry, TreeMerge
 
 DIRECTORY = "resolutions"
 FORMAT = 1
@@ -150,8 +153,7 @@ def _recorded_for(path: Path, key: str) -> bytes | None:
     return data
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(NamedTuple):
     """What the recorded resolutions say about one conflicted merge of one patch."""
 
     key: str  # the conflict (:func:`conflict_key`)

@@ -37,8 +37,6 @@ new one (tests/test_rebase_kill.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from series.checkout import Checkout
 from series.errors import ConflictError
@@ -66,11 +64,11 @@ from series.stack.rebase_step import (
 )
 from series.ui import Ui
 
+TYPE_CHECKING = False  # typing is not imported: see series.records
 if TYPE_CHECKING:
     from series.project import Series
 
 
-@dataclass
 class Run:
     """What the driver acts on: the project, the checkout, the commits being replayed.
 
@@ -78,24 +76,34 @@ class Run:
     conflict report), read from git only when a stop needs them. ``end``: the
     end of a ``series edit`` (an export: series.stack.edit_finish, handed in by
     the edit's commands, so that a rebase loads none of the export); a rebase
-    ends with series.stack.rebase_finish.
+    ends with series.stack.rebase_finish. (A plain class, not a dataclass: a
+    resume loads no dataclasses, inspect or ast.)
     """
 
-    series: Series
-    ui: Ui
-    checkout: Checkout
-    infos: dict[str, CommitInfo]
-    upstream_commits: Callable[[], list[LogEntry]]
-    end: Callable[[Series, Ui, Checkout, RebaseState], None] | None = None
-    _commits: list[LogEntry] | None = field(default=None, init=False)
-    # The tree the checkout's index holds, where this run just put it there (``--skip``
-    # resets the checkout to the commit so far): a stop's ``written_from`` without a
-    # ``write-tree``. None: asked of git.
-    index_tree: str | None = field(default=None, init=False)
-    # HEAD's commit and branch (``Refs.head_and_ref``), where this run just set them
-    # (``--skip`` detaches HEAD at the commit so far): the stop's transaction
-    # compares them and swaps. None: read from git.
-    head: tuple[str | None, str | None] | None = field(default=None, init=False)
+    def __init__(
+        self,
+        series: Series,
+        ui: Ui,
+        checkout: Checkout,
+        infos: dict[str, CommitInfo],
+        upstream_commits: Callable[[], list[LogEntry]],
+        end: Callable[[Series, Ui, Checkout, RebaseState], None] | None = None,
+    ) -> None:
+        self.series = series
+        self.ui = ui
+        self.checkout = checkout
+        self.infos = infos
+        self.upstream_commits = upstream_commits
+        self.end = end
+        self._commits: list[LogEntry] | None = None
+        # The tree the checkout's index holds, where this run just put it there
+        # (``--skip`` resets the checkout to the commit so far): a stop's
+        # ``written_from`` without a ``write-tree``. None: asked of git.
+        self.index_tree: str | None = None
+        # HEAD's commit and branch (``Refs.head_and_ref``), where this run just set them
+        # (``--skip`` detaches HEAD at the commit so far): the stop's transaction
+        # compares them and swaps. None: read from git.
+        self.head: tuple[str | None, str | None] | None = None
 
     @property
     def repo(self) -> Repo:

@@ -11,8 +11,6 @@ start), are series.stack.rebase_abort's, which loads none of the driver.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git.history import LogEntry
@@ -28,6 +26,7 @@ from series.stack.rebase_step import Edited, Resolved, Skipped
 from series.ui import Ui
 from series.upstream import range_log
 
+TYPE_CHECKING = False  # typing is not imported: see series.records
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path

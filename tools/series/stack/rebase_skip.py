@@ -11,13 +11,12 @@ import cost more CPU than most of them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from series.checkout import Checkout
 from series.git.run import light_processes
 from series.stack.rebase_resume import resume
 from series.ui import Ui
 
+TYPE_CHECKING = False  # typing is not imported: see series.records
 if TYPE_CHECKING:
     from series.project import Series
 

@@ -21,9 +21,7 @@ or syntax error; nothing is committed, recorded or exported.
 
 from __future__ import annotations
 
-import ast
 import json
-import tomllib
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
@@ -111,13 +109,21 @@ def leftovers(data: bytes, sides: Sequence[bytes]) -> list[tuple[int, str]]:
     return [(n, line) for n, line in found if n not in given]
 
 
+# ast and tomllib (with typing, datetime) are imported when a file of theirs is checked:
+# a rebase --skip loads this module and checks nothing.
+
+
 def _python(data: bytes) -> None:
+    import ast
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes and the like: not our concern
         ast.parse(data)
 
 
 def _toml(data: bytes) -> None:
+    import tomllib
+
     tomllib.loads(data.decode("utf-8"))
 
 
@@ -139,6 +145,8 @@ def parse_error(path: str, data: bytes, sides: Sequence[bytes]) -> str:
 
 def _fails(parser: Callable[[bytes], None], data: bytes) -> str:
     """ ":LINE: does not parse: WHY" if ``parser`` rejects ``data``, else ""."""
+    import tomllib
+
     try:
         parser(data)
     except SyntaxError as exc:

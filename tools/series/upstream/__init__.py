@@ -20,9 +20,11 @@ when the cache has the pin.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing is not imported: a range-diff loads this package
 if TYPE_CHECKING:
+    from typing import Any
+
     from series.upstream.base import Base, cache_repo, cached_pin, pack_cache
     from series.upstream.pin import import_sdist, resolve
     from series.upstream.rangelog import range_log

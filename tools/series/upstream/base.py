@@ -14,7 +14,6 @@ building stacks leaves in the cache repository, once there are many.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import SeriesError
@@ -23,12 +22,12 @@ from series.git.repo import Repo  # not through series.git: it imports every par
 from series.locks import attempt
 from series.logs import debug
 from series.manifest import Upstream
+from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
 from series.upstream import refs
 from series.upstream.unreachable import forget, recall
 
 
-@dataclass(frozen=True)
-class Base:
+class Base(NamedTuple):
     commit: str  # the upstream commit, present in the cache repository
     source: str  # "git" or "sdist"
     label: str  # what it is, for people

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from series.bycommit import Store
 from series.git.history import LogEntry
 from series.git.repo import Repo
+
+TYPE_CHECKING = False  # typing is not imported: a rebase's resume loads this module
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 1
 KIND = "commitfiles"
