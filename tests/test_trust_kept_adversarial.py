@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import GitShim, Project
+from helpers import GitShim, Project, series_process
 from rebase_helpers import moving_project, resolve_p1
 from series import help_kept
 from series.stack import branches_kept, rangediff_kept, verified_kept
@@ -132,21 +132,7 @@ def test_a_copy_of_the_project_is_not_answered_from_the_original_s_entries(
 
 def _limited(root: Path, env: dict[str, str], limit: int, *args: str) -> tuple[int, str, str]:
     """``series -C root ARGS`` with files it writes limited to ``limit`` bytes (a full disk)."""
-    import resource
-
-    def preexec() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    proc = subprocess.run(
-        [sys.executable, "-m", "series", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-        check=False,
-        env=env,
-        preexec_fn=preexec,
-    )
-    return proc.returncode, proc.stdout, proc.stderr
+    return series_process(root, *args, limit=limit, env=env, timeout=BOUND)
 
 
 @pytest.mark.parametrize("limit", [0, 200, 2000])
