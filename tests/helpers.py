@@ -53,6 +53,28 @@ def write(root: Path, files: dict[str, str]) -> None:
         path.write_text(text)
 
 
+def files_commit(
+    path: Path,
+    files: dict[str, str],
+    *,
+    links: dict[str, str] | None = None,
+    gitlink: str | None = None,
+    message: str = "files",
+) -> str:
+    """A new repository at ``path`` with one commit: ``files``, the symlinks of ``links``
+    (name: target) and a gitlink at ``gitlink`` (a commit it does not hold); its id."""
+    path.mkdir(parents=True)
+    git(path, "init", "-q")
+    write(path, files)
+    for name, target in (links or {}).items():
+        (path / name).symlink_to(target)
+    git(path, "add", "-A")
+    if gitlink is not None:
+        git(path, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},{gitlink}")
+    git(path, "commit", "-qm", message)
+    return git(path, "rev-parse", "HEAD")
+
+
 def make_upstream(path: Path, files: dict[str, str] | None = None, tag: str = "v1.0") -> str:
     """A one-commit upstream repository, tagged; returns the commit id."""
     path.mkdir(parents=True)

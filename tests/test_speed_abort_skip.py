@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import git, modules_in, run_fresh
+from helpers import files_commit, git, modules_in, run_fresh
 from series.git import GitFailed, Repo
 from test_speed_rebase import modules_after, stopped
 
@@ -58,21 +58,14 @@ def test_a_small_tree_read_through_cat_file_is_ls_trees_answer(tmp_path: Path) -
     directories, a name that sorts after its directory's, spaces, non-ASCII, a gitlink;
     and ls-tree's own answer for a tree it cannot read that way."""
     repo_dir = tmp_path / "repo"
-    repo_dir.mkdir()
-    git(repo_dir, "init", "-q")
-    for rel, text in {
+    files = {
         "series.toml": "x\n",
         "patches/a b.patch": "1\n",
         "patches/deep/é.patch": "2\n",
         "patches.txt": "3\n",
         "patches-x/z": "4\n",
-    }.items():
-        (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo_dir / rel).write_text(text)
-    git(repo_dir, "add", "-A")
-    git(repo_dir, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendored")
-    git(repo_dir, "commit", "-qm", "snapshot")
-    commit = git(repo_dir, "rev-parse", "HEAD")
+    }
+    commit = files_commit(repo_dir, files, gitlink="vendored", message="snapshot")
     repo = Repo(repo_dir)
     wanted = repo.objects.tree_files(commit)
     assert list(repo.objects.small_tree_files(commit).items()) == list(wanted.items())

@@ -23,6 +23,7 @@ from helpers import (
     GitShim,
     PatchSpec,
     Project,
+    files_commit,
     git,
     make_project,
     modules_in,
@@ -535,16 +536,8 @@ def test_some_files_of_a_tree_read_through_cat_file_are_ls_trees_answer(tmp_path
     non-ASCII, a symlink, a gitlink; a path gone or a directory now is left out (there
     ``ls-tree`` answers)."""
     repo_dir = tmp_path / "repo"
-    repo_dir.mkdir()
-    git(repo_dir, "init", "-q")
-    for rel, text in {"a b.py": "1\n", "d/é.py": "2\n", "d/e/f": "3\n"}.items():
-        (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo_dir / rel).write_text(text)
-    (repo_dir / "link").symlink_to("a b.py")
-    git(repo_dir, "add", "-A")
-    git(repo_dir, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendored")
-    git(repo_dir, "commit", "-qm", "files")
-    commit = git(repo_dir, "rev-parse", "HEAD")
+    made = {"a b.py": "1\n", "d/é.py": "2\n", "d/e/f": "3\n"}
+    commit = files_commit(repo_dir, made, links={"link": "a b.py"}, gitlink="vendored")
     repo = Repo(repo_dir)
     every = repo.objects.tree_files(commit)
     files, directory, gone = ["a b.py", "d/é.py", "link", "vendored"], ["d", "d/e/f"], ["gone"]
