@@ -37,6 +37,7 @@ from series.errors import Exit
 TYPE_CHECKING = False  # neither typing nor pathlib is imported to parse
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
     from typing import IO
 
 __all__ = ["COMMANDS", "Command", "main", "parser", "plain"]
@@ -124,7 +125,12 @@ def main(
     *,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
+    imported: Callable[[], None] | None = None,
 ) -> int:
+    """Parse ``argv`` (the process's words by default) and run the command.
+
+    ``imported``: called once the modules needed to start the command are imported,
+    just before it runs (series.entry turns the garbage collector on there)."""
     words = list(sys.argv[1:] if argv is None else argv)
     if help_kept.words(words) and out is None:  # argparse's help, kept for series.entry
         return _help()
@@ -145,4 +151,6 @@ def main(
             return int(Exit.BAD_INPUT)
     from series.cli.run import run
 
+    if imported is not None:
+        imported()
     return run(args, words, out, err)
