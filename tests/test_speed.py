@@ -162,6 +162,27 @@ def test_version_imports_neither_the_cli_nor_gitpython() -> None:
     assert not {"git", "rich", "series.cli"} & modules
 
 
+def test_a_command_line_without_help_loads_no_kept_help(tmp_path: Path) -> None:
+    """series.help_kept (with series.stack.branches_kept's reading of kept answers) is
+    for a command line with --help or -h in it: a command runs without loading it."""
+    from series import cli, help_kept
+
+    assert cli.HELP == help_kept.HELP
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['series', '-C', {str(tmp_path)!r}, 'rebase', '--abort']\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=BOUND, check=False
+    )
+    modules = set(proc.stdout.split("\n")[-2].split())
+    assert "series.cli.run" in modules  # the command ran (and refused: no project there)
+    assert not {"series.help_kept", "series.stack.branches_kept"} & modules
+
+
 # What parsing needs: the entry point, the CLI's parser and table, the declarations.
 PARSING = {
     "series",

@@ -19,8 +19,10 @@ such a run (of a ``range-diff``, about a twentieth of its CPU time). So is
 command to be within 2x of git's own (issue 23). Its namespace is
 argparse's for the same words (tests/test_fixed_cost.py compares them);
 any other word, or form of one, is argparse's to parse.
-The imports inside ``main`` and ``parser`` are the designed function-local
-imports of docs/architecture.md (rule 12).
+series.help_kept (the ``--help`` text kept for series.entry) is imported
+only for a command line with ``--help`` or ``-h`` in it.
+The imports inside ``main``, ``parser`` and the help's functions are the designed
+function-local imports of docs/architecture.md (rule 12).
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ import sys
 from collections.abc import Sequence
 from types import SimpleNamespace  # argparse.Namespace's behaviour, without argparse
 
-from series import help_kept
 from series.cli.table import COMMANDS, Command
 from series.commands.options import flat, path
 from series.errors import Exit
@@ -48,6 +49,7 @@ PLAIN = ("apply", "export", "range-diff")
 RESUMED = ("rebase",)
 _RESUME_WORDS = ("--continue", "--skip", "--abort")
 _VERBOSE = ("-v", "--verbose")
+HELP = ("--help", "-h")  # series.help_kept.HELP (a test checks they are the same)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -114,10 +116,23 @@ def plain(words: Sequence[str]) -> argparse.Namespace | None:
 
 def _help() -> int:
     """``series --help``: argparse's, as its ``-h`` action prints it; kept (series.help_kept)."""
+    from series.help_kept import keep
+
     full = parser()
     full.print_help()
-    help_kept.keep(full.format_help())
+    keep(full.format_help())
     return 0
+
+
+def _asks_help(words: list[str]) -> bool:
+    """series.help_kept.words; help_kept (with the reading of kept answers it shares with
+    series.stack.branches_kept) is imported only for a command line with ``--help`` or
+    ``-h`` in it: any other command does not load it."""
+    if not any(w in HELP for w in words):
+        return False
+    from series.help_kept import words as asks
+
+    return asks(words)
 
 
 def main(
@@ -132,7 +147,7 @@ def main(
     ``imported``: called once the modules needed to start the command are imported,
     just before it runs (series.entry turns the garbage collector on there)."""
     words = list(sys.argv[1:] if argv is None else argv)
-    if help_kept.words(words) and out is None:  # argparse's help, kept for series.entry
+    if out is None and _asks_help(words):  # argparse's help, kept for series.entry
         return _help()
     args = plain(words)
     if args is None:
