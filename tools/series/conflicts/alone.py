@@ -19,16 +19,18 @@ a cache that cannot be written costs only the record.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from series.digests import sha256
 from series.files import write_atomic
 
+TYPE_CHECKING = False  # typing is not imported at run time: `series show` reads this
 if TYPE_CHECKING:
+    from typing import Any
+
     from series.manifest import Patch
     from series.project import Series
 
@@ -37,7 +39,7 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _key(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def _load(path: Path) -> dict[str, Any]:
