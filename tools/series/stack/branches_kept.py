@@ -155,11 +155,16 @@ def record_path(root: str, cache: str, opts: str) -> str:
 
 
 def _read(path: str) -> bytes | None:
+    """The bytes of ``path``, None when there is no such file; read with ``os.read``, not
+    a buffered reader, whose making cost more than the read of a ref or a config file."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
+    try:
+        return _rest(fd)
+    finally:
+        os.close(fd)
 
 
 def _refs(git_dir: str, digest: Any, skip: frozenset[str] = frozenset()) -> None:
@@ -194,9 +199,7 @@ def _loose(directory: str, rel: str, digest: Any, skip: frozenset[str]) -> None:
             raise OSError(f"{entry.path}: not a file")
         fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         try:
-            data = os.read(fd, 4096)  # a ref: one id or one "ref: NAME" line
-            if len(data) == 4096:
-                data += _rest(fd)
+            data = _rest(fd)
         finally:
             os.close(fd)
         digest.update(f"\0{rel}{entry.name}\0".encode() + data)
@@ -210,7 +213,11 @@ def _name(entry: os.DirEntry[str]) -> str:
 
 
 def _rest(fd: int) -> bytes:
-    chunks = []
+    """What is left to read of ``fd``: a ref or a config file is one read, and the end."""
+    first = os.read(fd, 65536)
+    if not first:
+        return first
+    chunks = [first]
     while chunk := os.read(fd, 65536):
         chunks.append(chunk)
     return b"".join(chunks)
