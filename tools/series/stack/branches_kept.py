@@ -155,33 +155,72 @@ def record_path(root: str, cache: str, opts: str) -> str:
 
 
 def _read(path: str) -> bytes | None:
+    """The bytes of ``path``, None when there is no such file; read with ``os.read``, not
+    a buffered reader, whose making cost more than the read of a ref or a config file."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
+    try:
+        return _rest(fd)
+    finally:
+        os.close(fd)
 
 
-def _refs(git_dir: str, digest: Any) -> None:
+def _refs(git_dir: str, digest: Any, skip: frozenset[str] = frozenset()) -> None:
     """HEAD, packed-refs and every loose ref of ``git_dir``, and its config (series.git.refs.
-    files_key without the index). Raises OSError where they cannot be read as files."""
+    files_key without the index), but the directories of refs ``skip`` names (relative to
+    ``git_dir``, ending in ``/``). Raises OSError where they cannot be read as files."""
     if not os.path.isdir(git_dir) or os.path.exists(os.path.join(git_dir, "reftable")):
         raise OSError("refs not readable as files")
     for name in ("HEAD", "packed-refs", "config"):
         data = _read(os.path.join(git_dir, name))
         digest.update(f"{name}\0".encode() + (b"-" if data is None else data))
-    refs = os.path.join(git_dir, "refs")
-    start = len(git_dir) + len(os.sep)  # each path walked is git_dir, a separator, its name
-    for where, dirs, files in os.walk(refs, onerror=_raise):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(where, name)
-            with open(path, "rb") as fh:
-                digest.update(f"\0{path[start:]}\0".encode() + fh.read())
+    _loose(os.path.join(git_dir, "refs"), "refs/", digest, skip)
 
 
-def _raise(exc: OSError) -> None:
-    raise exc
+def _loose(directory: str, rel: str, digest: Any, skip: frozenset[str]) -> None:
+    """The refs under ``directory`` (``rel`` from the git directory) into ``digest``, in
+    ``os.walk``'s order (a directory's files by name, then its directories by name),
+    without its generator and each file without a buffered reader: ``os.walk`` cost
+    most of a kept answer's digest of a cache with a hundred refs. A link raises
+    OSError, and so does what is neither file nor directory: what git makes of them is
+    for the full run to find."""
+    with os.scandir(directory) as found:
+        entries = sorted(found, key=_name)
+    below = []
+    for entry in entries:
+        if entry.is_symlink():
+            raise OSError(f"{entry.path}: a link")
+        if entry.is_dir(follow_symlinks=False):
+            below.append(entry)
+            continue
+        if not entry.is_file(follow_symlinks=False):  # a FIFO would hold the answer
+            raise OSError(f"{entry.path}: not a file")
+        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            data = _rest(fd)
+        finally:
+            os.close(fd)
+        digest.update(f"\0{rel}{entry.name}\0".encode() + data)
+    for entry in below:
+        if f"{rel}{entry.name}/" not in skip:
+            _loose(entry.path, f"{rel}{entry.name}/", digest, skip)
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _rest(fd: int) -> bytes:
+    """What is left to read of ``fd``: a ref or a config file is one read, and the end."""
+    first = os.read(fd, 65536)
+    if not first:
+        return first
+    chunks = [first]
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def digest(
