@@ -65,10 +65,10 @@ import os
 import sys
 import time
 from _blake2 import blake2b
-from stat import S_ISREG  # loaded by os at start-up
 
 from series.code import RACY_NS, code_digest
 from series.git.itself import MINIMUM, ask, is_git_itself
+from series.plain import read_plain
 from series.terminal import terminal
 
 TYPE_CHECKING = False
@@ -155,9 +155,8 @@ def record_path(root: str, cache: str, opts: str) -> str:
 
 
 def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
+    try:  # a FIFO, a link: OSError (the full run)
+        return read_plain(path)
     except FileNotFoundError:
         return None
 
@@ -176,8 +175,7 @@ def _refs(git_dir: str, digest: Any) -> None:
         dirs.sort()
         for name in sorted(files):
             path = os.path.join(where, name)
-            with open(path, "rb") as fh:
-                digest.update(f"\0{path[start:]}\0".encode() + fh.read())
+            digest.update(f"\0{path[start:]}\0".encode() + read_plain(path))
 
 
 def _raise(exc: OSError) -> None:
@@ -284,8 +282,7 @@ def contents(root: str, files: Sequence[str], known: str) -> list[bytes]:
                 continue
             except ValueError:  # not hex: an entry spoilt, read the file
                 pass
-        with open(path, "rb") as fh:
-            said.append(blake2b(fh.read()).digest())
+        said.append(blake2b(read_plain(path, follow=True)).digest())
     return said
 
 
@@ -425,17 +422,7 @@ def read_entry(path: str, fields: tuple[str, ...], version: int) -> dict[str, st
     is no plain file (series writes entries by renaming a file into place: a link, or a
     FIFO, whose ``open`` would wait for a writer for ever, is not one)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        with open(fd, encoding="utf-8") as fh:
-            found = os.fstat(fh.fileno())
-            if not S_ISREG(found.st_mode):
-                return None
-            if found.st_uid != os.getuid() or found.st_mode & 0o022:
-                return None
-            text = fh.read()
+        text = read_plain(path, mine=True).decode()
     except (OSError, ValueError):
         return None
     body, _, sealed = text.rpartition("\0")

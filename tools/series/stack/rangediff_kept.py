@@ -63,6 +63,7 @@ from _blake2 import blake2b
 
 from series.code import code_digest
 from series.git.itself import MINIMUM, ask, is_git_itself
+from series.plain import read_plain
 from series.stack.branches_kept import (
     _FULL,
     CACHE_REPO,
@@ -153,8 +154,7 @@ def digest(root: str, cache: str, checkout: str) -> str | None:
     try:
         h.update(b"\0series.toml\0" + (_read(os.path.join(root, "series.toml")) or b"-"))
         for file in files:
-            with open(os.path.join(root, file), "rb") as fh:
-                data = fh.read()
+            data = read_plain(os.path.join(root, file), follow=True)  # a FIFO: OSError
             h.update(f"\0{file}\0{len(data)}\0".encode())
             h.update(data)
         _configs(h, git.split("\0", 1)[0])
