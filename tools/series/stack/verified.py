@@ -165,9 +165,10 @@ def _keep_fast(
     if text is None:
         return
     path = Path(fast.entry_path(root, cache, command))
-    with contextlib.suppress(OSError, SeriesError):
+    with contextlib.suppress(OSError):
         if read_plain(path) == text.encode():
             return  # kept already: nothing to write
+    with contextlib.suppress(OSError, SeriesError):
         write_atomic(path, text, within=None, durable=False)
 
 
