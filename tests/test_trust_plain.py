@@ -1,7 +1,7 @@
 """Files series or git keeps, replaced by what no one writes there: nothing waits for ever.
 
 Every record series keeps (the per-user cache's ``patchinfo/``, ``known/``,
-``commitfiles/``, ``patchids/``, ``manifests/``, ``status/``, and
+``commitfiles/``, ``patchids/``, ``manifests/``, ``status/``, ``verified/``, and
 ``series/verified.json`` in the checkout's git directory) is read through one
 reader, series.plain.read_plain: a plain file only, no link followed, a FIFO
 opened without waiting. main opened the first four plainly: a FIFO there made
@@ -29,7 +29,7 @@ from rebase_helpers import moving_project, resolve_p1
 from series import known, manifest_kept, patchinfo, status_memo
 from series.errors import Exit
 from series.evidence import patchids
-from series.stack import verified
+from series.stack import verified, verified_kept
 from series.upstream import rangelog
 
 BOUND = 60  # seconds: a run that waits on a FIFO never ends
@@ -49,6 +49,7 @@ KEPT = (
     patchids.KIND,
     manifest_kept.DIR,
     status_memo.DIR,
+    verified_kept.DIR,  # apply's kept answer: so its full run reads known/
 )
 
 
