@@ -95,6 +95,8 @@ def test_records_replaced_by_a_fifo_block_no_command(
         assert (code, out) == said[args], (args, err)  # the answer worked out again
         assert "Traceback" not in err, err
     for path in records[:-1]:  # kept again as files
+        if make is _link_to_fifo and path.parent.name == verified_kept.DIR:
+            continue  # kept with the checkout's record only, which stays a link (below)
         assert path.is_file() and not path.is_symlink(), path
     # the checkout's record: a link there is not replaced (series.files.confined: series
     # writes no file of the project through a link), nor followed

@@ -272,7 +272,9 @@ def rerun(argv: Sequence[str]) -> int | None:
             return None
         try:
             if not _same(entry, root, checkout, branch, named, command):
-                return None  # git ended unread below: it may wait on a FIFO (_busy)
+                if unreadable(os.path.join(checkout, ".git")) is None:
+                    finish(status)  # it ends: the full run's git does not share the cores
+                return None  # else it waits on a FIFO (_busy): ended unread below
             if not _clean(finish(status)):
                 return None
         finally:
