@@ -18,8 +18,12 @@ from what it kept (series.stack.verified, verified_kept) nor writes the
 checkout (apply, export, rebase and edit refuse, naming it:
 series.checkout.refuse_git_in_progress).
 
-Only ``os`` (and ``stat``, which ``os`` loads): series.stack.verified_kept asks it
-before the CLI is imported.
+:func:`unreadable` says which of the files ``git status`` opens is there but no
+plain file: a FIFO there makes git wait for ever, so series.git.worktree refuses
+it before every ``git status``, and verified_kept does not wait on its own.
+
+Only ``os`` (and ``stat``, which ``os`` loads) and series.plain: series.stack.verified_kept
+asks it before the CLI is imported.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ MARKERS = (
     ("BISECT_LOG", "bisect", "git bisect reset"),
 )
 AM = ("am", "git am --continue, or --skip, or --abort")
+REVERT = ("revert", "git revert --continue, or --abort")
 # The files of the git directory that ``git status`` opens, found by putting a FIFO in
 # the place of each (git 2.39, in each state of MARKERS): a FIFO, a socket or a device
 # there makes it wait for a writer for ever. git writes all of them as plain files.
@@ -57,7 +62,6 @@ STATUS_READS = (
     "rebase-apply/onto",
     "BISECT_START",
 )
-REVERT = ("revert", "git revert --continue, or --abort")
 
 
 def in_progress(git_dir: str) -> tuple[str, str, str] | None:
