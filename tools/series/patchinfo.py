@@ -29,6 +29,7 @@ from typing import Any
 from series.code import code_digest
 from series.files import write_atomic
 from series.git import FileStat, Ident, MailInfo, patch_stat, read_mail
+from series.plain import read_plain
 
 FORMAT = 1
 DIR = "patchinfo"
@@ -71,7 +72,7 @@ def _recall(cache_dir: Path, patch: Path) -> tuple[bytes, str, dict[str, Any]]:
     data = patch.read_bytes()  # a missing file fails here, as git would
     key = hashlib.sha256(code_digest() + b"\0" + data).hexdigest()
     try:
-        record = json.loads(_path(cache_dir, key).read_text(encoding="utf-8"))
+        record = json.loads(read_plain(_path(cache_dir, key)))  # a FIFO, a link: absent
     except (OSError, ValueError):
         return data, key, {}
     if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from series.files import write_atomic
+from series.plain import read_plain
 
 if TYPE_CHECKING:
     from series.manifest import Patch
@@ -42,7 +43,7 @@ def _key(data: bytes) -> str:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_plain(path))  # a FIFO, a link: none kept
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -62,10 +62,13 @@ from series.pids import alive
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
+    import signal as _signal
     import subprocess
     from typing import BinaryIO
 
     from git.cmd import Git as _Cmd
+else:
+    import _signal  # loaded at start-up: signal's numbers without its enums
 
 # The keys of a repository's own configuration (.git/config: the checkout's, the cache
 # repository's) that change the bytes a content-producing command writes or the answer it
@@ -182,7 +185,9 @@ class GitFailed(InternalError):
 
     def fault(self) -> EnvironmentFault | None:
         """The clear error for a cause outside series, or None for series' own mistake."""
-        return environment_fault(self.stderr, self.cwd, source=self.source, doing=self.doing)
+        return environment_fault(
+            self.stderr, self.cwd, source=self.source, doing=self.doing, status=self.status
+        )
 
 
 class EnvironmentFault(SeriesError):
@@ -219,6 +224,18 @@ _FAULTS = (  # (kind, git's words); the first that matches a line wins
 )
 
 
+# a git killed by SIGXFSZ: -25 from Python, 128 + 25 through a shell (a wrapper on PATH)
+_SIZE_LIMIT = (-_signal.SIGXFSZ, 128 + _signal.SIGXFSZ)
+
+
+def _fsize_limit() -> str:
+    """The file size limit of this process (``ulimit -f``), in bytes, as words."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return "unlimited now" if soft == resource.RLIM_INFINITY else f"{soft} bytes"
+
+
 def lock_fault(path: Path | str, repo: Path | str | None, context: str = "") -> EnvironmentFault:
     """A git lock file that exists and is not series' own: what to say, one way everywhere."""
     return EnvironmentFault(
@@ -234,17 +251,36 @@ def lock_fault(path: Path | str, repo: Path | str | None, context: str = "") -> 
 
 
 def environment_fault(
-    stderr: str, repo: Path | None, *, source: Path | str | None = None, doing: str = ""
+    stderr: str,
+    repo: Path | None,
+    *,
+    source: Path | str | None = None,
+    doing: str = "",
+    status: int | None = None,
 ) -> EnvironmentFault | None:
     """The error to show when git's ``stderr`` says the cause is outside series, else None.
 
     ``repo`` is where git ran, ``source`` the repository it fetched from;
-    ``doing`` what series was doing, kept in the why. Only git's own
-    wording of faults in the machine (locks, disk, permissions, damaged
-    objects) counts; anything else stays an internal error.
+    ``doing`` what series was doing, kept in the why; ``status`` git's exit
+    status. Only git's own wording of faults in the machine (locks, disk,
+    permissions, damaged objects) counts, and a git killed by SIGXFSZ (a
+    file size limit, ``ulimit -f``: it says nothing, its status is -25, or
+    153 through a shell); anything else stays an internal error.
     """
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     context = f"\n(while: {doing})" if doing else ""
+    if status in _SIZE_LIMIT or any("File too large" in line for line in lines):
+        named = str(repo) if repo is not None else "a git repository"
+        said = lines[-1] if lines else f"nothing (killed by SIGXFSZ, exit status {status})"
+        return EnvironmentFault(
+            "size-limit",
+            repo,
+            f"file size limit exceeded (ulimit -f) while git wrote in {named}",
+            why=f"a file git was writing grew past the limit on the size of files this "
+            f"process may write (ulimit -f is {_fsize_limit()}); git said: {said}{context}",
+            hint="raise the limit (ulimit -f unlimited, or ask whoever set it), then run the "
+            "command again",
+        )
     lock = re.search(_LOCK, stderr)
     if lock:
         return lock_fault(lock.group(1), repo, context)
@@ -882,7 +918,9 @@ class Runner:
         status, out, err = execute(self.path, argv, env=env)
         assert isinstance(out, str)
         fault = (
-            environment_fault(err, self.path, doing=f"git {' '.join(argv[:3])}") if status else None
+            environment_fault(err, self.path, doing=f"git {' '.join(argv[:3])}", status=status)
+            if status
+            else None
         )
         if fault is not None:
             raise fault

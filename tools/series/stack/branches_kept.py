@@ -65,10 +65,10 @@ import os
 import sys
 import time
 from _blake2 import blake2b
-from stat import S_ISREG  # loaded by os at start-up
 
 from series.code import RACY_NS, code_digest
 from series.git.itself import MINIMUM, ask, is_git_itself
+from series.plain import read_plain
 from series.terminal import terminal
 
 TYPE_CHECKING = False
@@ -155,16 +155,12 @@ def record_path(root: str, cache: str, opts: str) -> str:
 
 
 def _read(path: str) -> bytes | None:
-    """The bytes of ``path``, None when there is no such file; read with ``os.read``, not
-    a buffered reader, whose making cost more than the read of a ref or a config file."""
+    """The bytes of ``path``, None when there is no such file (series.plain.read_plain:
+    a FIFO or a link raises OSError, and the full run answers)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        return read_plain(path)
     except FileNotFoundError:
         return None
-    try:
-        return _rest(fd)
-    finally:
-        os.close(fd)
 
 
 def _refs(git_dir: str, digest: Any, skip: frozenset[str] = frozenset()) -> None:
@@ -197,12 +193,7 @@ def _loose(directory: str, rel: str, digest: Any, skip: frozenset[str]) -> None:
             continue
         if not entry.is_file(follow_symlinks=False):  # a FIFO would hold the answer
             raise OSError(f"{entry.path}: not a file")
-        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        try:
-            data = _rest(fd)
-        finally:
-            os.close(fd)
-        digest.update(f"\0{rel}{entry.name}\0".encode() + data)
+        digest.update(f"\0{rel}{entry.name}\0".encode() + read_plain(entry.path))
     for entry in below:
         if f"{rel}{entry.name}/" not in skip:
             _loose(entry.path, f"{rel}{entry.name}/", digest, skip)
@@ -210,17 +201,6 @@ def _loose(directory: str, rel: str, digest: Any, skip: frozenset[str]) -> None:
 
 def _name(entry: os.DirEntry[str]) -> str:
     return entry.name
-
-
-def _rest(fd: int) -> bytes:
-    """What is left to read of ``fd``: a ref or a config file is one read, and the end."""
-    first = os.read(fd, 65536)
-    if not first:
-        return first
-    chunks = [first]
-    while chunk := os.read(fd, 65536):
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def digest(
@@ -323,8 +303,7 @@ def contents(root: str, files: Sequence[str], known: str) -> list[bytes]:
                 continue
             except ValueError:  # not hex: an entry spoilt, read the file
                 pass
-        with open(path, "rb") as fh:
-            said.append(blake2b(fh.read()).digest())
+        said.append(blake2b(read_plain(path, follow=True)).digest())
     return said
 
 
@@ -464,17 +443,7 @@ def read_entry(path: str, fields: tuple[str, ...], version: int) -> dict[str, st
     is no plain file (series writes entries by renaming a file into place: a link, or a
     FIFO, whose ``open`` would wait for a writer for ever, is not one)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        with open(fd, encoding="utf-8") as fh:
-            found = os.fstat(fh.fileno())
-            if not S_ISREG(found.st_mode):
-                return None
-            if found.st_uid != os.getuid() or found.st_mode & 0o022:
-                return None
-            text = fh.read()
+        text = read_plain(path, mine=True).decode()
     except (OSError, ValueError):
         return None
     body, _, sealed = text.rpartition("\0")

@@ -67,6 +67,7 @@ from _blake2 import blake2b
 
 from series.code import RACY_NS, code_digest
 from series.git.itself import MINIMUM, ask, is_git_itself
+from series.plain import read_plain
 from series.refnames import PROVEN
 from series.stack.branches_kept import (
     _FULL,
@@ -195,15 +196,15 @@ def _content(path: str, seen: Seen | None) -> bytes:
 
     git's "racily clean" rule, as branches_kept.identities: any write sets a file's
     change time to now, so a file whose identity was kept (its change time more than
-    RACY_NS before the moment before its read) and is the same now was not written
-    since. Raises OSError where the file cannot be read."""
+    RACY_NS before the moment before its read) and is the same before and after the read
+    was not written since. Raises OSError where the file cannot be read as a plain file
+    (series.plain.read_plain, links followed as a project's patch file may be one)."""
     if seen is not None and path in seen and _identity(os.stat(path)) == seen[path][0]:
         return seen[path][1]
     now = time.time_ns()
-    with open(path, "rb") as fh:
-        before = os.fstat(fh.fileno())
-        content = blake2b(fh.read()).digest()
-        after = os.fstat(fh.fileno())
+    before = os.stat(path)
+    content = blake2b(read_plain(path, follow=True)).digest()  # a FIFO: OSError, not a wait
+    after = os.stat(path)
     identity = _identity(before)
     if seen is not None and identity == _identity(after) and 0 < before.st_ctime_ns < now - RACY_NS:
         seen[path] = (identity, content)
