@@ -165,6 +165,15 @@ class Checkout:
         return self.repo.objects.rev(self.branch_ref)
 
     def on_branch(self) -> bool:
+        """Whether HEAD is the series branch: read from HEAD's file where it names the
+        branch as git's files backend writes it ("ref: refs/heads/..."), else asked of git
+        (another form, a reftable placeholder, an unreadable file)."""
+        try:
+            head = (self.repo.git_dir / "HEAD").read_bytes()
+        except OSError:
+            head = b""
+        if head == f"ref: {self.branch_ref}\n".encode():
+            return True
         return self.repo.refs.symbolic_head() == self.branch_ref
 
     def unexported(self, state: CheckoutState) -> list[str]:

@@ -103,12 +103,12 @@ class Index(Part):
         (:meth:`_edit`), where a scratch index would read and write the whole
         tree (``read-tree``, ``update-index``, ``write-tree``: three processes,
         each over every file of the tree). Anything else, or an edit whose trees
-        ``mktree`` does not write with the ids computed here, goes the long way.
+        ``mktree`` does not write with the ids computed here, goes the long way. The
+        files alone (``tree`` None, a snapshot of a few files) are one ``mktree`` too.
         """
-        if tree is not None:
-            edited = self._edit(tree, index_info, env)
-            if edited is not None:
-                return edited
+        edited = self._edit(tree, index_info, env)
+        if edited is not None:
+            return edited
         with self.scratch(tree, env) as scratch:
             data = ("\n".join(index_info) + "\n").encode()
             self._run.git_input("update-index", "--index-info", data=data, env=scratch)
@@ -129,7 +129,7 @@ class Index(Part):
         return [self.rewrite(tree, info, env) for info in infos]
 
     def _edit(
-        self, tree: str, index_info: Sequence[str], env: Mapping[str, str] | None
+        self, tree: str | None, index_info: Sequence[str], env: Mapping[str, str] | None
     ) -> str | None:
         """:meth:`rewrite` of files (stage 0, regular or symlink) put over ``tree``, in the
         repository's own object store, with trees read from the long-lived ``cat-file`` and
@@ -152,11 +152,14 @@ class Index(Part):
         return out.decode().split() == ids
 
     def _edit_batch(
-        self, tree: str, index_info: Sequence[str], env: Mapping[str, str] | None
+        self, tree: str | None, index_info: Sequence[str], env: Mapping[str, str] | None
     ) -> tuple[list[bytes], list[str]] | None:
         """The ``mktree -z --batch`` input of :meth:`_edit` and the ids of the trees it
-        writes, the edited ``tree`` last; None where :meth:`_edit` does not answer."""
-        if not index_info or len(tree) != 40 or any(k in (env or {}) for k in _OWN_STORE):
+        writes, the edited ``tree`` last (None: the files alone, over no tree); None
+        where :meth:`_edit` does not answer."""
+        if not index_info or (tree is not None and len(tree) != 40):
+            return None
+        if any(k in (env or {}) for k in _OWN_STORE):
             return None
         edits: dict[tuple[bytes, ...], dict[bytes, tuple[bytes, bytes]]] = {}
         for line in index_info:
@@ -174,6 +177,9 @@ class Index(Part):
         read: dict[tuple[bytes, ...], dict[bytes, tuple[bytes, bytes]]] = {}
         for d in sorted(dirs, key=len):  # parents first: each names its child's id
             if not d:
+                if tree is None:
+                    read[d] = {}  # no tree under the files: nothing to read
+                    continue
                 oid = bytes.fromhex(tree)
             else:
                 found_entry = read[d[:-1]].get(d[-1])
