@@ -27,6 +27,7 @@ the same verdict on the same conflict. Only rebase writes one
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -116,6 +117,23 @@ def path_for(root: Path, patch_id: str, key: str) -> Path:
 def recorded(root: Path, patch_id: str) -> list[Path]:
     folder = confined(root, root / DIRECTORY / patch_id, reading=True)
     return sorted(confined(root, p, reading=True) for p in folder.glob("*.patch"))
+
+
+def check_recorded(root: Path, patch_ids: Sequence[str]) -> None:
+    """:func:`recorded` of each of ``patch_ids`` for what it refuses (a ``resolutions/``
+    or a file in it leading out of the project), with ``resolutions/`` listed once: a
+    patch without a folder there has nothing to look at (nothing below a missing
+    directory can lead out), where each :func:`recorded` resolves the project again."""
+    folder = confined(root, root / DIRECTORY, reading=True)
+    if not os.path.lexists(folder):
+        return
+    try:
+        names: set[str] | None = set(os.listdir(folder))
+    except OSError:  # not a directory, unreadable: each asks, as it always did
+        names = None
+    for pid in patch_ids:
+        if names is None or pid in names:
+            recorded(root, pid)
 
 
 def record(

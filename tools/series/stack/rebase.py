@@ -132,8 +132,8 @@ def guard(
             hint=f"git -C {checkout.path} switch {checkout.branch}",
         )
     refuse_dirty(checkout, verb)
-    for p in series.manifest.patches:  # resolutions/ leading out: refused before any step
-        resolutions.recorded(series.root, p.id)
+    # resolutions/ leading out: refused before any step
+    resolutions.check_recorded(series.root, [p.id for p in series.manifest.patches])
     state = checkout.require()
     lost = checkout.unexported(state)
     if lost and not unexported_ok:
