@@ -135,6 +135,29 @@ def test_a_resolution_that_is_not_a_plain_edit_of_its_blobs_is_applied_by_git(
     assert ("EXTRA = 1" in util_now) == (how == "another file too")
 
 
+def test_check_conflicts_replays_a_recorded_resolution_in_its_scratch_store_with_git_apply(
+    tmp_path: Path,
+) -> None:
+    """check-conflicts merges in a scratch object store, where the trees cannot be edits of
+    the repository's own (no ``mktree``): a recorded resolution is still applied once by
+    ``apply --cached`` on one scratch index, not marked up and resolved as two scratch
+    indexes without it."""
+    project = moving_project(tmp_path / "one", conflict=True)
+    up = str(project.upstream)
+    code, _, err = project.run("rebase", "--onto", "main", "--upstream", up)
+    assert code == 3, err
+    resolve_p1(project.work, "return -11")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    other = moving_project(tmp_path / "two", conflict=True)
+    shutil.copytree(project.root / "resolutions", other.root / "resolutions")
+    argv = ["check-conflicts", "--no-matrix", "--onto", "main", "--upstream", str(other.upstream)]
+    out, calls = GitShim(tmp_path).run(other.root, *argv)
+    assert "resolved by resolutions/P1/" in " ".join(out.split())
+    replayed = [c for c in calls if c.startswith("apply --cached /")]
+    assert len(replayed) == 1, calls
+
+
 def _patch_files(root: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((root / "patches").glob("*.patch"))}
 

@@ -114,6 +114,11 @@ class Index(Part):
             self._run.git_input("update-index", "--index-info", data=data, env=scratch)
             return self.write_tree(scratch)
 
+    def edits(self, tree: str, env: Mapping[str, str] | None = None) -> bool:
+        """Whether :meth:`rewrite_many` can write edits of ``tree`` with one ``mktree``
+        (in the repository's own object store), not a scratch index per edit."""
+        return len(tree) == 40 and not any(k in (env or {}) for k in _OWN_STORE)
+
     def rewrite_many(
         self, tree: str, infos: Sequence[Sequence[str]], env: Mapping[str, str] | None = None
     ) -> list[str]:
@@ -157,9 +162,9 @@ class Index(Part):
         """The ``mktree -z --batch`` input of :meth:`_edit` and the ids of the trees it
         writes, the edited ``tree`` last (None: the files alone, over no tree); None
         where :meth:`_edit` does not answer."""
-        if not index_info or (tree is not None and len(tree) != 40):
+        if not index_info or any(k in (env or {}) for k in _OWN_STORE):
             return None
-        if any(k in (env or {}) for k in _OWN_STORE):
+        if tree is not None and not self.edits(tree, env):
             return None
         edits: dict[tuple[bytes, ...], dict[bytes, tuple[bytes, bytes]]] = {}
         for line in index_info:

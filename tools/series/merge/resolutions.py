@@ -256,11 +256,14 @@ def _replayed(
     hunk matches where it says, and the result is the postimage git hashed), and both
     trees are written as edits of ``tree`` (one ``hash-object``, one ``mktree``), with
     no index. None: anything else (another file, a new, deleted or renamed one, a mode
-    change, a binary or quoted path, a hunk that does not match there, ids not SHA-1):
-    the scratch index answers, as it always did.
+    change, a binary or quoted path, a hunk that does not match there, ids not SHA-1,
+    an object store of ``env``'s, where the trees could not be edits): the scratch
+    index answers, as it always did.
     """
+    if not marked or not repo.index.edits(tree, env):
+        return None  # a scratch object store (check-conflicts): one scratch index is less
     files = _edits(data)
-    if not files or not marked:
+    if not files:
         return None
     by_path = {path: (mode, content) for mode, path, content in marked}
     resolved: dict[str, bytes] = {}
