@@ -251,17 +251,21 @@ def with_stat(patch: bytes) -> bytes | None:
         if not name or not _NAME.issuperset(name):
             return None
         names.append(name)
-    parts = patch[end + 1 :].split(b"\ndiff --git ")[1:]
-    if len(parts) != len(names):
+    starts = []  # each file's part, from the newline before its "diff --git" line
+    at = end + 1
+    while at >= 0:
+        starts.append(at)
+        at = patch.find(b"\ndiff --git ", at + 1)
+    if len(starts) != len(names):
         return None
     files = []
-    for part, name in zip(parts, names, strict=True):
-        head, _, body = part.partition(b"\n")
-        hunks = body.find(b"\n@@ ")
-        if head != b"a/%s b/%s" % (name, name) or hunks < 0:
+    for n, name in enumerate(names):  # read in place: the parts are most of the bytes
+        first, stop = starts[n], starts[n + 1] if n + 1 < len(starts) else len(patch)
+        head = patch.find(b"\n", first + 1, stop)
+        hunks = patch.find(b"\n@@ ", head, stop) if head > 0 else -1
+        if hunks < 0 or patch[first + 12 : head] != b"a/%s b/%s" % (name, name):
             return None
-        lines = body[hunks:]  # from the newline before the first hunk: each line's start
-        added, deleted = lines.count(b"\n+"), lines.count(b"\n-")
+        added, deleted = patch.count(b"\n+", hunks, stop), patch.count(b"\n-", hunks, stop)
         if not added + deleted:
             return None
         files.append((name.decode("ascii"), added, deleted))
