@@ -83,6 +83,7 @@ def test_only_the_git_package_runs_git(name: str) -> None:
                     "series.faults",
                     "series.logs",
                     "series.pids",
+                    "series.plain",
                     "series.records",
                     "series.refnames",
                 )

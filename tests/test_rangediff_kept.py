@@ -281,6 +281,66 @@ def test_a_series_toml_saved_while_a_range_diff_parsed_the_one_before_keeps_no_a
     assert said == runs.full(project.root, *RD)
 
 
+def test_a_patch_written_between_the_two_digests_of_a_run_keeps_no_answer(
+    tmp_path: Path,
+) -> None:
+    """The digest after a run takes a patch file's bytes from the one before it when the
+    file's identity is the same: a write in between, of the same size with the
+    modification time put back, changes the change time, so the file is read again and
+    nothing is kept. Every file is taken as settled here (RACY_NS 0), so that the digest
+    before keeps each one's identity."""
+    project, runs = _ready(tmp_path)
+    patch = project.root / "patches" / "perf-P3.patch"
+    old = patch.read_bytes()
+    new = old.replace(b"+    return 909", b"+    return 919")
+    assert new != old and len(new) == len(old)
+    patch.write_bytes(new)  # its stack built once: the run after the write builds nothing
+    assert runs.said(project.root, *RD)[0] == 0
+    patch.write_bytes(old)
+    shutil.rmtree(runs.cache / rangediff_kept.DIR)
+    probe = (
+        "import os, sys, time\n"
+        "import series.entry\n"
+        "from series.stack import rangediff_kept\n"
+        "rangediff_kept.RACY_NS = 0\n"
+        "real, wrote = rangediff_kept.digest, []\n"
+        "def writing(*args):\n"
+        "    key = real(*args)\n"
+        "    if len(args) == 4 and not wrote:  # the run's digest before its work\n"
+        "        wrote.append(True)\n"
+        f"        path = {str(patch)!r}\n"
+        "        st = os.stat(path)\n"
+        "        time.sleep(0.01)  # a change time the file system tells from the last\n"
+        f"        open(path, 'r+b').write({new!r})\n"
+        "        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))\n"
+        "    return key\n"
+        "rangediff_kept.digest = writing\n"
+        "from series.cli import main\n"
+        f"sys.exit(main(['-C', {str(project.root)!r}, 'range-diff']))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], env=runs.env, capture_output=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert patch.read_bytes() == new
+    assert not (runs.cache / rangediff_kept.DIR).exists() or not any(
+        (runs.cache / rangediff_kept.DIR).iterdir()
+    )
+    said = runs.said(project.root, *RD)[:3]
+    assert said == runs.full(project.root, *RD)
+
+
+def test_a_link_among_the_refs_takes_the_full_run(tmp_path: Path) -> None:
+    """A link among the cache's refs: where it leads, and what git makes of it, the
+    digest does not read: the full run answers."""
+    project, runs = _ready(tmp_path)
+    assert runs.said(project.root, *RD)[3] == []  # kept
+    (runs.cache / "upstream.git" / "refs" / "series" / "elsewhere").symlink_to(tmp_path)
+    *now, calls = runs.said(project.root, *RD)
+    assert calls
+    assert tuple(now) == runs.full(project.root, *RD)
+
+
 def test_another_git_behind_a_wrapper_takes_the_full_run(tmp_path: Path) -> None:
     """A wrapper script on PATH (a version manager's shim) does not name the git it runs:
     what that git says of its version is in the digest, asked each run."""

@@ -199,6 +199,7 @@ PARSING = {
     "series.code",
     "series.stack",
     "series.stack.branches_kept",
+    "series.plain",  # branches_kept.read_entry's one reader (os only)
     "series.terminal",
     # which git PATH leads to (series.git.itself), without how git is started (loaded
     # only to ask a wrapper script's git), the git layer's runner or GitPython

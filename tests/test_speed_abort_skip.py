@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import files_commit, git, modules_in, run_fresh
+from helpers import files_commit, git, modules_in, run_fresh, series_probe
+from rebase_helpers import commit_upstream, moving_project
 from series.git import GitFailed, Repo
 from test_speed_rebase import modules_after, stopped
 
@@ -294,6 +295,31 @@ def test_abort_loads_neither_subprocess_nor_tempfile(tmp_path: Path) -> None:
     assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
 
 
+def test_a_skip_that_stops_again_loads_neither_subprocess_nor_tempfile(tmp_path: Path) -> None:
+    """--skip replays the next patch into its own conflict: the merge stream's processes
+    are started as the one-shot queries are (spawn: no subprocess, threading, selectors,
+    locale), the marked-up files and the objects written in private directories made
+    without tempfile (random, shutil, bz2, lzma): none of them is loaded; the stop is the
+    next patch's, its file with markers and its stages."""
+    project = moving_project(tmp_path, conflict=True)
+    up = project.upstream
+    commit_upstream(up, "pkg/util.py", "VALUE_5 = 5\n", "VALUE_5 = -5\n", "util: VALUE_5 is -5")
+    onto = [sys.executable, "-m", "series", "-C", str(project.root), "rebase", "--onto", "main"]
+    done = subprocess.run(
+        [*onto, "--upstream", str(up)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 3 and "P1" in done.stderr, done.stderr
+    code, out, err = run_fresh(series_probe(project.root, "rebase", "--skip"))
+    assert code == 3, err
+    modules = modules_in(out)
+    assert "series.stack.rebase_driver" in modules
+    loaded = {"subprocess", "threading", "selectors", "tempfile", "shutil", "random"} & modules
+    assert not loaded, sorted(loaded)
+    assert "P2" in err and "pkg/util.py" in err
+    assert git(project.work, "ls-files", "-u", "pkg/util.py") != ""
+    assert "<<<<<<<" in (project.work / "pkg" / "util.py").read_text()
+
+
 def test_abort_loads_neither_dataclasses_nor_openssl(tmp_path: Path) -> None:
     """--abort's records (the rebase state, the checkout state, a backup, an ident) are
     series.records' NamedTuple, not dataclasses (which import inspect, ast, dis,
@@ -305,7 +331,7 @@ def test_abort_loads_neither_dataclasses_nor_openssl(tmp_path: Path) -> None:
     assert "series.stack.rebase_abort" in modules
     heavy = {"dataclasses", "inspect", "ast", "dis", "tokenize", "copy", "hashlib", "_hashlib"}
     assert not heavy & modules, sorted(heavy & modules)
-    assert len(modules) <= 126, len(modules)  # 138 before, 124 when this was written
+    assert len(modules) <= 127, len(modules)  # 138 before, 124 when written, + series.plain
     assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
     assert git(project.work, "rev-parse", "HEAD") == before
     assert git(project.work, "status", "--porcelain", "--untracked-files=all") == ""

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import GitShim, git
 from rebase_helpers import moving_project, resolve_p1
 
@@ -54,9 +56,11 @@ def test_onto_marks_up_and_replays_a_recorded_resolution_in_one_scratch_index(
     tmp_path: Path,
 ) -> None:
     """P1's conflict recorded (resolved once, --continue), then the same rebase of a copy:
-    the conflict's marked-up tree and the resolution applied to it come from one scratch
-    index (one ``read-tree``), and the snapshot of series.toml and patches/ is built in an
-    index that starts empty (no empty tree written, nor read)."""
+    the resolution gives exactly the blob its ``index`` line names, so the conflict's
+    marked-up tree and the resolved one are written as edits of the merged tree (one
+    ``mktree``, no scratch index: no ``read-tree``, ``write-tree`` or ``apply``), and the
+    snapshot of series.toml and patches/ is built in an index that starts empty (no empty
+    tree written, nor read)."""
     project = moving_project(tmp_path / "one", conflict=True)
     other = tmp_path / "two"
     shutil.copytree(project.root, other, symlinks=True)
@@ -76,7 +80,8 @@ def test_onto_marks_up_and_replays_a_recorded_resolution_in_one_scratch_index(
     start = next(k for k, c in enumerate(calls) if c.startswith(began))
     end = next(k for k, c in enumerate(calls) if c.startswith("format-patch "))
     walk = [c.split()[0] for c in calls[start:end]]
-    assert (walk.count("read-tree"), walk.count("write-tree"), walk.count("apply")) == (1, 2, 1)
+    counts = [walk.count(c) for c in ("read-tree", "write-tree", "apply", "mktree")]
+    assert counts == [0, 0, 0, 1], walk
     assert not [c for c in calls if c.startswith("hash-object -t tree")], calls
     assert f"read-tree {EMPTY_TREE}" not in calls
     # The same files and commits as the first rebase made.
@@ -85,6 +90,72 @@ def test_onto_marks_up_and_replays_a_recorded_resolution_in_one_scratch_index(
         project.work, "rev-parse", "series^{tree}"
     )
     assert _patch_files(other) == _patch_files(project.root)
+
+
+@pytest.mark.parametrize("how", ["hunk edited by hand", "another file too"])
+def test_a_resolution_that_is_not_a_plain_edit_of_its_blobs_is_applied_by_git(
+    tmp_path: Path, how: str
+) -> None:
+    """A recorded resolution whose hunks no longer give the blob its ``index`` line names
+    (edited by hand), or that also edits a file without a conflict, is replayed as it
+    always was: ``apply --cached`` on a scratch index of the marked-up tree, whose result
+    the rebase commits (the hand-edited line; the other file's change)."""
+    project = moving_project(tmp_path / "one", conflict=True)
+    other = tmp_path / "two"
+    shutil.copytree(project.root, other, symlinks=True)
+    up = str(project.upstream)
+    code, _, err = project.run("rebase", "--onto", "main", "--upstream", up)
+    assert code == 3, err
+    resolve_p1(project.work, "return -11")
+    if how == "another file too":
+        util = project.work / "pkg" / "util.py"
+        util.write_text(util.read_text() + "EXTRA = 1\n")
+        git(project.work, "add", "pkg/util.py")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    (recorded,) = (project.root / "resolutions" / "P1").glob("*.patch")
+    text = recorded.read_text()
+    assert ("+EXTRA = 1\n" in text) == (how == "another file too")
+    if how == "hunk edited by hand":
+        assert text.count("+    return -11\n") == 1
+        recorded.write_text(text.replace("+    return -11\n", "+    return -12\n"))
+    shutil.copytree(project.root / "resolutions", other / "resolutions")
+    out, calls = GitShim(tmp_path).run(other, "rebase", "--onto", "main", "--upstream", up)
+    assert "resolved (recorded)" in out
+    start = next(
+        k for k, c in enumerate(calls) if c.startswith("update-ref -m series rebase: start")
+    )
+    end = next(k for k, c in enumerate(calls) if c.startswith("format-patch "))
+    walk = [c.split()[0] for c in calls[start:end]]
+    assert (walk.count("read-tree"), walk.count("apply")) == (1, 1), walk
+    core = git(other / "work", "show", "series:pkg/core.py")
+    assert ("return -12" in core) == (how == "hunk edited by hand")
+    assert ("return -11" in core) == (how == "another file too")
+    util_now = git(other / "work", "show", "series:pkg/util.py")
+    assert ("EXTRA = 1" in util_now) == (how == "another file too")
+
+
+def test_check_conflicts_replays_a_recorded_resolution_in_its_scratch_store_with_git_apply(
+    tmp_path: Path,
+) -> None:
+    """check-conflicts merges in a scratch object store, where the trees cannot be edits of
+    the repository's own (no ``mktree``): a recorded resolution is still applied once by
+    ``apply --cached`` on one scratch index, not marked up and resolved as two scratch
+    indexes without it."""
+    project = moving_project(tmp_path / "one", conflict=True)
+    up = str(project.upstream)
+    code, _, err = project.run("rebase", "--onto", "main", "--upstream", up)
+    assert code == 3, err
+    resolve_p1(project.work, "return -11")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    other = moving_project(tmp_path / "two", conflict=True)
+    shutil.copytree(project.root / "resolutions", other.root / "resolutions")
+    argv = ["check-conflicts", "--no-matrix", "--onto", "main", "--upstream", str(other.upstream)]
+    out, calls = GitShim(tmp_path).run(other.root, *argv)
+    assert "resolved by resolutions/P1/" in " ".join(out.split())
+    replayed = [c for c in calls if c.startswith("apply --cached /")]
+    assert len(replayed) == 1, calls
 
 
 def _patch_files(root: Path) -> dict[str, bytes]:

@@ -478,9 +478,9 @@ def test_skip_asks_git_once_for_the_checkout_and_head_at_the_stop(tmp_path: Path
     (work / "notes.txt").write_text("mine\n")
     calls = shimmed.calls(project.root, "rebase", "--skip")
     assert counted(calls, *IS_REPO) == 1, calls
-    # HEAD: the check that it stayed (the backup at the stop uses that reading), and the
-    # end's backup
-    assert head_reads(calls) == 2, calls
+    # HEAD: the check that it stayed reads it from its file, detached at the stop (the
+    # backup at the stop uses that reading); the end's backup asks git
+    assert head_reads(calls) == 1, calls
     refs = git(work, "for-each-ref", "--format=%(refname)", "refs/series/backup/").split()
     kept = [r for r in refs if r.endswith("-rebase-skip")]  # the end keeps the old series too
     assert len(kept) == 1 and "notes.txt" in git(work, "ls-tree", "--name-only", kept[0])
@@ -490,8 +490,9 @@ def test_skip_asks_git_once_for_the_checkout_and_head_at_the_stop(tmp_path: Path
 
 def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -> None:
     """--continue after a resolution: the checkout recognised once (not three times),
-    conflict stages not listed once write-tree took the index, HEAD read at the check and
-    at the end (not four times), the refs listed once at the end; the result as staged."""
+    conflict stages not listed once write-tree took the index, HEAD read by git at the end
+    only (the check reads it from its file; four processes once), the refs listed once at
+    the end; the result as staged."""
     project, shimmed = stopped(tmp_path)
     work = project.work
     resolve_p1(work, "return -11")
@@ -499,7 +500,7 @@ def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -
     calls = shimmed.calls(project.root, "rebase", "--continue")
     assert counted(calls, *IS_REPO) == 1, calls
     assert not [c for c in calls if c.startswith("ls-files -u")], calls
-    assert head_reads(calls) == 2, calls
+    assert head_reads(calls) == 1, calls  # the check reads it from its file
     assert len([c for c in calls if c.startswith("for-each-ref")]) == 1, calls
     main = git(project.upstream, "rev-parse", "main")
     first = git(work, "rev-list", "--reverse", f"{main}..series").split()[0]
@@ -666,9 +667,10 @@ def test_a_pin_line_the_edit_cannot_prove_is_left_to_tomlkit() -> None:
 
 
 def test_onto_and_continue_merge_in_one_long_lived_merge_tree(tmp_path: Path) -> None:
-    """--onto and --continue start one ``merge-tree`` for all their merges (and the probe
-    of what this git takes), not a prediction batch and a verification batch per chunk
-    (three on main); the result is the one resolved by hand."""
+    """--onto and --continue start one ``merge-tree`` for all their merges (no probe of
+    what this git takes: the driver names bases by synthetic commits), not a prediction
+    batch and a verification batch per chunk (three once); the result is the one resolved
+    by hand."""
     project = moving_project(tmp_path, conflict=True)
     shimmed = GitShim(tmp_path)
     up = str(project.upstream)
@@ -677,7 +679,7 @@ def test_onto_and_continue_merge_in_one_long_lived_merge_tree(tmp_path: Path) ->
     resumed = shimmed.calls(project.root, "rebase", "--continue")
     for run in (onto, resumed):
         merges = [c for c in run if c.startswith("merge-tree ")]
-        assert merges == ["merge-tree --write-tree -z --stdin"] * 2, merges
+        assert merges == ["merge-tree --write-tree -z --stdin"], merges
     main = git(project.upstream, "rev-parse", "main")
     first = git(project.work, "rev-list", "--reverse", f"{main}..series").split()[0]
     assert "return -11" in git(project.work, "show", f"{first}:pkg/core.py")

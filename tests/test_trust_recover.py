@@ -310,7 +310,8 @@ def test_abort_leaves_no_temporary_file_in_patches(tmp_path: Path) -> None:
     before = snapshot(project)
     template = tmp_path / "template"
     keep_template(project.root, template)  # the counted run and the killed one: same cache
-    n, _ = _killed_at_step(project, start_args(project), "write perf-P2.patch: staged")
+    # the patch files and series.toml all staged, none renamed yet (files.replace_all)
+    n, _ = _killed_at_step(project, start_args(project), "replace 4 files: staged")
     restore(template, project.root)
     assert series(project.root, *start_args(project), kill_at=n).returncode == -9
     assert list((project.root / "patches").glob(".series-tmp-*"))  # the kill left one

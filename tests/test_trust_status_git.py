@@ -112,7 +112,7 @@ def _bounded(root: Path, *args: str) -> tuple[int, str, str]:
 def test_a_fifo_as_the_sequencer_s_todo_blocks_nothing(applied: Project) -> None:
     """series.git.inprogress reads the sequencer's first line (cherry-pick or revert); a
     FIFO there made every writing command wait for a writer for ever. (``git status``
-    itself waits on it too, and so ``series status`` with it: docs/hardening.md.)"""
+    itself waits on it too: ``series status`` refuses it, tests/test_trust_plain.py.)"""
     project = applied
     sequencer = project.work / ".git" / "sequencer"
     sequencer.mkdir()

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from series.files import write_atomic
+from series.plain import NotPlain, read_plain
 
 TYPE_CHECKING = False  # typing is not imported: a rebase's resume loads this module
 if TYPE_CHECKING:
@@ -98,8 +99,11 @@ class Store:
     def _read(self, shard: str) -> dict[str, Any]:
         """The facts of one shard; empty when there is no file or it does not validate."""
         try:
-            text = (self.root / f"{shard}.json").read_text(encoding="utf-8")
+            text = read_plain(self.root / f"{shard}.json").decode()
         except FileNotFoundError:
+            return {}
+        except NotPlain:  # a FIFO would make open() wait for ever; a link leads elsewhere
+            self._bad[shard] = "not a plain file"
             return {}
         except (OSError, ValueError) as exc:  # unreadable, or not UTF-8
             self._bad[shard] = f"unreadable: {type(exc).__name__}"

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -165,6 +166,22 @@ class Checkout:
         return self.repo.objects.rev(self.branch_ref)
 
     def on_branch(self) -> bool:
+        """Whether HEAD is the series branch: read from HEAD's file where it names the
+        branch as git's files backend writes it ("ref: refs/heads/..."), else asked of git
+        (another form, a reftable placeholder, an unreadable file, a FIFO or anything but a
+        plain file: opened without waiting on it, nor following a link)."""
+        head = b""
+        try:
+            fd = os.open(self.repo.git_dir / "HEAD", os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+            try:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    head = os.read(fd, 4096)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+        if head == f"ref: {self.branch_ref}\n".encode():
+            return True
         return self.repo.refs.symbolic_head() == self.branch_ref
 
     def unexported(self, state: CheckoutState) -> list[str]:

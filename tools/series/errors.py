@@ -98,6 +98,17 @@ def os_error(exc: OSError) -> SeriesError:
     ``OSError`` themselves; this is what ``cli.main`` says for the rest.
     """
     where = exc.filename or "a file"
+    import errno  # a failure only: parsing a command line does not import it
+
+    if exc.errno == errno.EFBIG:  # Python ignores SIGXFSZ: the write fails instead
+        return SeriesError(
+            f"file size limit exceeded (ulimit -f) writing {where}",
+            why="the operating system refused the write: the file would grow past the limit "
+            "on the size of files this process may write",
+            hint="raise the limit (ulimit -f unlimited, or ask whoever set it), then run the "
+            "command again; files series writes are replaced whole (temporary file + "
+            "rename), so none was left half written",
+        )
     return SeriesError(
         f"file operation failed on {where}: {exc.strerror or exc}",
         why="the operating system refused the write (a full disk, a read-only or "

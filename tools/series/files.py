@@ -182,6 +182,7 @@ def replace_all(changes: dict[Path, bytes | None], *, within: Path) -> list[Path
         for path, data in changes.items():
             if data is not None:
                 staged.append((path, _stage(path, data)))
+        _sync_all([tmp for _, tmp in staged])
     except BaseException:
         for _, tmp in staged:
             Path(tmp).unlink(missing_ok=True)
@@ -201,19 +202,57 @@ def replace_all(changes: dict[Path, bytes | None], *, within: Path) -> list[Path
 
 
 def _stage(path: Path, data: bytes) -> str:
+    """``data`` written beside ``path``, not yet flushed to disk (:func:`_sync_all`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _mkstemp(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         if path.exists():
             _copymode(path, tmp)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return tmp
+
+
+def _sync_all(names: list[str]) -> None:
+    """fsync every file of ``names``, all at once; the first error raised.
+
+    Each fsync waits for a commit of the file system's journal (a few ms on ext4):
+    one after the other, the 20 patch files of a rebase's end waited about 90 ms,
+    more than git's whole ``rebase --continue``. Started together, they share the
+    commits (about 15 ms). Every file is on disk before any is renamed, as before.
+    """
+    if len(names) < 2:
+        for name in names:
+            _fsync(name)
+        return
+    import threading  # already loaded by subprocess: nothing to import
+
+    errors: list[BaseException] = []
+
+    def sync(name: str) -> None:
+        try:
+            _fsync(name)
+        except BaseException as exc:  # raised in the caller's thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=sync, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+def _fsync(name: str) -> None:
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 # The characters of a temporary file's random part, as tempfile's names have them.

@@ -37,6 +37,7 @@ from pathlib import Path
 from series.code import code_digest
 from series.digests import sha256
 from series.files import write_atomic
+from series.plain import read_plain
 from series.records import NamedTuple
 
 FORMAT = 1
@@ -71,7 +72,7 @@ def recall(root: Path, cache_dir: Path) -> Known | None:
     memo = _path(root, cache_dir)
     try:
         text = (root / "series.toml").read_bytes()
-        record = json.loads(memo.read_text(encoding="utf-8"))
+        record = json.loads(read_plain(memo))  # a FIFO or a link there: none kept
     except (OSError, ValueError):
         return None
     known = _valid(record)
@@ -94,7 +95,7 @@ def keep(root: Path, cache_dir: Path, text: bytes, known: Known) -> None:
         if (root / "series.toml").read_bytes() != text:
             return
         with contextlib.suppress(OSError, ValueError):
-            if json.loads(memo.read_text(encoding="utf-8")) == record:
+            if json.loads(read_plain(memo)) == record:
                 return  # kept already: nothing to write
         write_atomic(memo, json.dumps(record), within=None, durable=False)
     except OSError:

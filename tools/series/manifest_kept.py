@@ -34,6 +34,8 @@ import os
 import sys
 from _blake2 import blake2b
 
+from series.plain import read_plain
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -57,11 +59,7 @@ def recall(cache_dir: Path, text: str) -> dict[str, Any] | None:
     """The tables ``tomllib`` read from ``text`` when that was kept; else None."""
     digest = _digest(text)
     try:
-        with open(os.path.join(cache_dir, DIR, digest), encoding="utf-8") as fh:
-            found = os.fstat(fh.fileno())
-            if found.st_uid != os.getuid() or found.st_mode & 0o022:
-                return None
-            entry = json.loads(fh.read())
+        entry = json.loads(read_plain(os.path.join(cache_dir, DIR, digest), mine=True))
     except (OSError, ValueError):
         return None
     if not isinstance(entry, dict) or set(entry) != {"format", "digest", "data", "seal"}:

@@ -33,6 +33,7 @@ from series.files import write_atomic
 # and `status` read the patches' information through this module.
 from series.git.ident import Ident
 from series.git.mail import FileStat, MailInfo, patch_stat, read_mail
+from series.plain import read_plain
 
 TYPE_CHECKING = False  # typing is not imported at run time (only for mypy)
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def _recall(cache_dir: Path, patch: Path) -> tuple[bytes, str, dict[str, Any]]:
     data = patch.read_bytes()  # a missing file fails here, as git would
     key = sha256(code_digest() + b"\0" + data).hexdigest()
     try:
-        record = json.loads(_path(cache_dir, key).read_text(encoding="utf-8"))
+        record = json.loads(read_plain(_path(cache_dir, key)))  # a FIFO, a link: absent
     except (OSError, ValueError):
         return data, key, {}
     if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:

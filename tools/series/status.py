@@ -12,7 +12,9 @@ from __future__ import annotations
 from series import status_memo
 from series.checkout import BACKUP_PREFIX, Checkout, CheckoutState
 from series.errors import SeriesError
+from series.git import leftovers
 from series.git.inprogress import in_progress
+from series.git.worktree import refuse_blocking
 
 TYPE_CHECKING = False  # typing is not imported at run time (only for mypy)
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
     A quiet report is kept while nothing it depends on changed
     (series.status_memo); then only the uncommitted changes are asked of git.
     """
+    refuse_blocking(leftovers.git_dir(checkout.path))  # before any git: status would wait
     digest = status_memo.key(series, checkout.path, checkout.branch)
     known = status_memo.recall(series, checkout.path, digest)
     if known is not None and checkout.repo.worktree.unfinished_move() is None:

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
-from stat import S_ISREG
 
 from series.code import code_digest
 from series.digests import sha256
 from series.files import write_atomic
 from series.git.refs import files_key  # not series.git's names: every part of the layer
+from series.plain import read_plain
 
 TYPE_CHECKING = False  # typing is not imported at run time (only for mypy)
 if TYPE_CHECKING:
@@ -79,11 +78,7 @@ def recall(series: Series, checkout_path: Path, digest: str | None) -> dict[str,
     if digest is None:
         return None
     try:  # a plain file only: a FIFO put in its place would make ``open`` wait for ever
-        fd = os.open(_path(series, checkout_path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with open(fd, encoding="utf-8") as fh:
-            if not S_ISREG(os.fstat(fd).st_mode):
-                return None
-            record = json.loads(fh.read())
+        record = json.loads(read_plain(_path(series, checkout_path)))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("format") != FORMAT:

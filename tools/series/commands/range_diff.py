@@ -73,7 +73,8 @@ class _Keeping:
         self.kept = kept
         self.root, self.cache = str(series.root), os.path.abspath(series.cache_dir)
         self.checkout = series.manifest.checkout  # resolved by rangediff_kept each time
-        self.before = kept.digest(self.root, self.cache, self.checkout)
+        self.seen: kept.Seen = {}  # for the digest after: files not written since, read once
+        self.before = kept.digest(self.root, self.cache, self.checkout, self.seen)
         self.streams = (ui.out.file, ui.err.file)
         tees = Tee(ui.out.file), Tee(ui.err.file)
         ui.out.file, ui.err.file = tees  # type: ignore[assignment]  # a file, as far as it goes
@@ -103,7 +104,7 @@ class _Keeping:
         ui.out.file, ui.err.file = self.streams
         if RESOLVED or "logging" in sys.modules or self.before is None:
             return
-        if self.kept.digest(self.root, self.cache, self.checkout) != self.before:
+        if self.kept.digest(self.root, self.cache, self.checkout, self.seen) != self.before:
             return
         if not _parsed_is_now(series):
             return

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from series.digests import sha256
 from series.files import write_atomic
+from series.plain import read_plain
 
 TYPE_CHECKING = False  # typing is not imported at run time: `series show` reads this
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def _key(data: bytes) -> str:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_plain(path))  # a FIFO, a link: none kept
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -257,10 +257,16 @@ class Spawned:
 
 
 def spawn(
-    cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | None
+    cwd: Path,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    stdin: BinaryIO | None,
+    *,
+    quiet: bool = False,
 ) -> tuple[Spawned, int, int]:
     """git started as :func:`plain` starts it, without importing subprocess: the process,
-    and the read ends of its stdout and stderr.
+    and the read ends of its stdout and stderr (``quiet``: its stderr goes to /dev/null,
+    as a long-lived process's that nobody reads: -1 for that end).
 
     For a one-shot query (the ``git status`` of a re-run answered from what was
     verified, series.stack.verified): subprocess, with the threading, selectors
@@ -275,14 +281,15 @@ def spawn(
     """
     full = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **env}
     out_r, out_w = os.pipe()  # created non-inheritable: closed in git by its exec
-    err_r, err_w = os.pipe()
+    err_r, err_w = (-1, os.open(os.devnull, os.O_WRONLY)) if quiet else os.pipe()
     source = stdin.fileno() if stdin is not None else os.open(os.devnull, os.O_RDONLY)
     streams = (source, out_w, err_w)
     try:
         pid = _posix_spawn(cwd, argv, full, streams) if _spawnable(full, streams) else None
     except BaseException:
         for fd in (out_r, err_r, out_w, err_w, *([source] if stdin is None else [])):
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
         raise
     if pid is not None:
         for fd in (out_w, err_w, *([source] if stdin is None else [])):
@@ -295,7 +302,8 @@ def spawn(
             _exec_child(cwd, argv, full, streams, failed_w)
     except BaseException:
         for fd in (out_r, err_r, failed_r):
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
         raise
     finally:
         for fd in (out_w, err_w, failed_w, *([source] if stdin is None else [])):
@@ -306,7 +314,8 @@ def spawn(
     if failure:
         proc.wait()
         os.close(out_r)
-        os.close(err_r)
+        if err_r >= 0:
+            os.close(err_r)
         number, step, message = failure.decode("ascii", "replace").split(":", 2)
         raise OSError(int(number), message, cwd if step == "chdir" else argv[0])
     return proc, out_r, err_r

@@ -152,11 +152,176 @@ class Diffs(Part):
         return self._run.git_bytes("format-patch", "-1", commit, *_FORMAT, env=self._env())
 
     def format_patches(self, base: str, tip: str) -> list[bytes]:
-        """Every commit of base..tip as :meth:`format_patch` writes it, with one process."""
-        out = self._run.git_bytes("format-patch", f"{base}..{tip}", *_FORMAT, env=self._env())
-        parts = [_ZERO_FROM + part for part in out.split(_ZERO_FROM)[1:]]
-        # Every patch but the last is followed by a blank line that separates it.
-        return [p[:-1] if i < len(parts) - 1 else p for i, p in enumerate(parts)]
+        """Every commit of base..tip as :meth:`format_patch` writes it, with one process.
+
+        git computes a diffstat with a diff of its own, which reads every blob again:
+        about 45% of the run. So it is asked for the patches without it, and each
+        diffstat is counted from the patch's own ``+``/``-`` lines and laid out as git
+        lays it out (:func:`with_stat`), where that layout is the plain one (text files
+        changed in place, printable ASCII names); any other patch in the range, and
+        format-patch is asked again, with its own diffstat, for all of them.
+        """
+        env = self._env()
+        parts = _split(self._run.git_bytes("format-patch", f"{base}..{tip}", *_NO_STAT, env=env))
+        changed = self._changes_tree(base, tip, len(parts)) if parts else None
+        if not parts:
+            return []
+        if changed is not None:
+            # A commit that changes nothing has no raw lines, diff or diffstat: its part
+            # is the same either way (and a message cannot pass for its raw lines).
+            stated = [with_stat(p) if c else p for p, c in zip(parts, changed, strict=True)]
+            if all(part is not None for part in stated):
+                return [part for part in stated if part is not None]
+        return _split(self._run.git_bytes("format-patch", f"{base}..{tip}", *_FORMAT, env=env))
+
+    def _changes_tree(self, base: str, tip: str, count: int) -> list[bool] | None:
+        """Whether each of the ``count`` commits of base..tip (oldest first) changes its
+        parent's tree, read from the commits (the long-lived ``cat-file``); None unless
+        base..tip is a line of exactly ``count`` commits from ``base``."""
+        trees: list[bytes] = []
+        commit = tip
+        for _ in range(count + 1):
+            data = self._run.object_data(commit, "commit")
+            if data is None:
+                return None
+            head = data.split(b"\n\n", 1)[0].split(b"\n")
+            parents = [line[7:] for line in head if line.startswith(b"parent ")]
+            if not head[0].startswith(b"tree ") or (len(parents) != 1 and len(trees) < count):
+                return None
+            trees.append(head[0][5:])
+            if len(trees) == count + 1:
+                break
+            commit = parents[0].decode("ascii")
+        if commit != base:
+            return None
+        trees.reverse()
+        return [trees[i + 1] != trees[i] for i in range(count)]
+
+
+def _split(out: bytes) -> list[bytes]:
+    """format-patch's ``--stdout`` cut into one patch file per commit."""
+    parts = [_ZERO_FROM + part for part in out.split(_ZERO_FROM)[1:]]
+    # Every patch but the last is followed by a blank line that separates it.
+    return [p[:-1] if i < len(parts) - 1 else p for i, p in enumerate(parts)]
+
+
+_STAT_WIDTH = 80  # --stat=80 in _FORMAT
+_MODES = frozenset((b":100644", b"100644", b":100755", b"100755", b":000000", b"000000"))
+_NAME = frozenset(range(0x20, 0x7F)) - {ord('"'), ord("\\")}  # printed as they are by git
+
+
+def with_stat(patch: bytes) -> bytes | None:
+    """``patch`` as format-patch wrote it with ``--no-stat --raw``, with the diffstat that
+    ``--stat=80`` gives it in place of the raw lines, or None where this layout is not
+    certainly git's.
+
+    The raw lines (``:MODE MODE ID ID STATUS<TAB>PATH``) sit between the message and
+    the diff, after a blank line; no line of a diff starts with ``:`` (a hunk's lines
+    start with `` ``, ``+``, ``-`` or ``\\``), so the last lines that do are the raw
+    ones, whatever the message quotes. They name the files: the diff must have one part
+    per file, in that order, each headed ``diff --git a/PATH b/PATH``.
+
+    git's layout (diff.c, ``show_stats``, git >= 2.39 as series requires): a line per
+    file, `` NAME | N +++--`` with the names padded to one width and the counts
+    right-aligned, the graph scaled when the widest change does not fit, a name cut to
+    ``...`` and its tail from a slash when the names are too wide, then the totals line.
+    Only text files added, deleted or changed in place, with lines, whose path is
+    printable ASCII git does not quote, are laid out here: a rename or copy (``a => b``
+    names), a binary file (``Bin``), a file with no line counted (a mode change, an
+    empty file), a commit that changes nothing answer None. The counts are the patch's
+    own ``+`` and ``-`` lines: git's stat counts the same diff.
+    """
+    last = patch.rfind(b"\n:")
+    end = patch.find(b"\n", last + 1)
+    if last < 0 or end < 0 or not patch.startswith(b"\ndiff --git ", end + 1):
+        return None
+    start = last
+    while patch[patch.rfind(b"\n", 0, start) + 1 : start].startswith(b":"):
+        start = patch.rfind(b"\n", 0, start)
+    if patch[start - 1 : start + 1] != b"\n\n":  # the raw lines follow a blank line
+        return None
+    names = []
+    for line in patch[start + 1 : end].split(b"\n"):
+        meta, _, name = line.partition(b"\t")
+        fields = meta.split(b" ")
+        if len(fields) != 5 or fields[4] not in (b"M", b"A", b"D"):
+            return None
+        if not _MODES.issuperset(fields[:2]):  # a link's or a submodule's diff: git's stat
+            return None
+        if not name or not _NAME.issuperset(name):
+            return None
+        names.append(name)
+    starts = []  # each file's part, from the newline before its "diff --git" line
+    at = end + 1
+    while at >= 0:
+        starts.append(at)
+        at = patch.find(b"\ndiff --git ", at + 1)
+    if len(starts) != len(names):
+        return None
+    files = []
+    for n, name in enumerate(names):  # read in place: the parts are most of the bytes
+        first, stop = starts[n], starts[n + 1] if n + 1 < len(starts) else len(patch)
+        head = patch.find(b"\n", first + 1, stop)
+        hunks = patch.find(b"\n@@ ", head, stop) if head > 0 else -1
+        if hunks < 0 or patch[first + 12 : head] != b"a/%s b/%s" % (name, name):
+            return None
+        added, deleted = patch.count(b"\n+", hunks, stop), patch.count(b"\n-", hunks, stop)
+        if not added + deleted:
+            return None
+        files.append((name.decode("ascii"), added, deleted))
+    stat = _stat_lines(files).encode("ascii")
+    return patch[:start] + b"---\n" + stat + b"\n" + patch[end + 2 :]
+
+
+def _stat_lines(files: list[tuple[str, int, int]]) -> str:
+    """git's ``--stat=80`` lines for ``files`` (name, added, deleted), the totals last."""
+    max_len = max(len(name) for name, _, _ in files)
+    max_change = max(a + d for _, a, d in files)
+    number_width = len(str(max_change))
+    width = max(_STAT_WIDTH, 16 + 6 + number_width)
+    graph_width, name_width = max_change, max_len
+    if name_width + number_width + 6 + graph_width > width:
+        if graph_width > width * 3 // 8 - number_width - 6:
+            graph_width = max(width * 3 // 8 - number_width - 6, 6)
+        if name_width > width - number_width - 6 - graph_width:
+            name_width = width - number_width - 6 - graph_width
+        else:
+            graph_width = width - number_width - 6 - name_width
+    lines = []
+    for name, added, deleted in files:
+        prefix, room = "", name_width
+        if name_width < len(name):
+            prefix, room = "...", max(name_width - 3, 0)
+            name = name[len(name) - room :] if room else ""
+            slash = name.find("/")
+            if slash >= 0:
+                name = name[slash:]
+        add, dele = added, deleted
+        if graph_width <= max_change:
+            total = _scale(added + deleted, graph_width, max_change)
+            if total < 2 and added and deleted:
+                total = 2
+            if added < deleted:
+                add = _scale(added, graph_width, max_change)
+                dele = total - add
+            else:
+                dele = _scale(deleted, graph_width, max_change)
+                add = total - dele
+        count = str(added + deleted).rjust(number_width)
+        pad = " " * max(room - len(name), 0)
+        lines.append(f" {prefix}{name}{pad} | {count} {'+' * add}{'-' * dele}\n")
+    adds, dels = sum(a for _, a, _ in files), sum(d for _, _, d in files)
+    totals = f" {len(files)} file{'' if len(files) == 1 else 's'} changed"
+    if adds or not dels:
+        totals += f", {adds} insertion{'' if adds == 1 else 's'}(+)"
+    if dels or not adds:
+        totals += f", {dels} deletion{'' if dels == 1 else 's'}(-)"
+    return "".join(lines) + totals + "\n"
+
+
+def _scale(it: int, width: int, max_change: int) -> int:
+    """diff.c's ``scale_linear``: ``it`` of ``max_change`` on ``width`` columns."""
+    return 0 if not it else 1 + (it * (width - 1) // max_change)
 
 
 def diff_of_patch(patch: bytes, raw: bytes, paths: Sequence[str] = ()) -> bytes | None:
@@ -214,6 +379,8 @@ _FORMAT = (
     "--no-add-header",
     "--no-attach",
 )
+# format-patch without its diffstat, with the raw lines that name the files (with_stat)
+_NO_STAT = tuple(x for o in _FORMAT for x in (("--no-stat", "--raw") if o == "--stat=80" else (o,)))
 # git diff and git log -p, unlike plumbing, run a repository's diff.external and textconv
 # drivers (its .git/info/attributes and .git/config): never for content or patch-ids.
 _PLAIN = ("--no-color", "--no-ext-diff", "--no-textconv")

@@ -141,6 +141,26 @@ class History(Part):
             )
         return infos
 
+    def commit_infos_files(
+        self, base: str, tip: str
+    ) -> tuple[list[CommitInfo], dict[str, tuple[str, ...]]]:
+        """:meth:`commit_infos` of base..tip, and the files each of those commits changes as
+        :meth:`log_files` lists them, with one ``log``: a merge lists none, as there."""
+        fmt = "%x01%H%x00%T%x00%P%x00%an%x00%ae%x00%ad%x00%B%x00"
+        argv = ["-c", "core.quotePath=false", "log", "--reverse", "--first-parent"]
+        argv += ["--diff-merges=off", "--no-renames", "--name-only", "--date=raw"]
+        out = self._run.git(*argv, f"--format={fmt}", f"{base}..{tip}", env=HERMETIC)
+        infos, files = [], {}
+        for chunk in out.split("\x01")[1:]:
+            head, _, names = chunk.rpartition("\x00")
+            commit, tree, parents, name, email, date, body = head.split("\x00", 6)
+            message = body.rstrip("\n") + "\n"
+            infos.append(
+                CommitInfo(commit, tree, parents.split()[0], Ident(name, email, date), message)
+            )
+            files[commit] = tuple(line for line in names.splitlines() if line)
+        return infos, files
+
     def last_change(self, path: str) -> str | None:
         """The newest commit of HEAD that changed ``path``, or None."""
         status, out, _ = self._run.git_status("log", "-1", "--format=%H", "HEAD", "--", path)

@@ -103,19 +103,38 @@ class Index(Part):
         (:meth:`_edit`), where a scratch index would read and write the whole
         tree (``read-tree``, ``update-index``, ``write-tree``: three processes,
         each over every file of the tree). Anything else, or an edit whose trees
-        ``mktree`` does not write with the ids computed here, goes the long way.
+        ``mktree`` does not write with the ids computed here, goes the long way. The
+        files alone (``tree`` None, a snapshot of a few files) are one ``mktree`` too.
         """
-        if tree is not None:
-            edited = self._edit(tree, index_info, env)
-            if edited is not None:
-                return edited
+        edited = self._edit(tree, index_info, env)
+        if edited is not None:
+            return edited
         with self.scratch(tree, env) as scratch:
             data = ("\n".join(index_info) + "\n").encode()
             self._run.git_input("update-index", "--index-info", data=data, env=scratch)
             return self.write_tree(scratch)
 
+    def edits(self, tree: str, env: Mapping[str, str] | None = None) -> bool:
+        """Whether :meth:`rewrite_many` can write edits of ``tree`` with one ``mktree``
+        (in the repository's own object store), not a scratch index per edit."""
+        return len(tree) == 40 and not any(k in (env or {}) for k in _OWN_STORE)
+
+    def rewrite_many(
+        self, tree: str, infos: Sequence[Sequence[str]], env: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """:meth:`rewrite` of ``tree`` with each of ``infos``: a tree per edit, all written by
+        one ``mktree --batch`` where :meth:`_edit` answers every one (else each the way
+        :meth:`rewrite` goes)."""
+        batches = [self._edit_batch(tree, info, env) for info in infos]
+        if infos and all(b is not None for b in batches):
+            batch = [line for b in batches if b is not None for line in b[0]]
+            ids = [oid for b in batches if b is not None for oid in b[1]]
+            if self._mktree(batch, ids, env):
+                return [b[1][-1] for b in batches if b is not None]
+        return [self.rewrite(tree, info, env) for info in infos]
+
     def _edit(
-        self, tree: str, index_info: Sequence[str], env: Mapping[str, str] | None
+        self, tree: str | None, index_info: Sequence[str], env: Mapping[str, str] | None
     ) -> str | None:
         """:meth:`rewrite` of files (stage 0, regular or symlink) put over ``tree``, in the
         repository's own object store, with trees read from the long-lived ``cat-file`` and
@@ -124,7 +143,28 @@ class Index(Part):
         environment's, a tree not read, ids that are not SHA-1, or ``mktree`` writing
         trees whose ids are not the ones computed here: the caller goes the long way).
         """
-        if len(tree) != 40 or any(k in (env or {}) for k in _OWN_STORE):
+        made = self._edit_batch(tree, index_info, env)
+        if made is None or not self._mktree(made[0], made[1], env):
+            return None
+        return made[1][-1]
+
+    def _mktree(self, batch: list[bytes], ids: list[str], env: Mapping[str, str] | None) -> bool:
+        """Write the trees of ``batch``: whether ``mktree`` wrote exactly ``ids``."""
+        try:
+            out = self._run.git_input("mktree", "-z", "--batch", data=b"".join(batch), env=env)
+        except GitFailed:  # an entry mktree does not take as it is: the long way says why
+            return False
+        return out.decode().split() == ids
+
+    def _edit_batch(
+        self, tree: str | None, index_info: Sequence[str], env: Mapping[str, str] | None
+    ) -> tuple[list[bytes], list[str]] | None:
+        """The ``mktree -z --batch`` input of :meth:`_edit` and the ids of the trees it
+        writes, the edited ``tree`` last (None: the files alone, over no tree); None
+        where :meth:`_edit` does not answer."""
+        if not index_info or any(k in (env or {}) for k in _OWN_STORE):
+            return None
+        if tree is not None and not self.edits(tree, env):
             return None
         edits: dict[tuple[bytes, ...], dict[bytes, tuple[bytes, bytes]]] = {}
         for line in index_info:
@@ -142,6 +182,9 @@ class Index(Part):
         read: dict[tuple[bytes, ...], dict[bytes, tuple[bytes, bytes]]] = {}
         for d in sorted(dirs, key=len):  # parents first: each names its child's id
             if not d:
+                if tree is None:
+                    read[d] = {}  # no tree under the files: nothing to read
+                    continue
                 oid = bytes.fromhex(tree)
             else:
                 found_entry = read[d[:-1]].get(d[-1])
@@ -176,11 +219,7 @@ class Index(Part):
                 for name, (mode, oid) in entries.items()
             ]
             batch.append(b"\0")
-        try:
-            out = self._run.git_input("mktree", "-z", "--batch", data=b"".join(batch), env=env)
-        except GitFailed:  # an entry mktree does not take as it is: the long way says why
-            return None
-        return ids[-1] if out.decode().split() == ids else None
+        return batch, ids
 
     def tree_from_directory(self, root: Path) -> str:
         """The tree of every file under ``root`` (no ignore rules, no ``.git``), written to

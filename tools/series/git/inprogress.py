@@ -18,14 +18,20 @@ from what it kept (series.stack.verified, verified_kept) nor writes the
 checkout (apply, export, rebase and edit refuse, naming it:
 series.checkout.refuse_git_in_progress).
 
-Only ``os`` (and ``stat``, which ``os`` loads): series.stack.verified_kept asks it
-before the CLI is imported.
+:func:`unreadable` says which of the files ``git status`` opens is there but no
+plain file: a FIFO there makes git wait for ever, so series.git.worktree refuses
+it before every ``git status``, and verified_kept does not wait on its own.
+
+Only ``os`` (and ``stat``, which ``os`` loads) and series.plain: series.stack.verified_kept
+asks it before the CLI is imported.
 """
 
 from __future__ import annotations
 
 import os
 from stat import S_ISREG
+
+from series.plain import read_plain
 
 # (the marker in the git directory, the command it is of, how to end it)
 MARKERS = (
@@ -39,6 +45,23 @@ MARKERS = (
 )
 AM = ("am", "git am --continue, or --skip, or --abort")
 REVERT = ("revert", "git revert --continue, or --abort")
+# The files of the git directory that ``git status`` opens, found by putting a FIFO in
+# the place of each (git 2.39, in each state of MARKERS): a FIFO, a socket or a device
+# there makes it wait for a writer for ever. git writes all of them as plain files.
+STATUS_READS = (
+    "HEAD",
+    "index",
+    "packed-refs",
+    "logs/HEAD",
+    "sequencer/todo",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "rebase-merge/head-name",
+    "rebase-merge/onto",
+    "rebase-apply/head-name",
+    "rebase-apply/onto",
+    "BISECT_START",
+)
 
 
 def in_progress(git_dir: str) -> tuple[str, str, str] | None:
@@ -60,17 +83,26 @@ def in_progress(git_dir: str) -> tuple[str, str, str] | None:
     return None
 
 
+def unreadable(git_dir: str) -> str | None:
+    """The first of the files ``git status`` opens in ``git_dir`` (STATUS_READS) that is
+    there but no plain file once links are followed (a FIFO would make git wait for ever):
+    its path; None when each is a plain file or absent. Only ``stat``, nothing opened."""
+    for name in STATUS_READS:
+        path = os.path.join(git_dir, name)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        if not S_ISREG(mode):
+            return path
+    return None
+
+
 def _reverts(sequencer: str) -> bool:
     """Whether the sequencer's next step is a revert (``git revert A..B``). Read only from
     a plain file: a FIFO put there would make ``open`` wait for a writer for ever."""
     try:
-        fd = os.open(os.path.join(sequencer, "todo"), os.O_RDONLY | os.O_NONBLOCK)
+        todo = read_plain(os.path.join(sequencer, "todo"))
     except OSError:
         return False
-    with open(fd, "rb") as fh:
-        try:
-            if not S_ISREG(os.fstat(fd).st_mode):
-                return False
-            return fh.readline().split(b" ", 1)[0] == b"revert"
-        except OSError:
-            return False
+    return todo.split(b"\n", 1)[0].split(b" ", 1)[0] == b"revert"

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from series.logs import warning
 from series.pids import alive
+from series.plain import read_plain
 from series.records import NamedTuple
 
 RECORD_PREFIX = "series-git-"
@@ -104,7 +105,7 @@ def end(record: Path | None, argv: Sequence[str], status: int) -> None:
         return
     if status != 0 and is_move(argv):  # it ended: finished by the next command, this one's too
         try:
-            data = json.loads(record.read_text(encoding="utf-8"))
+            data = json.loads(read_plain(record))
             record.write_text(json.dumps({**data, "failed": True}) + "\n", encoding="utf-8")
         except (OSError, ValueError):
             pass
@@ -125,7 +126,7 @@ def dead_records(where: Path) -> list[Record]:
     for name in names:
         path = where / name
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_plain(path))  # a FIFO there: not series' record
             pid, argv, mtime = int(data["pid"]), list(data["argv"]), path.stat().st_mtime
         except (OSError, ValueError, KeyError, TypeError):
             continue

@@ -14,9 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,12 +24,16 @@ from series.git.child import own_activity
 from series.git.run import (
     HERMETIC,
     GitFailed,
+    LongLived,
     Part,
     end_long_lived,
     execute,
     fault_point,
     input_file,
+    private_dir,
     ram_dir,
+    remove_tree,
+    scratch_dir,
     start_long_lived,
 )
 from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
@@ -82,6 +83,9 @@ class Merge(Part):
         is in RAM when the machine has a tmpfs: a run writes hundreds of
         loose objects, and on a busy disk that was most of its time.
         """
+        import shutil  # (with tempfile, bz2, lzma) not on a rebase's path
+        import tempfile
+
         env = self._run.no_attributes()  # no attribute (merge=, conflict-marker-size=)
         objects = env["GIT_OBJECT_DIRECTORY"]
         tmp = Path(tempfile.mkdtemp(prefix="series-objects-", dir=ram_dir()))
@@ -141,11 +145,11 @@ class Merge(Part):
         With markers, ``labels`` name the sides, so the same three blobs
         always give the same bytes (recorded resolutions rely on it).
         """
-        with tempfile.TemporaryDirectory(prefix="series-merge-file-") as tmp:
+        with scratch_dir("series-merge-file-") as tmp:
             names = []
             for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-                (Path(tmp) / name).write_bytes(data)
-                names.append(str(Path(tmp) / name))
+                (tmp / name).write_bytes(data)
+                names.append(str(tmp / name))
             how = [f"--{favour}"] if favour else []
             marks = [a for label in labels for a in ("-L", label)]
             argv = ["merge-file", "-p", *how, *marks, *names]
@@ -225,11 +229,11 @@ class MergeStream:
 
     def __init__(self, path: Path, env: Mapping[str, str] | None) -> None:
         self.path, self.env = path, dict(env or {})
-        self.live = shutil.which("stdbuf") is not None
-        self._merges: subprocess.Popen[bytes] | None = None
-        self._writer: subprocess.Popen[bytes] | None = None
+        self.live = _on_path("stdbuf")
+        self._merges: LongLived | None = None
+        self._writer: LongLived | None = None
         self._out = b""
-        self._tmp = tempfile.mkdtemp(prefix="series-stream-", dir=ram_dir()) if self.live else ""
+        self._tmp = private_dir("series-stream-") if self.live else ""
 
     def write(self, kind: str, payload: bytes) -> str | None:
         """Write one object (``hash-object -w``); its id, or None when the stream is closed."""
@@ -240,7 +244,7 @@ class MergeStream:
                 argv = ["hash-object", "-w", "-t", kind, "--no-filters", "--stdin-paths"]
                 fault_point(argv)
                 env = {**self.env, "GIT_FLUSH": "1"}  # an answer per path, whatever set
-                self._writer = start_long_lived(self.path, argv, env, subprocess.DEVNULL)
+                self._writer = start_long_lived(self.path, argv, env)
             path = Path(self._tmp) / "object"
             path.write_bytes(payload)
             stdin, stdout = self._writer.stdin, self._writer.stdout
@@ -266,9 +270,7 @@ class MergeStream:
                 fault_point(argv)
                 # stderr unread: where a merge fails, the batch the caller goes back to
                 # runs it again and says why
-                self._merges = start_long_lived(
-                    self.path, argv, self.env, subprocess.DEVNULL, prefix=("stdbuf", "-o0")
-                )
+                self._merges = start_long_lived(self.path, argv, self.env, prefix=("stdbuf", "-o0"))
             stdin = self._merges.stdin
             assert stdin is not None
             stdin.write(line.encode() + b"\n")
@@ -278,7 +280,7 @@ class MergeStream:
             self.close()
             return None
 
-    def _answer(self, proc: subprocess.Popen[bytes]) -> TreeMerge | None:
+    def _answer(self, proc: LongLived) -> TreeMerge | None:
         stdout = proc.stdout
         assert stdout is not None
         fd = stdout.fileno()
@@ -331,9 +333,19 @@ class MergeStream:
             end_long_lived(proc, 5)
         self._merges = self._writer = None
         if self._tmp:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            remove_tree(self._tmp)
             self._tmp = ""
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _on_path(program: str) -> bool:
+    """Whether ``program`` is an executable file along PATH (``shutil.which``'s answer,
+    without shutil's import)."""
+    for directory in os.get_exec_path():
+        candidate = os.path.join(directory or ".", program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return True
+    return False

@@ -16,7 +16,7 @@ from pathlib import Path
 from series.digests import sha1
 from series.errors import InternalError
 from series.git.ident import Ident
-from series.git.run import HERMETIC, Part, input_file, ram_dir
+from series.git.run import HERMETIC, Part, input_file, scratch_dir
 
 
 class Objects(Part):
@@ -201,12 +201,10 @@ class Objects(Part):
         or attributes would convert (a snapshot restored, a merge result)."""
         if not payloads:
             return []
-        import tempfile  # only when it is used: a run that writes nothing does not load it
-
-        with tempfile.TemporaryDirectory(prefix="series-objects-", dir=ram_dir()) as tmp:
+        with scratch_dir("series-objects-") as tmp:  # as tempfile's, without its import
             names = []
             for i, payload in enumerate(payloads):
-                path = Path(tmp) / str(i)
+                path = tmp / str(i)
                 path.write_bytes(payload)
                 names.append(str(path))
             data = ("\n".join(names) + "\n").encode()

@@ -2,7 +2,7 @@
 
 Apart from series.git.refs (which imports the git layer) so that a re-run
 answered before the CLI is imported (series.stack.verified_kept) computes
-the same digest: it imports only ``_blake2`` (hashlib's ``blake2b``,
+the same digest: it imports only series.plain (``os``) and ``_blake2`` (hashlib's ``blake2b``,
 without OpenSSL's import), which the kept answers load already for the
 patch files and series' code (another hash would be one more extension
 module to load, and hashes the index more slowly).
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 from _blake2 import blake2b
+
+from series.plain import read_plain
 
 
 def files_key(work_tree: str, *, index: bool = True) -> str | None:
@@ -40,5 +42,4 @@ def files_key(work_tree: str, *, index: bool = True) -> str | None:
 
 
 def _bytes(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+    return read_plain(path)  # a FIFO, a link (git's own are files): OSError, ask git

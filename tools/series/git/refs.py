@@ -19,6 +19,7 @@ from pathlib import Path
 from series.errors import SeriesError
 from series.git import ref_files
 from series.git.run import ZERO, GitFailed, Part, Runner, environment_fault
+from series.plain import read_plain
 from series.refnames import STOP as STOP_REFS
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
@@ -206,7 +207,7 @@ class Refs(Part):
         file: None, and :meth:`head_and_ref` asks git.
         """
         try:
-            text = (git_dir / "HEAD").read_bytes().decode("ascii").strip()
+            text = read_plain(git_dir / "HEAD").decode("ascii").strip()  # a FIFO: OSError
         except (OSError, UnicodeDecodeError):
             return None
         ref = text[5:].strip() if text.startswith("ref: ") else None

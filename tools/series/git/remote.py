@@ -304,7 +304,7 @@ class Remote(Part):
         status, _, err = _bounded(self.path, [*argv, "--", source, *refspecs], stall, lazy)
         if status != 0 and promisor is not None and _LAZY_FAILED.search(err):
             raise PartialCloneUnreachable(source, promisor, refspecs, err)
-        fault = environment_fault(err, self.path, source=source) if status else None
+        fault = environment_fault(err, self.path, source=source, status=status) if status else None
         if fault is not None:  # a full disk is no answer about the source: say it
             raise fault
         return status, err

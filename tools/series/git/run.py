@@ -54,7 +54,7 @@ os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 from series.errors import InternalError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
-from series.git.child import end, gitpython, plain, run_child, spawn
+from series.git.child import Spawned, end, gitpython, run_child, spawn
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.version import ensure as _ensure_version
 from series.logs import debug
@@ -62,10 +62,12 @@ from series.pids import alive
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
-    import subprocess
+    import signal as _signal
     from typing import BinaryIO
 
     from git.cmd import Git as _Cmd
+else:
+    import _signal  # loaded at start-up: signal's numbers without its enums
 
 # The keys of a repository's own configuration (.git/config: the checkout's, the cache
 # repository's) that change the bytes a content-producing command writes or the answer it
@@ -182,7 +184,9 @@ class GitFailed(InternalError):
 
     def fault(self) -> EnvironmentFault | None:
         """The clear error for a cause outside series, or None for series' own mistake."""
-        return environment_fault(self.stderr, self.cwd, source=self.source, doing=self.doing)
+        return environment_fault(
+            self.stderr, self.cwd, source=self.source, doing=self.doing, status=self.status
+        )
 
 
 class EnvironmentFault(SeriesError):
@@ -219,6 +223,18 @@ _FAULTS = (  # (kind, git's words); the first that matches a line wins
 )
 
 
+# a git killed by SIGXFSZ: -25 from Python, 128 + 25 through a shell (a wrapper on PATH)
+_SIZE_LIMIT = (-_signal.SIGXFSZ, 128 + _signal.SIGXFSZ)
+
+
+def _fsize_limit() -> str:
+    """The file size limit of this process (``ulimit -f``), in bytes, as words."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return "unlimited now" if soft == resource.RLIM_INFINITY else f"{soft} bytes"
+
+
 def lock_fault(path: Path | str, repo: Path | str | None, context: str = "") -> EnvironmentFault:
     """A git lock file that exists and is not series' own: what to say, one way everywhere."""
     return EnvironmentFault(
@@ -234,17 +250,36 @@ def lock_fault(path: Path | str, repo: Path | str | None, context: str = "") -> 
 
 
 def environment_fault(
-    stderr: str, repo: Path | None, *, source: Path | str | None = None, doing: str = ""
+    stderr: str,
+    repo: Path | None,
+    *,
+    source: Path | str | None = None,
+    doing: str = "",
+    status: int | None = None,
 ) -> EnvironmentFault | None:
     """The error to show when git's ``stderr`` says the cause is outside series, else None.
 
     ``repo`` is where git ran, ``source`` the repository it fetched from;
-    ``doing`` what series was doing, kept in the why. Only git's own
-    wording of faults in the machine (locks, disk, permissions, damaged
-    objects) counts; anything else stays an internal error.
+    ``doing`` what series was doing, kept in the why; ``status`` git's exit
+    status. Only git's own wording of faults in the machine (locks, disk,
+    permissions, damaged objects) counts, and a git killed by SIGXFSZ (a
+    file size limit, ``ulimit -f``: it says nothing, its status is -25, or
+    153 through a shell); anything else stays an internal error.
     """
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     context = f"\n(while: {doing})" if doing else ""
+    if status in _SIZE_LIMIT or any("File too large" in line for line in lines):
+        named = str(repo) if repo is not None else "a git repository"
+        said = lines[-1] if lines else f"nothing (killed by SIGXFSZ, exit status {status})"
+        return EnvironmentFault(
+            "size-limit",
+            repo,
+            f"file size limit exceeded (ulimit -f) while git wrote in {named}",
+            why=f"a file git was writing grew past the limit on the size of files this "
+            f"process may write (ulimit -f is {_fsize_limit()}); git said: {said}{context}",
+            hint="raise the limit (ulimit -f unlimited, or ask whoever set it), then run the "
+            "command again",
+        )
     lock = re.search(_LOCK, stderr)
     if lock:
         return lock_fault(lock.group(1), repo, context)
@@ -471,21 +506,46 @@ class _PlainBatch:
                 proc.returncode = 0  # reaped
 
 
-def end_long_lived(proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
-    """End a long-lived git process: end of its input (it exits), killed if it has not
-    within ``timeout`` seconds."""
-    if proc is None or proc.poll() is not None:
-        return
-    import subprocess  # imported by now: plain started proc
+class LongLived:
+    """A long-lived git process started by :func:`start_long_lived`: its stdin (requests),
+    its stdout (answers), and the process (series.git.child.Spawned: what
+    series.git.child.end ends)."""
 
-    with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-        proc.wait(timeout=timeout)
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
+    __slots__ = ("proc", "stdin", "stdout")
+
+    def __init__(self, proc: Spawned, stdin: BinaryIO, stdout: BinaryIO) -> None:
+        self.proc = proc
+        self.stdin = stdin
+        self.stdout = stdout
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+def end_long_lived(proc: LongLived | None, timeout: float) -> None:
+    """End a long-lived git process: end of its input (it exits), killed if it has not
+    within ``timeout`` seconds (waited for as ``Popen.wait(timeout)`` polls)."""
+    if proc is None or proc.proc.returncode is not None:
+        return
+    for stream in (proc.stdin, proc.stdout):
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()
+    deadline, pause = time.monotonic() + timeout, 0.0005
+    while True:
+        try:
+            pid, status = os.waitpid(proc.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped already
+            proc.proc.returncode = -1
+            return
+        if pid:
+            proc.proc.returncode = os.waitstatus_to_exitcode(status)
+            return
+        if time.monotonic() > deadline:
+            end(proc.proc)  # killed, with what it started, and reaped
+            return
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _not_started(exc: Exception) -> bool:
@@ -586,20 +646,23 @@ def _fault_point(argv: Sequence[str]) -> None:
 
 
 def start_long_lived(
-    cwd: Path,
-    argv: Sequence[str],
-    env: Mapping[str, str] | None,
-    stderr: BinaryIO | int,
-    prefix: Sequence[str] = (),
-) -> subprocess.Popen[bytes]:
-    """``git argv`` started as :class:`_PlainBatch` starts ``cat-file``: a long-lived
-    process asked one request at a time through its stdin, without GitPython;
-    ``prefix``: a command that runs git (``stdbuf -o0``)."""
+    cwd: Path, argv: Sequence[str], env: Mapping[str, str] | None, prefix: Sequence[str] = ()
+) -> LongLived:
+    """``git argv`` started as :class:`_PlainBatch` starts ``cat-file`` (series.git.child.
+    spawn: no GitPython, no subprocess): a long-lived process asked one request at a time
+    through its stdin, its stderr discarded; ``prefix``: a command that runs git
+    (``stdbuf -o0``)."""
     _strip_inherited()
     _ensure_version("git")
-    import subprocess  # a long-lived process: not on a re-run's path (series.git.child)
-
-    return plain(cwd, [*prefix, "git", *argv], _environment(env), subprocess.PIPE, stderr)
+    full = [*prefix, "git", *argv]
+    source, requests = os.pipe()
+    try:
+        with os.fdopen(source, "rb", buffering=0) as stdin:  # git's copy stays open
+            proc, out, _ = spawn(cwd, full, _environment(env), stdin, quiet=True)
+    except BaseException:
+        os.close(requests)
+        raise
+    return LongLived(proc, os.fdopen(requests, "wb"), os.fdopen(out, "rb"))
 
 
 def fault_point(argv: Sequence[str]) -> None:
@@ -629,6 +692,36 @@ def ram_dir() -> str | None:
         if candidate and os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
             return candidate
     return None
+
+
+def private_dir(prefix: str) -> str:
+    """A new directory for throwaway files, made as ``tempfile.mkdtemp`` makes one (a new
+    name, created exclusively, readable by its owner only), in the RAM-backed directory;
+    tempfile itself (with random, shutil, bz2 and lzma: a tenth of a ``--skip``'s own
+    work) only where there is none. :func:`remove_tree` removes it."""
+    where = ram_dir()
+    if where is None:
+        import tempfile
+
+        where = tempfile.gettempdir()
+    while True:
+        path = os.path.join(where, f"{prefix}{os.urandom(6).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+
+
+@contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """:func:`private_dir`, removed with what it holds at the end of the block (as
+    ``tempfile.TemporaryDirectory``, without tempfile)."""
+    path = private_dir(prefix)
+    try:
+        yield Path(path)
+    finally:
+        remove_tree(path)
 
 
 @contextmanager
@@ -686,14 +779,14 @@ def _empty_repository() -> str:
         base = ram_dir() or os.environ.get("TMPDIR") or "/tmp"
         where = os.path.join(base, f"series-no-attributes-{os.getpid()}-{os.urandom(6).hex()}")
         os.mkdir(where, 0o700)  # a new name: never one made by someone else
-        atexit.register(_remove_tree, where)
+        atexit.register(remove_tree, where)
         make_bare(Path(where))
         _EMPTY.append(where)
         _clear_empty_repositories(base)
     return _EMPTY[0]
 
 
-def _remove_tree(where: str) -> None:
+def remove_tree(where: str) -> None:
     """``shutil.rmtree(where, ignore_errors=True)`` without shutil, whose import (bz2,
     lzma, zlib) was most of what a range-diff's exit cost: every file and link removed,
     no link followed (a link to a directory is removed, not entered; ``where`` itself a
@@ -729,7 +822,7 @@ def _clear_empty_repositories(base: str) -> None:
         except OSError:
             continue
         if mine and pid.isdigit() and not alive(int(pid)):
-            _remove_tree(path)
+            remove_tree(path)
 
 
 def _text(value: str | bytes) -> str:
@@ -882,7 +975,9 @@ class Runner:
         status, out, err = execute(self.path, argv, env=env)
         assert isinstance(out, str)
         fault = (
-            environment_fault(err, self.path, doing=f"git {' '.join(argv[:3])}") if status else None
+            environment_fault(err, self.path, doing=f"git {' '.join(argv[:3])}", status=status)
+            if status
+            else None
         )
         if fault is not None:
             raise fault

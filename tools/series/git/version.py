@@ -34,6 +34,7 @@ import os
 
 from series.errors import SeriesError
 from series.git.itself import MINIMUM, ask, is_git_itself
+from series.plain import read_plain
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ def _recall() -> set[str]:
     if not _store:
         return set()
     try:
-        text = (_store[0] / RECORD).read_text(encoding="utf-8", errors="replace")
+        text = read_plain(_store[0] / RECORD).decode(errors="replace")
     except OSError:
         return set()
     return {line.rpartition("\t")[0] for line in text.splitlines() if line.count("\t") == 6}
@@ -144,7 +145,7 @@ def _remember(key: str, said: str) -> None:
 
     path = _store[0] / RECORD
     try:
-        old = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        old = read_plain(path).decode(errors="replace").splitlines()
     except OSError:
         old = []
     lines = [f"{key}\t{said}"] + [line for line in old if not line.startswith(key + "\t")]

@@ -22,11 +22,27 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from series.errors import SeriesError
+from series.errors import RefusedError, SeriesError
 from series.git import leftovers
+from series.git.inprogress import unreadable
 from series.git.run import HERMETIC, EnvironmentFault, GitFailed, Part
 
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+
+
+def refuse_blocking(git_dir: Path | None) -> None:
+    """Refuse, naming it, a file of ``git_dir`` that ``git status`` opens and that is no
+    plain file (series.git.inprogress.unreadable): a FIFO there makes git wait for ever."""
+    found = unreadable(str(git_dir)) if git_dir is not None else None
+    if found is None:
+        return
+    raise RefusedError(
+        f"refusing to run git status: {found} is not a plain file",
+        why="git status opens it (git keeps its state there as plain files); a FIFO, a "
+        "socket or a device in its place makes git wait for ever",
+        hint=f"see what it is (ls -l '{found}'); if no program of yours put it there, "
+        f"remove it (rm '{found}'), then run the command again",
+    )
 
 
 class Worktree(Part):
@@ -40,6 +56,7 @@ class Worktree(Part):
         is started without GitPython: it is all a status or a re-run
         answered from what was kept asks of git (series.git.child.plain).
         """
+        refuse_blocking(leftovers.git_dir(self.path))
         optional = ["--no-optional-locks"] if read_only else []
         argv = [*optional, "status", "--porcelain=v1", "-z", "--untracked-files=all"]
         out = self._run.git(*argv, light=read_only)
@@ -52,6 +69,7 @@ class Worktree(Part):
         Read without writing the index (its stat data answers for unchanged files),
         with the ignore rules ``Index.files_tree`` has (HERMETIC).
         """
+        refuse_blocking(leftovers.git_dir(self.path))
         argv = ["--no-optional-locks", "status", "--porcelain=v1", "-z", "--no-renames"]
         out = self._run.git(*argv, "--untracked-files=all", env=HERMETIC)
         return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})

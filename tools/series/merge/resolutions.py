@@ -27,10 +27,12 @@ the same verdict on the same conflict. Only rebase writes one
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from series.digests import sha1
+from series.digests import blob_id, sha1
 from series.files import confined, write_atomic
 from series.git.repo import Repo
 from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
@@ -70,6 +72,13 @@ def _marked_up(
 ) -> list[str]:
     """The ``update-index --index-info`` lines that put the marked-up files of
     :func:`conflict_tree` over the merged tree (none: no content conflict)."""
+    return _written(repo, _marked(repo, merge, patch_id, env), env)
+
+
+def _marked(
+    repo: Repo, merge: TreeMerge, patch_id: str, env: Mapping[str, str] | None
+) -> list[tuple[str, str, bytes]]:
+    """(mode, path, marked-up bytes) of each content conflict of ``merge``, by path."""
     stages: dict[str, dict[int, StageEntry]] = {}
     for entry in merge.entries:
         stages.setdefault(entry.path, {})[entry.stage] = entry
@@ -89,8 +98,15 @@ def _marked_up(
             base, blobs[st[2].oid], blobs[st[3].oid], favour=None, labels=labels(patch_id)
         )
         merged.append((st[3].mode, path, data))
-    ids = repo.objects.write("blob", [m[2] for m in merged], env=env)
-    return [f"{mode} {oid}\t{path}" for (mode, path, _), oid in zip(merged, ids, strict=True)]
+    return merged
+
+
+def _written(
+    repo: Repo, marked: Sequence[tuple[str, str, bytes]], env: Mapping[str, str] | None
+) -> list[str]:
+    """The files of :func:`_marked` written: their ``--index-info`` lines."""
+    ids = repo.objects.write("blob", [m[2] for m in marked], env=env)
+    return [f"{mode} {oid}\t{path}" for (mode, path, _), oid in zip(marked, ids, strict=True)]
 
 
 def path_for(root: Path, patch_id: str, key: str) -> Path:
@@ -101,6 +117,23 @@ def path_for(root: Path, patch_id: str, key: str) -> Path:
 def recorded(root: Path, patch_id: str) -> list[Path]:
     folder = confined(root, root / DIRECTORY / patch_id, reading=True)
     return sorted(confined(root, p, reading=True) for p in folder.glob("*.patch"))
+
+
+def check_recorded(root: Path, patch_ids: Sequence[str]) -> None:
+    """:func:`recorded` of each of ``patch_ids`` for what it refuses (a ``resolutions/``
+    or a file in it leading out of the project), with ``resolutions/`` listed once: a
+    patch without a folder there has nothing to look at (nothing below a missing
+    directory can lead out), where each :func:`recorded` resolves the project again."""
+    folder = confined(root, root / DIRECTORY, reading=True)
+    if not os.path.lexists(folder):
+        return
+    try:
+        names: set[str] | None = set(os.listdir(folder))
+    except OSError:  # not a directory, unreadable: each asks, as it always did
+        names = None
+    for pid in patch_ids:
+        if names is None or pid in names:
+            recorded(root, pid)
 
 
 def record(
@@ -181,11 +214,16 @@ def lookup(
     patch changed since), are not used; ``note`` says so.
     """
     key = conflict_key(patch_id, merge.entries)
-    info = _marked_up(repo, merge, patch_id, env)
+    marked = _marked(repo, merge, patch_id, env)
     path = path_for(root, patch_id, key)
     note = ""
     here = path.is_file()
     data = _recorded_for(path, key) if here else None
+    if data is not None:
+        known = _replayed(repo, merge.tree, marked, data, env)
+        if known is not None:
+            return Found(key, known[0], path, known[1], "")
+    info = _written(repo, marked, env) if marked else []
     if data is not None:  # marked up and resolved in one scratch index (conflict_tree, replay)
         conflicted, resolved = repo.index.rewrite_and_apply(merge.tree, info, data, env)
         if resolved is not None:
@@ -202,3 +240,130 @@ def lookup(
             "(upstream or the patch changed since): not replayed"
         )
     return Found(key, conflicted, path, None, note)
+
+
+def _replayed(
+    repo: Repo,
+    tree: str,
+    marked: Sequence[tuple[str, str, bytes]],
+    data: bytes,
+    env: Mapping[str, str] | None,
+) -> tuple[str, str] | None:
+    """The marked-up tree and the resolved one, where the resolution ``data`` only edits
+    marked-up files and gives, hunk by hunk at the lines it names, exactly the blobs
+    its ``index`` lines name: then ``apply --cached`` on a scratch index of the marked-up
+    tree gives those very bytes (the preimage is the blob the diff was made from, each
+    hunk matches where it says, and the result is the postimage git hashed), and both
+    trees are written as edits of ``tree`` (one ``hash-object``, one ``mktree``), with
+    no index. None: anything else (another file, a new, deleted or renamed one, a mode
+    change, a binary or quoted path, a hunk that does not match there, ids not SHA-1,
+    an object store of ``env``'s, where the trees could not be edits): the scratch
+    index answers, as it always did.
+    """
+    if not marked or not repo.index.edits(tree, env):
+        return None  # a scratch object store (check-conflicts): one scratch index is less
+    files = _edits(data)
+    if not files:
+        return None
+    by_path = {path: (mode, content) for mode, path, content in marked}
+    resolved: dict[str, bytes] = {}
+    for path, (old, new, mode, hunks) in files.items():
+        if path not in by_path or by_path[path][0] != mode:
+            return None
+        before = by_path[path][1]
+        if blob_id(before, 40) != old:
+            return None
+        after = _patched(before, hunks)
+        if after is None or blob_id(after, 40) != new:
+            return None
+        resolved[path] = after
+    order = [path for _, path, _ in marked]
+    payloads = [by_path[p][1] for p in order] + [resolved[p] for p in order if p in resolved]
+    ids = repo.objects.write("blob", payloads, env=env)
+    if ids != [blob_id(p, 40) for p in payloads]:
+        return None
+    marked_ids = dict(zip(order, ids[: len(order)], strict=True))
+    new_ids = {p: files[p][1] for p in resolved}
+    conflicted = [f"{by_path[p][0]} {marked_ids[p]}\t{p}" for p in order]
+    done = [f"{by_path[p][0]} {new_ids.get(p, marked_ids[p])}\t{p}" for p in order]
+    trees = repo.index.rewrite_many(tree, [conflicted, done], env)
+    return trees[0], trees[1]
+
+
+_DIFF = re.compile(rb"diff --git a/(\S+) b/(\S+)\n")
+_ID = re.compile(rb"index ([0-9a-f]{40})\.\.([0-9a-f]{40}) (100644|100755)\n")
+_HUNK = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@[^\n]*\n")
+Hunk = tuple[int, int, int, list[tuple[bytes, bytes]]]
+
+
+def _edits(data: bytes) -> dict[str, tuple[str, str, str, list[Hunk]]] | None:
+    """path -> (old id, new id, mode, hunks) of a resolution whose every file section is
+    a plain edit of one file, as ``diff-tree -p --full-index`` writes one; else None."""
+    start = data.find(b"\ndiff --git ")
+    if start < 0:
+        return None
+    lines = data[start + 1 :].splitlines(keepends=True)
+    files: dict[str, tuple[str, str, str, list[Hunk]]] = {}
+    i = 0
+    while i < len(lines):
+        if i + 4 > len(lines):
+            return None
+        head, ids = _DIFF.fullmatch(lines[i]), _ID.fullmatch(lines[i + 1])
+        if head is None or ids is None or head.group(1) != head.group(2):
+            return None
+        name = head.group(1)
+        if lines[i + 2] != b"--- a/" + name + b"\n" or lines[i + 3] != b"+++ b/" + name + b"\n":
+            return None
+        i += 4
+        hunks: list[Hunk] = []
+        while i < len(lines) and not lines[i].startswith(b"diff --git "):
+            found = _HUNK.fullmatch(lines[i])
+            if found is None:
+                return None
+            old_start, old_n, new_n = int(found[1]), int(found[2] or b"1"), int(found[4] or b"1")
+            i += 1
+            body: list[tuple[bytes, bytes]] = []
+            while i < len(lines) and lines[i][:1] in (b" ", b"-", b"+", b"\\"):
+                line = lines[i]
+                if line[:1] == b"\\":  # "\ No newline at end of file": the line before
+                    if not body or not body[-1][1].endswith(b"\n"):
+                        return None
+                    body[-1] = (body[-1][0], body[-1][1][:-1])
+                elif not line.endswith(b"\n"):
+                    return None
+                else:
+                    body.append((line[:1], line[1:]))
+                i += 1
+            if sum(t != b"+" for t, _ in body) != old_n or sum(t != b"-" for t, _ in body) != new_n:
+                return None
+            hunks.append((old_start, old_n, new_n, body))
+        path = name.decode("utf-8", "surrogateescape")
+        if not hunks or path in files:
+            return None
+        files[path] = (ids[1].decode(), ids[2].decode(), ids[3].decode(), hunks)
+    return files
+
+
+def _patched(before: bytes, hunks: list[Hunk]) -> bytes | None:
+    """``before`` with each hunk applied exactly at the line it names; None if one does not
+    match there (git would look elsewhere: the caller leaves that to git)."""
+    old = before.splitlines(keepends=True)
+    out: list[bytes] = []
+    pos = 0
+    for old_start, old_n, _, body in hunks:
+        at = old_start - 1 if old_n else old_start
+        if at < pos or at > len(old):
+            return None
+        out += old[pos:at]
+        pos = at
+        for tag, text in body:
+            if tag == b"+":
+                out.append(text)
+                continue
+            if pos >= len(old) or old[pos] != text:
+                return None
+            if tag == b" ":
+                out.append(text)
+            pos += 1
+    out += old[pos:]
+    return b"".join(out)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from series.files import write_atomic
+from series.plain import read_plain
 
 FORMAT = 1
 BACKEND = "torch"
@@ -93,8 +94,8 @@ class ResultCache:
     def get(self, key: str) -> dict[str, Any] | None:
         path = self.results / f"{key}.json"
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
+            data = json.loads(read_plain(path))
+        except (OSError, ValueError):  # none, not a plain file (a FIFO, a link), damaged
             return None
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key:
             return None  # another version's or a damaged entry: run again
@@ -114,8 +115,8 @@ class ResultCache:
     def last_duration(self, selection: tuple[str, ...], fingerprint_id: str) -> float | None:
         path = self.durations / f"{digest([list(selection), fingerprint_id])[:32]}.json"
         try:
-            return float(json.loads(path.read_text(encoding="utf-8"))["seconds"])
-        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            return float(json.loads(read_plain(path))["seconds"])
+        except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def note_duration(

@@ -41,6 +41,7 @@ from rich.table import Table
 from series.errors import UsageError
 from series.files import write_atomic
 from series.manifest import Patch
+from series.plain import read_plain
 from series.runs.cache import ResultCache, digest, fingerprint
 from series.ui import Ui
 
@@ -119,9 +120,9 @@ def split(
 
 def _kept(path: Path, ids: list[str], count: int) -> tuple[dict[str, int], str] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_plain(path))
         shards, by = dict(data["shards"]), str(data["balanced_by"])
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError):
         return None  # none yet, or damaged: make a new one
     if list(shards) != ids or not all(
         isinstance(s, int) and 1 <= s <= count for s in shards.values()

@@ -65,10 +65,10 @@ import os
 import sys
 import time
 from _blake2 import blake2b
-from stat import S_ISREG  # loaded by os at start-up
 
 from series.code import RACY_NS, code_digest
 from series.git.itself import MINIMUM, ask, is_git_itself
+from series.plain import read_plain
 from series.terminal import terminal
 
 TYPE_CHECKING = False
@@ -155,33 +155,52 @@ def record_path(root: str, cache: str, opts: str) -> str:
 
 
 def _read(path: str) -> bytes | None:
+    """The bytes of ``path``, None when there is no such file (series.plain.read_plain:
+    a FIFO or a link raises OSError, and the full run answers)."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        return read_plain(path)
     except FileNotFoundError:
         return None
 
 
-def _refs(git_dir: str, digest: Any) -> None:
+def _refs(git_dir: str, digest: Any, skip: frozenset[str] = frozenset()) -> None:
     """HEAD, packed-refs and every loose ref of ``git_dir``, and its config (series.git.refs.
-    files_key without the index). Raises OSError where they cannot be read as files."""
+    files_key without the index), but the directories of refs ``skip`` names (relative to
+    ``git_dir``, ending in ``/``). Raises OSError where they cannot be read as files."""
     if not os.path.isdir(git_dir) or os.path.exists(os.path.join(git_dir, "reftable")):
         raise OSError("refs not readable as files")
     for name in ("HEAD", "packed-refs", "config"):
         data = _read(os.path.join(git_dir, name))
         digest.update(f"{name}\0".encode() + (b"-" if data is None else data))
-    refs = os.path.join(git_dir, "refs")
-    start = len(git_dir) + len(os.sep)  # each path walked is git_dir, a separator, its name
-    for where, dirs, files in os.walk(refs, onerror=_raise):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(where, name)
-            with open(path, "rb") as fh:
-                digest.update(f"\0{path[start:]}\0".encode() + fh.read())
+    _loose(os.path.join(git_dir, "refs"), "refs/", digest, skip)
 
 
-def _raise(exc: OSError) -> None:
-    raise exc
+def _loose(directory: str, rel: str, digest: Any, skip: frozenset[str]) -> None:
+    """The refs under ``directory`` (``rel`` from the git directory) into ``digest``, in
+    ``os.walk``'s order (a directory's files by name, then its directories by name),
+    without its generator and each file without a buffered reader: ``os.walk`` cost
+    most of a kept answer's digest of a cache with a hundred refs. A link raises
+    OSError, and so does what is neither file nor directory: what git makes of them is
+    for the full run to find."""
+    with os.scandir(directory) as found:
+        entries = sorted(found, key=_name)
+    below = []
+    for entry in entries:
+        if entry.is_symlink():
+            raise OSError(f"{entry.path}: a link")
+        if entry.is_dir(follow_symlinks=False):
+            below.append(entry)
+            continue
+        if not entry.is_file(follow_symlinks=False):  # a FIFO would hold the answer
+            raise OSError(f"{entry.path}: not a file")
+        digest.update(f"\0{rel}{entry.name}\0".encode() + read_plain(entry.path))
+    for entry in below:
+        if f"{rel}{entry.name}/" not in skip:
+            _loose(entry.path, f"{rel}{entry.name}/", digest, skip)
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 def digest(
@@ -284,8 +303,7 @@ def contents(root: str, files: Sequence[str], known: str) -> list[bytes]:
                 continue
             except ValueError:  # not hex: an entry spoilt, read the file
                 pass
-        with open(path, "rb") as fh:
-            said.append(blake2b(fh.read()).digest())
+        said.append(blake2b(read_plain(path, follow=True)).digest())
     return said
 
 
@@ -425,17 +443,7 @@ def read_entry(path: str, fields: tuple[str, ...], version: int) -> dict[str, st
     is no plain file (series writes entries by renaming a file into place: a link, or a
     FIFO, whose ``open`` would wait for a writer for ever, is not one)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        with open(fd, encoding="utf-8") as fh:
-            found = os.fstat(fh.fileno())
-            if not S_ISREG(found.st_mode):
-                return None
-            if found.st_uid != os.getuid() or found.st_mode & 0o022:
-                return None
-            text = fh.read()
+        text = read_plain(path, mine=True).decode()
     except (OSError, ValueError):
         return None
     body, _, sealed = text.rpartition("\0")

@@ -23,10 +23,13 @@ without importing GitPython (series.git.run.light_processes: one
 ``cat-file`` per repository); the memo is listed once for both versions,
 both pins are found in the cache without the fetch machinery
 (series.upstream.cached_pin), and the current version's series.toml is
-the one the command parsed. The earlier version is parsed from its bytes
-and its stack taken from the memo without writing its files out, where
+the one the command parsed, its patch files read once (for the version
+and for its keys in the memo). The earlier version is parsed from its
+bytes and its stack taken from the memo without writing its files out, where
 neither can depend on where the files are (:func:`_parsed`,
-:func:`_remembered`). Only the parts of the git layer it uses are imported
+:func:`_remembered`). The snapshot a rebase kept is read from the checkout's
+repository without series.checkout where git opens it as its own work tree
+(:func:`_checkout`). Only the parts of the git layer it uses are imported
 (not series.git's names, which import every part). A build of either stack packs the cache's loose
 objects once there are many (series.upstream.pack_cache): the range-diff
 reads the commits' trees and blobs from a pack.
@@ -35,6 +38,7 @@ reads the commits' trees and blobs from a pack.
 from __future__ import annotations
 
 import io
+import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -44,6 +48,7 @@ from series import upstream
 from series.builder import memo
 from series.builder.build import PatchFile
 from series.errors import UsageError
+from series.git.repo import Repo  # not through series.git: it imports every part
 from series.git.run import light_processes
 from series.manifest import load, loads  # the session parsed the project's: loaded already
 from series.records import NamedTuple
@@ -55,7 +60,6 @@ from series.stack.diffclass import classify_diffs as classify_diffs
 
 TYPE_CHECKING = False  # neither typing nor dataclasses is imported for a range-diff
 if TYPE_CHECKING:
-    from series.git import Repo
     from series.manifest import Manifest
     from series.project import Series
     from series.ui import Ui
@@ -156,15 +160,16 @@ def report(
 ) -> tuple[Version, Version, list[Row]]:
     """The old version (:func:`previous`), the new one, and :func:`compare`'s rows."""
     with light_processes():  # a few queries and one range-diff: GitPython's import costs more
-        old = previous(series, since)
-        new = current(series)
+        files = _current_files(series)  # read once, for both
+        old = previous(series, since, files)
+        new = current(series, files)
         return old, new, compare(series, ui, old, new, only)
 
 
-def previous(series: Series, since: str | None) -> Version:
-    """The version to compare with: ``--since REV``, else the default (docs/range-diff.md)."""
+def previous(series: Series, since: str | None, current: dict[str, bytes]) -> Version:
+    """The version to compare with: ``--since REV``, else the default (docs/range-diff.md);
+    ``current``: the project's files now (:func:`_current_files`)."""
     project = series.project_repo()
-    current = _current_files(series)
     if since is not None:
         if project is None or project.objects.rev(since) is None:
             raise UsageError(
@@ -177,10 +182,10 @@ def previous(series: Series, since: str | None) -> Version:
         return Version(
             f"{last[:12]} (the last commit that changed patches/)", _files_at(project, last)
         )
-    checkout = series.checkout()
-    saved = checkout.repo.objects.rev(REBASE_LAST) if checkout.exists() else None
-    if saved is not None:
-        files = checkout.repo.objects.files_of(saved)  # the snapshot series rebase kept
+    checkout = _checkout(series)
+    saved = checkout.objects.rev(REBASE_LAST) if checkout is not None else None
+    if checkout is not None and saved is not None:
+        files = checkout.objects.files_of(saved)  # the snapshot series rebase kept
         if files != current:
             return Version("the series before the last `series rebase`", files)
     if project is not None and last is not None and project.objects.rev(f"{last}^") is not None:
@@ -193,10 +198,25 @@ def previous(series: Series, since: str | None) -> Version:
     )
 
 
-def current(series: Series) -> Version:
-    """The project's files now, with its series.toml as the command parsed it (when that
-    names only files of patches/, as the version's files hold)."""
-    files, manifest = _current_files(series), series.manifest
+def _checkout(series: Series) -> Repo | None:
+    """The checkout's repository, None where there is none: what ``series.checkout()``
+    and its ``exists()`` answer, without series.checkout (its states, backups and drift
+    checks: a range-diff reads one ref) where git opens the checkout as its own work
+    tree, or finds no repository there. Anything else is refused by ``exists()``, in
+    its words."""
+    repo = Repo(series.checkout_path())
+    found = repo.is_repo()
+    if repo.unopened is None and (not found or repo.own_work_tree):
+        return repo if found else None
+    checkout = series.checkout()
+    return checkout.repo if checkout.exists() else None
+
+
+def current(series: Series, files: dict[str, bytes]) -> Version:
+    """The project's files now (``files``: :func:`_current_files`), with its series.toml as
+    the command parsed it (when that names only files of patches/, as the version's files
+    hold)."""
+    manifest = series.manifest
     named = all(p.file in files for p in manifest.patches)
     return Version("patches/ as they are now", files, manifest if named else None)
 
@@ -274,7 +294,8 @@ def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Kn
     own files, as parsed already; another is parsed from its files' bytes when the parse
     cannot depend on where they are (:func:`_parsed`), else written out to be parsed."""
     if version.manifest is not None:
-        return _built(series, ui, version.label, version.manifest, series.root, cache, known)
+        mine = version.manifest
+        return _built(series, ui, version.label, mine, series.root, cache, known, version.files)
     manifest = _parsed(version.files, series.cache_dir)
     if manifest is not None:
         return _built(series, ui, version.label, manifest, None, cache, known, version.files)
@@ -341,20 +362,22 @@ def _built(
     known: memo.Known,
     files: dict[str, bytes] | None = None,
 ) -> Stack:
-    """The stack of ``manifest``'s patches, whose files are under ``root``, or (``root``
-    None) are ``files``' bytes: reused from the memo when it has every one of them, else
-    built from the files written out."""
+    """The stack of ``manifest``'s patches, whose files are under ``root`` (their bytes
+    ``files``, as read already), or (``root`` None) are ``files``' bytes: reused from the
+    memo when it has every one of them (of those bytes), else built from the files (under
+    ``root``, or written out)."""
     base = upstream.cached_pin(manifest.upstream, cache, series.cache_dir)
     if base is None:  # resolved anew (fetched, or from the sdist): no answer is kept
         RESOLVED.append(manifest.upstream.commit)
         base = upstream.resolve(manifest.upstream, series.cache_dir, source=None, override=None)
     ui.status(f"{label}: {len(manifest.patches)} patches on {base.label}")
-    if root is None:
-        assert files is not None
+    if files is not None:
         steps = _remembered(manifest, files, base.commit, known)
         if steps is not None:
             tip = list(steps.values())[-1][0] if steps else base.commit
             return steps, (base.commit, tip), manifest
+    if root is None:
+        assert files is not None
         with _written(files) as written:
             return (*_stack(series, manifest, written, base.commit, cache, known), manifest)
     return (*_stack(series, manifest, root, base.commit, cache, known), manifest)
@@ -386,9 +409,17 @@ def _stack(
 
 
 def _current_files(series: Series) -> dict[str, bytes]:
+    """series.toml and every ``patches/*.patch`` by relative path (what ``Path.glob``
+    lists: any name that ends so, a leading dot too), without glob's pattern machinery."""
     files = {"series.toml": series.manifest.path.read_bytes()}
-    for path in sorted((series.root / "patches").glob("*.patch")):
-        files[path.relative_to(series.root).as_posix()] = path.read_bytes()
+    patches = series.root / "patches"
+    try:
+        names = sorted(os.listdir(patches)) if patches.is_dir() else []
+    except PermissionError:  # as glob: nothing listed
+        names = []
+    for name in names:
+        if name.endswith(".patch"):
+            files[f"patches/{name}"] = (patches / name).read_bytes()
     return files
 
 

@@ -19,7 +19,9 @@ on stdout and stderr is kept in the per-user cache
 * the environment, every variable but the shell's own ``_``, ``OLDPWD``,
   ``SHLVL`` and ``PWD`` (``GIT_*``, ``SERIES_*``, ``HOME``, ``XDG_*``,
   ``PATH``, colour and terminal variables among them);
-* series.toml's bytes, and each ``patches/*.patch`` file's name and bytes;
+* series.toml's bytes, and each ``patches/*.patch`` file's name and bytes
+  (as the blake2b of them: the digest after a run takes a file's from the one
+  before it when the file was not written since, :func:`_content`);
 * the git the full run would start (its path, size and times), and, when
   that file is a wrapper script (series.git.itself), what the git behind
   it says of its version (one ``git version`` each run, as the check of
@@ -30,7 +32,8 @@ on stdout and stderr is kept in the per-user cache
   ``$XDG_CONFIG_HOME/git/config``, or ``GIT_CONFIG_GLOBAL``) and the global
   attributes file;
 * of each repository it reads (the project's own when ``.git`` is there, the
-  checkout's, the cache's): HEAD, ``packed-refs``, every loose ref,
+  checkout's, the cache's): HEAD, ``packed-refs``, every loose ref (but the
+  cache's ``refs/series/proven/``, which only an export reads),
   ``config``, ``shallow``, ``info/grafts``, ``info/attributes`` and the
   owner of the directory (git refuses a repository of another user);
 * the cache's object store as names: its packs and its loose objects.
@@ -59,10 +62,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from _blake2 import blake2b
 
-from series.code import code_digest
+from series.code import RACY_NS, code_digest
 from series.git.itself import MINIMUM, ask, is_git_itself
+from series.plain import read_plain
+from series.refnames import PROVEN
 from series.stack.branches_kept import (
     _FULL,
     CACHE_REPO,
@@ -70,6 +76,7 @@ from series.stack.branches_kept import (
     _git,
     _git_path,
     _held,
+    _identity,
     _read,
     _refs,
     _unsafe,
@@ -121,12 +128,23 @@ class _Unsure(OSError):
     """What the digest cannot hold: the full run, nothing kept."""
 
 
-def digest(root: str, cache: str, checkout: str) -> str | None:
+# Read by memo.proven for an export alone: a range-diff, and the git it runs, never read
+# them (series.builder.memo), and a cache holds one directory of them per patch built.
+_UNREAD = frozenset({PROVEN})
+
+# A file the first digest of a run read (its path): its identity then, and the blake2b of
+# its bytes, when that identity was safely in the past (branches_kept.identities).
+Seen = dict[str, tuple[str, bytes]]
+
+
+def digest(root: str, cache: str, checkout: str, seen: Seen | None = None) -> str | None:
     """The digest of all a plain range-diff reads (the module's docstring); None when it
     cannot be told from files, or the full run has more to do than answer.
 
     ``checkout``: series.toml's ``[series] checkout``, resolved here as series.project
-    does (a link on the way may lead elsewhere since)."""
+    does (a link on the way may lead elsewhere since). ``seen``: filled by a run's
+    digest before its work, read by the one after it (:func:`_content`), so the patch
+    files are read and hashed once a run where none was written meanwhile."""
     where = os.path.realpath(os.path.join(root, checkout))
     git = _git()
     try:
@@ -151,12 +169,10 @@ def digest(root: str, cache: str, checkout: str) -> str | None:
         if name not in _SHELLS:
             h.update(f"\0env\0{name}\0{env[name]}".encode("utf-8", "surrogateescape"))
     try:
-        h.update(b"\0series.toml\0" + (_read(os.path.join(root, "series.toml")) or b"-"))
+        toml = os.path.join(root, "series.toml")
+        h.update(b"\0series.toml\0" + (_content(toml, seen) if os.path.lexists(toml) else b"-"))
         for file in files:
-            with open(os.path.join(root, file), "rb") as fh:
-                data = fh.read()
-            h.update(f"\0{file}\0{len(data)}\0".encode())
-            h.update(data)
+            h.update(f"\0{file}\0".encode() + _content(os.path.join(root, file), seen))
         _configs(h, git.split("\0", 1)[0])
         project = os.path.join(root, ".git")
         if os.path.lexists(project):
@@ -167,11 +183,32 @@ def digest(root: str, cache: str, checkout: str) -> str | None:
             h.update(b"\0no project repository")
         _repo(os.path.join(where, ".git"), h)
         repo = os.path.join(cache, CACHE_REPO)
-        _repo(repo, h)
+        _repo(repo, h, _UNREAD)
         _objects(os.path.join(repo, "objects"), h)
     except OSError:
         return None
     return h.hexdigest()
+
+
+def _content(path: str, seen: Seen | None) -> bytes:
+    """The blake2b of the bytes of ``path``: from ``seen`` when the file's identity is the
+    one kept there, else read now (and kept in ``seen`` when its identity is settled).
+
+    git's "racily clean" rule, as branches_kept.identities: any write sets a file's
+    change time to now, so a file whose identity was kept (its change time more than
+    RACY_NS before the moment before its read) and is the same before and after the read
+    was not written since. Raises OSError where the file cannot be read as a plain file
+    (series.plain.read_plain, links followed as a project's patch file may be one)."""
+    if seen is not None and path in seen and _identity(os.stat(path)) == seen[path][0]:
+        return seen[path][1]
+    now = time.time_ns()
+    before = os.stat(path)
+    content = blake2b(read_plain(path, follow=True)).digest()  # a FIFO: OSError, not a wait
+    after = os.stat(path)
+    identity = _identity(before)
+    if seen is not None and identity == _identity(after) and 0 < before.st_ctime_ns < now - RACY_NS:
+        seen[path] = (identity, content)
+    return content
 
 
 # What the git a wrapper script runs said, and its version: asked once a process.
@@ -229,15 +266,16 @@ def _configs(h: Any, git: str) -> None:
         h.update(f"\0{path}\0".encode() + _plain(path, _read(path)))
 
 
-def _repo(git_dir: str, h: Any) -> None:
-    """A repository's refs and config (branches_kept's ``_refs``), and what else changes
-    what git reads in it; raises OSError where that cannot be told from these files."""
+def _repo(git_dir: str, h: Any, skip: frozenset[str] = frozenset()) -> None:
+    """A repository's refs and config (branches_kept's ``_refs``; but the directories of
+    refs ``skip`` names), and what else changes what git reads in it; raises OSError
+    where that cannot be told from these files."""
     if os.path.islink(git_dir) or not os.path.isdir(git_dir):
         raise _Unsure(f"{git_dir}: not a directory")
     for name in ("commondir", os.path.join("objects", "info", "alternates")):
         if os.path.lexists(os.path.join(git_dir, name)):
             raise _Unsure(f"{git_dir}: {name}")
-    _refs(git_dir, h)
+    _refs(git_dir, h, skip)
     _plain(git_dir, _read(os.path.join(git_dir, "config")))
     h.update(f"\0owner\0{os.stat(git_dir).st_uid}".encode())
     for name in ("shallow", os.path.join("info", "grafts"), os.path.join("info", "attributes")):

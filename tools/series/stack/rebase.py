@@ -84,9 +84,9 @@ def _start(
     if target is None:
         ui.result(f"nothing to do: the series already sits on {onto}")
         return
-    infos = repo.history.commit_infos(cstate.base, tip)
+    infos, files_by_commit = repo.history.commit_infos_files(cstate.base, tip)
     patches = [(series_id(i.message) or "?", i.commit) for i in infos]
-    found = _evidence(series, ui, repo, cstate.base, tip, infos, patches, target)
+    found = _evidence(series, ui, repo, cstate.base, files_by_commit, infos, patches, target)
     evidence = {pid: Upstream(e[0].kind, e[0].commit, e[0].subject) for pid, e in found.items()}
     parts = _parts(repo, infos, patches, found, target)
     onto_commit = str(target.node.commit)
@@ -132,8 +132,8 @@ def guard(
             hint=f"git -C {checkout.path} switch {checkout.branch}",
         )
     refuse_dirty(checkout, verb)
-    for p in series.manifest.patches:  # resolutions/ leading out: refused before any step
-        resolutions.recorded(series.root, p.id)
+    # resolutions/ leading out: refused before any step
+    resolutions.check_recorded(series.root, [p.id for p in series.manifest.patches])
     state = checkout.require()
     lost = checkout.unexported(state)
     if lost and not unexported_ok:
@@ -198,18 +198,18 @@ def _evidence(
     ui: Ui,
     repo: Repo,
     base: str,
-    tip: str,
+    files_by_commit: dict[str, tuple[str, ...]],
     infos: list[CommitInfo],
     patches: list[tuple[str, str]],
     target: Target,
 ) -> dict[str, tuple[Evidence, ...]]:
-    """patch id -> the upstream commits found to have it (series.evidence)."""
+    """patch id -> the upstream commits found to have it (series.evidence);
+    ``files_by_commit``: the files each patch's commit changes."""
     nodes = [Node(repo.objects.tree_of(base), base)]
     steps = []
     for (pid, _), info in zip(patches, infos, strict=True):
         nodes.append(Node(info.tree, info.commit, info.parent))
         steps.append(PinStep(_patch(series, pid), "clean", info.commit))
-    files_by_commit = {e.commit: e.files for e in repo.history.log_files([tip, f"^{base}"])}
     files = {pid: files_by_commit.get(commit, ()) for pid, commit in patches}
     stacked = Stacked(nodes[0], steps, nodes, files)
     found = find_evidence(repo, stacked, target, series.cache_dir, ui.status)

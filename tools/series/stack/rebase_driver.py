@@ -122,8 +122,15 @@ class Run:
 
 
 def drive(run: Run, state: RebaseState, event: Event = None) -> None:
-    """Walk ``state``'s plan from ``event``: finish, or stop at a conflict (raises)."""
-    merger = Merger(run.repo, run.repo.merge.hermetic())
+    """Walk ``state``'s plan from ``event``: finish, or stop at a conflict (raises).
+
+    The merges name their base by synthetic commits (series.merge.merger), as
+    on git 2.39, whatever git runs: the stream writes them with the replay's
+    commits (no process of their own), and the probe of whether this git takes
+    ``<base> -- <one> <two>`` lines, one more process per run, is not made.
+    The merge is the same either way (the base is the same commit).
+    """
+    merger = Merger(run.repo, run.repo.merge.hermetic(), "synthetic")
     guesses = Guesses(run, merger, state)
     steps = Steps(run, merger)
     try:

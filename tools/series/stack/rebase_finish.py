@@ -1,6 +1,7 @@
 """The end of ``series rebase``: patches/ and series.toml written, then the branch moved.
 
-Finishing writes patches/ and series.toml first (each file atomically; the
+Finishing writes patches/ and series.toml first (all staged and flushed to
+disk before any is renamed into place: series.files.replace_all; the
 new series.toml is made from the snapshot taken at the start, read through
 series.manifest and rewritten by series.manifest_write, so doing it twice
 gives the same bytes; the files of dropped patches go after it, so
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 from series import manifest, refnames
 from series.checkout import Checkout
 from series.errors import InternalError
-from series.files import confined, remove, write_atomic
+from series.files import confined, replace_all
 from series.git.repo import Repo
 from series.manifest import Dropped, Patch, UpstreamPart
 from series.manifest_write import PatchUpdate, write_rebased
@@ -80,14 +81,17 @@ def finish(
         updates=updates,
         parts=_parts(st),
     )
-    for path in [series.manifest.path, *(series.root / old[a.id].file for a, _ in kept)]:
-        confined(series.root, path)  # all checked before any is written
-    for a, _ in kept:
-        _write(series.root, series.root / old[a.id].file, data[a.id])
-    _write(series.root, series.manifest.path, text.encode("utf-8"))
+    writes = {series.root / old[a.id].file: data[a.id] for a, _ in kept}
+    writes[series.manifest.path] = text.encode("utf-8")
+    for path in writes:
+        confined(series.root, path)  # all checked before any is read or written
+    changes: dict[Path, bytes | None] = {p: b for p, b in writes.items() if _differs(p, b)}
     for d in dropped:  # after series.toml no longer names them: a kill leaves no dangling file
         if d.file:
-            remove(series.root / d.file, within=series.root)
+            changes.setdefault(series.root / d.file, None)
+    # All checked, then all staged and flushed before any is renamed (patches first, then
+    # series.toml, then the removals): files.replace_all.
+    replace_all(changes, within=series.root)
     # The new pin, in the cache: `series apply` needs no network for it now.
     failed = series.upstream(ui).keep(st.onto, source=checkout.path, ref=rstate.ONTO_REF)
     if failed is not None:
@@ -145,9 +149,8 @@ def _dropped(st: RebaseState, old: Mapping[str, Patch]) -> list[Dropped]:
     ]
 
 
-def _write(root: Path, path: Path, data: bytes) -> None:
-    if not path.is_file() or path.read_bytes() != data:
-        write_atomic(path, data, within=root)
+def _differs(path: Path, data: bytes) -> bool:
+    return not path.is_file() or path.read_bytes() != data
 
 
 def _verify(repo: Repo, st: RebaseState, patches: list[bytes]) -> None:

@@ -139,7 +139,9 @@ def _check_moved(
             hint="`series rebase --abort`, then start again with --onto",
         )
     expected = st.current if st.stop is not None else st.tip
-    head, on = repo.refs.head_and_ref()
+    # HEAD from its file where it is detached (as a stop leaves it), peeled by the running
+    # cat-file: no process; on a branch, or in any form that file cannot tell, git is asked
+    head, on = repo.refs.head_and_ref_read(repo.git_dir, {}) or repo.refs.head_and_ref()
     if head != expected and not (head_may_move and st.stop is not None):
         raise RefusedError(
             f"refusing to go on: the checkout moved (HEAD is {(head or 'nothing')[:12]}, "

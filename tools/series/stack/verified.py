@@ -42,6 +42,7 @@ from series.git.run import Runner
 from series.git.worktree import Worktree
 from series.known import Known
 from series.known import recall as recall_known
+from series.plain import read_plain
 from series.records import NamedTuple
 from series.stack import verified_kept as fast
 
@@ -84,7 +85,7 @@ def recall(checkout: Checkout | Where, command: str, digest: str | None) -> dict
     if digest is None:
         return None
     try:
-        record = json.loads((checkout.path / ".git" / NAME).read_text(encoding="utf-8"))
+        record = json.loads(read_plain(checkout.path / ".git" / NAME))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("format") != FORMAT:
@@ -164,9 +165,10 @@ def _keep_fast(
     if text is None:
         return
     path = Path(fast.entry_path(root, cache, command))
-    with contextlib.suppress(OSError, SeriesError):
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
+    with contextlib.suppress(OSError):
+        if read_plain(path) == text.encode():
             return  # kept already: nothing to write
+    with contextlib.suppress(OSError, SeriesError):
         write_atomic(path, text, within=None, durable=False)
 
 
@@ -188,7 +190,7 @@ def keep(
     lines, result, payload = said
     path = checkout.path / ".git" / NAME
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(read_plain(path))
     except (OSError, ValueError):
         record = {}
     if not isinstance(record, dict) or record.get("format") != FORMAT:

@@ -58,8 +58,9 @@ from _blake2 import blake2b
 from series.code import code_digest
 from series.git.child import abandon, finish, start
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
-from series.git.inprogress import in_progress
+from series.git.inprogress import in_progress, unreadable
 from series.git.ref_files import files_key
+from series.plain import read_plain
 from series.stack.branches_kept import (
     _git,
     _unsafe,
@@ -142,8 +143,8 @@ def digest(
 def _busy(git_dir: str) -> bool:
     if not os.path.isdir(git_dir) or any(os.path.exists(os.path.join(git_dir, n)) for n in BUSY):
         return True
-    if in_progress(git_dir) is not None:
-        return True
+    if in_progress(git_dir) is not None or unreadable(git_dir) is not None:
+        return True  # (a FIFO git status waits on: its git is abandoned, the full run says)
     try:
         return any(name.startswith(RECORDS) for name in os.listdir(git_dir))
     except OSError:
@@ -151,8 +152,7 @@ def _busy(git_dir: str) -> bool:
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+    return read_plain(path)  # a link is refused before; a FIFO: OSError, the full run
 
 
 def entry_path(root: str, cache: str, command: str) -> str:
@@ -272,8 +272,9 @@ def rerun(argv: Sequence[str]) -> int | None:
             return None
         try:
             if not _same(entry, root, checkout, branch, named, command):
-                finish(status)
-                return None
+                if unreadable(os.path.join(checkout, ".git")) is None:
+                    finish(status)  # it ends: the full run's git does not share the cores
+                return None  # else it waits on a FIFO (_busy): ended unread below
             if not _clean(finish(status)):
                 return None
         finally:

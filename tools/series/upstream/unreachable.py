@@ -19,6 +19,7 @@ from pathlib import Path
 from series.digests import sha256
 from series.files import write_atomic
 from series.git.run import net_timeout  # not the remote part: range-diff loads none
+from series.plain import read_plain
 
 _NETWORK = re.compile(
     r"unable to access|Could not resolve|Connection (refused|timed out|reset)|"
@@ -72,7 +73,7 @@ def recall(cache_dir: Path, url: str) -> str | None:
     if os.environ.get("SERIES_RETRY_UPSTREAM"):
         return None
     try:
-        data = json.loads(_stamp(cache_dir, url).read_text(encoding="utf-8"))
+        data = json.loads(read_plain(_stamp(cache_dir, url)))
         age = time.time() - float(data["when"])
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -32,6 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from series.plain import read_plain
 from series.runs.bench.spec import HARNESS, Arm, Settings
 
 HERE = Path(__file__).resolve().parent
@@ -135,7 +136,7 @@ class Store:
     def get(self, tree: str, name: str) -> dict[str, Any] | None:
         path = self.path(tree, name)
         try:
-            entry: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            entry: dict[str, Any] = json.loads(read_plain(path))
         except (OSError, ValueError):
             return None  # absent or torn: measure again
         return entry
