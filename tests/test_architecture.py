@@ -436,11 +436,14 @@ def test_the_local_import_rule_sees_them() -> None:
         "main: series.cli",
     }
     # the CLI's own, exactly: its main imports its runner and (but for a plain re-run of
-    # apply or export, parsed without argparse) the argparse parser, nothing else
+    # apply or export, parsed without argparse) the argparse parser, and the kept help
+    # only for a command line asking for help, nothing else
     assert set(local_series_imports(MODULES["series.cli"])) == {
         "main: series.cli.run",
         "main: series.cli.parse",
         "parser: series.cli.parse",
+        "_help: series.help_kept",
+        "_asks_help: series.help_kept",
     }
 
 

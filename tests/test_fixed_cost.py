@@ -166,6 +166,9 @@ PLAIN = [
     ["rebase", "--abort"],
     ["-C", "x", "-v", "rebase", "--skip"],
     ["--verbose", "rebase", "--continue"],
+    ["list"],
+    ["status"],
+    ["-C", "x", "-v", "status"],
 ]
 
 
@@ -188,8 +191,10 @@ def test_a_plain_rerun_is_parsed_as_argparse_parses_it(words: list[str]) -> None
         ["-C", "-x", "apply"],
         ["-C", "x"],
         ["appl"],
-        ["list"],
-        ["status"],
+        ["list", "--json"],
+        ["status", "--dir", "d"],
+        ["show"],
+        ["show", "P5"],
         ["--", "apply"],
         ["apply", "apply"],
         ["range-diff", "P1"],

@@ -162,6 +162,27 @@ def test_version_imports_neither_the_cli_nor_gitpython() -> None:
     assert not {"git", "rich", "series.cli"} & modules
 
 
+def test_a_command_line_without_help_loads_no_kept_help(tmp_path: Path) -> None:
+    """series.help_kept (with series.stack.branches_kept's reading of kept answers) is
+    for a command line with --help or -h in it: a command runs without loading it."""
+    from series import cli, help_kept
+
+    assert cli.HELP == help_kept.HELP
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['series', '-C', {str(tmp_path)!r}, 'rebase', '--abort']\n"
+        "from series.entry import main\n"
+        "code = main()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=BOUND, check=False
+    )
+    modules = set(proc.stdout.split("\n")[-2].split())
+    assert "series.cli.run" in modules  # the command ran (and refused: no project there)
+    assert not {"series.help_kept", "series.stack.branches_kept"} & modules
+
+
 # What parsing needs: the entry point, the CLI's parser and table, the declarations.
 PARSING = {
     "series",
@@ -278,8 +299,21 @@ def test_a_command_that_starts_no_git_does_not_import_gitpython(
 
 
 # What a command that only reads does not import (issue 23): rich (its tables and spinner
-# are for a terminal), the upstream's fetch and sdist machinery, the stack builder.
-NOT_TO_READ = ("rich", "series.upstream.fetch", "series.upstream.sdist_download", "series.builder")
+# are for a terminal), the upstream's fetch and sdist machinery, the stack builder; the
+# parts of the git layer it does not use (series.git's names load every part: the fetches
+# with dataclasses, the merges with subprocess and tempfile); typing.
+NOT_TO_READ = (
+    "rich",
+    "series.upstream.fetch",
+    "series.upstream.sdist_download",
+    "series.builder",
+    "series.git.names",
+    "series.git.remote",
+    "series.git.mergetree",
+    "series.git.history",
+    "dataclasses",
+    "typing",
+)
 
 
 @pytest.mark.parametrize("argv", [["list"], ["show", "P2"], ["status"], ["status", "--json"]])
@@ -295,6 +329,8 @@ def test_a_command_that_reads_imports_no_engine_it_does_not_use(
     assert "series.cli.run" in modules
     found = sorted(m for m in modules if m.startswith(NOT_TO_READ))
     assert not found, found
+    if argv in (["list"], ["status"]):  # parsed without argparse (series.cli.plain)
+        assert "argparse" not in modules
 
 
 @pytest.mark.parametrize("command", ["status", "apply", "export"])

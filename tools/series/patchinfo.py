@@ -21,15 +21,23 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 from series.code import code_digest
+from series.digests import sha256
 from series.files import write_atomic
-from series.git import FileStat, Ident, MailInfo, patch_stat, read_mail
+
+# The two modules of the git layer it uses, not series.git's names (git/names.py: every
+# part, with the fetches' dataclasses and the merges' subprocess): `series list`, `show`
+# and `status` read the patches' information through this module.
+from series.git.ident import Ident
+from series.git.mail import FileStat, MailInfo, patch_stat, read_mail
 from series.plain import read_plain
+
+TYPE_CHECKING = False  # typing is not imported at run time (only for mypy)
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 1
 DIR = "patchinfo"
@@ -70,7 +78,7 @@ def _recall(cache_dir: Path, patch: Path) -> tuple[bytes, str, dict[str, Any]]:
     """The file's bytes, their key and their record (empty when there is none or it does
     not validate)."""
     data = patch.read_bytes()  # a missing file fails here, as git would
-    key = hashlib.sha256(code_digest() + b"\0" + data).hexdigest()
+    key = sha256(code_digest() + b"\0" + data).hexdigest()
     try:
         record = json.loads(read_plain(_path(cache_dir, key)))  # a FIFO, a link: absent
     except (OSError, ValueError):

@@ -9,8 +9,6 @@ that needs them (docs/architecture.md, rule 12).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from series import status_memo
 from series.checkout import BACKUP_PREFIX, Checkout, CheckoutState
 from series.errors import SeriesError
@@ -18,7 +16,10 @@ from series.git import leftovers
 from series.git.inprogress import in_progress
 from series.git.worktree import refuse_blocking
 
+TYPE_CHECKING = False  # typing is not imported at run time (only for mypy)
 if TYPE_CHECKING:
+    from typing import Any
+
     from series.project import Series
 
 

@@ -22,17 +22,19 @@ Deleting the cache deletes the record with the memoised stack it relied on.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from series.code import code_digest
+from series.digests import sha256
 from series.files import write_atomic
-from series.git import files_key
+from series.git.refs import files_key  # not series.git's names: every part of the layer
 from series.plain import read_plain
 
+TYPE_CHECKING = False  # typing is not imported at run time (only for mypy)
 if TYPE_CHECKING:
+    from typing import Any
+
     from series.project import Series
 
 FORMAT = 1
@@ -59,13 +61,13 @@ def key(series: Series, checkout_path: Path, branch: str) -> str | None:
     refs = files_key(checkout_path)
     if refs is None:
         return None
-    digest = hashlib.sha256(f"{FORMAT}\0{checkout_path}\0{branch}\0{refs}".encode())
+    digest = sha256(f"{FORMAT}\0{checkout_path}\0{branch}\0{refs}".encode())
     digest.update(code_digest())
     try:
         digest.update((series.root / "series.toml").read_bytes())
         for patch in series.manifest.patches:
             path = series.patch_path(patch)
-            digest.update(f"\0{patch.file}\0".encode() + hashlib.sha256(path.read_bytes()).digest())
+            digest.update(f"\0{patch.file}\0".encode() + sha256(path.read_bytes()).digest())
     except OSError:
         return None
     return digest.hexdigest()
@@ -100,7 +102,7 @@ def keep(series: Series, checkout_path: Path, digest: str | None, report: dict[s
 
 
 def _path(series: Series, checkout_path: Path) -> Path:
-    name = hashlib.sha256(str(checkout_path).encode()).hexdigest()
+    name = sha256(str(checkout_path).encode()).hexdigest()
     return series.cache_dir / DIR / f"{name}.json"
 
 

@@ -16,11 +16,14 @@ first two are the commands typed most often to be told "nothing changed",
 and argparse (with gettext and its help formatter's shutil) was a tenth of
 such a run (of a ``range-diff``, about a twentieth of its CPU time). So is
 ``series [-C DIR] [-v] rebase --abort`` (``--skip``, ``--continue``): a
-command to be within 2x of git's own (issue 23). Its namespace is
+command to be within 2x of git's own (issue 23); and so are ``series [-C DIR]
+[-v] status`` and ``list`` alone (issue 23: under 0.2 s). Its namespace is
 argparse's for the same words (tests/test_fixed_cost.py compares them);
 any other word, or form of one, is argparse's to parse.
-The imports inside ``main`` and ``parser`` are the designed function-local
-imports of docs/architecture.md (rule 12).
+series.help_kept (the ``--help`` text kept for series.entry) is imported
+only for a command line with ``--help`` or ``-h`` in it.
+The imports inside ``main``, ``parser`` and the help's functions are the designed
+function-local imports of docs/architecture.md (rule 12).
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import sys
 from collections.abc import Sequence
 from types import SimpleNamespace  # argparse.Namespace's behaviour, without argparse
 
-from series import help_kept
 from series.cli.table import COMMANDS, Command
 from series.commands.options import flat, path
 from series.errors import Exit
@@ -37,16 +39,18 @@ from series.errors import Exit
 TYPE_CHECKING = False  # neither typing nor pathlib is imported to parse
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
     from typing import IO
 
 __all__ = ["COMMANDS", "Command", "main", "parser", "plain"]
 
 # The commands whose plain re-run is parsed here; the words accepted before them.
-PLAIN = ("apply", "export", "range-diff")
+PLAIN = ("apply", "export", "range-diff", "status", "list")
 # The commands parsed here when followed by one of their sequencer's words alone.
 RESUMED = ("rebase",)
 _RESUME_WORDS = ("--continue", "--skip", "--abort")
 _VERBOSE = ("-v", "--verbose")
+HELP = ("--help", "-h")  # series.help_kept.HELP (a test checks they are the same)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -58,9 +62,9 @@ def parser() -> argparse.ArgumentParser:
 
 def plain(words: Sequence[str]) -> argparse.Namespace | None:
     """The namespace argparse gives ``words`` when they are ``[-C DIR] [-v] apply`` (or
-    ``export``, ``range-diff``), or ``[-C DIR] [-v] rebase --abort`` (``--skip``,
-    ``--continue``), and nothing else; None for any other command line (argparse
-    parses it).
+    ``export``, ``range-diff``, ``status``, ``list``), or ``[-C DIR] [-v] rebase
+    --abort`` (``--skip``, ``--continue``), and nothing else; None for any other
+    command line (argparse parses it).
 
     Each option of the command has argparse's default: its declared default, or, for a
     switch, off; an optional positional (``range-diff [ID]``) not given, None; the one
@@ -113,10 +117,23 @@ def plain(words: Sequence[str]) -> argparse.Namespace | None:
 
 def _help() -> int:
     """``series --help``: argparse's, as its ``-h`` action prints it; kept (series.help_kept)."""
+    from series.help_kept import keep
+
     full = parser()
     full.print_help()
-    help_kept.keep(full.format_help())
+    keep(full.format_help())
     return 0
+
+
+def _asks_help(words: list[str]) -> bool:
+    """series.help_kept.words; help_kept (with the reading of kept answers it shares with
+    series.stack.branches_kept) is imported only for a command line with ``--help`` or
+    ``-h`` in it: any other command does not load it."""
+    if not any(w in HELP for w in words):
+        return False
+    from series.help_kept import words as asks
+
+    return asks(words)
 
 
 def main(
@@ -124,9 +141,14 @@ def main(
     *,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
+    imported: Callable[[], None] | None = None,
 ) -> int:
+    """Parse ``argv`` (the process's words by default) and run the command.
+
+    ``imported``: called once the modules needed to start the command are imported,
+    just before it runs (series.entry turns the garbage collector on there)."""
     words = list(sys.argv[1:] if argv is None else argv)
-    if help_kept.words(words) and out is None:  # argparse's help, kept for series.entry
+    if out is None and _asks_help(words):  # argparse's help, kept for series.entry
         return _help()
     args = plain(words)
     if args is None:
@@ -145,4 +167,6 @@ def main(
             return int(Exit.BAD_INPUT)
     from series.cli.run import run
 
+    if imported is not None:
+        imported()
     return run(args, words, out, err)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from series.commands.options import ENVELOPE
 from series.errors import Exit
 
+TYPE_CHECKING = False  # typing is not imported at run time (only for mypy)
 if TYPE_CHECKING:
+    from typing import Any
+
     from series.project import Series
     from series.ui import Ui
 

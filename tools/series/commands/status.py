@@ -6,12 +6,14 @@ What it reads is in series.status.describe; this module prints it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from series.commands.options import DIR, JSON
 from series.errors import Exit
 
+TYPE_CHECKING = False  # typing is not imported at run time (only for mypy)
 if TYPE_CHECKING:
+    from typing import Any
+
     from series.project import Series
     from series.ui import Ui
 

@@ -19,17 +19,19 @@ a cache that cannot be written costs only the record.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from series.digests import sha256
 from series.files import write_atomic
 from series.plain import read_plain
 
+TYPE_CHECKING = False  # typing is not imported at run time: `series show` reads this
 if TYPE_CHECKING:
+    from typing import Any
+
     from series.manifest import Patch
     from series.project import Series
 
@@ -38,7 +40,7 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _key(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def _load(path: Path) -> dict[str, Any]:
