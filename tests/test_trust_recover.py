@@ -436,7 +436,7 @@ def test_apply_killed_at_every_step_and_inside_its_move(tmp_path: Path) -> None:
     """A re-apply that writes 120 files: killed at every step, and with git in its move."""
     project, template, wanted = reapply_case(tmp_path)
     total = steps(series(project.root, "apply", debug=True))
-    assert total > 10
+    assert total >= 8  # 11 when written: fewer git processes since, each one a step less
     for n in [*range(1, total + 1), "move"]:
         restore(template, project.root)
         if n == "move":
