@@ -56,7 +56,6 @@ from series.faults import point as fault_step
 from series.git import leftovers
 from series.git.child import Spawned, end, gitpython, run_child, spawn
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
-from series.git.inprogress import blocking
 from series.git.version import ensure as _ensure_version
 from series.logs import debug
 from series.pids import alive
@@ -430,6 +429,8 @@ def refuse_blocking_files(cwd: Path | str) -> None:
     key = str(cwd)
     if key in _CHECKED:
         return
+    from series.git.inprogress import blocking  # docs/architecture.md, rule 12: not for list
+
     found = blocking(key)
     if found is not None:
         refuse_not_plain(*found, "git")
