@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Project, make_project, series_process
+from helpers import Project, make_project, run_fresh, series_process
 from rebase_helpers import moving_project, resolve_p1
 from series import known, manifest_kept, patchinfo, status_memo
 from series.errors import Exit
@@ -161,3 +161,97 @@ def test_range_diff_under_a_file_size_limit_names_it_not_the_url(tmp_path: Path)
     assert code == Exit.FAILED, err
     assert "file size limit exceeded (ulimit -f)" in err and "check the URL" not in err, err
     assert series_process(project.root, "range-diff", timeout=BOUND)[0] == 0
+
+
+# The files every git command opens in the checkout's git directory (series.git.inprogress.
+# EVERY_READS; "BRANCH": the loose ref HEAD names), and what each should be.
+EVERY = (
+    ("HEAD", "plain file"),
+    ("config", "plain file"),
+    ("packed-refs", "plain file"),
+    ("BRANCH", "plain file"),
+    ("objects/info/alternates", "plain file"),
+    ("shallow", "plain file"),
+    ("commondir", "plain file"),
+    ("info/grafts", "plain file"),
+    ("objects", "directory"),
+)
+
+
+def _swap_for_fifo(git_dir: Path, name: str) -> tuple[Path, Callable[[], None]]:
+    """A FIFO put at ``name`` of ``git_dir`` ("BRANCH": the ref HEAD names), and the way
+    back to what was there (the user's ``rm``, then the file or directory moved back)."""
+    if name == "BRANCH":
+        name = (git_dir / "HEAD").read_text().removeprefix("ref: ").strip()
+    path = git_dir / name
+    kept = git_dir.parent / f"kept-{path.name}"
+    if path.exists():
+        path.rename(kept)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+
+    def back() -> None:
+        path.unlink()
+        if kept.exists():
+            kept.rename(path)
+
+    return path, back
+
+
+@pytest.mark.parametrize(("name", "kind"), EVERY, ids=[n for n, _ in EVERY])
+def test_a_fifo_every_git_would_wait_on_is_refused_naming_it(
+    applied: Project, name: str, kind: str
+) -> None:
+    """main: apply's re-run (its first git: ``rev-parse``, or verified's ``git status``)
+    and ``series status`` waited for ever on a FIFO at ``.git/config`` (or HEAD's loose
+    ref, ``shallow``, ``objects/info/alternates`` ...): every git command opens it."""
+    project = applied
+    for args in (("apply",), ("status",)):
+        assert series_process(project.root, *args, timeout=BOUND)[0] == 0  # kept
+    path, back = _swap_for_fifo(project.work / ".git", name)
+    for args in (("apply",), ("status",), ("list",)):
+        code, _, err = series_process(project.root, *args, timeout=BOUND)
+        if args == ("list",):  # answered from the patch files: no git
+            assert code == 0, err
+            continue
+        assert code == Exit.REFUSED, (args, err)
+        assert "refusing to run git" in err and f"{path} is not a {kind}" in err, err
+        assert f"ls -l '{path}'" in err and f"rm '{path}'" in err, err
+    back()
+    for args in (("apply",), ("status",)):  # the way on works
+        assert series_process(project.root, *args, timeout=BOUND)[0] == 0, args
+
+
+@pytest.mark.parametrize("name", ["config", "HEAD", "packed-refs"])
+def test_a_fifo_in_the_cache_repository_is_refused_naming_it(applied: Project, name: str) -> None:
+    """The cache repository's files, which the first git a full run starts there opens:
+    main waited for ever (``apply --force`` builds the stack there)."""
+    project = applied
+    cache_repo = Path(os.environ["SERIES_CACHE_DIR"]) / "upstream.git"
+    path, back = _swap_for_fifo(cache_repo, name)
+    code, _, err = series_process(project.root, "apply", "--force", timeout=BOUND)
+    assert code == Exit.REFUSED, err
+    assert f"refusing to run git: {path} is not a plain file" in err, err
+    back()
+    assert series_process(project.root, "apply", "--force", timeout=BOUND)[0] == 0
+
+
+FIFO_PROBE = """
+import os, sys
+from series.stack import branches_kept, verified_kept
+root = sys.argv[1] if len(sys.argv) > 1 else {root!r}
+os.mkfifo(os.path.join(root, "0001-a.patch"))
+os.makedirs(os.path.join(root, ".series"))
+os.mkfifo(os.path.join(root, branches_kept.LOCK))
+print(branches_kept.identities(root, ["0001-a.patch"]))
+print(branches_kept._held(root), verified_kept._shared(root))
+"""
+
+
+def test_a_fifo_the_kept_answers_read_waits_for_nothing(tmp_path: Path) -> None:
+    """main: ``branches_kept.identities`` opened each patch file with ``open`` (a FIFO put
+    there after the full run made it wait for a writer), and the project lock was opened
+    without ``O_NONBLOCK`` by both kept answers (``_held``, ``_shared``)."""
+    code, out, err = run_fresh(FIFO_PROBE.format(root=str(tmp_path)))
+    assert code == 0, err
+    assert out.split("\n")[:2] == ["-", "True None"], out

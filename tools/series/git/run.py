@@ -51,7 +51,7 @@ from pathlib import Path
 # advice; "quiet" defers that to the first command, where execute() says it.
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
-from series.errors import InternalError, SeriesError
+from series.errors import InternalError, RefusedError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
 from series.git.child import Spawned, end, gitpython, run_child, spawn
@@ -389,6 +389,7 @@ def _execute_once(
     debug("series.git", "git %s  (in %s)", " ".join(argv), cwd)
     light = light or _LIGHT[0]
     _ensure_version(_executable(light))  # an old git is refused before anything is written
+    refuse_blocking_files(cwd)
     record = leftovers.begin(cwd, argv, env)
     _fault_point(argv)
     _strip_inherited()
@@ -415,6 +416,37 @@ def _execute_once(
     if done.stalled:
         err = f"no answer: no data for {stall:g} s, so git was stopped\n{err}"
     return done.status, done.out if raw else _utf8(done.out), err
+
+
+_CHECKED: set[str] = set()  # the directories refuse_blocking_files found nothing in
+
+
+def refuse_blocking_files(cwd: Path | str) -> None:
+    """Refuse (refuse_not_plain) to start git in ``cwd`` when a file every git command opens
+    there is no plain file (series.git.inprogress.blocking: a FIFO at HEAD, config,
+    packed-refs, the loose ref of HEAD ... makes git wait for ever). Looked at once per
+    directory and process: the few ``stat`` calls are paid by the first git there only."""
+    key = str(cwd)
+    if key in _CHECKED:
+        return
+    from series.git.inprogress import blocking  # docs/architecture.md, rule 12: not for list
+
+    found = blocking(key)
+    if found is not None:
+        refuse_not_plain(*found, "git")
+    _CHECKED.add(key)
+
+
+def refuse_not_plain(found: str, kind: str, command: str) -> None:
+    """Raise the refusal of a file ``command`` (git, git status) opens that is no plain
+    file, or of a directory git looks in that is no directory: its path, and the way on."""
+    raise RefusedError(
+        f"refusing to run {command}: {found} is not a {kind}",
+        why=f"{command} opens it (git keeps its state there as plain files and "
+        "directories); a FIFO, a socket or a device in its place makes git wait for ever",
+        hint=f"see what it is (ls -l '{found}'); if no program of yours put it there, "
+        f"remove it (rm '{found}'), then run the command again",
+    )
 
 
 _LIGHT = [False]  # every git process started without GitPython (within light_processes)
@@ -452,6 +484,7 @@ class _PlainBatch:
     def __init__(self, cwd: Path) -> None:
         _strip_inherited()
         _ensure_version("git")
+        refuse_blocking_files(cwd)
         argv = ["git", "cat-file", "--batch-command"]
         source, requests = os.pipe()
         try:
@@ -590,9 +623,11 @@ def _strip_inherited() -> None:
 
 
 def _command(cwd: Path) -> _Cmd:
-    """GitPython's runner for ``cwd``, with the inherited repository variables gone."""
+    """GitPython's runner for ``cwd`` (its long-lived ``cat-file``), with the inherited
+    repository variables gone, and refused where a git there would wait for ever."""
     _strip_inherited()
     _ensure_version(_executable(False))
+    refuse_blocking_files(cwd)
     return gitpython(cwd)
 
 
@@ -654,6 +689,7 @@ def start_long_lived(
     (``stdbuf -o0``)."""
     _strip_inherited()
     _ensure_version("git")
+    refuse_blocking_files(cwd)
     full = [*prefix, "git", *argv]
     source, requests = os.pipe()
     try:

@@ -22,27 +22,21 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from series.errors import RefusedError, SeriesError
+from series.errors import SeriesError
 from series.git import leftovers
 from series.git.inprogress import unreadable
-from series.git.run import HERMETIC, EnvironmentFault, GitFailed, Part
+from series.git.run import HERMETIC, EnvironmentFault, GitFailed, Part, refuse_not_plain
 
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
 
 def refuse_blocking(git_dir: Path | None) -> None:
     """Refuse, naming it, a file of ``git_dir`` that ``git status`` opens and that is no
-    plain file (series.git.inprogress.unreadable): a FIFO there makes git wait for ever."""
+    plain file (series.git.inprogress.unreadable): a FIFO there makes git wait for ever.
+    The refusal is series.git.run.refuse_not_plain's, as for the files every git opens."""
     found = unreadable(str(git_dir)) if git_dir is not None else None
-    if found is None:
-        return
-    raise RefusedError(
-        f"refusing to run git status: {found} is not a plain file",
-        why="git status opens it (git keeps its state there as plain files); a FIFO, a "
-        "socket or a device in its place makes git wait for ever",
-        hint=f"see what it is (ls -l '{found}'); if no program of yours put it there, "
-        f"remove it (rm '{found}'), then run the command again",
-    )
+    if found is not None:
+        refuse_not_plain(found, "plain file", "git status")
 
 
 class Worktree(Part):

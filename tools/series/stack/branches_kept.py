@@ -65,11 +65,14 @@ import os
 import sys
 import time
 from _blake2 import blake2b
+from stat import S_ISREG
 
 from series.code import RACY_NS, code_digest
 from series.git.itself import MINIMUM, ask, is_git_itself
 from series.plain import read_plain
 from series.terminal import terminal
+
+_READ = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO opens at once (then refused)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -269,14 +272,24 @@ def identities(root: str, files: Sequence[str]) -> str:
     said = []
     for file in files:
         now = time.time_ns()
-        try:
-            with open(os.path.join(root, file), "rb") as fh:
-                before = os.fstat(fh.fileno())
-                data = fh.read()
-                after = os.fstat(fh.fileno())
+        try:  # not waiting on a FIFO put there since (O_NONBLOCK): a plain file only
+            fd = os.open(os.path.join(root, file), _READ)
         except OSError:
             said.append("-")
             continue
+        try:
+            before = os.fstat(fd)
+            if not S_ISREG(before.st_mode):
+                said.append("-")
+                continue
+            with open(fd, "rb", closefd=False) as fh:
+                data = fh.read()
+            after = os.fstat(fd)
+        except OSError:
+            said.append("-")
+            continue
+        finally:
+            os.close(fd)
         identity = _identity(before)
         settled = 0 < before.st_ctime_ns < now - RACY_NS
         if identity != _identity(after) or not settled:
@@ -406,10 +419,12 @@ def _held(root: str) -> bool:
     import fcntl
 
     try:
-        fd = os.open(os.path.join(root, LOCK), os.O_RDONLY)
+        fd = os.open(os.path.join(root, LOCK), _READ | os.O_NOFOLLOW)
     except OSError:
         return False
     try:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            return True  # a FIFO or a link, no lock of series': the full run says
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return True
@@ -545,7 +560,8 @@ def write(path: str, text: str) -> None:
     tmp = os.path.join(os.path.dirname(path), f"{TEMP_PREFIX}{os.getpid()}")
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(tmp, flags, 0o644)  # a FIFO there: ENXIO at once, not a wait
         with open(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)

@@ -54,13 +54,14 @@ from __future__ import annotations
 
 import os
 from _blake2 import blake2b
+from stat import S_ISREG
 
 from series.code import code_digest
 from series.git.child import abandon, finish, start
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
-from series.git.inprogress import in_progress, unreadable
+from series.git.inprogress import blocking, in_progress, unreadable
 from series.git.ref_files import files_key
-from series.plain import read_plain
+from series.plain import NotPlain, read_plain
 from series.stack.branches_kept import (
     _git,
     _unsafe,
@@ -264,6 +265,8 @@ def rerun(argv: Sequence[str]) -> int | None:
     try:
         if entry["git"] != _git_kept() or not git_new_enough():
             return None
+        if blocking(checkout) is not None:
+            return None  # a FIFO every git waits on: the full run refuses it (series.git.run)
         # The git status starts now, read-only: it runs on the other core while the
         # digest is read, and is read last (any other way out waits for its end, or
         # ends it: it never outlives this run).
@@ -309,10 +312,12 @@ def _shared(root: str) -> int | None:
     import fcntl
 
     try:
-        fd = os.open(os.path.join(root, LOCK), os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(os.path.join(root, LOCK), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
+        if not S_ISREG(os.fstat(fd).st_mode):  # a FIFO opened at once: no lock of series'
+            raise NotPlain(0, "not a plain file", LOCK)
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
