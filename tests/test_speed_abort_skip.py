@@ -121,6 +121,57 @@ def test_head_read_from_its_file_is_rev_parses_answer_or_none(tmp_path: Path) ->
         assert repo.refs.head_and_ref_read(git_dir, listed) is None, text
 
 
+def test_refs_read_from_their_files_are_for_each_refs_answer_or_gits(tmp_path: Path) -> None:
+    """``Refs.under_read`` (--abort and --skip list the refs from their loose files, no
+    process) gives exactly ``for-each-ref``'s answer (names, ids, order); and git's own
+    answer wherever the files alone might not hold it: a ref to a missing object (git
+    leaves it out), a symbolic ref, a link, a name git would not take, a
+    half-written file, packed refs (a FIFO: git itself waits on it for ever)."""
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q", "-b", "main")
+    git(repo_dir, "commit", "-qm", "one", "--allow-empty")
+    head = git(repo_dir, "rev-parse", "HEAD")
+    for name in ("refs/heads/a-b_c.d", "refs/series/rebase/state", "refs/tags/v1", "refs/x/y/z"):
+        git(repo_dir, "update-ref", name, head)
+    git(repo_dir, "tag", "-a", "-m", "t", "v2")
+    repo = Repo(repo_dir)
+    git_dir = repo_dir / ".git"
+    calls: list[str] = []
+    real = repo.refs.under
+
+    def asked(prefix: str) -> dict[str, str]:
+        calls.append(prefix)
+        return real(prefix)
+
+    repo.refs.under = asked  # type: ignore[method-assign]
+
+    def same(prefix: str = "refs/") -> bool:
+        read, wanted = repo.refs.under_read(git_dir, prefix), real(prefix)
+        return list(read.items()) == list(wanted.items())
+
+    assert same() and same("refs/series/") and same("refs/nothing/") and not calls
+    assert len(real("refs/")) == 6
+    loose = git_dir / "refs" / "heads"
+    cases: list[tuple[str, Callable[[], object]]] = [
+        ("missing", lambda: (loose / "gone").write_text("1" * 40 + "\n")),
+        ("symref", lambda: (loose / "sym").write_text("ref: refs/heads/main\n")),
+        ("link", lambda: (loose / "link").symlink_to(loose / "main")),
+        ("lock", lambda: (loose / "main.lock").write_text(head + "\n")),
+        ("half", lambda: (loose / "half").write_text(head[:20])),
+        ("upper", lambda: (loose / "upper").write_text(head.upper() + "\n")),
+    ]
+    for case, make in cases:
+        before = {p for p in loose.iterdir()}
+        make()
+        assert same() and calls == ["refs/"], case
+        calls.clear()
+        for path in set(loose.iterdir()) - before:
+            path.unlink()
+    git(repo_dir, "pack-refs", "--all")
+    assert same() and same("refs/heads/") and calls == ["refs/", "refs/heads/"]
+
+
 def test_abort_reads_the_snapshot_without_ls_tree(tmp_path: Path) -> None:
     """What --abort puts back (series.toml, patches/) is read from the long-lived
     cat-file, not from an ``ls-tree`` process; the files are put back byte for byte."""

@@ -37,13 +37,13 @@ import io
 import os
 import sys
 import time
-from types import FrameType
 
 from series import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import signal as _signal  # the functions of _signal, typed
+    from types import FrameType  # annotations only: types is not imported at run time
 else:
     import _signal  # signal's functions without its enums and wrappers: every command
 

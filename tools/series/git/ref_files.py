@@ -43,3 +43,66 @@ def files_key(work_tree: str, *, index: bool = True) -> str | None:
 
 def _bytes(path: str) -> bytes:
     return read_plain(path)  # a FIFO, a link (git's own are files): OSError, ask git
+
+
+def loose_refs(git_dir: str, prefix: str = "refs/") -> dict[str, str] | None:
+    """refname -> object id of every ref under ``prefix``, from the loose ref files alone.
+
+    Only where the files certainly hold every ref, as git writes them: a
+    repository of its own (no ``commondir``), no ``packed-refs`` and no
+    reftable, every entry under ``prefix`` a directory or a plain file whose
+    name git accepts without question (letters, digits, ``-``, ``_``, inner
+    dots, no ``.lock``) and whose bytes are an object id and a newline (not a
+    symbolic ref). Anything else (a link, a FIFO, a file being written, a
+    ref moved meanwhile) is None: the caller asks git (``for-each-ref``).
+    Sorted by name, as git lists them. Whether each object exists is the
+    caller's to check (git leaves out a ref to a missing object).
+    """
+    if not prefix.startswith("refs/") or not prefix.endswith("/"):
+        return None
+    for name in ("packed-refs", "reftable", "commondir"):
+        if os.path.lexists(os.path.join(git_dir, name)):
+            return None
+    found: dict[str, str] = {}
+    try:
+        if not _walk(os.path.join(git_dir, prefix), prefix, found):
+            return None
+    except FileNotFoundError:
+        if os.path.lexists(os.path.join(git_dir, prefix.rstrip("/"))):
+            return None  # a file where the directory would be, or a ref removed meanwhile
+    except OSError:
+        return None
+    return dict(sorted(found.items()))
+
+
+def _walk(path: str, name: str, found: dict[str, str]) -> bool:
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if not _plain_component(entry.name):
+                return False
+            if entry.is_dir(follow_symlinks=False):
+                if not _walk(entry.path, f"{name}{entry.name}/", found):
+                    return False
+                continue
+            data = read_plain(entry.path)  # a link, a FIFO: NotPlain (OSError)
+            oid = data[:-1]
+            if data[-1:] != b"\n" or len(oid) not in (40, 64) or oid.strip(_HEX):
+                return False  # a symbolic ref, a half-written file: git's to read
+            found[name + entry.name] = oid.decode()
+    return True
+
+
+_HEX = b"0123456789abcdef"
+_COMPONENT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+
+
+def _plain_component(name: str) -> bool:
+    """A path component git takes as a ref name's without question (git-check-ref-format)."""
+    return (
+        bool(name)
+        and name[0] != "."
+        and name[-1] != "."
+        and ".." not in name
+        and not name.endswith(".lock")
+        and _COMPONENT.issuperset(name)
+    )

@@ -122,6 +122,20 @@ class Refs(Part):
         pairs = (line.split(" ", 1) for line in out.splitlines() if line)
         return {name: sha for name, sha in pairs}
 
+    def under_read(self, git_dir: Path, prefix: str) -> dict[str, str]:
+        """:meth:`under`, from the loose ref files where they certainly hold every ref.
+
+        series.git.ref_files.loose_refs says where (no packed refs, no
+        reftable, no symbolic ref, link or FIFO, only names git takes without
+        question); each object is looked up in the long-lived ``cat-file`` (git
+        leaves out a ref to a missing object: such a ref, like anything
+        unusual, sends the question to git's ``for-each-ref``).
+        """
+        found = ref_files.loose_refs(str(git_dir), prefix)
+        if found is None or not all(self._run.lookup(oid) for oid in found.values()):
+            return self.under(prefix)
+        return found
+
     def branches(self) -> tuple[dict[str, str], str | None]:
         """refname -> commit of every branch, and the branch HEAD is on (None: detached, or
         on a branch with no commit yet): one ``for-each-ref`` (its ``%(HEAD)`` marks it)."""

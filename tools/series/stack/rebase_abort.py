@@ -90,7 +90,7 @@ def refuse_other_kind(checkout: Checkout, st: RebaseState, kind: str) -> None:
 
 def abort(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> None:
     repo = checkout.repo
-    listed = repo.refs.under("refs/")  # the rebase's refs, the stop's, and every other
+    listed = repo.refs.under_read(repo.git_dir, "refs/")  # the rebase's, the stop's, and others
     ours = {name: old for name, old in listed.items() if name.startswith(refnames.ROOT)}
     gone = [rstate.STATE_REF, rstate.ONTO_REF, rstate.SAVED_REF, rstate.CURRENT_REF]
     gone += [name for name in ours if name.startswith(rstate.STOP_PREFIX)]

@@ -404,7 +404,7 @@ def _stop_transaction(
     moving = (on or head or "HEAD").removeprefix("refs/heads/")
     with repo.refs.transaction(f"checkout: moving from {moving} to {ref}") as txn:
         rstate.save(repo, txn, state, old_blob)
-        for name, old in repo.refs.under(rstate.STOP_PREFIX).items():
+        for name, old in repo.refs.under_read(repo.git_dir, rstate.STOP_PREFIX).items():
             if name != ref:
                 txn.delete(name, old)
         txn.update(ref, state.current, repo.refs.value(ref) or ZERO)
