@@ -269,11 +269,17 @@ def test_a_series_toml_saved_while_a_range_diff_parsed_the_one_before_keeps_no_a
         "from series.cli import main\n"
         f"sys.exit(main(['-C', {str(project.root)!r}, 'range-diff']))\n"
     )
+    _keeps_nothing(project, runs, probe)
+    assert toml.read_text() == saved
+
+
+def _keeps_nothing(project: Project, runs: Runs, probe: str) -> None:
+    """``probe`` (a range-diff run in its own interpreter) succeeds and keeps no answer:
+    the next run is the full one."""
     proc = subprocess.run(
         [sys.executable, "-c", probe], env=runs.env, capture_output=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
-    assert toml.read_text() == saved
     assert not (runs.cache / rangediff_kept.DIR).exists() or not any(
         (runs.cache / rangediff_kept.DIR).iterdir()
     )
@@ -318,16 +324,8 @@ def test_a_patch_written_between_the_two_digests_of_a_run_keeps_no_answer(
         "from series.cli import main\n"
         f"sys.exit(main(['-C', {str(project.root)!r}, 'range-diff']))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], env=runs.env, capture_output=True, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
+    _keeps_nothing(project, runs, probe)
     assert patch.read_bytes() == new
-    assert not (runs.cache / rangediff_kept.DIR).exists() or not any(
-        (runs.cache / rangediff_kept.DIR).iterdir()
-    )
-    said = runs.said(project.root, *RD)[:3]
-    assert said == runs.full(project.root, *RD)
 
 
 def test_a_link_among_the_refs_takes_the_full_run(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import GitShim, git
+from helpers import GitShim, Project, git
 from rebase_helpers import moving_project, resolve_p1
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -52,6 +52,26 @@ def test_onto_starts_its_git_processes_without_forking_series(tmp_path: Path) ->
     assert proc.stdout.split("\n")[-2] == "[]", proc.stdout  # a git pin: no sdist machinery
 
 
+def _recorded(tmp_path: Path, *, extra: bool = False) -> tuple[Project, Path, str]:
+    """A project rebased onto ``main`` with P1's conflict resolved and recorded (with
+    ``extra``, the resolution also edits pkg/util.py), a copy of it taken before that
+    rebase (``tmp_path / "two"``), and the upstream's path."""
+    project = moving_project(tmp_path / "one", conflict=True)
+    other = tmp_path / "two"
+    shutil.copytree(project.root, other, symlinks=True)
+    up = str(project.upstream)
+    code, _, err = project.run("rebase", "--onto", "main", "--upstream", up)
+    assert code == 3, err
+    resolve_p1(project.work, "return -11")
+    if extra:
+        util = project.work / "pkg" / "util.py"
+        util.write_text(util.read_text() + "EXTRA = 1\n")
+        git(project.work, "add", "pkg/util.py")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    return project, other, up
+
+
 def test_onto_marks_up_and_replays_a_recorded_resolution_in_one_scratch_index(
     tmp_path: Path,
 ) -> None:
@@ -61,15 +81,7 @@ def test_onto_marks_up_and_replays_a_recorded_resolution_in_one_scratch_index(
     ``mktree``, no scratch index: no ``read-tree``, ``write-tree`` or ``apply``), and the
     snapshot of series.toml and patches/ is built in an index that starts empty (no empty
     tree written, nor read)."""
-    project = moving_project(tmp_path / "one", conflict=True)
-    other = tmp_path / "two"
-    shutil.copytree(project.root, other, symlinks=True)
-    up = str(project.upstream)
-    code, _, err = project.run("rebase", "--onto", "main", "--upstream", up)
-    assert code == 3, err
-    resolve_p1(project.work, "return -11")
-    code, _, err = project.run("rebase", "--continue")
-    assert code == 0, err
+    project, other, up = _recorded(tmp_path)
     recorded = sorted((project.root / "resolutions" / "P1").glob("*.patch"))
     assert len(recorded) == 1, recorded
     shutil.copytree(project.root / "resolutions", other / "resolutions")
@@ -100,19 +112,7 @@ def test_a_resolution_that_is_not_a_plain_edit_of_its_blobs_is_applied_by_git(
     (edited by hand), or that also edits a file without a conflict, is replayed as it
     always was: ``apply --cached`` on a scratch index of the marked-up tree, whose result
     the rebase commits (the hand-edited line; the other file's change)."""
-    project = moving_project(tmp_path / "one", conflict=True)
-    other = tmp_path / "two"
-    shutil.copytree(project.root, other, symlinks=True)
-    up = str(project.upstream)
-    code, _, err = project.run("rebase", "--onto", "main", "--upstream", up)
-    assert code == 3, err
-    resolve_p1(project.work, "return -11")
-    if how == "another file too":
-        util = project.work / "pkg" / "util.py"
-        util.write_text(util.read_text() + "EXTRA = 1\n")
-        git(project.work, "add", "pkg/util.py")
-    code, _, err = project.run("rebase", "--continue")
-    assert code == 0, err
+    project, other, up = _recorded(tmp_path, extra=how == "another file too")
     (recorded,) = (project.root / "resolutions" / "P1").glob("*.patch")
     text = recorded.read_text()
     assert ("+EXTRA = 1\n" in text) == (how == "another file too")
@@ -142,14 +142,8 @@ def test_check_conflicts_replays_a_recorded_resolution_in_its_scratch_store_with
     the repository's own (no ``mktree``): a recorded resolution is still applied once by
     ``apply --cached`` on one scratch index, not marked up and resolved as two scratch
     indexes without it."""
-    project = moving_project(tmp_path / "one", conflict=True)
-    up = str(project.upstream)
-    code, _, err = project.run("rebase", "--onto", "main", "--upstream", up)
-    assert code == 3, err
-    resolve_p1(project.work, "return -11")
-    code, _, err = project.run("rebase", "--continue")
-    assert code == 0, err
-    other = moving_project(tmp_path / "two", conflict=True)
+    project, _, _ = _recorded(tmp_path)
+    other = moving_project(tmp_path / "three", conflict=True)
     shutil.copytree(project.root / "resolutions", other.root / "resolutions")
     argv = ["check-conflicts", "--no-matrix", "--onto", "main", "--upstream", str(other.upstream)]
     out, calls = GitShim(tmp_path).run(other.root, *argv)
