@@ -20,7 +20,7 @@ from series.records import NamedTuple
 from series.stack import rebase_state as rstate
 from series.stack import resolution_check
 from series.stack.rebase_abort import keep_stop, prepare, resume_abort
-from series.stack.rebase_driver import Run, conflict_error, drive, write_conflict
+from series.stack.rebase_driver import Run, begin, conflict_error, drive, write_conflict
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import Edited, Resolved, Skipped
 from series.ui import Ui
@@ -242,12 +242,19 @@ def _skip(run: Run, st: RebaseState, at: tuple[str | None, str | None]) -> None:
     s = st.stop
     if s is None:
         raise UsageError("nothing to skip: the rebase is not stopped at a conflict")
-    keep_stop(run.checkout, st, f"{st.kind} --skip", run.ui, back_to=st.current, at=at)
-    run.repo.worktree.checkout_tree(
-        None, st.current
-    )  # the conflict is thrown away, as git rebase --skip
-    run.index_tree = run.repo.objects.tree_of(st.current)  # what the index holds now
-    if at[0] is not None:  # keep_stop's transaction detached HEAD there if it was not
-        run.head = at if at[0] == st.current else (st.current, None)
-    run.ui.status(f"  {st.plan[s.index].id:<4} skipped; series.toml will record why")
-    drive(run, st, Skipped())
+    # the first merge after the stop needs nothing of the checkout: git makes it on the
+    # other core while the user's changes are kept and the checkout is reset
+    walk = begin(run, st, Skipped())
+    try:
+        keep_stop(run.checkout, st, f"{st.kind} --skip", run.ui, back_to=st.current, at=at)
+        run.repo.worktree.checkout_tree(
+            None, st.current
+        )  # the conflict is thrown away, as git rebase --skip
+        run.index_tree = run.repo.objects.tree_of(st.current)  # what the index holds now
+        if at[0] is not None:  # keep_stop's transaction detached HEAD there if it was not
+            run.head = at if at[0] == st.current else (st.current, None)
+        run.ui.status(f"  {st.plan[s.index].id:<4} skipped; series.toml will record why")
+    except BaseException:
+        walk.close()
+        raise
+    drive(run, st, Skipped(), walk)
