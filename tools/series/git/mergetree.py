@@ -28,6 +28,7 @@ from series.git.run import (
     Part,
     end_long_lived,
     execute,
+    execute_side_by_side,
     fault_point,
     input_file,
     private_dir,
@@ -147,19 +148,35 @@ class Merge(Part):
         With markers, ``labels`` name the sides, so the same three blobs
         always give the same bytes (recorded resolutions rely on it).
         """
+        return self.files([(base, ours, theirs)], favour=favour, labels=labels)[0]
+
+    def files(
+        self,
+        triples: Sequence[tuple[bytes, bytes, bytes]],
+        *,
+        favour: str | None,
+        labels: tuple[str, str, str] = ("ours", "base", "theirs"),
+    ) -> list[bytes]:
+        """:meth:`file` of each (base, ours, theirs) of ``triples``, one ``merge-file``
+        each, all started before any is read (series.git.run.execute_side_by_side: the
+        conflicted files of one merge are merged on both cores)."""
+        how = [f"--{favour}"] if favour else []
+        marks = [a for label in labels for a in ("-L", label)]
         with scratch_dir("series-merge-file-") as tmp:
-            names = []
-            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-                (tmp / name).write_bytes(data)
-                names.append(str(tmp / name))
-            how = [f"--{favour}"] if favour else []
-            marks = [a for label in labels for a in ("-L", label)]
-            argv = ["merge-file", "-p", *how, *marks, *names]
-            status, out, err = execute(self.path, argv, env=HERMETIC, raw=True)
-        if not 0 <= status < 128:
-            raise GitFailed(argv, status, err)
-        assert isinstance(out, bytes)
-        return out
+            argvs = []
+            for k, (base, ours, theirs) in enumerate(triples):
+                names = []
+                for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                    (tmp / f"{name}{k or ''}").write_bytes(data)
+                    names.append(str(tmp / f"{name}{k or ''}"))
+                argvs.append(["merge-file", "-p", *how, *marks, *names])
+            done = execute_side_by_side(self.path, argvs, env=HERMETIC)
+        merged = []
+        for argv, (status, out, err) in zip(argvs, done, strict=True):
+            if not 0 <= status < 128:
+                raise GitFailed(argv, status, err)
+            merged.append(out)
+        return merged
 
 
 def stored(env: Mapping[str, str] | None) -> dict[str, str]:

@@ -54,7 +54,7 @@ os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 from series.errors import InternalError, RefusedError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
-from series.git.child import Spawned, end, gitpython, run_child, spawn
+from series.git.child import Spawned, abandon, end, finish, gitpython, run_child, spawn, start
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.version import ensure as _ensure_version
 from series.logs import debug
@@ -416,6 +416,33 @@ def _execute_once(
     if done.stalled:
         err = f"no answer: no data for {stall:g} s, so git was stopped\n{err}"
     return done.status, done.out if raw else _utf8(done.out), err
+
+
+def execute_side_by_side(
+    cwd: Path, argvs: Sequence[Sequence[str]], *, env: Mapping[str, str] | None = None
+) -> list[tuple[int, bytes, str]]:
+    """:func:`execute` (raw) of each of ``argvs``, all started before any is read, so
+    that git runs them side by side (two cores: the ``merge-file`` of each conflicted
+    file of one merge). Only for commands that take no lock and read no stdin (the
+    commands are not recorded: series.git.leftovers); each is its own fault step, in
+    order. On any exception, those started are ended with what they started."""
+    for argv in argvs:
+        assert leftovers.verb(argv) not in leftovers.LOCKING, argv
+    _ensure_version("git")
+    refuse_blocking_files(cwd)
+    _strip_inherited()
+    started = []
+    try:
+        for argv in argvs:
+            debug("series.git", "git %s  (in %s, side by side)", " ".join(argv), cwd)
+            _fault_point(argv)
+            started.append(start(cwd, ["git", *argv], _environment(env)))
+        done = [finish(running) for running in started]
+    except BaseException:
+        for running in started:
+            abandon(running)
+        raise
+    return [(d.status, d.out, _utf8(d.err).removesuffix("\n")) for d in done]
 
 
 _CHECKED: set[str] = set()  # the directories refuse_blocking_files found nothing in

@@ -91,14 +91,13 @@ def _marked(
         return []
     oids = sorted({e.oid for st in content.values() for e in st.values()})
     blobs = repo.objects.read_blobs(oids, env=env)
-    merged = []
-    for path, st in sorted(content.items()):
-        base = blobs[st[1].oid] if 1 in st else b""
-        data = repo.merge.file(
-            base, blobs[st[2].oid], blobs[st[3].oid], favour=None, labels=labels(patch_id)
-        )
-        merged.append((st[3].mode, path, data))
-    return merged
+    ordered = sorted(content.items())
+    triples = [
+        (blobs[st[1].oid] if 1 in st else b"", blobs[st[2].oid], blobs[st[3].oid])
+        for _, st in ordered
+    ]
+    merged = repo.merge.files(triples, favour=None, labels=labels(patch_id))
+    return [(st[3].mode, path, data) for (path, st), data in zip(ordered, merged, strict=True)]
 
 
 def _written(
