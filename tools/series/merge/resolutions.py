@@ -113,6 +113,12 @@ def path_for(root: Path, patch_id: str, key: str) -> Path:
     return confined(root, root / DIRECTORY / patch_id / f"{key[:16]}.patch", reading=True)
 
 
+def is_recorded(root: Path, patch_id: str, merge: TreeMerge) -> bool:
+    """Whether a resolution is recorded for ``merge`` (patch ``patch_id``'s conflict):
+    only then can :func:`lookup` find its resolved tree."""
+    return path_for(root, patch_id, conflict_key(patch_id, merge.entries)).is_file()
+
+
 def recorded(root: Path, patch_id: str) -> list[Path]:
     folder = confined(root, root / DIRECTORY / patch_id, reading=True)
     return sorted(confined(root, p, reading=True) for p in folder.glob("*.patch"))

@@ -66,14 +66,25 @@ from series.ui import Ui
 
 TYPE_CHECKING = False  # typing is not imported: see series.records
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from series.project import Series
+
+    class Early(Protocol):
+        """What ``Run.early`` does: start reading the upstream commits, end that unread."""
+
+        def start(self) -> None: ...
+
+        def abandon(self) -> None: ...
 
 
 class Run:
     """What the driver acts on: the project, the checkout, the commits being replayed.
 
     ``upstream_commits`` gives the upstream commits since the pin (for the
-    conflict report), read from git only when a stop needs them. ``end``: the
+    conflict report), read from git only when a stop needs them; ``early``, if
+    given, starts that reading at a conflict that will stop, before the conflict is
+    marked up (its git processes run meanwhile), and ends it if unread. ``end``: the
     end of a ``series edit`` (an export: series.stack.edit_finish, handed in by
     the edit's commands, so that a rebase loads none of the export); a rebase
     ends with series.stack.rebase_finish. (A plain class, not a dataclass: a
@@ -88,8 +99,11 @@ class Run:
         infos: dict[str, CommitInfo],
         upstream_commits: Callable[[], list[LogEntry]],
         end: Callable[[Series, Ui, Checkout, RebaseState], None] | None = None,
+        *,
+        early: Early | None = None,
     ) -> None:
         self.series = series
+        self.early = early
         self.ui = ui
         self.checkout = checkout
         self.infos = infos
@@ -165,6 +179,8 @@ def drive(run: Run, state: RebaseState, event: Event = None, walk: Walk | None =
         _walk(run, state, event, walk.merger, walk.guesses, walk.steps)
     finally:
         walk.close()
+        if run.early is not None:
+            run.early.abandon()
 
 
 def _walk(
@@ -391,6 +407,8 @@ def _unchanged(run: Run, effect: Replay) -> bool:
 def _recorded(run: Run, effect: Replay, merge: TreeMerge) -> Merged:
     """The tree a recorded resolution gives (series.merge.resolutions); else the conflict."""
     repo, root, pid = run.repo, run.series.root, effect.id
+    if run.early is not None and not resolutions.is_recorded(root, pid, merge):
+        run.early.start()  # this conflict stops the walk: its report is read meanwhile
     found = resolutions.lookup(repo, root, pid, merge)
     if found.tree is not None:
         used = found.name(root)
