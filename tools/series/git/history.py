@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from series.git.ident import Ident
-from series.git.run import HERMETIC, Part, Runner
+from series.git.run import HERMETIC, Part, Runner, SideBySide, start_side_by_side
 from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
 
 _SHA = re.compile(r"[0-9a-f]{40}")
@@ -31,6 +31,20 @@ class CommitInfo(NamedTuple):
     parent: str
     author: Ident
     message: str
+
+
+def _heads_argv(revs: Sequence[str], max_count: int | None) -> list[str]:
+    argv = ["log", "--format=%x01%H%x00%P%x00%s"]
+    argv += [f"--max-count={max_count}"] if max_count else []
+    return [*argv, *revs, "--"]
+
+
+def _heads(out: str) -> list[tuple[str, tuple[str, ...], str]]:
+    heads = []
+    for chunk in out.split("\x01")[1:]:
+        commit, parents, subject = chunk.rstrip("\n").split("\x00", 2)
+        heads.append((commit, tuple(parents.split()), subject))
+    return heads
 
 
 class History(Part):
@@ -61,16 +75,26 @@ class History(Part):
         each deepening and again to describe the range. Kept only once the
         shallow roots were read (so that keeping costs no process).
         """
-        key = None
-        if self._shallow_file is not None and _SHA.fullmatch(one) and _SHA.fullmatch(two):
-            key = (one, two, self.shallow_roots())
-            if key in self._bases:
-                return self._bases[key]
+        key = self._base_key(one, two)
+        if key is not None and key in self._bases:
+            return self._bases[key]
         status, out, _ = self._run.git_status("merge-base", one, two)
         found = out.split()[0] if status == 0 and out.strip() else None
         if key is not None and status in (0, 1):  # 1: none; other codes are not an answer
             self._bases[key] = found
         return found
+
+    def _keep_base(self, pair: tuple[str, str], found: str | None) -> None:
+        """Keep ``found``, git's answer of :meth:`merge_base` of ``pair`` (status 0 or
+        1), as :meth:`merge_base` keeps its own."""
+        key = self._base_key(*pair)
+        if key is not None:
+            self._bases[key] = found
+
+    def _base_key(self, one: str, two: str) -> tuple[str, str, frozenset[str]] | None:
+        if self._shallow_file is not None and _SHA.fullmatch(one) and _SHA.fullmatch(two):
+            return (one, two, self.shallow_roots())
+        return None
 
     def message(self, commit: str) -> str:
         return self._run.git("log", "-1", "--format=%B", commit, env=HERMETIC).rstrip("\n") + "\n"
@@ -103,14 +127,20 @@ class History(Part):
     ) -> list[tuple[str, tuple[str, ...], str]]:
         """(commit, parents, subject) of the commits of ``revs``, in :meth:`log_files`'
         order, without their diffs (no tree is read)."""
-        argv = ["log", "--format=%x01%H%x00%P%x00%s"]
-        argv += [f"--max-count={max_count}"] if max_count else []
-        out = self._run.git(*argv, *revs, "--", env=HERMETIC)
-        heads = []
-        for chunk in out.split("\x01")[1:]:
-            commit, parents, subject = chunk.rstrip("\n").split("\x00", 2)
-            heads.append((commit, tuple(parents.split()), subject))
-        return heads
+        return _heads(self._run.git(*_heads_argv(revs, max_count), env=HERMETIC))
+
+    def base_and_heads(
+        self, one: str, two: str, revs: Sequence[str], *, max_count: int | None = None
+    ) -> BaseAndHeads:
+        """:meth:`merge_base` of ``one`` and ``two`` and :meth:`heads` of ``revs`` (the
+        range that answer usually asks for), their two processes started now, side by
+        side, beside what the caller does meanwhile; :meth:`BaseAndHeads.answer` gives
+        both (the heads None when the merge base is)."""
+        bases = ["merge-base", one, two]
+        started = start_side_by_side(
+            self.path, [bases, _heads_argv(revs, max_count)], [None, HERMETIC]
+        )
+        return BaseAndHeads(self, (one, two), revs, max_count, started)
 
     def files_of(self, commits: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """commit -> the files it changes against its first parent, as :meth:`log_files`
@@ -175,3 +205,41 @@ class History(Part):
         if not path.is_file():
             return frozenset()
         return frozenset(path.read_text(encoding="ascii").split())
+
+
+class BaseAndHeads:
+    """:meth:`History.base_and_heads` started: read once (:meth:`answer`), or ended
+    unread (:meth:`abandon`)."""
+
+    def __init__(
+        self,
+        history: History,
+        pair: tuple[str, str],
+        revs: Sequence[str],
+        max_count: int | None,
+        started: SideBySide,
+    ) -> None:
+        self.history, self.pair, self.revs, self.max_count = history, pair, revs, max_count
+        self.started = started
+
+    def answer(self) -> tuple[str | None, list[tuple[str, tuple[str, ...], str]] | None]:
+        """The merge base (None: no shared history here) and, when there is one, the heads.
+
+        What git said otherwise than plainly (a merge-base that is no answer, a log that
+        failed) is asked again as :meth:`History.merge_base` and :meth:`History.heads`
+        ask it, which say why: the answers are theirs."""
+        (status, out, _), (log_status, log, _) = self.started.results()
+        text = out.decode("ascii", "replace")
+        if status not in (0, 1):
+            found = self.history.merge_base(*self.pair)
+        else:
+            found = text.split()[0] if status == 0 and text.strip() else None
+            self.history._keep_base(self.pair, found)
+        if found is None:
+            return None, None
+        if log_status != 0:
+            return found, self.history.heads(self.revs, max_count=self.max_count)
+        return found, _heads(log.decode("utf-8", "surrogateescape"))
+
+    def abandon(self) -> None:
+        self.started.abandon()

@@ -28,6 +28,7 @@ from series.git.run import (
     Part,
     end_long_lived,
     execute,
+    execute_side_by_side,
     fault_point,
     input_file,
     private_dir,
@@ -110,7 +111,9 @@ class Merge(Part):
             return []
         data = ("\n".join(lines) + "\n").encode()
         results = parse_merge_tree(
-            self._run.git_input("merge-tree", "--write-tree", "-z", "--stdin", data=data, env=env)
+            self._run.git_input(
+                "merge-tree", "--write-tree", "-z", "--stdin", data=data, env=stored(env)
+            )
         )
         if len(results) != len(lines):
             raise InternalError(f"merge-tree gave {len(results)} results for {len(lines)} merges")
@@ -145,19 +148,56 @@ class Merge(Part):
         With markers, ``labels`` name the sides, so the same three blobs
         always give the same bytes (recorded resolutions rely on it).
         """
+        return self.files([(base, ours, theirs)], favour=favour, labels=labels)[0]
+
+    def files(
+        self,
+        triples: Sequence[tuple[bytes, bytes, bytes]],
+        *,
+        favour: str | None,
+        labels: tuple[str, str, str] = ("ours", "base", "theirs"),
+    ) -> list[bytes]:
+        """:meth:`file` of each (base, ours, theirs) of ``triples``, one ``merge-file``
+        each, all started before any is read (series.git.run.execute_side_by_side: the
+        conflicted files of one merge are merged on both cores)."""
+        how = [f"--{favour}"] if favour else []
+        marks = [a for label in labels for a in ("-L", label)]
         with scratch_dir("series-merge-file-") as tmp:
-            names = []
-            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-                (tmp / name).write_bytes(data)
-                names.append(str(tmp / name))
-            how = [f"--{favour}"] if favour else []
-            marks = [a for label in labels for a in ("-L", label)]
-            argv = ["merge-file", "-p", *how, *marks, *names]
-            status, out, err = execute(self.path, argv, env=HERMETIC, raw=True)
-        if not 0 <= status < 128:
-            raise GitFailed(argv, status, err)
-        assert isinstance(out, bytes)
-        return out
+            argvs = []
+            for k, (base, ours, theirs) in enumerate(triples):
+                names = []
+                for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                    (tmp / f"{name}{k or ''}").write_bytes(data)
+                    names.append(str(tmp / f"{name}{k or ''}"))
+                argvs.append(["merge-file", "-p", *how, *marks, *names])
+            done = execute_side_by_side(self.path, argvs, env=HERMETIC)
+        merged = []
+        for argv, (status, out, err) in zip(argvs, done, strict=True):
+            if not 0 <= status < 128:
+                raise GitFailed(argv, status, err)
+            merged.append(out)
+        return merged
+
+
+def stored(env: Mapping[str, str] | None) -> dict[str, str]:
+    """``env`` with ``core.looseCompression=0`` added to the configuration it gives git
+    (``GIT_CONFIG_COUNT``): the objects a merge writes (its trees, the merged files, a
+    hundred kilobytes each in a large project) are stored, not deflated.
+
+    The objects are the same (their ids hash the content, not its compression); only
+    their loose files are larger, until a repack (``git gc``) compresses them, or the
+    scratch store they were written to is deleted (check-conflicts). Deflating was a
+    quarter of a rebase's merges: ``merge-tree`` writes each merged file of every
+    replayed patch whole.
+    """
+    env = env or {}
+    count = int(env.get("GIT_CONFIG_COUNT", "0"))
+    return {
+        **env,
+        "GIT_CONFIG_COUNT": str(count + 1),
+        f"GIT_CONFIG_KEY_{count}": "core.looseCompression",
+        f"GIT_CONFIG_VALUE_{count}": "0",
+    }
 
 
 def parse_merge_tree(out: bytes) -> list[TreeMerge]:
@@ -235,19 +275,46 @@ class MergeStream:
         self._out = b""
         self._tmp = private_dir("series-stream-") if self.live else ""
 
+    def start(self) -> None:
+        """Start both processes now, ``hash-object`` then ``merge-tree`` (each its own
+        fault step, in that order), so that neither waits for the other to start: the
+        first merge's line goes in as soon as its commit is written."""
+        if not self.live:
+            return
+        try:
+            self._writing()
+            self._merging()
+        except OSError:
+            self.close()
+
+    def _writing(self) -> LongLived:
+        if self._writer is None:
+            argv = ["hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths"]
+            fault_point(argv)
+            env = {**self.env, "GIT_FLUSH": "1"}  # an answer per path, whatever set
+            self._writer = start_long_lived(self.path, argv, env)
+        return self._writer
+
+    def _merging(self) -> LongLived:
+        if self._merges is None:
+            argv = ["merge-tree", "--write-tree", "-z", "--stdin"]
+            fault_point(argv)
+            # stderr unread: where a merge fails, the batch the caller goes back to runs
+            # it again and says why
+            self._merges = start_long_lived(
+                self.path, argv, stored(self.env), prefix=("stdbuf", "-o0")
+            )
+        return self._merges
+
     def write(self, kind: str, payload: bytes) -> str | None:
         """Write one object (``hash-object -w``); its id, or None when the stream is closed."""
         if not self.live:
             return None
         try:
-            if self._writer is None:
-                argv = ["hash-object", "-w", "-t", kind, "--no-filters", "--stdin-paths"]
-                fault_point(argv)
-                env = {**self.env, "GIT_FLUSH": "1"}  # an answer per path, whatever set
-                self._writer = start_long_lived(self.path, argv, env)
+            writer = self._writing()
             path = Path(self._tmp) / "object"
             path.write_bytes(payload)
-            stdin, stdout = self._writer.stdin, self._writer.stdout
+            stdin, stdout = writer.stdin, writer.stdout
             assert stdin is not None and stdout is not None
             stdin.write(str(path).encode() + b"\n")
             stdin.flush()
@@ -262,19 +329,30 @@ class MergeStream:
     def merge(self, line: str) -> TreeMerge | None:
         """The merge of one ``merge-tree --stdin`` input line; None when the stream is
         closed (it could not answer: the caller asks a batch, which says why)."""
+        return self.answer() if self.send(line) else None
+
+    def send(self, line: str) -> bool:
+        """Hand git one merge (``merge-tree --stdin`` input line) without waiting for it:
+        :meth:`answer` reads it, in the order sent, once the caller has done other work
+        meanwhile (git merges on the other core). False: the stream is closed."""
         if not self.live:
-            return None
+            return False
         try:
-            if self._merges is None:
-                argv = ["merge-tree", "--write-tree", "-z", "--stdin"]
-                fault_point(argv)
-                # stderr unread: where a merge fails, the batch the caller goes back to
-                # runs it again and says why
-                self._merges = start_long_lived(self.path, argv, self.env, prefix=("stdbuf", "-o0"))
-            stdin = self._merges.stdin
+            stdin = self._merging().stdin
             assert stdin is not None
             stdin.write(line.encode() + b"\n")
             stdin.flush()
+            return True
+        except OSError:
+            self.close()
+            return False
+
+    def answer(self) -> TreeMerge | None:
+        """The merge of the oldest line :meth:`send` handed git and not answered yet;
+        None when the stream is closed (the caller asks a batch, which says why)."""
+        if not self.live or self._merges is None:
+            return None
+        try:
             return self._answer(self._merges)
         except (OSError, ValueError, InternalError):
             self.close()

@@ -54,7 +54,17 @@ os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 from series.errors import InternalError, RefusedError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
-from series.git.child import Spawned, end, gitpython, run_child, spawn
+from series.git.child import (
+    Running,
+    Spawned,
+    abandon,
+    end,
+    finish,
+    gitpython,
+    run_child,
+    spawn,
+    start,
+)
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.version import ensure as _ensure_version
 from series.logs import debug
@@ -416,6 +426,64 @@ def _execute_once(
     if done.stalled:
         err = f"no answer: no data for {stall:g} s, so git was stopped\n{err}"
     return done.status, done.out if raw else _utf8(done.out), err
+
+
+class SideBySide:
+    """git commands started by :func:`start_side_by_side`, not read yet."""
+
+    def __init__(self, started: list[Running]) -> None:
+        self.started = started
+
+    def results(self) -> list[tuple[int, bytes, str]]:
+        """Each command read to its end, in order: (status, stdout, stderr)."""
+        try:
+            done = [finish(running) for running in self.started]
+        except BaseException:
+            self.abandon()
+            raise
+        return [(d.status, d.out, _utf8(d.err).removesuffix("\n")) for d in done]
+
+    def abandon(self) -> None:
+        """End those not read, with what they started (nothing twice)."""
+        for running in self.started:
+            abandon(running)
+
+
+def start_side_by_side(
+    cwd: Path,
+    argvs: Sequence[Sequence[str]],
+    envs: Sequence[Mapping[str, str] | None],
+) -> SideBySide:
+    """Each of ``argvs`` (under the ``envs`` at the same place) started now, none read:
+    git runs them side by side, and beside what series does meanwhile (two cores).
+    Only for commands that take no lock and read no stdin (they are not recorded:
+    series.git.leftovers); each is its own fault step, in order. On any exception,
+    those started are ended with what they started; else the caller reads them
+    (:meth:`SideBySide.results`) or ends them (:meth:`SideBySide.abandon`)."""
+    for argv in argvs:
+        assert leftovers.verb(argv) not in leftovers.LOCKING, argv
+    _ensure_version("git")
+    refuse_blocking_files(cwd)
+    _strip_inherited()
+    started = SideBySide([])
+    try:
+        for argv, env in zip(argvs, envs, strict=True):
+            debug("series.git", "git %s  (in %s, side by side)", " ".join(argv), cwd)
+            _fault_point(argv)
+            started.started.append(start(cwd, ["git", *argv], _environment(env)))
+    except BaseException:
+        started.abandon()
+        raise
+    return started
+
+
+def execute_side_by_side(
+    cwd: Path, argvs: Sequence[Sequence[str]], *, env: Mapping[str, str] | None = None
+) -> list[tuple[int, bytes, str]]:
+    """:func:`execute` (raw) of each of ``argvs``, all started before any is read
+    (:func:`start_side_by_side`: the ``merge-file`` of each conflicted file of one
+    merge, on both cores)."""
+    return start_side_by_side(cwd, argvs, [env] * len(argvs)).results()
 
 
 _CHECKED: set[str] = set()  # the directories refuse_blocking_files found nothing in

@@ -91,14 +91,13 @@ def _marked(
         return []
     oids = sorted({e.oid for st in content.values() for e in st.values()})
     blobs = repo.objects.read_blobs(oids, env=env)
-    merged = []
-    for path, st in sorted(content.items()):
-        base = blobs[st[1].oid] if 1 in st else b""
-        data = repo.merge.file(
-            base, blobs[st[2].oid], blobs[st[3].oid], favour=None, labels=labels(patch_id)
-        )
-        merged.append((st[3].mode, path, data))
-    return merged
+    ordered = sorted(content.items())
+    triples = [
+        (blobs[st[1].oid] if 1 in st else b"", blobs[st[2].oid], blobs[st[3].oid])
+        for _, st in ordered
+    ]
+    merged = repo.merge.files(triples, favour=None, labels=labels(patch_id))
+    return [(st[3].mode, path, data) for (path, st), data in zip(ordered, merged, strict=True)]
 
 
 def _written(
@@ -112,6 +111,12 @@ def _written(
 def path_for(root: Path, patch_id: str, key: str) -> Path:
     """Where the resolution of conflict ``key`` is kept (checked to be readable there)."""
     return confined(root, root / DIRECTORY / patch_id / f"{key[:16]}.patch", reading=True)
+
+
+def is_recorded(root: Path, patch_id: str, merge: TreeMerge) -> bool:
+    """Whether a resolution is recorded for ``merge`` (patch ``patch_id``'s conflict):
+    only then can :func:`lookup` find its resolved tree."""
+    return path_for(root, patch_id, conflict_key(patch_id, merge.entries)).is_file()
 
 
 def recorded(root: Path, patch_id: str) -> list[Path]:

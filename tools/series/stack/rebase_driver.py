@@ -66,14 +66,25 @@ from series.ui import Ui
 
 TYPE_CHECKING = False  # typing is not imported: see series.records
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from series.project import Series
+
+    class Early(Protocol):
+        """What ``Run.early`` does: start reading the upstream commits, end that unread."""
+
+        def start(self) -> None: ...
+
+        def abandon(self) -> None: ...
 
 
 class Run:
     """What the driver acts on: the project, the checkout, the commits being replayed.
 
     ``upstream_commits`` gives the upstream commits since the pin (for the
-    conflict report), read from git only when a stop needs them. ``end``: the
+    conflict report), read from git only when a stop needs them; ``early``, if
+    given, starts that reading at a conflict that will stop, before the conflict is
+    marked up (its git processes run meanwhile), and ends it if unread. ``end``: the
     end of a ``series edit`` (an export: series.stack.edit_finish, handed in by
     the edit's commands, so that a rebase loads none of the export); a rebase
     ends with series.stack.rebase_finish. (A plain class, not a dataclass: a
@@ -88,8 +99,11 @@ class Run:
         infos: dict[str, CommitInfo],
         upstream_commits: Callable[[], list[LogEntry]],
         end: Callable[[Series, Ui, Checkout, RebaseState], None] | None = None,
+        *,
+        early: Early | None = None,
     ) -> None:
         self.series = series
+        self.early = early
         self.ui = ui
         self.checkout = checkout
         self.infos = infos
@@ -121,22 +135,52 @@ class Run:
         return pid
 
 
-def drive(run: Run, state: RebaseState, event: Event = None) -> None:
+class Walk:
+    """The merges of one :func:`drive`: the merger, the speculation in batches
+    (:class:`Guesses`) and the long-lived stream (:class:`Steps`); made by
+    :func:`begin`, or by :func:`drive` itself."""
+
+    def __init__(self, run: Run, state: RebaseState) -> None:
+        self.merger = Merger(run.repo, run.repo.merge.hermetic(), "synthetic")
+        self.guesses = Guesses(run, self.merger, state)
+        self.steps = Steps(run, self.merger)
+
+    def close(self) -> None:
+        self.steps.close()
+
+
+def begin(run: Run, state: RebaseState, event: Event) -> Walk:
+    """The walk :func:`drive` will make from ``event``, its first merge handed to git now.
+
+    The first merge depends on the saved state alone (the step function is pure), not on
+    the checkout: ``--skip`` starts it before it keeps what the user changed at the stop
+    and resets the checkout, and git merges on the other core meanwhile. The caller
+    closes the walk (:meth:`Walk.close`) if it does not drive it.
+    """
+    walk = Walk(run, state)
+    _, effect = step(state, event)
+    if isinstance(effect, Replay) and not _unchanged(run, effect):
+        walk.steps.send(_job(run, effect.commit, effect.onto_tree))
+    return walk
+
+
+def drive(run: Run, state: RebaseState, event: Event = None, walk: Walk | None = None) -> None:
     """Walk ``state``'s plan from ``event``: finish, or stop at a conflict (raises).
 
     The merges name their base by synthetic commits (series.merge.merger), as
     on git 2.39, whatever git runs: the stream writes them with the replay's
     commits (no process of their own), and the probe of whether this git takes
     ``<base> -- <one> <two>`` lines, one more process per run, is not made.
-    The merge is the same either way (the base is the same commit).
+    The merge is the same either way (the base is the same commit). ``walk``: made
+    by :func:`begin` from the same state and event.
     """
-    merger = Merger(run.repo, run.repo.merge.hermetic(), "synthetic")
-    guesses = Guesses(run, merger, state)
-    steps = Steps(run, merger)
+    walk = walk or Walk(run, state)
     try:
-        _walk(run, state, event, merger, guesses, steps)
+        _walk(run, state, event, walk.merger, walk.guesses, walk.steps)
     finally:
-        steps.close()
+        walk.close()
+        if run.early is not None:
+            run.early.abandon()
 
 
 def _walk(
@@ -273,10 +317,36 @@ class Steps:
     def __init__(self, run: Run, merger: Merger) -> None:
         self.run, self.merger = run, merger
         self.stream: MergeStream | None = None
+        self.sent: Job | None = None  # handed to the stream by send, not answered yet
+
+    def send(self, job: Job) -> None:
+        """Hand the stream ``job`` now; its answer is read when the walk asks for it."""
+        line = self._line(job)
+        if line is not None and self.stream is not None and self.stream.send(line):
+            self.sent = job
 
     def get(self, job: Job) -> TreeMerge | None:
+        sent, self.sent = self.sent, None
+        if sent is not None and self.stream is not None:
+            merge = self.stream.answer()
+            if sent == job:
+                return self._counted(merge)
+        line = self._line(job)
+        if line is None or self.stream is None:
+            return None
+        return self._counted(self.stream.merge(line))
+
+    def _counted(self, merge: TreeMerge | None) -> TreeMerge | None:
+        if merge is not None:
+            self.merger.merges += 1
+        return merge
+
+    def _line(self, job: Job) -> str | None:
+        """The stream's input line for ``job``, its synthetic commits written (None: the
+        stream is closed)."""
         if self.stream is None:
             self.stream = self.run.repo.merge.stream(self.merger.env)
+            self.stream.start()  # both processes at once: neither waits for the other
         if not self.stream.live:
             return None
         base = job.base.commit
@@ -294,11 +364,7 @@ class Steps:
                 return None
             pair.append(made)
         one, two = pair
-        line = f"{base} -- {one} {two}" if mode == "merge-base" else f"{one} {two}"
-        merge = self.stream.merge(line)
-        if merge is not None:
-            self.merger.merges += 1
-        return merge
+        return f"{base} -- {one} {two}" if mode == "merge-base" else f"{one} {two}"
 
     def write_commits(self, chain: list[tuple[str, str, Ident]], parent: str) -> list[str]:
         """The commits of series.git.objects' ``write_commits``, written by the stream's
@@ -317,7 +383,7 @@ class Steps:
 
 def _replay(run: Run, merger: Merger, guesses: Guesses, steps: Steps, effect: Replay) -> Merged:
     info = run.infos[effect.commit]
-    if effect.onto and info.parent == effect.onto:  # nothing before it changed
+    if _unchanged(run, effect):
         return Merged(True, info.tree, same=effect.commit)
     merge = steps.get(_job(run, effect.commit, effect.onto_tree))
     if merge is None:  # no stream: speculated in batches
@@ -333,9 +399,16 @@ def _replay(run: Run, merger: Merger, guesses: Guesses, steps: Steps, effect: Re
     return found
 
 
+def _unchanged(run: Run, effect: Replay) -> bool:
+    """Whether nothing before the patch changed: it is its own commit, no merge."""
+    return bool(effect.onto) and run.infos[effect.commit].parent == effect.onto
+
+
 def _recorded(run: Run, effect: Replay, merge: TreeMerge) -> Merged:
     """The tree a recorded resolution gives (series.merge.resolutions); else the conflict."""
     repo, root, pid = run.repo, run.series.root, effect.id
+    if run.early is not None and not resolutions.is_recorded(root, pid, merge):
+        run.early.start()  # this conflict stops the walk: its report is read meanwhile
     found = resolutions.lookup(repo, root, pid, merge)
     if found.tree is not None:
         used = found.name(root)

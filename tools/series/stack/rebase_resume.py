@@ -20,7 +20,7 @@ from series.records import NamedTuple
 from series.stack import rebase_state as rstate
 from series.stack import resolution_check
 from series.stack.rebase_abort import keep_stop, prepare, resume_abort
-from series.stack.rebase_driver import Run, conflict_error, drive, write_conflict
+from series.stack.rebase_driver import Run, begin, conflict_error, drive, write_conflict
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import Edited, Resolved, Skipped
 from series.ui import Ui
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from series.git import Repo
+    from series.git.history import BaseAndHeads
     from series.project import Series
 
 
@@ -79,7 +80,9 @@ def _resume(
     infos = repo.history.commit_infos(st.base, st.tip)
     assert (ends is not None) == (st.kind == "edit"), "an edit is resumed with its ends"
     end = ends.finish if ends is not None else None
-    run = Run(series, ui, checkout, {i.commit: i for i in infos}, lambda: _since_pin(run, st), end)
+    since = _SincePin(st)
+    run = Run(series, ui, checkout, {i.commit: i for i in infos}, since, end, early=since)
+    since.run = run
     if editing:
         assert ends is not None
         if action == "skip":
@@ -100,20 +103,62 @@ def _resume(
         _continue(run, st)
 
 
-def _since_pin(run: Run, st: RebaseState) -> list[LogEntry]:
+class _SincePin:
+    """The upstream commits since the pin, for a stop's report (``Run.upstream_commits``).
+
+    At a conflict that will stop (no resolution recorded for it), the driver starts
+    them (``start``): the ``merge-base`` and the ``log`` they most likely need run side
+    by side with the stop's own git work (series.git.history ``base_and_heads``), and
+    are read when the report asks; the driver ends them if it does not (``abandon``).
+    """
+
+    def __init__(self, st: RebaseState) -> None:
+        self.st = st
+        self.run: Run | None = None
+        self.early: BaseAndHeads | None = None
+
+    def start(self) -> None:
+        run, st = self.run, self.st
+        assert run is not None
+        if self.early is not None or st.kind == "edit":
+            return
+        real = run.series.manifest.upstream.commit
+        if run.repo.objects.has(real):
+            revs = [st.onto, f"^{real}"]
+            self.early = run.repo.history.base_and_heads(real, st.onto, revs, max_count=2000)
+
+    def __call__(self) -> list[LogEntry]:
+        assert self.run is not None
+        early, self.early = self.early, None
+        return _since_pin(self.run, self.st, early)
+
+    def abandon(self) -> None:
+        if self.early is not None:
+            self.early.abandon()
+            self.early = None
+
+
+def _since_pin(run: Run, st: RebaseState, early: BaseAndHeads | None) -> list[LogEntry]:
     """The upstream commits since the pin (REV's that the real pin lacks), for a stop's report.
 
     Listed as ``--onto`` lists them (series.upstream.rangelog): one ``log`` that reads
     no tree, and the files of each commit from the per-user cache, where ``--onto``
-    kept them; only the others are diffed.
+    kept them; only the others are diffed. ``early``: the merge base and that ``log``,
+    started already (``_SincePin.start``).
     """
     if st.kind == "edit":
         return []
     revs = [st.onto, f"^{st.base}"]
     real = run.series.manifest.upstream.commit
-    if run.repo.objects.has(real) and run.repo.history.merge_base(real, st.onto):
+    heads = None
+    if early is not None:
+        found, heads = early.answer()
+        if found:
+            revs = [st.onto, f"^{real}"]
+    elif run.repo.objects.has(real) and run.repo.history.merge_base(real, st.onto):
         revs = [st.onto, f"^{real}"]
-    return range_log(run.repo, revs, cache_dir=run.series.cache_dir, max_count=2000)
+    cache = run.series.cache_dir
+    return range_log(run.repo, revs, cache_dir=cache, max_count=2000, heads=heads)
 
 
 def _check_moved(
@@ -242,12 +287,19 @@ def _skip(run: Run, st: RebaseState, at: tuple[str | None, str | None]) -> None:
     s = st.stop
     if s is None:
         raise UsageError("nothing to skip: the rebase is not stopped at a conflict")
-    keep_stop(run.checkout, st, f"{st.kind} --skip", run.ui, back_to=st.current, at=at)
-    run.repo.worktree.checkout_tree(
-        None, st.current
-    )  # the conflict is thrown away, as git rebase --skip
-    run.index_tree = run.repo.objects.tree_of(st.current)  # what the index holds now
-    if at[0] is not None:  # keep_stop's transaction detached HEAD there if it was not
-        run.head = at if at[0] == st.current else (st.current, None)
-    run.ui.status(f"  {st.plan[s.index].id:<4} skipped; series.toml will record why")
-    drive(run, st, Skipped())
+    # the first merge after the stop needs nothing of the checkout: git makes it on the
+    # other core while the user's changes are kept and the checkout is reset
+    walk = begin(run, st, Skipped())
+    try:
+        keep_stop(run.checkout, st, f"{st.kind} --skip", run.ui, back_to=st.current, at=at)
+        run.repo.worktree.checkout_tree(
+            None, st.current
+        )  # the conflict is thrown away, as git rebase --skip
+        run.index_tree = run.repo.objects.tree_of(st.current)  # what the index holds now
+        if at[0] is not None:  # keep_stop's transaction detached HEAD there if it was not
+            run.head = at if at[0] == st.current else (st.current, None)
+        run.ui.status(f"  {st.plan[s.index].id:<4} skipped; series.toml will record why")
+    except BaseException:
+        walk.close()
+        raise
+    drive(run, st, Skipped(), walk)

@@ -45,10 +45,13 @@ def range_log(
     cache_dir: Path | None,
     max_count: int | None = None,
     say: Callable[[str], None] | None = None,
+    heads: list[tuple[str, tuple[str, ...], str]] | None = None,
 ) -> list[LogEntry]:
     """``History.log_files(revs, max_count=...)`` with each entry's parents; the files of
-    the commits the cache holds are read there (``cache_dir`` None: none are)."""
-    heads = repo.history.heads(revs, max_count=max_count)
+    the commits the cache holds are read there (``cache_dir`` None: none are).
+    ``heads``: ``History.heads(revs, max_count=...)``, asked already."""
+    if heads is None:
+        heads = repo.history.heads(revs, max_count=max_count)
     kept = store(cache_dir) if cache_dir is not None else None
     known = kept.recall(c for c, parents, _ in heads if parents) if kept else {}
     fresh = repo.history.files_of([c for c, _, _ in heads if c not in known])
