@@ -262,8 +262,9 @@ def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None
 
 
 # What makes git range-diff's own diffs differ from :func:`shape`'s (``--no-renames``): a
-# file deleted, renamed or copied, which range-diff may show as a rename.
-_RENAMES = (b"\ndeleted file mode ", b"\nrename from ", b"\ncopy from ")
+# file deleted, renamed or copied, which range-diff may show as a rename. One pass over a
+# patch's bytes for the three (``in`` three times read the half megabyte thrice).
+_RENAMES = re.compile(rb"\n(?:deleted file mode |rename from |copy from )")
 
 
 def _same(
@@ -281,7 +282,7 @@ def _same(
     if match is None or match.group(3) != "=":
         return False
     files = (old.files.get(o[2], b""), new.files.get(n[2], b""))
-    return not any(marker in data for data in files for marker in _RENAMES)
+    return not any(_RENAMES.search(data) for data in files)
 
 
 # patch id -> (commit, title, file); (base, tip); the version's manifest
