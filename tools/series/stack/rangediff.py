@@ -18,7 +18,9 @@ numbers them) and once for every diff (``diff-tree --stdin``); a patch that
 git pairs with another patch's commit in the whole-series run is asked
 alone, so the text is always the one-patch form's. A pair git's range-diff
 marks ``=`` (the same text) is ``unchanged`` without a diff of its own
-(:func:`_same`); only the others are diffed. Its git processes start
+(:func:`_same`); only the others are diffed, and of those, where patches
+change several files, only the files whose raw diff lines differ (one
+``diff-tree --raw`` first: :func:`_diffs`). Its git processes start
 without importing GitPython (series.git.run.light_processes: one
 ``cat-file`` per repository); the memo is listed once for both versions,
 both pins are found in the cache without the fetch machinery
@@ -241,7 +243,9 @@ def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None
         for pid in ids
         if pid in a and pid in b and _same(texts[a[pid][0], b[pid][0]], old, new, a[pid], b[pid])
     }
-    diffs = cache.diffs.commits([c for pair in pairs if pair not in same for c in pair])
+    diffs = _diffs(
+        cache, old, new, [(a[pid], b[pid]) for pid in ids if pid in a and pid in b], same
+    )
     rows = []
     for pid in ids:
         o, n = a.get(pid), b.get(pid)
@@ -283,6 +287,66 @@ def _same(
         return False
     files = (old.files.get(o[2], b""), new.files.get(n[2], b""))
     return not any(_RENAMES.search(data) for data in files)
+
+
+def _diffs(
+    cache: Repo,
+    old: Version,
+    new: Version,
+    pairs: list[tuple[tuple[str, str, str], tuple[str, str, str]]],
+    same: set[tuple[str, str]],
+) -> dict[str, bytes]:
+    """The diffs that classify the ``pairs`` (old, new: commit, title, file) not ``same``
+    (unchanged, needing none), with one ``diff-tree``; adds to ``same`` the pairs found
+    unchanged without it.
+
+    Where a pair's patch files name more than one file, the commits' raw diffs are asked
+    first (one ``diff-tree --raw``: no blob read): two commits with the same raw diff
+    (modes, blob ids, paths) have the same diff, so they are unchanged, and the others
+    are diffed only in the files whose raw lines differ in some pair (:func:`_differing`).
+    A rebase moves a few of the files under the patches, not every file they touch (the
+    tests they add), and those diffs are most of the work; for patches of one file each
+    the raw diffs would leave nothing out. The patch files only choose whether to ask:
+    what is diffed and left out is git's raw answer."""
+    todo = [(o, n) for o, n in pairs if (o[0], n[0]) not in same]
+    raw: dict[str, bytes] = {}
+    if any(
+        _several(old.files.get(o[2], b"")) or _several(new.files.get(n[2], b"")) for o, n in todo
+    ):
+        raw = cache.diffs.raw_commits([c for o, n in todo for c in (o[0], n[0])])
+        same |= {(o[0], n[0]) for o, n in todo if raw[o[0]] == raw[n[0]]}
+    commits = [(o[0], n[0]) for o, n in todo if (o[0], n[0]) not in same]
+    paths = _differing(raw, commits) if raw else []
+    return cache.diffs.commits([c for pair in commits for c in pair], paths)
+
+
+def _several(patch: bytes) -> bool:
+    """Whether the patch file ``patch`` seems to change more than one file (a message
+    that quotes a diff seems to as well)."""
+    return patch.count(b"\ndiff --git ") > 1
+
+
+_PATHS = 1000  # at most this many paths on diff-tree's command line
+
+
+def _differing(raw: dict[str, bytes], pairs: list[tuple[str, str]]) -> list[str]:
+    """The files whose raw line differs between the two commits of some pair (none: every
+    file, where a path is quoted or there are too many for one command line): as the
+    rebase's summary chooses them (series.stack.rebase_finish).
+
+    A file with the same raw line (modes, blob ids, status, path) in both commits of a
+    pair has the same part in both diffs: leaving it out of both leaves the comparison of
+    :func:`classify_diffs` as it was (each file's part starts with its ``diff --git``
+    line, in the changes and in the context alike).
+    """
+    paths: set[str] = set()
+    for was, now in pairs:
+        for line in set(raw[was].splitlines()) ^ set(raw[now].splitlines()):
+            path = line.split(b"\t", 1)[-1].decode("utf-8", "surrogateescape")
+            if path.startswith('"'):
+                return []
+            paths.add(path)
+    return sorted(paths) if len(paths) <= _PATHS else []
 
 
 # patch id -> (commit, title, file); (base, tip); the version's manifest
