@@ -205,14 +205,24 @@ def memo_keys(base: str, files: list[PatchFile[P]]) -> list[str]:
 
 def keys_of(base: str, patches: list[tuple[str, bytes]]) -> list[str]:
     """The memo key of each (patch id, patch bytes) applied in order on ``base``."""
+    return keys_of_digests(base, [(patch_id, content_digest(data)) for patch_id, data in patches])
+
+
+def keys_of_digests(base: str, patches: list[tuple[str, bytes]]) -> list[str]:
+    """:func:`keys_of`, each patch's bytes given by their :func:`content_digest`."""
     key = _hash(_salt() + base.encode()).hexdigest()
     keys = []
-    for patch_id, data in patches:
-        digest = _hash(f"{key}\0{patch_id}\0".encode())
-        digest.update(data)  # not concatenated: the bytes are not copied
-        key = digest.hexdigest()
+    for patch_id, digest in patches:
+        key = _hash(f"{key}\0{patch_id}\0".encode() + digest).hexdigest()
         keys.append(key)
     return keys
+
+
+def content_digest(data: bytes) -> bytes:
+    """What a key holds of a patch file's bytes: their blake2b (64 bytes), the digest
+    series.stack.rangediff_kept takes of each file a plain range-diff reads, so that a
+    range-diff hashes each patch file once (series.stack.rangediff)."""
+    return blake2b(data).digest()
 
 
 def _hash(data: bytes) -> blake2b:

@@ -26,7 +26,9 @@ without importing GitPython (series.git.run.light_processes: one
 both pins are found in the cache without the fetch machinery
 (series.upstream.cached_pin), and the current version's series.toml is
 the one the command parsed, its patch files read once (for the version
-and for its keys in the memo). The earlier version is parsed from its
+and for its keys in the memo) and hashed once (the memo's keys take the
+digests series.stack.rangediff_kept took of them before the run, for a
+plain range-diff that keeps its answer). The earlier version is parsed from its
 bytes and its stack taken from the memo without writing its files out, where
 neither can depend on where the files are (:func:`_parsed`,
 :func:`_remembered`). The snapshot a rebase kept is read from the checkout's
@@ -59,6 +61,7 @@ from series.stack.diffclass import CONTENT as CONTENT
 from series.stack.diffclass import CONTEXT as CONTEXT
 from series.stack.diffclass import UNCHANGED
 from series.stack.diffclass import classify_diffs as classify_diffs
+from series.stack.rangediff_kept import Seen, read_known
 
 TYPE_CHECKING = False  # neither typing nor dataclasses is imported for a range-diff
 if TYPE_CHECKING:
@@ -134,6 +137,7 @@ class Version(NamedTuple):
     label: str
     files: dict[str, bytes]
     manifest: Manifest | None = None
+    digests: dict[str, bytes] | None = None  # of files, as series.builder.memo takes them
 
 
 class Row(NamedTuple):
@@ -158,13 +162,15 @@ class Row(NamedTuple):
 
 
 def report(
-    series: Series, ui: Ui, since: str | None, only: str | None
+    series: Series, ui: Ui, since: str | None, only: str | None, seen: Seen | None = None
 ) -> tuple[Version, Version, list[Row]]:
-    """The old version (:func:`previous`), the new one, and :func:`compare`'s rows."""
+    """The old version (:func:`previous`), the new one, and :func:`compare`'s rows.
+    ``seen``: what the digest of series.stack.rangediff_kept hashed before the run (the
+    patch files' digests, taken for the memo's keys where they are of the bytes read)."""
     with light_processes():  # a few queries and one range-diff: GitPython's import costs more
-        files = _current_files(series)  # read once, for both
+        files, digests = _current_files(series, seen or {})  # read once, for both
         old = previous(series, since, files)
-        new = current(series, files)
+        new = current(series, files, digests)
         return old, new, compare(series, ui, old, new, only)
 
 
@@ -214,13 +220,15 @@ def _checkout(series: Series) -> Repo | None:
     return checkout.repo if checkout.exists() else None
 
 
-def current(series: Series, files: dict[str, bytes]) -> Version:
-    """The project's files now (``files``: :func:`_current_files`), with its series.toml as
-    the command parsed it (when that names only files of patches/, as the version's files
-    hold)."""
+def current(
+    series: Series, files: dict[str, bytes], digests: dict[str, bytes] | None = None
+) -> Version:
+    """The project's files now (``files``, ``digests``: :func:`_current_files`), with its
+    series.toml as the command parsed it (when that names only files of patches/, as the
+    version's files hold)."""
     manifest = series.manifest
     named = all(p.file in files for p in manifest.patches)
-    return Version("patches/ as they are now", files, manifest if named else None)
+    return Version("patches/ as they are now", files, manifest if named else None, digests)
 
 
 def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None) -> list[Row]:
@@ -360,7 +368,8 @@ def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Kn
     cannot depend on where they are (:func:`_parsed`), else written out to be parsed."""
     if version.manifest is not None:
         mine = version.manifest
-        return _built(series, ui, version.label, mine, series.root, cache, known, version.files)
+        files, digests = version.files, version.digests
+        return _built(series, ui, version.label, mine, series.root, cache, known, files, digests)
     manifest = _parsed(version.files, series.cache_dir)
     if manifest is not None:
         return _built(series, ui, version.label, manifest, None, cache, known, version.files)
@@ -426,18 +435,19 @@ def _built(
     cache: Repo,
     known: memo.Known,
     files: dict[str, bytes] | None = None,
+    digests: dict[str, bytes] | None = None,
 ) -> Stack:
     """The stack of ``manifest``'s patches, whose files are under ``root`` (their bytes
-    ``files``, as read already), or (``root`` None) are ``files``' bytes: reused from the
-    memo when it has every one of them (of those bytes), else built from the files (under
-    ``root``, or written out)."""
+    ``files``, as read already, and some of their ``digests``), or (``root`` None) are
+    ``files``' bytes: reused from the memo when it has every one of them (of those
+    bytes), else built from the files (under ``root``, or written out)."""
     base = upstream.cached_pin(manifest.upstream, cache, series.cache_dir)
     if base is None:  # resolved anew (fetched, or from the sdist): no answer is kept
         RESOLVED.append(manifest.upstream.commit)
         base = upstream.resolve(manifest.upstream, series.cache_dir, source=None, override=None)
     ui.status(f"{label}: {len(manifest.patches)} patches on {base.label}")
     if files is not None:
-        steps = _remembered(manifest, files, base.commit, known)
+        steps = _remembered(manifest, files, base.commit, known, digests or {})
         if steps is not None:
             tip = list(steps.values())[-1][0] if steps else base.commit
             return steps, (base.commit, tip), manifest
@@ -449,11 +459,19 @@ def _built(
 
 
 def _remembered(
-    manifest: Manifest, files: dict[str, bytes], base: str, known: memo.Known
+    manifest: Manifest,
+    files: dict[str, bytes],
+    base: str,
+    known: memo.Known,
+    digests: dict[str, bytes],
 ) -> dict[str, tuple[str, str, str]] | None:
     """What :func:`series.builder.memo.build` answers without building when the memo has
-    every patch (the same keys, of the same bytes); None when it has not."""
-    keys = memo.keys_of(base, [(p.id, files[p.file]) for p in manifest.patches])
+    every patch (the same keys, of the same bytes: ``digests`` holds the digest of some of
+    ``files``, hashed already); None when it has not."""
+    digest = memo.content_digest
+    keys = memo.keys_of_digests(
+        base, [(p.id, digests.get(p.file) or digest(files[p.file])) for p in manifest.patches]
+    )
     if not all(key in known for key in keys):
         return None
     return {
@@ -473,10 +491,12 @@ def _stack(
     return steps, (built.base, built.tip)
 
 
-def _current_files(series: Series) -> dict[str, bytes]:
+def _current_files(series: Series, seen: Seen) -> tuple[dict[str, bytes], dict[str, bytes]]:
     """series.toml and every ``patches/*.patch`` by relative path (what ``Path.glob``
-    lists: any name that ends so, a leading dot too), without glob's pattern machinery."""
+    lists: any name that ends so, a leading dot too), without glob's pattern machinery;
+    and the digests of those whose bytes ``seen`` hashed (rangediff_kept.read_known)."""
     files = {"series.toml": series.manifest.path.read_bytes()}
+    digests = {}
     patches = series.root / "patches"
     try:
         names = sorted(os.listdir(patches)) if patches.is_dir() else []
@@ -484,8 +504,11 @@ def _current_files(series: Series) -> dict[str, bytes]:
         names = []
     for name in names:
         if name.endswith(".patch"):
-            files[f"patches/{name}"] = (patches / name).read_bytes()
-    return files
+            data, digest = read_known(str(patches / name), seen)
+            files[f"patches/{name}"] = data
+            if digest is not None:
+                digests[f"patches/{name}"] = digest
+    return files, digests
 
 
 def _files_at(project: Repo, rev: str) -> dict[str, bytes]:
