@@ -109,7 +109,6 @@ BUILDER_MAY_IMPORT = (
     "series.logs",
     "series.refnames",
     "series.records",  # typing's NamedTuple without typing: leaves, no workflow
-    "series.digests",  # hashlib's sha1 without OpenSSL
 )
 
 

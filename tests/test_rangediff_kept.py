@@ -355,3 +355,29 @@ def test_another_git_behind_a_wrapper_takes_the_full_run(tmp_path: Path) -> None
     *now, calls = runs.said(project.root, *RD)
     assert calls, "another git behind the wrapper: the full run"
     assert tuple(now) == tuple(before[:3])
+
+
+def test_the_memo_keys_take_a_patch_file_digest_only_for_the_bytes_it_was_taken_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain range-diff hashes each patch file once: the digest before the run keeps
+    each settled file's blake2b, and the memo's keys take it (series.builder.memo's
+    content_digest is the same hash) only where the file's identity before and after
+    the run's read is the one kept; a file written since, or not kept, is hashed anew."""
+    from series.builder import memo
+
+    settled, written, racy = (tmp_path / name for name in ("settled", "written", "racy"))
+    for path in (settled, written, racy):
+        path.write_bytes(f"patch {path.name}\n".encode() * 100)
+    seen: rangediff_kept.Seen = {}
+    assert rangediff_kept._content(str(racy), seen) == memo.content_digest(racy.read_bytes())
+    assert str(racy) not in seen  # written within RACY_NS of the read: never taken
+    assert rangediff_kept.read_known(str(racy), seen) == (racy.read_bytes(), None)
+    monkeypatch.setattr(rangediff_kept, "RACY_NS", 0)  # as if written long before
+    for path in (settled, written):
+        assert rangediff_kept._content(str(path), seen) == memo.content_digest(path.read_bytes())
+    assert {str(settled), str(written)} <= set(seen)
+    written.write_bytes(b"other bytes\n")
+    data, taken = rangediff_kept.read_known(str(settled), seen)
+    assert data == settled.read_bytes() and taken == memo.content_digest(data)
+    assert rangediff_kept.read_known(str(written), seen) == (b"other bytes\n", None)

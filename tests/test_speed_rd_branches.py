@@ -221,6 +221,46 @@ def test_range_diff_diffs_a_rename_git_marks_equal(tmp_path: Path) -> None:
     assert [c.split()[0] for c in calls].count("diff-tree") == 1, calls
 
 
+def test_range_diff_diffs_only_the_files_whose_raw_lines_differ(tmp_path: Path) -> None:
+    """Patches of two files each: P1's util.py hunk gets new context from upstream, the
+    test file it adds is the same blob in both versions; P2's message is edited after the
+    rebase (git marks it ``!``), its two files the same. The raw diffs are asked once:
+    P2's are equal (unchanged, not diffed), and P1 is diffed in util.py alone. The classes
+    are those of the whole diffs, the texts git's pair by pair."""
+    specs = [
+        PatchSpec(
+            "P1",
+            "util: VALUE_18 is 1800",
+            {UTIL: ("VALUE_18 = 18\n", "VALUE_18 = 1800\n")},
+            new_files={"pkg/util_test.py": "def test_value_18():\n    pass\n"},
+        ),
+        PatchSpec(
+            "P2",
+            "core: f9 returns 909",
+            {"pkg/core.py": ("return 9\n", "return 909\n")},
+            new_files={"pkg/core_test.py": "def test_f9():\n    pass\n"},
+        ),
+    ]
+    project = make_project(tmp_path, specs)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    commit_upstream(project.upstream, UTIL, "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
+    counted.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+    two = project.root / "patches" / "perf-P2.patch"
+    two.write_text(two.read_text().replace("Why: test.", "Why: a test."))
+    out, calls = counted.run("range-diff", "--json")
+    report = json.loads(out)
+    kinds = {p["id"]: p["kind"] for p in report["patches"]}
+    assert kinds == {"P1": "context only", "P2": "unchanged"}, kinds
+    assert kinds == oracle_kinds(counted, report)
+    texts = {p["id"]: p["range_diff"] for p in report["patches"]}
+    assert texts == one_by_one(counted, report)
+    assert all(" ! " in text.splitlines()[0] for text in texts.values()), texts
+    diffs = [c for c in calls if c.startswith("diff-tree")]
+    assert len(diffs) == 2 and " --raw " in diffs[0], calls
+    assert diffs[1].endswith(f" -- {UTIL}"), calls
+
+
 def test_the_long_lived_cat_file_without_gitpython_answers_as_git(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

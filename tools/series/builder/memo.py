@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import os
 import sys
+from _blake2 import blake2b
 from functools import cache
 from importlib.util import find_spec
 
 from series import refnames
 from series.builder import build as build_module
 from series.builder.build import Built, P, PatchFile, Step
-from series.digests import sha1  # not hashlib: importing OpenSSL costs more than these keys
 from series.errors import SeriesError
 from series.git.refs import RefMoved
 from series.logs import debug
@@ -167,7 +167,7 @@ def _salt() -> bytes:
     key computed before a build is the one checked after it (an upgrade of series
     during a run gave the keys after it another salt, and the run refused as if a
     patch file had changed)."""
-    digest = sha1()
+    digest = _hash(b"")
     for name in _SALTED:
         with open(_source(name), "rb") as source:
             digest.update(source.read())
@@ -205,12 +205,33 @@ def memo_keys(base: str, files: list[PatchFile[P]]) -> list[str]:
 
 def keys_of(base: str, patches: list[tuple[str, bytes]]) -> list[str]:
     """The memo key of each (patch id, patch bytes) applied in order on ``base``."""
-    key = sha1(_salt() + base.encode()).hexdigest()
+    return keys_of_digests(base, [(patch_id, content_digest(data)) for patch_id, data in patches])
+
+
+def keys_of_digests(base: str, patches: list[tuple[str, bytes]]) -> list[str]:
+    """:func:`keys_of`, each patch's bytes given by their :func:`content_digest`."""
+    key = _hash(_salt() + base.encode()).hexdigest()
     keys = []
-    for patch_id, data in patches:
-        key = sha1(f"{key}\0{patch_id}\0".encode() + data).hexdigest()
+    for patch_id, digest in patches:
+        key = _hash(f"{key}\0{patch_id}\0".encode() + digest).hexdigest()
         keys.append(key)
     return keys
+
+
+def content_digest(data: bytes) -> bytes:
+    """What a key holds of a patch file's bytes: their blake2b (64 bytes), the digest
+    series.stack.rangediff_kept takes of each file a plain range-diff reads, so that a
+    range-diff hashes each patch file once (series.stack.rangediff)."""
+    return blake2b(data).digest()
+
+
+def _hash(data: bytes) -> blake2b:
+    """The digest of the keys: Python's own blake2b (``_blake2``, which series.code has
+    loaded already), 20 bytes as SHA-1's were, so a key is 40 hex digits as before. Not
+    SHA-1: the builtin ``_sha1`` hashes the half megabyte of patches of a version about
+    five times slower (``series range-diff`` keys two versions), and hashlib's OpenSSL
+    one costs more to import than it saves."""
+    return blake2b(data, digest_size=20)
 
 
 def proven(repo: Repo, base: str, patches: list[tuple[str, bytes]], commits: list[str]) -> int:

@@ -39,7 +39,7 @@ def run(
     # CLI is imported (series.stack.rangediff_kept); this one keeps what it writes.
     plain = (patch_id, since, as_json) == (None, None, False)
     keeping = _Keeping.start(series, ui) if plain else None
-    old, new, rows = report(series, ui, since, patch_id)
+    old, new, rows = report(series, ui, since, patch_id, keeping.seen if keeping else None)
     if as_json:
         ui.json(
             {

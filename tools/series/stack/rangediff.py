@@ -18,13 +18,17 @@ numbers them) and once for every diff (``diff-tree --stdin``); a patch that
 git pairs with another patch's commit in the whole-series run is asked
 alone, so the text is always the one-patch form's. A pair git's range-diff
 marks ``=`` (the same text) is ``unchanged`` without a diff of its own
-(:func:`_same`); only the others are diffed. Its git processes start
+(:func:`_same`); only the others are diffed, and of those, where patches
+change several files, only the files whose raw diff lines differ (one
+``diff-tree --raw`` first: :func:`_diffs`). Its git processes start
 without importing GitPython (series.git.run.light_processes: one
 ``cat-file`` per repository); the memo is listed once for both versions,
 both pins are found in the cache without the fetch machinery
 (series.upstream.cached_pin), and the current version's series.toml is
 the one the command parsed, its patch files read once (for the version
-and for its keys in the memo). The earlier version is parsed from its
+and for its keys in the memo) and hashed once (the memo's keys take the
+digests series.stack.rangediff_kept took of them before the run, for a
+plain range-diff that keeps its answer). The earlier version is parsed from its
 bytes and its stack taken from the memo without writing its files out, where
 neither can depend on where the files are (:func:`_parsed`,
 :func:`_remembered`). The snapshot a rebase kept is read from the checkout's
@@ -57,6 +61,7 @@ from series.stack.diffclass import CONTENT as CONTENT
 from series.stack.diffclass import CONTEXT as CONTEXT
 from series.stack.diffclass import UNCHANGED
 from series.stack.diffclass import classify_diffs as classify_diffs
+from series.stack.rangediff_kept import Seen, read_known
 
 TYPE_CHECKING = False  # neither typing nor dataclasses is imported for a range-diff
 if TYPE_CHECKING:
@@ -132,6 +137,7 @@ class Version(NamedTuple):
     label: str
     files: dict[str, bytes]
     manifest: Manifest | None = None
+    digests: dict[str, bytes] | None = None  # of files, as series.builder.memo takes them
 
 
 class Row(NamedTuple):
@@ -156,13 +162,15 @@ class Row(NamedTuple):
 
 
 def report(
-    series: Series, ui: Ui, since: str | None, only: str | None
+    series: Series, ui: Ui, since: str | None, only: str | None, seen: Seen | None = None
 ) -> tuple[Version, Version, list[Row]]:
-    """The old version (:func:`previous`), the new one, and :func:`compare`'s rows."""
+    """The old version (:func:`previous`), the new one, and :func:`compare`'s rows.
+    ``seen``: what the digest of series.stack.rangediff_kept hashed before the run (the
+    patch files' digests, taken for the memo's keys where they are of the bytes read)."""
     with light_processes():  # a few queries and one range-diff: GitPython's import costs more
-        files = _current_files(series)  # read once, for both
+        files, digests = _current_files(series, seen or {})  # read once, for both
         old = previous(series, since, files)
-        new = current(series, files)
+        new = current(series, files, digests)
         return old, new, compare(series, ui, old, new, only)
 
 
@@ -212,13 +220,15 @@ def _checkout(series: Series) -> Repo | None:
     return checkout.repo if checkout.exists() else None
 
 
-def current(series: Series, files: dict[str, bytes]) -> Version:
-    """The project's files now (``files``: :func:`_current_files`), with its series.toml as
-    the command parsed it (when that names only files of patches/, as the version's files
-    hold)."""
+def current(
+    series: Series, files: dict[str, bytes], digests: dict[str, bytes] | None = None
+) -> Version:
+    """The project's files now (``files``, ``digests``: :func:`_current_files`), with its
+    series.toml as the command parsed it (when that names only files of patches/, as the
+    version's files hold)."""
     manifest = series.manifest
     named = all(p.file in files for p in manifest.patches)
-    return Version("patches/ as they are now", files, manifest if named else None)
+    return Version("patches/ as they are now", files, manifest if named else None, digests)
 
 
 def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None) -> list[Row]:
@@ -241,7 +251,9 @@ def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None
         for pid in ids
         if pid in a and pid in b and _same(texts[a[pid][0], b[pid][0]], old, new, a[pid], b[pid])
     }
-    diffs = cache.diffs.commits([c for pair in pairs if pair not in same for c in pair])
+    diffs = _diffs(
+        cache, old, new, [(a[pid], b[pid]) for pid in ids if pid in a and pid in b], same
+    )
     rows = []
     for pid in ids:
         o, n = a.get(pid), b.get(pid)
@@ -262,8 +274,9 @@ def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None
 
 
 # What makes git range-diff's own diffs differ from :func:`shape`'s (``--no-renames``): a
-# file deleted, renamed or copied, which range-diff may show as a rename.
-_RENAMES = (b"\ndeleted file mode ", b"\nrename from ", b"\ncopy from ")
+# file deleted, renamed or copied, which range-diff may show as a rename. One pass over a
+# patch's bytes for the three (``in`` three times read the half megabyte thrice).
+_RENAMES = re.compile(rb"\n(?:deleted file mode |rename from |copy from )")
 
 
 def _same(
@@ -281,7 +294,67 @@ def _same(
     if match is None or match.group(3) != "=":
         return False
     files = (old.files.get(o[2], b""), new.files.get(n[2], b""))
-    return not any(marker in data for data in files for marker in _RENAMES)
+    return not any(_RENAMES.search(data) for data in files)
+
+
+def _diffs(
+    cache: Repo,
+    old: Version,
+    new: Version,
+    pairs: list[tuple[tuple[str, str, str], tuple[str, str, str]]],
+    same: set[tuple[str, str]],
+) -> dict[str, bytes]:
+    """The diffs that classify the ``pairs`` (old, new: commit, title, file) not ``same``
+    (unchanged, needing none), with one ``diff-tree``; adds to ``same`` the pairs found
+    unchanged without it.
+
+    Where a pair's patch files name more than one file, the commits' raw diffs are asked
+    first (one ``diff-tree --raw``: no blob read): two commits with the same raw diff
+    (modes, blob ids, paths) have the same diff, so they are unchanged, and the others
+    are diffed only in the files whose raw lines differ in some pair (:func:`_differing`).
+    A rebase moves a few of the files under the patches, not every file they touch (the
+    tests they add), and those diffs are most of the work; for patches of one file each
+    the raw diffs would leave nothing out. The patch files only choose whether to ask:
+    what is diffed and left out is git's raw answer."""
+    todo = [(o, n) for o, n in pairs if (o[0], n[0]) not in same]
+    raw: dict[str, bytes] = {}
+    if any(
+        _several(old.files.get(o[2], b"")) or _several(new.files.get(n[2], b"")) for o, n in todo
+    ):
+        raw = cache.diffs.raw_commits([c for o, n in todo for c in (o[0], n[0])])
+        same |= {(o[0], n[0]) for o, n in todo if raw[o[0]] == raw[n[0]]}
+    commits = [(o[0], n[0]) for o, n in todo if (o[0], n[0]) not in same]
+    paths = _differing(raw, commits) if raw else []
+    return cache.diffs.commits([c for pair in commits for c in pair], paths)
+
+
+def _several(patch: bytes) -> bool:
+    """Whether the patch file ``patch`` seems to change more than one file (a message
+    that quotes a diff seems to as well)."""
+    return patch.count(b"\ndiff --git ") > 1
+
+
+_PATHS = 1000  # at most this many paths on diff-tree's command line
+
+
+def _differing(raw: dict[str, bytes], pairs: list[tuple[str, str]]) -> list[str]:
+    """The files whose raw line differs between the two commits of some pair (none: every
+    file, where a path is quoted or there are too many for one command line): as the
+    rebase's summary chooses them (series.stack.rebase_finish).
+
+    A file with the same raw line (modes, blob ids, status, path) in both commits of a
+    pair has the same part in both diffs: leaving it out of both leaves the comparison of
+    :func:`classify_diffs` as it was (each file's part starts with its ``diff --git``
+    line, in the changes and in the context alike).
+    """
+    paths: set[str] = set()
+    for was, now in pairs:
+        for line in set(raw[was].splitlines()) ^ set(raw[now].splitlines()):
+            path = line.split(b"\t", 1)[-1].decode("utf-8", "surrogateescape")
+            if path.startswith('"'):
+                return []
+            paths.add(path)
+    return sorted(paths) if len(paths) <= _PATHS else []
 
 
 # patch id -> (commit, title, file); (base, tip); the version's manifest
@@ -295,7 +368,8 @@ def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Kn
     cannot depend on where they are (:func:`_parsed`), else written out to be parsed."""
     if version.manifest is not None:
         mine = version.manifest
-        return _built(series, ui, version.label, mine, series.root, cache, known, version.files)
+        files, digests = version.files, version.digests
+        return _built(series, ui, version.label, mine, series.root, cache, known, files, digests)
     manifest = _parsed(version.files, series.cache_dir)
     if manifest is not None:
         return _built(series, ui, version.label, manifest, None, cache, known, version.files)
@@ -361,18 +435,19 @@ def _built(
     cache: Repo,
     known: memo.Known,
     files: dict[str, bytes] | None = None,
+    digests: dict[str, bytes] | None = None,
 ) -> Stack:
     """The stack of ``manifest``'s patches, whose files are under ``root`` (their bytes
-    ``files``, as read already), or (``root`` None) are ``files``' bytes: reused from the
-    memo when it has every one of them (of those bytes), else built from the files (under
-    ``root``, or written out)."""
+    ``files``, as read already, and some of their ``digests``), or (``root`` None) are
+    ``files``' bytes: reused from the memo when it has every one of them (of those
+    bytes), else built from the files (under ``root``, or written out)."""
     base = upstream.cached_pin(manifest.upstream, cache, series.cache_dir)
     if base is None:  # resolved anew (fetched, or from the sdist): no answer is kept
         RESOLVED.append(manifest.upstream.commit)
         base = upstream.resolve(manifest.upstream, series.cache_dir, source=None, override=None)
     ui.status(f"{label}: {len(manifest.patches)} patches on {base.label}")
     if files is not None:
-        steps = _remembered(manifest, files, base.commit, known)
+        steps = _remembered(manifest, files, base.commit, known, digests or {})
         if steps is not None:
             tip = list(steps.values())[-1][0] if steps else base.commit
             return steps, (base.commit, tip), manifest
@@ -384,11 +459,19 @@ def _built(
 
 
 def _remembered(
-    manifest: Manifest, files: dict[str, bytes], base: str, known: memo.Known
+    manifest: Manifest,
+    files: dict[str, bytes],
+    base: str,
+    known: memo.Known,
+    digests: dict[str, bytes],
 ) -> dict[str, tuple[str, str, str]] | None:
     """What :func:`series.builder.memo.build` answers without building when the memo has
-    every patch (the same keys, of the same bytes); None when it has not."""
-    keys = memo.keys_of(base, [(p.id, files[p.file]) for p in manifest.patches])
+    every patch (the same keys, of the same bytes: ``digests`` holds the digest of some of
+    ``files``, hashed already); None when it has not."""
+    digest = memo.content_digest
+    keys = memo.keys_of_digests(
+        base, [(p.id, digests.get(p.file) or digest(files[p.file])) for p in manifest.patches]
+    )
     if not all(key in known for key in keys):
         return None
     return {
@@ -408,10 +491,12 @@ def _stack(
     return steps, (built.base, built.tip)
 
 
-def _current_files(series: Series) -> dict[str, bytes]:
+def _current_files(series: Series, seen: Seen) -> tuple[dict[str, bytes], dict[str, bytes]]:
     """series.toml and every ``patches/*.patch`` by relative path (what ``Path.glob``
-    lists: any name that ends so, a leading dot too), without glob's pattern machinery."""
+    lists: any name that ends so, a leading dot too), without glob's pattern machinery;
+    and the digests of those whose bytes ``seen`` hashed (rangediff_kept.read_known)."""
     files = {"series.toml": series.manifest.path.read_bytes()}
+    digests = {}
     patches = series.root / "patches"
     try:
         names = sorted(os.listdir(patches)) if patches.is_dir() else []
@@ -419,8 +504,11 @@ def _current_files(series: Series) -> dict[str, bytes]:
         names = []
     for name in names:
         if name.endswith(".patch"):
-            files[f"patches/{name}"] = (patches / name).read_bytes()
-    return files
+            data, digest = read_known(str(patches / name), seen)
+            files[f"patches/{name}"] = data
+            if digest is not None:
+                digests[f"patches/{name}"] = digest
+    return files, digests
 
 
 def _files_at(project: Repo, rev: str) -> dict[str, bytes]:

@@ -211,6 +211,23 @@ def _content(path: str, seen: Seen | None) -> bytes:
     return content
 
 
+def read_known(path: str, seen: Seen) -> tuple[bytes, bytes | None]:
+    """The bytes of ``path``, and their blake2b when ``seen`` (:func:`digest`'s) holds it:
+    when the file's identity before and after this read is the one kept there, the file
+    was not written since that digest read it (:func:`_content`'s rule), so these are
+    the bytes it hashed (series.builder.memo.content_digest: the same blake2b). None
+    for a file it did not keep."""
+    kept = seen.get(path)
+    if kept is None:
+        with open(path, "rb") as fh:
+            return fh.read(), None
+    before = _identity(os.stat(path))
+    with open(path, "rb") as fh:
+        data = fh.read()
+    same = before == kept[0] == _identity(os.stat(path))
+    return data, kept[1] if same else None
+
+
 # What the git a wrapper script runs said, and its version: asked once a process.
 _ASKED: list[tuple[str, tuple[int, ...] | None]] = []
 
