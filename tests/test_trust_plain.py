@@ -255,3 +255,74 @@ def test_a_fifo_the_kept_answers_read_waits_for_nothing(tmp_path: Path) -> None:
     code, out, err = run_fresh(FIFO_PROBE.format(root=str(tmp_path)))
     assert code == 0, err
     assert out.split("\n")[:2] == ["-", "True None"], out
+
+
+def _config_env(home: Path, scope: str) -> tuple[dict[str, str], Path]:
+    """This test's environment with git's ``scope`` configuration file a FIFO (or a link to
+    one), and the path of that file: as a user's machine has it, not the test's."""
+    env = dict(os.environ)
+    fifo = home / "fifo-config"
+    os.mkfifo(fifo)
+    if scope == "system":  # /etc/gitconfig itself is the machine's: GIT_CONFIG_SYSTEM names it
+        del env["GIT_CONFIG_NOSYSTEM"]
+        env["GIT_CONFIG_SYSTEM"] = str(fifo)
+        return env, fifo
+    if scope == "GIT_CONFIG_GLOBAL":
+        env["GIT_CONFIG_GLOBAL"] = str(fifo)
+        return env, fifo
+    del env["GIT_CONFIG_GLOBAL"]  # git reads ~/.gitconfig and XDG's (the test's home)
+    path = {
+        "~/.gitconfig": home / ".gitconfig",
+        "link at ~/.gitconfig": home / ".gitconfig",
+        "XDG_CONFIG_HOME": Path(env["XDG_CONFIG_HOME"]) / "git" / "config",
+        "~/.config/git/config": home / ".config" / "git" / "config",
+    }[scope]
+    if scope == "~/.config/git/config":
+        del env["XDG_CONFIG_HOME"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    if scope.startswith("link"):
+        path.symlink_to(fifo)
+    else:
+        fifo.rename(path)
+    return env, path
+
+
+CONFIG_SCOPES = (
+    "~/.gitconfig",
+    "link at ~/.gitconfig",
+    "XDG_CONFIG_HOME",
+    "~/.config/git/config",
+    "GIT_CONFIG_GLOBAL",
+    "system",
+)
+
+
+@pytest.mark.parametrize("scope", CONFIG_SCOPES)
+def test_a_fifo_at_git_s_own_configuration_is_refused_naming_it(
+    applied: Project, hermetic: Path, scope: str
+) -> None:
+    """main: every git series started waited for ever on a FIFO at ``~/.gitconfig`` (or
+    XDG's, or the system's): apply's re-run in its ``git status``, the full runs in their
+    first git, and ``git version`` where no verdict on it was kept."""
+    project = applied
+    for kept in ("apply", "check-conflicts", "list"):
+        assert series_process(project.root, kept, timeout=BOUND)[0] == 0, kept  # kept
+    identity = (hermetic / ".gitconfig").read_bytes()
+    env, path = _config_env(hermetic, scope)
+    commands: list[tuple[str, ...]] = [("apply",), ("status",), ("check-conflicts",)]
+    for args in [*commands, ("rebase", "--onto", "main"), ("list",), ("apply", "--force")]:
+        if args == ("apply", "--force"):  # git version asked: no verdict kept on it
+            (_cache() / "git-version").unlink()
+        code, _, err = series_process(project.root, *args, env=env, timeout=BOUND)
+        if args == ("list",):  # answered from what it kept of the patch files: no git
+            assert code == 0, err
+            continue
+        assert code == Exit.REFUSED, (args, err)
+        assert f"refusing to run git: {path} is not a plain file" in err, (args, err)
+        assert f"rm '{path}'" in err and "Traceback" not in err, err
+    path.unlink()  # the way on
+    if scope in ("~/.gitconfig", "link at ~/.gitconfig"):
+        (hermetic / ".gitconfig").write_bytes(identity)
+    for args in [*commands, ("apply", "--force")]:
+        assert series_process(project.root, *args, env=env, timeout=BOUND)[0] == 0, args
