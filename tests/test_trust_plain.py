@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +27,7 @@ import pytest
 
 from helpers import Project, make_project, run_fresh, series_process
 from rebase_helpers import moving_project, resolve_p1
-from series import known, manifest_kept, patchinfo, status_memo
+from series import known, manifest_kept, patchinfo, refnames, status_memo
 from series.errors import Exit
 from series.evidence import patchids
 from series.stack import verified, verified_kept
@@ -326,3 +327,79 @@ def test_a_fifo_at_git_s_own_configuration_is_refused_naming_it(
         (hermetic / ".gitconfig").write_bytes(identity)
     for args in [*commands, ("apply", "--force")]:
         assert series_process(project.root, *args, env=env, timeout=BOUND)[0] == 0, args
+
+
+JOURNAL = Path(".series") / "export-journal.json"  # series.stack.export_files.JOURNAL
+
+
+@pytest.mark.parametrize("make", ["fifo", "link", "directory"])
+def test_an_export_journal_that_is_no_plain_file_is_refused_naming_it(
+    applied: Project, make: str
+) -> None:
+    """main took the journal when ``is_file()``: a FIFO there was no journal (apply said
+    "ok", with a file there no export of series wrote), and a link was followed to any
+    file of the project, taken for the journal of an export cut short."""
+    project = applied
+    journal = project.root / JOURNAL
+    journal.parent.mkdir(exist_ok=True)
+    if make == "fifo":
+        os.mkfifo(journal)
+    elif make == "link":  # to a journal as export writes one, elsewhere in the project
+        elsewhere = journal.with_name("elsewhere.json")
+        elsewhere.write_text('{"backup": ".series/backups/none", "files": [], "created": []}\n')
+        journal.symlink_to(elsewhere.name)
+    else:
+        journal.mkdir()
+    for args in (("apply",), ("export",), ("edit", "P1")):
+        code, _, err = series_process(project.root, *args, timeout=BOUND)
+        assert code == Exit.REFUSED, (args, err)
+        assert f"refusing to go on: {JOURNAL} is not a plain file" in err, (args, err)
+        assert f"rm '{journal}'" in err and "Traceback" not in err, err
+    journal.rmdir() if make == "directory" else journal.unlink()  # the way on
+    for args in (("apply",), ("export",)):
+        assert series_process(project.root, *args, timeout=BOUND)[0] == 0, args
+
+
+def test_a_legacy_checkout_state_that_is_no_plain_file_is_refused_naming_it(
+    applied: Project,
+) -> None:
+    """A checkout without the state ref is read from main's legacy ``state.json``, which main
+    took when ``is_file()``: a FIFO there said "not a series checkout"."""
+    project = applied
+    subprocess.run(
+        ["git", "update-ref", "-d", refnames.STATE], cwd=project.work, check=True, timeout=BOUND
+    )
+    path = project.work / ".git" / "series" / "state.json"
+    path.parent.mkdir(exist_ok=True)
+    os.mkfifo(path)
+    for args in (("status",), ("apply",), ("export",)):
+        code, _, err = series_process(project.root, *args, timeout=BOUND)
+        assert code == Exit.REFUSED, (args, err)
+        assert f"{path} is not a plain file" in err and f"rm '{path}'" in err, (args, err)
+    path.unlink()  # the way on: what a checkout without a state is
+    code, _, err = series_process(project.root, "apply", timeout=BOUND)
+    assert "not a plain file" not in err, err
+
+
+def test_a_link_at_the_checkout_s_verified_record_is_taken_as_absent(applied: Project) -> None:
+    """``.git/series/verified.json`` as a link (here to a copy of the record itself, valid
+    for this very state): not followed, so the re-run of apply is the full run, which
+    answers the same; the link is neither written through nor replaced (series writes no
+    file of the project through a link). Only speed is lost."""
+    project = applied
+    record = project.work / ".git" / verified.NAME
+    kept = _cache() / verified_kept.DIR  # the answer before the CLI: not what is tested
+    assert series_process(project.root, "apply", timeout=BOUND)[0] == 0
+    shutil.rmtree(kept, ignore_errors=True)
+    code, _, err = series_process(project.root, "apply", timeout=BOUND)
+    assert code == 0 and "not rebuilt" in err, err  # the control: the record answers
+    copy = record.with_name("copy.json")
+    before = record.read_bytes()
+    copy.write_bytes(before)
+    record.unlink()
+    record.symlink_to(copy.name)
+    for _ in range(2):  # and again: nothing was kept through the link
+        shutil.rmtree(kept, ignore_errors=True)
+        code, _, err = series_process(project.root, "apply", timeout=BOUND)
+        assert code == 0 and "not rebuilt" not in err, err  # the full run: rebuilt, checked
+    assert record.is_symlink() and copy.read_bytes() == before
