@@ -294,11 +294,27 @@ def ref_blocking(cwd: str, name: str) -> str | None:
     ``REF^{commit}``, ``REF~2``, ``REF:path``; a short name as git looks it up:
     ``refs/tags/NAME``, ``refs/heads/NAME`` ...), would open and wait on for ever (a FIFO:
     :func:`waits`); None when there is none. An object id names no ref file. A ``stat``
-    per file git may look at (one for a full name, six for a short one)."""
-    git_dir = _git_dir(cwd)
-    if git_dir is None:
+    per file git may look at (one for a full name, six for a short one); nothing for an
+    object id."""
+    if _ref_part(name) is None:
         return None
-    return _ref_file(git_dir, _common(git_dir), name)
+    dirs = _dirs(cwd)
+    return None if dirs is None else _ref_file(*dirs, name)
+
+
+_DIRS: dict[str, tuple[str, str]] = {}  # work tree -> its git and common directories
+
+
+def _dirs(cwd: str) -> tuple[str, str] | None:
+    """The git directory and the common directory of the repository in ``cwd``, found once
+    per process (None, not kept: no repository there yet)."""
+    found = _DIRS.get(cwd)
+    if found is None:
+        git_dir = _git_dir(cwd)
+        if git_dir is None:
+            return None
+        found = _DIRS[cwd] = (git_dir, _common(git_dir))
+    return found
 
 
 def _ref_file(git_dir: str, common: str, name: str) -> str | None:
@@ -339,11 +355,8 @@ def refs_blocking(cwd: str, prefix: str = "refs/") -> str | None:
     neither a directory nor a plain file."""
     if not prefix.startswith("refs/") or ".." in prefix.split("/"):
         return None
-    git_dir = _git_dir(cwd)
-    if git_dir is None:
-        return None
-    common = _common(git_dir)
-    return _walk_waits(os.path.join(common, prefix.rstrip("/")))
+    dirs = _dirs(cwd)
+    return None if dirs is None else _walk_waits(os.path.join(dirs[1], prefix.rstrip("/")))
 
 
 def _walk_waits(path: str) -> str | None:
