@@ -381,7 +381,8 @@ def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
 # rebase (its export), the trailers of a patch upstream took part of and the batched speculation
 # only where it uses them, so that a --skip or --continue that stops again loads none of them.
 # git.run imports git.inprogress when it first starts git, so that list and show (which
-# load the runner and start none) do not load it.
+# load the runner and start none) do not load it; git.version and git.itself import it only
+# before they ask git its version (whether git would wait on a configuration file).
 # Those are edges of the module graph all the same (LAZY, below). Third-party imports inside
 # functions stay allowed (a lazy import of a heavy library is not a cycle).
 LAZY = (
@@ -393,6 +394,7 @@ LAZY = (
     "series.upstream.pin",
     "series.git.itself",
     "series.git.run",
+    "series.git.version",
     "series.merge",
     "series.stack.rebase_driver",
 )

@@ -68,7 +68,13 @@ def series(
 
 def steps(proc: subprocess.CompletedProcess[str]) -> int:
     """How many steps (git calls and file writes: series.faults) a debug run logged."""
-    return sum(1 for line in proc.stderr.splitlines() if line.startswith("series.faults: step "))
+    return len(step_names(proc))
+
+
+def step_names(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    """The steps a debug run logged, by name (``git status``, ``write NAME: staged``)."""
+    prefix = "series.faults: step "
+    return [line.split(": ", 2)[2] for line in proc.stderr.splitlines() if line.startswith(prefix)]
 
 
 def start_args(project: Project) -> list[str]:
@@ -138,7 +144,11 @@ class Case:
     before: dict[str, Any]  # snapshot() before the rebase began
     code: int  # the exit status of the run never killed
     wanted: tuple[object, ...]  # and its result()
-    total: int
+    names: list[str]  # its steps, in order
+
+    @property
+    def total(self) -> int:
+        return len(self.names)
 
 
 def _case(command: str, project: Project, before: dict[str, Any], argv: list[str]) -> Case:
@@ -151,7 +161,7 @@ def _case(command: str, project: Project, before: dict[str, Any], argv: list[str
     clean = series(project, *argv)
     code = 3 if command == "stop" else 0
     assert clean.returncode == code, clean.stderr
-    return Case(command, project, template, argv, before, code, result(project), steps(clean))
+    return Case(command, project, template, argv, before, code, result(project), step_names(clean))
 
 
 def make_case(tmp_path: Path, command: str) -> Case:
@@ -230,6 +240,9 @@ def test_killed_at_every_git_call_then_continue_and_abort(tmp_path: Path, comman
         restore(case.template, project.root)
         run = series(project, *case.argv, kill_at=n)
         assert run.returncode == -9, (n, run.stderr[-2000:])
+        # the same steps as the run counted, up to the kill: none depends on timing (a
+        # merge-tree stream taken for idle on a loaded machine once added one, flakily)
+        assert step_names(run) == case.names[:n], (n, step_names(run), case.names)
         check_status(project, n)
         assert not list(project.root.rglob(".series-tmp-*")), n  # the killed run's, removed
         if command != "abort":  # --abort killed is only aborted again
@@ -241,3 +254,47 @@ def test_killed_at_every_git_call_then_continue_and_abort(tmp_path: Path, comman
     restore(case.template, project.root)
     assert series(project, *case.argv, kill_at=case.total + 1).returncode == case.code
     assert case.total > (4 if command == "abort" else 25)  # every call of a real run
+
+
+def test_a_merge_stream_waits_for_a_git_at_work_however_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Why ``start`` once counted 38 steps, not 37, under load: the merge-tree stream
+    (series.git.mergetree.MergeStream) took a git that had shown no CPU time nor I/O for
+    ``IDLE`` seconds for one whose answer sat in stdio's buffer, ended it and went back
+    to batches, one git call more. A git given no CPU by a loaded machine, or waiting for
+    a busy disk, is at work (series.git.child.own_activity: state R or D). Here every
+    look finds "no change" at once (IDLE and TICK 0, the most loaded machine there is):
+    the stream still waits for each answer, stays live, and answers as the batch does."""
+    from series.git.mergetree import Merge, MergeStream
+    from series.git.run import Runner
+
+    monkeypatch.setattr(MergeStream, "IDLE", 0.0)
+    monkeypatch.setattr(MergeStream, "TICK", 0.0)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    for name in "abcdef":
+        (repo / name).write_text("".join(f"{name} line {i}\n" for i in range(200)))
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    lines = []
+    for name in "abcdef":
+        git(repo, "checkout", "-q", "-B", f"one-{name}", base)
+        (repo / name).write_text((repo / name).read_text().replace("line 10\n", "line ten\n"))
+        git(repo, "commit", "-qam", f"one {name}")
+        one = git(repo, "rev-parse", "HEAD")
+        git(repo, "checkout", "-q", "-B", f"two-{name}", base)
+        (repo / name).write_text((repo / name).read_text().replace("line 150\n", "line 150!\n"))
+        git(repo, "commit", "-qam", f"two {name}")
+        lines.append(f"{one} {git(repo, 'rev-parse', 'HEAD')}")  # (git 2.39: no "base --")
+    merges = Merge(Runner(repo))
+    stream = merges.stream()
+    assert stream.live, "stdbuf (coreutils) is on PATH: the stream is what is tested"
+    try:
+        answers = [stream.merge(line) for line in lines]
+        assert stream.live, "a git at work was taken for one whose answer was buffered"
+    finally:
+        stream.close()
+    assert answers == merges.trees(lines)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +27,7 @@ import pytest
 
 from helpers import Project, make_project, run_fresh, series_process
 from rebase_helpers import moving_project, resolve_p1
-from series import known, manifest_kept, patchinfo, status_memo
+from series import known, manifest_kept, patchinfo, refnames, status_memo
 from series.errors import Exit
 from series.evidence import patchids
 from series.stack import verified, verified_kept
@@ -255,3 +256,150 @@ def test_a_fifo_the_kept_answers_read_waits_for_nothing(tmp_path: Path) -> None:
     code, out, err = run_fresh(FIFO_PROBE.format(root=str(tmp_path)))
     assert code == 0, err
     assert out.split("\n")[:2] == ["-", "True None"], out
+
+
+def _config_env(home: Path, scope: str) -> tuple[dict[str, str], Path]:
+    """This test's environment with git's ``scope`` configuration file a FIFO (or a link to
+    one), and the path of that file: as a user's machine has it, not the test's."""
+    env = dict(os.environ)
+    fifo = home / "fifo-config"
+    os.mkfifo(fifo)
+    if scope == "system":  # /etc/gitconfig itself is the machine's: GIT_CONFIG_SYSTEM names it
+        del env["GIT_CONFIG_NOSYSTEM"]
+        env["GIT_CONFIG_SYSTEM"] = str(fifo)
+        return env, fifo
+    if scope == "GIT_CONFIG_GLOBAL":
+        env["GIT_CONFIG_GLOBAL"] = str(fifo)
+        return env, fifo
+    del env["GIT_CONFIG_GLOBAL"]  # git reads ~/.gitconfig and XDG's (the test's home)
+    path = {
+        "~/.gitconfig": home / ".gitconfig",
+        "link at ~/.gitconfig": home / ".gitconfig",
+        "XDG_CONFIG_HOME": Path(env["XDG_CONFIG_HOME"]) / "git" / "config",
+        "~/.config/git/config": home / ".config" / "git" / "config",
+    }[scope]
+    if scope == "~/.config/git/config":
+        del env["XDG_CONFIG_HOME"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    if scope.startswith("link"):
+        path.symlink_to(fifo)
+    else:
+        fifo.rename(path)
+    return env, path
+
+
+CONFIG_SCOPES = (
+    "~/.gitconfig",
+    "link at ~/.gitconfig",
+    "XDG_CONFIG_HOME",
+    "~/.config/git/config",
+    "GIT_CONFIG_GLOBAL",
+    "system",
+)
+
+
+@pytest.mark.parametrize("scope", CONFIG_SCOPES)
+def test_a_fifo_at_git_s_own_configuration_is_refused_naming_it(
+    applied: Project, hermetic: Path, scope: str
+) -> None:
+    """main: every git series started waited for ever on a FIFO at ``~/.gitconfig`` (or
+    XDG's, or the system's): apply's re-run in its ``git status``, the full runs in their
+    first git, and ``git version`` where no verdict on it was kept."""
+    project = applied
+    for kept in ("apply", "check-conflicts", "list"):
+        assert series_process(project.root, kept, timeout=BOUND)[0] == 0, kept  # kept
+    identity = (hermetic / ".gitconfig").read_bytes()
+    env, path = _config_env(hermetic, scope)
+    commands: list[tuple[str, ...]] = [("apply",), ("status",), ("check-conflicts",)]
+    for args in [*commands, ("rebase", "--onto", "main"), ("list",), ("apply", "--force")]:
+        if args == ("apply", "--force"):  # git version asked: no verdict kept on it
+            (_cache() / "git-version").unlink()
+        code, _, err = series_process(project.root, *args, env=env, timeout=BOUND)
+        if args == ("list",):  # answered from what it kept of the patch files: no git
+            assert code == 0, err
+            continue
+        assert code == Exit.REFUSED, (args, err)
+        assert f"refusing to run git: {path} is not a plain file" in err, (args, err)
+        assert f"rm '{path}'" in err and "Traceback" not in err, err
+    path.unlink()  # the way on
+    if scope in ("~/.gitconfig", "link at ~/.gitconfig"):
+        (hermetic / ".gitconfig").write_bytes(identity)
+    for args in [*commands, ("apply", "--force")]:
+        assert series_process(project.root, *args, env=env, timeout=BOUND)[0] == 0, args
+
+
+JOURNAL = Path(".series") / "export-journal.json"  # series.stack.export_files.JOURNAL
+
+
+@pytest.mark.parametrize("make", ["fifo", "link", "directory"])
+def test_an_export_journal_that_is_no_plain_file_is_refused_naming_it(
+    applied: Project, make: str
+) -> None:
+    """main took the journal when ``is_file()``: a FIFO there was no journal (apply said
+    "ok", with a file there no export of series wrote), and a link was followed to any
+    file of the project, taken for the journal of an export cut short."""
+    project = applied
+    journal = project.root / JOURNAL
+    journal.parent.mkdir(exist_ok=True)
+    if make == "fifo":
+        os.mkfifo(journal)
+    elif make == "link":  # to a journal as export writes one, elsewhere in the project
+        elsewhere = journal.with_name("elsewhere.json")
+        elsewhere.write_text('{"backup": ".series/backups/none", "files": [], "created": []}\n')
+        journal.symlink_to(elsewhere.name)
+    else:
+        journal.mkdir()
+    for args in (("apply",), ("export",), ("edit", "P1")):
+        code, _, err = series_process(project.root, *args, timeout=BOUND)
+        assert code == Exit.REFUSED, (args, err)
+        assert f"refusing to go on: {JOURNAL} is not a plain file" in err, (args, err)
+        assert f"rm '{journal}'" in err and "Traceback" not in err, err
+    journal.rmdir() if make == "directory" else journal.unlink()  # the way on
+    for args in (("apply",), ("export",)):
+        assert series_process(project.root, *args, timeout=BOUND)[0] == 0, args
+
+
+def test_a_legacy_checkout_state_that_is_no_plain_file_is_refused_naming_it(
+    applied: Project,
+) -> None:
+    """A checkout without the state ref is read from main's legacy ``state.json``, which main
+    took when ``is_file()``: a FIFO there said "not a series checkout"."""
+    project = applied
+    subprocess.run(
+        ["git", "update-ref", "-d", refnames.STATE], cwd=project.work, check=True, timeout=BOUND
+    )
+    path = project.work / ".git" / "series" / "state.json"
+    path.parent.mkdir(exist_ok=True)
+    os.mkfifo(path)
+    for args in (("status",), ("apply",), ("export",)):
+        code, _, err = series_process(project.root, *args, timeout=BOUND)
+        assert code == Exit.REFUSED, (args, err)
+        assert f"{path} is not a plain file" in err and f"rm '{path}'" in err, (args, err)
+    path.unlink()  # the way on: what a checkout without a state is
+    code, _, err = series_process(project.root, "apply", timeout=BOUND)
+    assert "not a plain file" not in err, err
+
+
+def test_a_link_at_the_checkout_s_verified_record_is_taken_as_absent(applied: Project) -> None:
+    """``.git/series/verified.json`` as a link (here to a copy of the record itself, valid
+    for this very state): not followed, so the re-run of apply is the full run, which
+    answers the same; the link is neither written through nor replaced (series writes no
+    file of the project through a link). Only speed is lost."""
+    project = applied
+    record = project.work / ".git" / verified.NAME
+    kept = _cache() / verified_kept.DIR  # the answer before the CLI: not what is tested
+    assert series_process(project.root, "apply", timeout=BOUND)[0] == 0
+    shutil.rmtree(kept, ignore_errors=True)
+    code, _, err = series_process(project.root, "apply", timeout=BOUND)
+    assert code == 0 and "not rebuilt" in err, err  # the control: the record answers
+    copy = record.with_name("copy.json")
+    before = record.read_bytes()
+    copy.write_bytes(before)
+    record.unlink()
+    record.symlink_to(copy.name)
+    for _ in range(2):  # and again: nothing was kept through the link
+        shutil.rmtree(kept, ignore_errors=True)
+        code, _, err = series_process(project.root, "apply", timeout=BOUND)
+        assert code == 0 and "not rebuilt" not in err, err  # the full run: rebuilt, checked
+    assert record.is_symlink() and copy.read_bytes() == before

@@ -49,6 +49,7 @@ from test_rebase_kill import (
     restore,
     result,
     start_args,
+    step_names,
     steps,
 )
 
@@ -96,7 +97,8 @@ def start_case(tmp_path: Path) -> Case:
     assert clean.returncode == 0, clean.stderr[-3000:]
     wanted = result(project)
     assert len(list((project.work / "pkg/gen").iterdir())) == GENERATED
-    return Case("start", project, template, start_args(project), before, 0, wanted, steps(clean))
+    names = step_names(clean)
+    return Case("start", project, template, start_args(project), before, 0, wanted, names)
 
 
 def leftovers(project: Project) -> list[Path]:

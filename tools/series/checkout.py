@@ -42,6 +42,7 @@ from series.git.refs import Transaction
 from series.git.repo import Repo
 from series.git.run import ZERO, lock_fault
 from series.pids import alive
+from series.plain import NotPlain, read_plain
 from series.records import NamedTuple
 from series.ui import Ui
 
@@ -141,10 +142,11 @@ class Checkout:
         legacy = self.repo.git_dir / LEGACY_STATE
         if blob is not None:
             where, raw = f"{STATE_REF} in {self.path}", self.repo.objects.read_blob(blob)
-        elif legacy.is_file():
-            where, raw = str(legacy), legacy.read_bytes()
         else:
-            return None
+            where, found = str(legacy), _legacy_state(legacy)
+            if found is None:
+                return None
+            raw = found
         data = parse_state(raw, where)
         if base is None:
             raise _corrupt(where, f"{BASE_REF} is missing")
@@ -376,6 +378,24 @@ def parse_state(raw: bytes, where: str) -> dict[str, Any]:
     if moved is not None and not (isinstance(moved, str) and len(moved) == 40):
         raise _corrupt(where, "'moved_from' is not a commit id")
     return data
+
+
+def _legacy_state(path: Path) -> bytes | None:
+    """The bytes of main's legacy state file (format 1), None when there is none; read by
+    series.plain.read_plain (series wrote it by renaming a plain file into place): a link,
+    a FIFO or a directory there is refused, naming it, as the state cannot be told."""
+    try:
+        return read_plain(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except NotPlain:
+        raise RefusedError(
+            f"refusing to use the checkout: {path} is not a plain file",
+            why="series 0.1 kept the checkout's state there, as a plain file; what is there "
+            "now is no state series wrote, and the checkout's state cannot be told",
+            hint=f"see what it is (ls -l '{path}'); if no program of yours put it there, "
+            f"remove it (rm '{path}'), then run the command again",
+        ) from None
 
 
 def _corrupt(where: str, why: str) -> SeriesError:

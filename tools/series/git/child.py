@@ -689,11 +689,21 @@ def activity(pid: int) -> tuple[tuple[int, ...], ...] | None:
 def own_activity(pid: int) -> tuple[int, ...] | None:
     """What ``pid`` alone has done so far (CPU time, bytes read and written), None
     without ``/proc``: :func:`activity` for a process that starts none, without reading
-    every process of the machine to find its children."""
+    every process of the machine to find its children. A process that is running, or
+    waiting for a CPU or for the disk (state ``R``, ``D``), is at work even when none of
+    those moved (a loaded machine may give it no CPU for a second): its tuple then ends
+    with a count that differs at each call, so that no two of its answers are equal."""
     fields = _stat(pid)
     if fields is None or len(fields) < 15:
         return None
-    return (sum(int(f) for f in fields[11:15]), *_io(f"{_PROC}/{pid}"))
+    done = (sum(int(f) for f in fields[11:15]), *_io(f"{_PROC}/{pid}"))
+    if fields[0] in ("R", "D"):
+        _AT_WORK[0] += 1
+        return (*done, _AT_WORK[0])
+    return done
+
+
+_AT_WORK = [0]  # own_activity's count for a process at work (state R or D)
 
 
 def _io(entry: str) -> tuple[int, int]:

@@ -49,8 +49,15 @@ def ask(path: str) -> tuple[str, tuple[int, ...] | None]:
 
     Started as a re-run's one ``git status`` is (series.git.child, without
     subprocess): a wrapper script is asked each run, re-runs answered from what
-    was kept included."""
+    was kept included. Not started when git would wait for ever on a configuration
+    file it reads first (series.git.inprogress.config_blocking): no version then, and
+    the full run refuses, naming the file."""
     from series.git.child import run_child  # docs/architecture.md, rule 12
+    from series.git.inprogress import config_blocking
+
+    blocked = config_blocking()
+    if blocked is not None:
+        return f"(not asked: git would wait for ever on {blocked[1]}, no plain file)", None
 
     try:
         done = run_child("/", [path, "version"], env={}, stdin=None, stall=None, light=True)  # type: ignore[arg-type]

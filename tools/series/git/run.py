@@ -400,6 +400,7 @@ def _execute_once(
     light = light or _LIGHT[0]
     _ensure_version(_executable(light))  # an old git is refused before anything is written
     refuse_blocking_files(cwd)
+    refuse_blocking_refs(cwd, argv, stdin)
     record = leftovers.begin(cwd, argv, env)
     _fault_point(argv)
     _strip_inherited()
@@ -492,17 +493,97 @@ _CHECKED: set[str] = set()  # the directories refuse_blocking_files found nothin
 def refuse_blocking_files(cwd: Path | str) -> None:
     """Refuse (refuse_not_plain) to start git in ``cwd`` when a file every git command opens
     there is no plain file (series.git.inprogress.blocking: a FIFO at HEAD, config,
-    packed-refs, the loose ref of HEAD ... makes git wait for ever). Looked at once per
-    directory and process: the few ``stat`` calls are paid by the first git there only."""
+    packed-refs, the loose ref of HEAD ... makes git wait for ever), nor when a
+    configuration file git reads first, outside any repository, is one git would wait on
+    (series.git.inprogress.config_blocking: ``~/.gitconfig``, ``/etc/gitconfig`` ...).
+    Looked at once per directory and process (the configuration files once per process):
+    the few ``stat`` calls are paid by the first git there only."""
     key = str(cwd)
     if key in _CHECKED:
         return
-    from series.git.inprogress import blocking  # docs/architecture.md, rule 12: not for list
+    from series.git.inprogress import blocking, config_blocking  # rule 12: not for list
 
+    config = config_blocking()
+    if config is not None:
+        refuse_blocking_config(*config)
     found = blocking(key)
     if found is not None:
         refuse_not_plain(*found, "git")
     _CHECKED.add(key)
+
+
+# git commands that read every ref of the repository: a fetch's negotiation, a push,
+# a repack or gc keeping what the refs reach (for-each-ref: those under its patterns)
+_LIST_EVERY_REF = frozenset({"fetch", "push", "repack", "gc", "pack-refs", "show-ref"})
+_REFS_CHECKED: set[tuple[str, str]] = set()  # (directory, ref or prefix) found not waiting
+
+
+def refuse_blocking_refs(cwd: Path | str, argv: Sequence[str], stdin: Path | None) -> None:
+    """Refuse (refuse_not_plain) ``git argv`` in ``cwd`` when it would read a loose ref file
+    that makes it wait for ever (a FIFO: series.git.inprogress.refs_blocking): under the
+    patterns of a ``for-each-ref``, anywhere under ``refs/`` for a command that reads every
+    ref (``fetch``, ``repack`` ...), each ref an ``update-ref --stdin`` changes (git reads
+    its value). The refs a command names otherwise are looked at as it asks for them
+    (:func:`refuse_blocking_ref`). Only commands that read those refs anyway, each
+    directory and ref once per process."""
+    command = leftovers.verb(argv)
+    if command == "for-each-ref":
+        after = list(argv[list(argv).index(command) + 1 :])
+        patterns = [a for a in after if not a.startswith("-")] or ["refs/"]
+        if any(not p.startswith("refs/") or "*" in p or "?" in p or "[" in p for p in patterns):
+            patterns = ["refs/"]  # git matches them against every ref
+        _refuse_walk(str(cwd), patterns)
+    elif command in _LIST_EVERY_REF:
+        _refuse_walk(str(cwd), ["refs/"])
+    elif command == "update-ref" and "--stdin" in argv and stdin is not None:
+        for line in stdin.read_bytes().decode("utf-8", "surrogateescape").splitlines():
+            words = line.split(" ")
+            if len(words) > 1 and words[0] in ("update", "create", "delete", "verify"):
+                refuse_blocking_ref(cwd, words[1])
+
+
+def _refuse_walk(cwd: str, prefixes: Sequence[str]) -> None:
+    from series.git.inprogress import refs_blocking  # rule 12: not for list
+
+    for prefix in prefixes:
+        key = (cwd, prefix)
+        if key in _REFS_CHECKED:
+            continue
+        found = refs_blocking(cwd, prefix)
+        if found is not None:
+            refuse_not_plain(found, "plain file", "git")
+        _REFS_CHECKED.add(key)
+
+
+def refuse_blocking_ref(cwd: Path | str, name: str) -> None:
+    """Refuse (refuse_not_plain) to ask git in ``cwd`` for the revision ``name`` when the
+    loose ref file it would read is a FIFO (series.git.inprogress.ref_blocking): a branch
+    of the series while HEAD is detached, one of series' own refs. Once per name and
+    process: a few ``stat`` calls the first time."""
+    key = (str(cwd), name)
+    if key in _REFS_CHECKED:
+        return
+    from series.git.inprogress import ref_blocking  # rule 12: not for list
+
+    found = ref_blocking(key[0], name)
+    if found is not None:
+        refuse_not_plain(found, "plain file", "git")
+    _REFS_CHECKED.add(key)
+
+
+def refuse_blocking_config(scope: str, path: str) -> None:
+    """Raise the refusal of a configuration file outside any repository that every git
+    reads first (``scope``: ``system``, ``global``) and would wait on for ever."""
+    other = "GIT_CONFIG_NOSYSTEM=1" if scope == "system" else "GIT_CONFIG_GLOBAL=FILE"
+    raise RefusedError(
+        f"refusing to run git: {path} is not a plain file",
+        why=f"every git command reads it first (git's {scope} configuration, "
+        "`git config --show-origin --list`); a FIFO or a device in its place makes every git "
+        "wait for ever",
+        hint=f"see what it is (ls -l '{path}'); if no program of yours put it there, "
+        f"remove it (rm '{path}'), or have git read no such file ({other}), "
+        "then run the command again",
+    )
 
 
 def refuse_not_plain(found: str, kind: str, command: str) -> None:
@@ -996,6 +1077,7 @@ class Runner:
             name,
             self.path,
         )
+        refuse_blocking_ref(self.path, name)
         if _LIGHT[0]:
             found = self._plain_ask(name, data=False)
             return (found[0], found[1]) if found is not None else None
@@ -1023,6 +1105,7 @@ class Runner:
         run (callers then ask git directly, and get its error).
         """
         debug("series.git", "read %s (git cat-file --batch, one process)  (in %s)", oid, self.path)
+        refuse_blocking_ref(self.path, oid)
         if _LIGHT[0]:
             found = self._plain_ask(oid, data=True)
             return found[2] if found is not None and found[1] == kind else None

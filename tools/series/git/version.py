@@ -79,7 +79,9 @@ def check(store: Path | None) -> None:
 def ensure(executable: str = "git") -> None:
     """Raise :class:`GitTooOld` unless ``executable`` (as ``PATH`` finds it) is new enough.
 
-    No git found: nothing is said here (the start of git says it: GitMissing).
+    No git found: nothing is said here (the start of git says it: GitMissing);
+    nor when git would wait for ever on a configuration file it reads first (the
+    start of git refuses it, naming it: series.git.run.refuse_blocking_files).
     Costs a look along ``PATH``, a ``stat``, the read of git's first bytes and of
     one small file when the verdict is known; one ``git version`` when it is not
     (each run for a wrapper script).
@@ -94,6 +96,10 @@ def ensure(executable: str = "git") -> None:
     if kept and key in _recall():
         _good.add(key)
         return
+    from series.git.inprogress import config_blocking  # rule 12: only before git is asked
+
+    if config_blocking() is not None:
+        return  # git version would wait for ever: no verdict, the start of git refuses
     said, version = ask(found)
     if version is None or version < MINIMUM:
         shown = ".".join(map(str, version)) if version is not None else None

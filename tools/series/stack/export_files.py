@@ -26,6 +26,7 @@ from pathlib import Path
 from series import faults
 from series.errors import RefusedError, SeriesError
 from series.files import clear_stale_temps, confined, remove, replace_all, write_atomic
+from series.plain import NotPlain, read_plain
 from series.records import NamedTuple
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
@@ -113,12 +114,24 @@ def roll_back(root: Path, written: Written) -> None:
 
 
 def interrupted(root: Path) -> dict[str, Any] | None:
-    """The journal of an export that was cut short, if there is one."""
+    """The journal of an export that was cut short, if there is one (an unreadable one:
+    ``{}``). Read by series.plain.read_plain: series writes it by renaming a plain file
+    into place, so a link, a FIFO or a directory there is no journal of series', and
+    whether an export was cut short cannot be told: refused, naming it."""
     path = confined(root, root / JOURNAL, reading=True)
-    if not path.is_file():
-        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_plain(path).decode("utf-8"))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except NotPlain:
+        raise RefusedError(
+            f"refusing to go on: {JOURNAL} is not a plain file",
+            why=f"{path} is where series keeps the journal of an export under way (a plain "
+            "file, written by renaming one into place): it tells whether an export was cut "
+            "short, and what it had written; what is there now is no journal series wrote",
+            hint=f"see what it is (ls -l '{path}'); if no program of yours put it there, "
+            f"remove it (rm '{path}'), then run the command again",
+        ) from None
     except (OSError, ValueError):
         data = {}
     return data if isinstance(data, dict) else {}

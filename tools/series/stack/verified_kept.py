@@ -121,7 +121,7 @@ def digest(
     blake2b (builtin, as series.code's): it hashes the patch files about twice as fast
     as the builtin sha256, and OpenSSL's import costs more than either."""
     git_dir = os.path.join(checkout, ".git")
-    if os.path.exists(os.path.join(root, JOURNAL)) or _busy(git_dir):
+    if os.path.lexists(os.path.join(root, JOURNAL)) or _busy(git_dir):  # a link too
         return None
     refs = files_key(checkout, index=False)  # the index: git status, each time
     if refs is None:
@@ -142,7 +142,7 @@ def digest(
 
 
 def _busy(git_dir: str) -> bool:
-    if not os.path.isdir(git_dir) or any(os.path.exists(os.path.join(git_dir, n)) for n in BUSY):
+    if not os.path.isdir(git_dir) or any(os.path.lexists(os.path.join(git_dir, n)) for n in BUSY):
         return True
     if in_progress(git_dir) is not None or unreadable(git_dir) is not None:
         return True  # (a FIFO git status waits on: its git is abandoned, the full run says)
