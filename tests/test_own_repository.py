@@ -111,3 +111,11 @@ def test_a_directory_inside_a_repository_is_none(tmp_path: Path) -> None:
     inner.mkdir()
     assert not own_repository(str(inner))
     assert not Repo(inner).is_repo()
+
+
+def test_under_sudo_git_judges_the_owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run as root by sudo, git takes the owner to be SUDO_UID's user: git's to say."""
+    work = made(tmp_path)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setenv("SUDO_UID", str(os.getuid() + 1))
+    assert not own_repository(str(work))

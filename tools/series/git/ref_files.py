@@ -140,6 +140,8 @@ def own_repository(work_tree: str) -> bool:
     unusual line, a file that is no plain file) is git's to answer.
     """
     git_dir = os.path.join(work_tree, ".git")
+    if os.geteuid() == 0 and "SUDO_UID" in os.environ:
+        return False  # git takes the owner to be SUDO_UID's user then: its check to make
     try:
         top, own = os.stat(work_tree), os.lstat(git_dir)
         if not (stat.S_ISDIR(own.st_mode) and top.st_uid == own.st_uid == os.geteuid()):
