@@ -229,6 +229,29 @@ def test_confined_all_refuses_what_confined_refuses_after_paths_it_let_through(
             raise AssertionError(f"{path} was let through after {fine}")
 
 
+def test_confined_all_after_paths_with_no_link_refuses_as_confined(tmp_path: Path) -> None:
+    """``confined_all`` tells paths with no link below the root without pathlib (the
+    usual case, every patch file of an ``--abort``): after such paths, each path
+    ``confined`` refuses is refused with the same words, and plain paths (missing
+    ones too) are let through."""
+    root = _linked_project(tmp_path)
+    plain = [root / "dir" / "new", root / "dir" / "file", root / "gone" / "x", root / "top"]
+    confined_all(root, plain)
+    for path, reading in _refused(root):
+        try:
+            confined(root, path, reading=reading)
+        except SeriesError as exc:
+            alone = exc.render()
+        else:
+            raise AssertionError(f"{path} was not refused")
+        try:
+            confined_all(root, [*plain, path], reading=reading)
+        except SeriesError as exc:
+            assert exc.render() == alone
+        else:
+            raise AssertionError(f"{path} was let through after {plain}")
+
+
 # -- B. half-resolved conflicts ------------------------------------------------------------
 
 

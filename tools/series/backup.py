@@ -30,6 +30,10 @@ from series.git.repo import Repo
 from series.git.run import ZERO
 from series.records import NamedTuple
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from series.git.run import Started
+
 PREFIX = refnames.BACKUP
 CHANGES = "uncommitted changes"  # the label of a snapshot made by :func:`uncommitted`
 
@@ -138,7 +142,12 @@ def free_ref(repo: Repo, ref: str, commit: str) -> str:
 
 
 def uncommitted(
-    repo: Repo, what: str, known: Iterable[str], *, head: str | None = None
+    repo: Repo,
+    what: str,
+    known: Iterable[str],
+    *,
+    head: str | None = None,
+    started: Started | None = None,
 ) -> str | None:
     """A commit on HEAD of the work tree's files, when they are the user's changes.
 
@@ -147,7 +156,8 @@ def uncommitted(
     itself wrote there) or the tree of a backup ref already made (a command
     run again after a kill keeps them once; the backup refs are listed only
     when the tree is none of the others). ``head``: HEAD's commit, read
-    already in this run.
+    already in this run; ``started``: the ``git status`` of the files
+    (series.git.worktree ``start_changed``), started already in this run.
 
     Whether the files are HEAD's or a known tree is told from the files
     themselves first (series.git.index ``Index.files_are``: the paths git
@@ -159,7 +169,7 @@ def uncommitted(
     if head is None:
         return None
     base = repo.objects.tree_of(head)
-    changed = repo.worktree.changed()
+    changed = repo.worktree.changed(started)
     trees = [base, *known]
     if repo.index.files_are(base, changed, trees):  # told from the files: no snapshot made
         return None

@@ -50,12 +50,46 @@ def confined(root: Path, path: Path, *, reading: bool = False) -> Path:
 def confined_all(root: Path, paths: Iterable[Path], *, reading: bool = False) -> None:
     """:func:`confined` of each of ``paths`` in turn (the first refused raises): the same
     checks, with the root resolved once and each directory between it and the files
-    looked at once (``series rebase --abort`` checks every patch file before writing)."""
+    looked at once (``series rebase --abort`` checks every patch file before writing).
+    Paths with no link at all below the root, the usual case, are told so with strings
+    and ``lstat`` (:func:`_no_link_below`); any link, ``..`` or doubt takes the checks."""
+    paths = list(paths)
+    if _no_link_below(os.path.abspath(root), paths):
+        return
     base = Path(os.path.abspath(root))
     real_root = base.resolve()
     plain: dict[Path, bool] = {}
     for path in paths:
         _confined(base, real_root, path, reading, plain)
+
+
+def _no_link_below(base: str, paths: list[Path]) -> bool:
+    """Whether each of ``paths`` is lexically below ``base`` (absolute), names no ``..``,
+    and no component of it below ``base`` is a symlink (each directory looked at once):
+    where :func:`_confined` finds nothing to refuse, told without pathlib. A component
+    that does not exist ends its path's walk there, as there; any other error: False."""
+    top = base.rstrip("/") + "/"
+    plain: set[str] = set()
+    for path in paths:
+        text = os.fspath(path)
+        full = os.path.abspath(text)
+        if not full.startswith(top) or ".." in text.split("/"):
+            return False
+        current = base
+        for part in full[len(top) :].split("/"):
+            current = f"{current.rstrip('/')}/{part}"
+            if current in plain:
+                continue
+            try:
+                if stat.S_ISLNK(os.lstat(current).st_mode):
+                    return False
+            except FileNotFoundError:
+                break  # nothing below a missing directory can be a link yet
+            except OSError:
+                return False
+            if current != full:
+                plain.add(current)
+    return True
 
 
 def _confined(

@@ -11,6 +11,7 @@ module to load, and hashes the index more slowly).
 from __future__ import annotations
 
 import os
+import stat
 from _blake2 import blake2b
 
 from series.plain import read_plain
@@ -106,3 +107,83 @@ def _plain_component(name: str) -> bool:
         and not name.endswith(".lock")
         and _COMPONENT.issuperset(name)
     )
+
+
+# The keys of [core] a repository of git's own making holds (git init, git clone), and
+# the values that leave git's view of the repository as a plain one: anything else in
+# the configuration (core.worktree, an [include], an extension, another value) is git's
+# to read.
+_CORE = {
+    "repositoryformatversion": ("0",),
+    "filemode": ("true", "false"),
+    "bare": ("false",),
+    "logallrefupdates": ("true", "false"),
+    "symlinks": ("true", "false"),
+    "ignorecase": ("true", "false"),
+    "precomposeunicode": ("true", "false"),
+}
+_SECTIONS = ("[remote ", "[branch ")  # named sections that say nothing of where the repository is
+
+
+def own_repository(work_tree: str) -> bool:
+    """Whether ``work_tree`` is, by its files alone, a repository of its own whose work tree
+    it is, at its top, as ``git rev-parse --git-dir --is-bare-repository
+    --is-inside-work-tree --show-prefix`` would say (``.git``, ``false``, ``true``, ``""``).
+
+    Only for the plain case git's ``init`` and ``clone`` make: ``.git`` a directory (no
+    link, no ``gitdir:`` file, no ``commondir``: not a linked work tree) owned, as the work
+    tree, by this user (git's ``safe.directory`` check passes without configuration), with
+    ``objects/`` and ``refs/`` directories, a ``HEAD`` naming a ref under ``refs/`` or an
+    object id, and a ``config`` whose every line is a ``[core]`` key of :data:`_CORE` with
+    one of its values, a ``[remote "..."]`` or ``[branch "..."]`` section and its keys,
+    blank or a comment. False is never wrong, only the slower way: anything else (an
+    unusual line, a file that is no plain file) is git's to answer.
+    """
+    git_dir = os.path.join(work_tree, ".git")
+    if os.geteuid() == 0 and "SUDO_UID" in os.environ:
+        return False  # git takes the owner to be SUDO_UID's user then: its check to make
+    try:
+        top, own = os.stat(work_tree), os.lstat(git_dir)
+        if not (stat.S_ISDIR(own.st_mode) and top.st_uid == own.st_uid == os.geteuid()):
+            return False
+        for name in ("objects", "refs"):
+            if not stat.S_ISDIR(os.lstat(os.path.join(git_dir, name)).st_mode):
+                return False
+        if os.path.lexists(os.path.join(git_dir, "commondir")):
+            return False
+        head = read_plain(os.path.join(git_dir, "HEAD"))
+        config = read_plain(os.path.join(git_dir, "config")).decode("ascii")
+    except (OSError, UnicodeDecodeError):
+        return False
+    target = head[5:-1] if head.startswith(b"ref: ") else head[:-1]
+    if head[-1:] != b"\n" or not (
+        (head.startswith(b"ref: refs/") and b" " not in target)
+        or (len(target) in (40, 64) and not target.strip(_HEX))
+    ):
+        return False
+    return _plain_config(config)
+
+
+def _plain_config(text: str) -> bool:
+    """Whether every line of a repository's ``config`` is one :func:`own_repository` takes."""
+    section = ""
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line[0] == "[":
+            lowered = line.lower()
+            if lowered == "[core]":
+                section = "core"
+            elif lowered.startswith(_SECTIONS) and line.endswith('"]') and "\\" not in line:
+                section = "named"
+            else:
+                return False
+            continue
+        if section == "named":
+            continue
+        key, equals, value = line.partition("=")
+        values = _CORE.get(key.strip().lower()) if section == "core" and equals else None
+        if values is None or value.strip().lower() not in values:
+            return False
+    return True

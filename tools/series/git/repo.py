@@ -28,6 +28,7 @@ import os
 from functools import cached_property
 from pathlib import Path
 
+from series.git import ref_files
 from series.git.objects import Objects
 from series.git.refs import Refs
 from series.git.run import Runner, run
@@ -132,11 +133,17 @@ class Repo:
 
         One with neither ``.git`` nor ``HEAD`` is not, without asking git: git takes
         as a repository a directory with one or the other (its ``.git``, or a bare
-        repository's ``HEAD``, ``objects`` and ``refs``)."""
+        repository's ``HEAD``, ``objects`` and ``refs``). A repository of git's plain
+        making (series.git.ref_files.own_repository) is told from its files; any other
+        is asked of git (``rev-parse``)."""
         if not self.path.is_dir():
             return False
         if not os.path.lexists(self.path / ".git") and not os.path.lexists(self.path / "HEAD"):
             return False
+        if ref_files.own_repository(str(self.path)):  # what git would say, from its files
+            self._git_dir = self.path.resolve() / ".git"
+            self.bare, self.own_work_tree = False, True
+            return True
         status, out, err = self._run.git_status(*IS_REPO)
         if status != 0:
             if os.path.isdir(self.path / ".git"):

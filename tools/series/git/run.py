@@ -42,6 +42,7 @@ import contextlib
 import errno
 import os
 import re
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -54,17 +55,10 @@ os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 from series.errors import InternalError, RefusedError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
-from series.git.child import (
-    Running,
-    Spawned,
-    abandon,
-    end,
-    finish,
-    gitpython,
-    run_child,
-    spawn,
-    start,
-)
+from series.git.child import Running, Spawned, end, gitpython, run_child, spawn
+from series.git.child import abandon as _abandon
+from series.git.child import finish as _finish
+from series.git.child import start as _start
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.version import ensure as _ensure_version
 from series.logs import debug
@@ -412,13 +406,8 @@ def _execute_once(
         )
         status = done.status
     except Exception as exc:  # no git, or (GitPython says the same) no such cwd
-        if not _not_started(exc):
-            raise
-        import shutil  # only to say why git did not start
-
-        if shutil.which("git") is None:
-            raise GitMissing() from None
-        raise FileNotFoundError(errno.ENOENT, "no such directory to run git in", str(cwd)) from None
+        _why_not_started(exc, cwd)
+        raise
     finally:
         if stream is not None:
             stream.close()
@@ -438,7 +427,7 @@ class SideBySide:
     def results(self) -> list[tuple[int, bytes, str]]:
         """Each command read to its end, in order: (status, stdout, stderr)."""
         try:
-            done = [finish(running) for running in self.started]
+            done = [_finish(running) for running in self.started]
         except BaseException:
             self.abandon()
             raise
@@ -447,7 +436,7 @@ class SideBySide:
     def abandon(self) -> None:
         """End those not read, with what they started (nothing twice)."""
         for running in self.started:
-            abandon(running)
+            _abandon(running)
 
 
 def start_side_by_side(
@@ -465,13 +454,15 @@ def start_side_by_side(
         assert leftovers.verb(argv) not in leftovers.LOCKING, argv
     _ensure_version("git")
     refuse_blocking_files(cwd)
+    for argv in argvs:
+        refuse_blocking_refs(cwd, argv, None)
     _strip_inherited()
     started = SideBySide([])
     try:
         for argv, env in zip(argvs, envs, strict=True):
             debug("series.git", "git %s  (in %s, side by side)", " ".join(argv), cwd)
             _fault_point(argv)
-            started.started.append(start(cwd, ["git", *argv], _environment(env)))
+            started.started.append(_start(cwd, ["git", *argv], _environment(env)))
     except BaseException:
         started.abandon()
         raise
@@ -485,6 +476,99 @@ def execute_side_by_side(
     (:func:`start_side_by_side`: the ``merge-file`` of each conflicted file of one
     merge, on both cores)."""
     return start_side_by_side(cwd, argvs, [env] * len(argvs)).results()
+
+
+def _why_not_started(exc: Exception, cwd: Path) -> None:
+    """Raise what stopped git from starting (``exc``): git missing, or no such ``cwd``;
+    nothing when ``exc`` is not that (the caller raises it)."""
+    if not _not_started(exc):
+        return
+    import shutil  # only to say why git did not start
+
+    if shutil.which("git") is None:
+        raise GitMissing() from None
+    raise FileNotFoundError(errno.ENOENT, "no such directory to run git in", str(cwd)) from None
+
+
+class Started:
+    """A git command started by :func:`start`: its answer read by :meth:`result` (once the
+    caller did other work meanwhile), or the process ended unread by :meth:`abandon`."""
+
+    __slots__ = ("argv", "cwd", "done", "record", "running")
+
+    def __init__(
+        self,
+        cwd: Path,
+        argv: Sequence[str],
+        running: Running | None,
+        record: Path | None,
+        done: tuple[int, str, str] | None,
+    ) -> None:
+        self.cwd = cwd
+        self.argv = list(argv)
+        self.running = running
+        self.record = record
+        self.done = done
+
+    def result(self) -> str:
+        """git's stdout, as :func:`run` gives it (``GitFailed`` on a non-zero status)."""
+        if self.done is None:
+            assert self.running is not None
+            status = -1
+            try:
+                outcome = _finish(self.running)
+                status = outcome.status
+            finally:
+                leftovers.end(self.record, self.argv, status)
+            err = _utf8(outcome.err).removesuffix("\n")
+            self.done = (status, _utf8(outcome.out), err)
+        status, out, err = self.done
+        if status != 0:
+            raise GitFailed(self.argv, status, err, cwd=self.cwd)
+        return out
+
+    def abandon(self) -> None:
+        """End git unread, and all it started (series.git.child.abandon); nothing once
+        :meth:`result` read it. A move of the checkout cut short so stays recorded
+        (series.git.leftovers), as when series is interrupted in :func:`run`."""
+        if self.done is not None or self.running is None:
+            return
+        try:
+            _abandon(self.running)
+        finally:
+            leftovers.end(self.record, self.argv, -1)
+            self.done = (-1, "", "abandoned")
+
+
+def start(cwd: Path, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> Started:
+    """:func:`run` of ``git argv`` in ``cwd``, started now and read by ``Started.result``:
+    the caller works on the other core meanwhile (``series rebase --abort``: its ``git
+    status`` while it reads the rebase's state, its ``read-tree`` while it puts the
+    project files back). The same steps as :func:`run`'s, in the same order (the checks,
+    the record of a command that takes a lock, the fault point), but for the rerun of
+    a raced object write (none is started so). Only for a light process (within
+    :func:`light_processes`, subprocess not imported: series.git.child.start); else git
+    runs to its end here, as :func:`run` runs it. The caller abandons what it started
+    on any exception before ``result``."""
+    if not _LIGHT[0] or "subprocess" in sys.modules:
+        status, out, err = execute(cwd, argv, env=env)
+        text = out if isinstance(out, str) else out.decode("utf-8", "surrogateescape")
+        return Started(cwd, argv, None, None, (status, text, err))
+    debug("series.git", "git %s  (in %s, started)", " ".join(argv), cwd)
+    _ensure_version("git")
+    refuse_blocking_files(cwd)
+    refuse_blocking_refs(cwd, argv, None)
+    record = leftovers.begin(cwd, argv, env)
+    _fault_point(argv)
+    _strip_inherited()
+    try:
+        running = _start(cwd, ["git", *argv], _environment(env))
+    except BaseException as exc:
+        leftovers.end(record, argv, -1)
+        if isinstance(exc, Exception):
+            _why_not_started(exc, cwd)
+        raise
+    return Started(cwd, argv, running, record, None)
 
 
 _CHECKED: set[str] = set()  # the directories refuse_blocking_files found nothing in
@@ -1032,6 +1116,10 @@ class Runner:
         light: bool = False,
     ) -> str:
         return run(self.path, argv, env=env, stdin=stdin, light=light)
+
+    def start(self, *argv: str, env: Mapping[str, str] | None = None) -> Started:
+        """:meth:`git`, started now and read later (module's :func:`start`)."""
+        return start(self.path, argv, env=env)
 
     def git_path(self, name: str) -> Path:
         """``git rev-parse --git-path NAME`` (``objects``, ``shallow``): found by hand in a

@@ -27,7 +27,20 @@ from series.git import leftovers
 from series.git.inprogress import unreadable
 from series.git.run import HERMETIC, EnvironmentFault, GitFailed, Part, refuse_not_plain
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from series.git.run import Started
+
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+# What Worktree.changed asks: git status, read-only, every path that is not HEAD's
+_CHANGED = (
+    "--no-optional-locks",
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--no-renames",
+    "--untracked-files=all",
+)
 
 
 def refuse_blocking(git_dir: Path | None) -> None:
@@ -56,17 +69,29 @@ class Worktree(Part):
         out = self._run.git(*argv, light=read_only)
         return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
-    def changed(self) -> list[str]:
+    def changed(self, started: Started | None = None) -> list[str]:
         """Every path whose file or index entry differs from HEAD's tree, and the untracked
         ones (not ignored): the only paths a snapshot of the files on HEAD has to read.
 
         Read without writing the index (its stat data answers for unchanged files),
-        with the ignore rules ``Index.files_tree`` has (HERMETIC).
+        with the ignore rules ``Index.files_tree`` has (HERMETIC). ``started``: that
+        ``git status``, started earlier by :meth:`start_changed`.
         """
-        refuse_blocking(leftovers.git_dir(self.path))
-        argv = ["--no-optional-locks", "status", "--porcelain=v1", "-z", "--no-renames"]
-        out = self._run.git(*argv, "--untracked-files=all", env=HERMETIC)
+        if started is None:
+            refuse_blocking(leftovers.git_dir(self.path))
+            out = self._run.git(*_CHANGED, env=HERMETIC)
+        else:
+            out = started.result()
         return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
+
+    def start_changed(self) -> Started | None:
+        """:meth:`changed`'s ``git status``, started now (series.git.run.start) for the
+        caller to hand to it later; None where git status would be refused (a file it
+        opens is no plain file: :meth:`changed` refuses it then, in its turn)."""
+        where = leftovers.git_dir(self.path)
+        if where is None or unreadable(str(where)) is not None:
+            return None
+        return self._run.start(*_CHANGED, env=HERMETIC)
 
     def stash(self, message: str) -> None:
         """Stash every uncommitted change, untracked files included."""
@@ -87,13 +112,29 @@ class Worktree(Part):
         try:
             self._run.git(*workers, *(argv if old is None else [*argv, old, new]))
         except GitFailed as exc:
-            raise SeriesError(
-                f"could not move the files of {self.path} to {new[:12]}",
-                why=f"git read-tree failed: {exc.stderr.strip()}\nthe files are partly moved; "
-                "series recorded the move, to finish it",
-                hint="free some space (or fix what git names), then run the command again "
-                "(or `series apply`): it finishes the move; `series status` says where it stands",
-            ) from None
+            raise self._move_failed(new, exc) from None
+
+    def start_reset(self, new: str) -> Started:
+        """``checkout_tree(None, new, parallel=False)`` started now (series.git.run.start):
+        :meth:`reset` waits for it. The caller works meanwhile on what the move does not
+        touch (``series rebase --abort``: the project files)."""
+        return self._run.start("-c", "checkout.workers=1", "read-tree", "--reset", "-u", new)
+
+    def reset(self, started: Started, new: str) -> None:
+        """The end of :meth:`start_reset`'s move to ``new``, refused as checkout_tree's."""
+        try:
+            started.result()
+        except GitFailed as exc:
+            raise self._move_failed(new, exc) from None
+
+    def _move_failed(self, new: str, exc: GitFailed) -> SeriesError:
+        return SeriesError(
+            f"could not move the files of {self.path} to {new[:12]}",
+            why=f"git read-tree failed: {exc.stderr.strip()}\nthe files are partly moved; "
+            "series recorded the move, to finish it",
+            hint="free some space (or fix what git names), then run the command again "
+            "(or `series apply`): it finishes the move; `series status` says where it stands",
+        )
 
     def unfinished_move(self) -> leftovers.Record | None:
         """The move of this checkout's files that a killed or failed series run left, if any."""

@@ -33,6 +33,7 @@ from series.ui import Ui
 
 TYPE_CHECKING = False  # typing is not imported (series rebase --abort)
 if TYPE_CHECKING:
+    from series.git.run import Started
     from series.project import Series
 
 
@@ -72,9 +73,17 @@ def prepare(
 def resume_abort(series: Series, ui: Ui, checkout: Checkout, kind: str = "rebase") -> None:
     """``--abort`` of the ``kind`` (rebase, edit) in progress."""
     with light_processes():  # a few queries and one move of the files: GitPython costs more
-        found = prepare(checkout, ui, "abort", kind)
-        if found is not None:
-            abort(series, ui, checkout, found[0])
+        # The git status of what the user changed at the stop (keep_stop) runs while the
+        # state is read: after the project lock, so only prepare's finishing of a cut move
+        # could change the files meanwhile (then it is asked again).
+        files = checkout.repo.worktree.start_changed() if checkout.exists() else None
+        try:
+            found = prepare(checkout, ui, "abort", kind)
+            if found is not None:
+                abort(series, ui, checkout, found[0], None if found[1] else files)
+        finally:
+            if files is not None:
+                files.abandon()
 
 
 def refuse_other_kind(checkout: Checkout, st: RebaseState, kind: str) -> None:
@@ -88,24 +97,37 @@ def refuse_other_kind(checkout: Checkout, st: RebaseState, kind: str) -> None:
         )
 
 
-def abort(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> None:
+def abort(
+    series: Series, ui: Ui, checkout: Checkout, st: RebaseState, files: Started | None = None
+) -> None:
+    """Put everything back (the module's docstring). ``files``: the ``git status`` of
+    keep_stop, started already (series.git.worktree ``start_changed``)."""
     repo = checkout.repo
     listed = repo.refs.under_read(repo.git_dir, "refs/")  # the rebase's, the stop's, and others
     ours = {name: old for name, old in listed.items() if name.startswith(refnames.ROOT)}
     gone = [rstate.STATE_REF, rstate.ONTO_REF, rstate.SAVED_REF, rstate.CURRENT_REF]
     gone += [name for name in ours if name.startswith(rstate.STOP_PREFIX)]
     at = repo.refs.head_and_ref_read(repo.git_dir, listed)  # from HEAD's file: no process
-    keep_stop(checkout, st, f"{st.kind} --abort", ui, gone=gone, listed=listed, at=at)
-    repo.refs.set_head(checkout.branch_ref)
+    kind = f"{st.kind} --abort"
+    keep_stop(checkout, st, kind, ui, gone=gone, listed=listed, at=at, files=files)
     tip = checkout.tip()
     assert tip is not None
-    repo.worktree.checkout_tree(None, tip, parallel=False)  # as git's abort: one process
-    written = [series.root / file for _, file in series.named()]  # no parse when known
-    journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
-    written += [series.root / str(p) for p in (journal or {}).get("created", [])]
-    changed = restore_project(repo, series.root, st.saved, written)
-    if journal is not None:
-        export_files.finish(series.root)
+    # git moves the files (in one process, as git's abort) while series points HEAD at the
+    # branch and puts the project files back: neither touches what the other writes, and
+    # each is done again by a run after a kill (the move, cut short, is finished first).
+    moving = repo.worktree.start_reset(tip)
+    try:
+        repo.refs.set_head(checkout.branch_ref)
+        written = [series.root / file for _, file in series.named()]  # no parse when known
+        journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
+        written += [series.root / str(p) for p in (journal or {}).get("created", [])]
+        changed = restore_project(repo, series.root, st.saved, written)
+        if journal is not None:
+            export_files.finish(series.root)
+    except BaseException:
+        moving.abandon()
+        raise
+    repo.worktree.reset(moving, tip)
     with repo.refs.transaction(f"series {st.kind}: abort") as txn:
         rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them
     moved = "" if tip == st.tip else f" (the branch had moved to {tip[:12]}; it stays there)"
@@ -125,6 +147,7 @@ def keep_stop(
     back_to: str | None = None,
     listed: dict[str, str] | None = None,
     at: tuple[str | None, str | None] | None = None,
+    files: Started | None = None,
 ) -> None:
     """Before a stop is thrown away: keep what the user committed or changed there.
 
@@ -134,7 +157,8 @@ def keep_stop(
     user's (not what the rebase wrote); with ``back_to``, HEAD is detached
     back there in it. The rebase's own commits are not kept. ``listed``:
     every ref under ``refs/``, read already in this run; ``at``: HEAD's
-    commit and branch (``Refs.head_and_ref``), read already in this run.
+    commit and branch (``Refs.head_and_ref``), read already in this run;
+    ``files``: the ``git status`` of the files, started already in this run.
 
     HEAD is read once: the snapshot of the files is made on it, the backup
     looks at it, and the transaction detaches HEAD only if it is still
@@ -147,7 +171,7 @@ def keep_stop(
     if st.stop is not None:
         known += [st.stop.conflict_tree, st.stop.written_from]
         known += [st.stop.proposal] if st.stop.proposal else []
-    changes = backup.uncommitted(repo, what, known, head=head)
+    changes = backup.uncommitted(repo, what, known, head=head, started=files)
     with repo.refs.transaction(f"series {what}: keep what the checkout held") as txn:
         kept = checkout.keep_lost(
             txn,
