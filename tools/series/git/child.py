@@ -479,6 +479,29 @@ def finish(running: Running) -> Outcome:
     return Outcome(status, out, err, False)
 
 
+def finish_all(runnings: Sequence[Running]) -> list[Outcome]:
+    """What each of ``runnings`` (:func:`start`, all running at once) says, in order: their
+    outputs read as they come, in one loop, so none waits on a full pipe while another is
+    read (series.git.run.execute_together). On any exception all of them are ended."""
+    if any(running.closed for running in runnings):
+        raise ValueError("series.git.child.finish_all: a query finished or abandoned already")
+    try:
+        fds = [fd for running in runnings for fd in (running.out_fd, running.err_fd)]
+        read = _read_all(fds)
+        statuses = [running.proc.wait() for running in runnings]
+    except BaseException:
+        for running in runnings:
+            end(running.proc)
+        raise
+    finally:
+        for running in runnings:
+            _close(running)
+    return [
+        Outcome(status, read[running.out_fd], read[running.err_fd], False)
+        for running, status in zip(runnings, statuses, strict=True)
+    ]
+
+
 def abandon(running: Running) -> None:
     """End the query ``running`` (:func:`start`) and all below it, unread (:func:`end`);
     nothing when it was finished or abandoned already."""
@@ -501,9 +524,15 @@ def _close(running: Running) -> None:
 
 def _read_both(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
     """Everything git writes to stdout and stderr, read as it comes (neither pipe fills)."""
+    read = _read_all([out_fd, err_fd])
+    return read[out_fd], read[err_fd]
+
+
+def _read_all(fds: Sequence[int]) -> dict[int, bytes]:
+    """Everything written to each of ``fds`` until its end, read as it comes (no pipe fills)."""
     import select  # a small C module (subprocess's selectors is not)
 
-    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    chunks: dict[int, list[bytes]] = {fd: [] for fd in fds}
     poller = select.poll()
     for fd in chunks:
         poller.register(fd, select.POLLIN)
@@ -516,7 +545,7 @@ def _read_both(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
             else:
                 poller.unregister(fd)
                 left -= 1
-    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
+    return {fd: b"".join(parts) for fd, parts in chunks.items()}
 
 
 class _Held:

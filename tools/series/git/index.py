@@ -13,7 +13,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from series.digests import blob_id, sha1
@@ -352,6 +352,27 @@ class Index(Part):
             argv = ["apply", "--cached", "--whitespace=nowarn", *map(str, patches)]
             status, _, _ = self._run.git_status(*argv, env=env)
             return self.write_tree(env) if status == 0 else None
+
+    def apply_pieces(self, pieces: Sequence[tuple[str, Sequence[Path]]]) -> list[str | None]:
+        """:meth:`apply_all` of each ``(tree, patches)`` of ``pieces``, their ``apply`` run
+        at once, one scratch index each (a long series cut in halves, one on each core);
+        None for a piece whose patches do not apply."""
+        with ExitStack() as stack:
+            envs = [stack.enter_context(self.scratch(tree)) for tree, _ in pieces]
+            argv = ["apply", "--cached", "--whitespace=nowarn"]
+            done = self._run.git_together(
+                [
+                    ([*argv, *map(str, patches)], env)
+                    for (_, patches), env in zip(pieces, envs, strict=True)
+                ]
+            )
+            ok = [env for (status, _, _), env in zip(done, envs, strict=True) if status == 0]
+            trees = self._run.git_together([(["write-tree"], env) for env in ok])
+            for status, _, err in trees:
+                if status != 0:
+                    raise GitFailed(["write-tree"], status, err, cwd=self.path)
+            written = iter(out.decode("ascii").strip() for _, out, _ in trees)
+            return [next(written) if status == 0 else None for status, _, _ in done]
 
     def apply_exact(
         self, tree: str, diff: bytes, env: Mapping[str, str] | None = None

@@ -418,6 +418,54 @@ def _execute_once(
     return done.status, done.out if raw else _utf8(done.out), err
 
 
+def execute_together(
+    cwd: Path, calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]]
+) -> list[tuple[int, bytes, str]]:
+    """:func:`execute` of each ``(argv, env)`` of ``calls``, all running at once: their
+    (status, raw stdout, stderr), in order. For independent commands whose work splits in
+    two halves, one on each core (series.stack.rebase_finish: the export's two halves).
+
+    Each is started as :func:`execute` starts one (the same checks, record and fault
+    step, one after the other, in order), without GitPython (series.git.child.start),
+    and all are read in one loop; on any exception every one is ended. One that lost
+    its object's directory to a concurrent repack (``_RACED``) is run again alone.
+    """
+    from series.git import child  # start and finish_all: only where git runs in parallel
+
+    started: list[tuple[child.Running, Path | None, Sequence[str]]] = []
+    done: list[tuple[int, bytes, str]] = []
+    try:
+        for argv, env in calls:
+            debug("series.git", "git %s  (in %s, beside the others)", " ".join(argv), cwd)
+            _ensure_version(_executable(True))
+            refuse_blocking_files(cwd)
+            record = leftovers.begin(cwd, argv, env)
+            try:
+                _fault_point(argv)
+                _strip_inherited()
+                running = child.start(cwd, ["git", *argv], _environment(env))
+            except BaseException:
+                leftovers.end(record, argv, -1)
+                raise
+            started.append((running, record, argv))
+        outcomes = child.finish_all([running for running, _, _ in started])
+    except BaseException:
+        for running, record, argv in started:
+            child.abandon(running)
+            leftovers.end(record, argv, -1)
+        raise
+    for (_, record, argv), (_, env), outcome in zip(started, calls, outcomes, strict=True):
+        leftovers.end(record, argv, outcome.status)
+        err = _utf8(outcome.err).removesuffix("\n")
+        if outcome.status != 0 and _raced(argv, err):
+            status, out, err = execute(cwd, argv, env=env, raw=True)
+            assert isinstance(out, bytes)
+            done.append((status, out, err))
+            continue
+        done.append((outcome.status, outcome.out, err))
+    return done
+
+
 _CHECKED: set[str] = set()  # the directories refuse_blocking_files found nothing in
 
 
@@ -1018,6 +1066,22 @@ class Runner:
         if fault is not None:
             raise fault
         return status, out, err
+
+    def git_together(
+        self, calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]]
+    ) -> list[tuple[int, bytes, str]]:
+        """(status, raw stdout, stderr) of each ``(argv, env)``, run at once
+        (:func:`execute_together`); a failure caused outside series is raised as
+        :meth:`git_status` raises it."""
+        done = execute_together(self.path, calls)
+        for (argv, _), (status, _, err) in zip(calls, done, strict=True):
+            if not status:
+                continue
+            doing = f"git {' '.join(argv[:3])}"
+            fault = environment_fault(err, self.path, doing=doing, status=status)
+            if fault is not None:
+                raise fault
+        return done
 
     def git_input(self, *argv: str, data: bytes, env: Mapping[str, str] | None = None) -> bytes:
         """Run git with ``data`` on stdin; its raw stdout."""

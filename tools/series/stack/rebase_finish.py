@@ -30,6 +30,7 @@ from series.stack.diffclass import UNCHANGED, classify_diffs
 from series.stack.part_notes import records
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
 from series.ui import Grid, Ui
+from series.upstream import pin_kept
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -65,9 +66,12 @@ def finish(
     old_text = repo.objects.blob_read(st.saved, "series.toml").decode("utf-8")
     old = {p.id: p for p in manifest.loads(series.manifest.path, old_text, missing_ok=True).patches}
     kept = [(a, o) for a, o in st.walked() if o.kept]
-    exported = repo.diffs.format_patches(st.onto, st.current) if kept else []
+    # A long series is exported and checked in two halves, one on each core (the same
+    # bytes, the same check: each half reproduces its end, from the other's).
+    cut = [kept[len(kept) // 2 - 1][1].new] if len(kept) >= CUT_AT else []
+    exported = repo.diffs.format_patches(st.onto, st.current, cut) if kept else []
     data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
-    _verify(repo, st, [data[a.id] for a, _ in kept])
+    _verify(repo, st, [data[a.id] for a, _ in kept], len(kept) // 2 if cut else 0)
     dropped = _dropped(st, old)
     updates = [
         PatchUpdate(a.id, subjects[a.commit], old[a.id].file, old[a.id].branch) for a, _ in kept
@@ -92,8 +96,14 @@ def finish(
     # All checked, then all staged and flushed before any is renamed (patches first, then
     # series.toml, then the removals): files.replace_all.
     replace_all(changes, within=series.root)
-    # The new pin, in the cache: `series apply` needs no network for it now.
-    failed = series.upstream(ui).keep(st.onto, source=checkout.path, ref=rstate.ONTO_REF)
+    # The new pin, in the cache: `series apply` needs no network for it now. One the
+    # cache keeps already (the --onto that began the rebase fetched it there) is found
+    # without loading the fetch.
+    failed = (
+        None
+        if pin_kept(series.cache, st.onto)
+        else series.upstream(ui).keep(st.onto, source=checkout.path, ref=rstate.ONTO_REF)
+    )
     if failed is not None:
         ui.status(
             f"warning: could not keep the new pin in the cache ({failed}): "
@@ -121,6 +131,15 @@ def finish(
     if backed is not None:
         ui.status(backed.describe(checkout.path))
     _summary(repo, ui, st, dropped, len(kept), {o.new: data[a.id] for a, o in kept})
+
+
+CUT_AT = 8  # kept patches from which the export is cut in two halves (_verify): below,
+# the second half's processes (format-patch, read-tree, apply, write-tree) cost more
+# than the half of the work they take off the first
+
+
+def _kept_commits(st: RebaseState) -> list[str]:
+    return [o.new for _, o in st.walked() if o.kept]
 
 
 def _parts(st: RebaseState) -> dict[str, list[UpstreamPart]]:
@@ -153,19 +172,26 @@ def _differs(path: Path, data: bytes) -> bool:
     return not path.is_file() or path.read_bytes() != data
 
 
-def _verify(repo: Repo, st: RebaseState, patches: list[bytes]) -> None:
-    """Re-apply the bytes about to be written: they must give the replayed tree."""
+def _verify(repo: Repo, st: RebaseState, patches: list[bytes], half: int = 0) -> None:
+    """Re-apply the bytes about to be written: they must give the replayed tree.
+
+    ``half``: the first ``half`` patches are applied on the new base and must give the
+    tree of the commit they end at, and the others, at the same time, on that tree, must
+    give the replayed tree (the same check, in two processes, one on each core)."""
     with tempfile.TemporaryDirectory(prefix="series-rebase-") as tmp:
         files = []
         for i, data in enumerate(patches):
             path = Path(tmp) / f"{i:04d}.patch"
             path.write_bytes(data)
             files.append(path)
-        tree = (
-            repo.index.apply_all(repo.objects.tree_of(st.onto), files)
-            if files
-            else repo.objects.tree_of(st.onto)
-        )
+        onto = repo.objects.tree_of(st.onto)
+        if half:
+            middle = repo.objects.tree_of(_kept_commits(st)[half - 1])
+            pieces = [(onto, files[:half]), (middle, files[half:])]
+            first, tree = repo.index.apply_pieces(pieces)
+            tree = tree if first == middle else None
+        else:
+            tree = repo.index.apply_all(onto, files) if files else onto
     if tree != repo.objects.tree_of(st.current):
         raise InternalError(
             "the re-exported patches would not reproduce the rebased commits",
