@@ -442,13 +442,35 @@ class Running:
         self.closed = False
 
 
-def start(cwd: Path, argv: Sequence[str], env: Mapping[str, str]) -> Running:
-    """A light query (as :func:`run_child` with ``light``, stdin from /dev/null) started
-    now, to be read by :func:`finish` once the caller has done other work meanwhile
-    (series.stack.verified_kept: its ``git status`` runs on the other core while it
-    reads its digest). Between the two, the caller ends it (:func:`abandon`) on any
-    exception: it ends with series, as one of :func:`run_child`'s."""
-    return _begun(_Held(), cwd, argv, env, None)
+def start(
+    cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | None = None
+) -> Running:
+    """A light query (as :func:`run_child` with ``light``, stdin from /dev/null unless
+    given) started now, to be read by :func:`finish` once the caller has done other work
+    meanwhile (series.stack.verified_kept: its ``git status`` runs on the other core while
+    it reads its digest). Between the two, the caller ends it (:func:`abandon`) on any
+    exception: it ends with series, as one of :func:`run_child`'s. Its stdout's pipe holds
+    up to ``PIPE_SIZE`` bytes where the system allows it: a diff read later is written
+    meanwhile, not stopped at the pipe's usual 64 KiB."""
+    running = _begun(_Held(), cwd, argv, env, stdin)
+    _widen(running.out_fd)
+    return running
+
+
+PIPE_SIZE = 1 << 20  # Linux's default most for an unprivileged process (pipe-max-size)
+
+
+def _widen(fd: int) -> None:
+    """The pipe at ``fd`` made to hold ``PIPE_SIZE`` bytes, where the system has a way."""
+    import fcntl  # a small C module
+
+    setting = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setting is None:
+        return
+    try:  # noqa: SIM105 (contextlib: its import, collections', on kept answers)
+        fcntl.fcntl(fd, setting, PIPE_SIZE)
+    except OSError:  # a lower limit: the pipe stays as it is, and git waits to be read
+        pass
 
 
 def _begun(

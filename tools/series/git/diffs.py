@@ -10,10 +10,10 @@ volatile in it, so the same commit always gives the same patch file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from series.errors import InternalError
-from series.git.run import GitFailed, Part
+from series.git.run import GitFailed, Part, Started, start_together
 
 _ZERO_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
 
@@ -62,25 +62,44 @@ class Diffs(Part):
         """
         if not commits:
             return {}
+        argv, env, data, parse = self._commits(commits, paths)
+        return parse(self._run.git_input(*argv, data=data, env=env))
+
+    def commits_later(self, commits: Sequence[str], paths: Sequence[str] = ()) -> Later:
+        """:meth:`commits`, its process started now, beside series, and read by
+        :meth:`Later.result` (or ended by :meth:`Later.abandon`)."""
+        if not commits:
+            return Later(None, [], lambda out: {})
+        argv, env, data, parse = self._commits(commits, paths)
+        return Later(start_together(self.path, [(argv, env)], [data]), argv, parse)
+
+    def _commits(
+        self, commits: Sequence[str], paths: Sequence[str]
+    ) -> tuple[list[str], dict[str, str], bytes, Callable[[bytes], dict[str, bytes]]]:
+        """:meth:`commits`' argv, environment and stdin, and the reading of its output."""
         argv = ["diff-tree", "--stdin", "-p", "--full-index", "--no-renames", "--no-color"]
         env = self._env()
         if paths:
             argv += ["--", *paths]
             env = {**env, "GIT_LITERAL_PATHSPECS": "1"}
-        out = self._run.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=env)
+        data = ("\n".join(commits) + "\n").encode()
         wanted = set(commits)
-        parts: dict[str, list[bytes]] = {}
-        current: list[bytes] | None = None
-        for line in out.splitlines(keepends=True):
-            head = line.strip()
-            if len(head) == 40 and not line.startswith((b"+", b"-", b" ")):
-                name = head.decode("ascii", "replace")
-                if name in wanted:
-                    current = parts[name] = []
-                    continue
-            if current is not None:
-                current.append(line)
-        return {commit: b"".join(lines) for commit, lines in parts.items()}
+
+        def parse(out: bytes) -> dict[str, bytes]:
+            parts: dict[str, list[bytes]] = {}
+            current: list[bytes] | None = None
+            for line in out.splitlines(keepends=True):
+                head = line.strip()
+                if len(head) == 40 and not line.startswith((b"+", b"-", b" ")):
+                    name = head.decode("ascii", "replace")
+                    if name in wanted:
+                        current = parts[name] = []
+                        continue
+                if current is not None:
+                    current.append(line)
+            return {commit: b"".join(lines) for commit, lines in parts.items()}
+
+        return argv, env, data, parse
 
     def raw_commits(self, commits: Sequence[str]) -> dict[str, bytes]:
         """commit -> its ``diff-tree --raw`` against its parent (mode, blob ids and path of
@@ -91,22 +110,43 @@ class Diffs(Part):
         """
         if not commits:
             return {}
+        argv, data, parse = self._raw_commits(commits)
+        return parse(self._run.git_input(*argv, data=data, env=self._env()))
+
+    def raw_commits_later(self, commits: Sequence[str]) -> Later:
+        """:meth:`raw_commits`, its process started now, beside series (as
+        :meth:`commits_later`)."""
+        if not commits:
+            return Later(None, [], lambda out: {})
+        argv, data, parse = self._raw_commits(commits)
+        return Later(start_together(self.path, [(argv, self._env())], [data]), argv, parse)
+
+    def _raw_commits(
+        self, commits: Sequence[str]
+    ) -> tuple[list[str], bytes, Callable[[bytes], dict[str, bytes]]]:
+        """:meth:`raw_commits`' argv and stdin, and the reading of its output."""
         argv = ["diff-tree", "--stdin", "-r", "--raw", "--full-index", "--no-renames"]
-        out = self._run.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=self._env())
+        data = ("\n".join(commits) + "\n").encode()
         wanted = set(commits)
-        parts: dict[str, list[bytes]] = {c: [] for c in commits}
-        current: list[bytes] | None = None
-        for line in out.splitlines(keepends=True):
-            if line.startswith(b":"):
-                if current is None:
-                    raise InternalError(f"diff-tree --raw: a change before any commit: {line!r}")
-                current.append(line)
-                continue
-            name = line.strip().decode("ascii", "replace")
-            if name not in wanted:
-                raise InternalError(f"diff-tree --raw: not a commit asked for: {line!r}")
-            current = parts[name] = []  # a commit asked for twice: its changes once
-        return {commit: b"".join(lines) for commit, lines in parts.items()}
+
+        def parse(out: bytes) -> dict[str, bytes]:
+            parts: dict[str, list[bytes]] = {c: [] for c in commits}
+            current: list[bytes] | None = None
+            for line in out.splitlines(keepends=True):
+                if line.startswith(b":"):
+                    if current is None:
+                        raise InternalError(
+                            f"diff-tree --raw: a change before any commit: {line!r}"
+                        )
+                    current.append(line)
+                    continue
+                name = line.strip().decode("ascii", "replace")
+                if name not in wanted:
+                    raise InternalError(f"diff-tree --raw: not a commit asked for: {line!r}")
+                current = parts[name] = []  # a commit asked for twice: its changes once
+            return {commit: b"".join(lines) for commit, lines in parts.items()}
+
+        return argv, data, parse
 
     @staticmethod
     def of_patch(patch: bytes, raw: bytes, paths: Sequence[str] = ()) -> bytes | None:
@@ -231,6 +271,31 @@ class Diffs(Part):
             return None
         trees.reverse()
         return [trees[i + 1] != trees[i] for i in range(count)]
+
+
+class Later:
+    """A diff made beside series (series.git.run.start_together): :meth:`result` reads it
+    (once); :meth:`abandon` ends it unread, on any exception before (nothing after)."""
+
+    def __init__(
+        self,
+        started: Started | None,
+        argv: Sequence[str],
+        parse: Callable[[bytes], dict[str, bytes]],
+    ) -> None:
+        self._started, self._argv, self._parse = started, argv, parse
+
+    def result(self) -> dict[str, bytes]:
+        if self._started is None:
+            return self._parse(b"")
+        status, out, err = self._started.finish()[0]
+        if status != 0:
+            raise GitFailed(self._argv, status, err, cwd=self._started.cwd)
+        return self._parse(out)
+
+    def abandon(self) -> None:
+        if self._started is not None:
+            self._started.abandon()
 
 
 def _split(out: bytes) -> list[bytes]:

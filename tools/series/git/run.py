@@ -54,7 +54,9 @@ os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 from series.errors import InternalError, RefusedError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
-from series.git.child import Spawned, end, gitpython, run_child, spawn
+from series.git.child import Running, Spawned, end, finish_all, gitpython, run_child, spawn
+from series.git.child import abandon as abandon_child
+from series.git.child import start as start_child
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.version import ensure as _ensure_version
 from series.logs import debug
@@ -424,46 +426,93 @@ def execute_together(
     """:func:`execute` of each ``(argv, env)`` of ``calls``, all running at once: their
     (status, raw stdout, stderr), in order. For independent commands whose work splits in
     two halves, one on each core (series.stack.rebase_finish: the export's two halves).
+    """
+    return start_together(cwd, calls).finish()
+
+
+def start_together(
+    cwd: Path,
+    calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]],
+    inputs: Sequence[bytes | None] = (),
+) -> Started:
+    """Each ``(argv, env)`` of ``calls`` started now (its stdin ``inputs``' bytes, where
+    given), to be read by :meth:`Started.finish` once the caller has done other work
+    meanwhile; the caller calls :meth:`Started.abandon` on any exception between the two.
 
     Each is started as :func:`execute` starts one (the same checks, record and fault
-    step, one after the other, in order), without GitPython (series.git.child.start),
-    and all are read in one loop; on any exception every one is ended. One that lost
-    its object's directory to a concurrent repack (``_RACED``) is run again alone.
+    step, one after the other, in order), without GitPython (series.git.child.start).
     """
-    from series.git import child  # start and finish_all: only where git runs in parallel
-
-    started: list[tuple[child.Running, Path | None, Sequence[str]]] = []
-    done: list[tuple[int, bytes, str]] = []
+    started = Started(cwd, calls)
     try:
-        for argv, env in calls:
-            debug("series.git", "git %s  (in %s, beside the others)", " ".join(argv), cwd)
+        for k, (argv, env) in enumerate(calls):
+            debug("series.git", "git %s  (in %s, started beside)", " ".join(argv), cwd)
             _ensure_version(_executable(True))
             refuse_blocking_files(cwd)
             record = leftovers.begin(cwd, argv, env)
             try:
                 _fault_point(argv)
                 _strip_inherited()
-                running = child.start(cwd, ["git", *argv], _environment(env))
+                data = inputs[k] if k < len(inputs) else None
+                if data is None:
+                    running = start_child(cwd, ["git", *argv], _environment(env))
+                else:
+                    with input_file(data) as path, path.open("rb") as stream:
+                        running = start_child(cwd, ["git", *argv], _environment(env), stream)
             except BaseException:
                 leftovers.end(record, argv, -1)
                 raise
-            started.append((running, record, argv))
-        outcomes = child.finish_all([running for running, _, _ in started])
+            started.running.append((running, record))
     except BaseException:
-        for running, record, argv in started:
-            child.abandon(running)
-            leftovers.end(record, argv, -1)
+        started.abandon()
         raise
-    for (_, record, argv), (_, env), outcome in zip(started, calls, outcomes, strict=True):
-        leftovers.end(record, argv, outcome.status)
-        err = _utf8(outcome.err).removesuffix("\n")
-        if outcome.status != 0 and _raced(argv, err):
-            status, out, err = execute(cwd, argv, env=env, raw=True)
-            assert isinstance(out, bytes)
-            done.append((status, out, err))
-            continue
-        done.append((outcome.status, outcome.out, err))
-    return done
+    return started
+
+
+class Started:
+    """git commands :func:`start_together` started: read by :meth:`finish` or ended by
+    :meth:`abandon` (each once; after one, the other does nothing)."""
+
+    def __init__(
+        self, cwd: Path, calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]]
+    ) -> None:
+        self.cwd = cwd
+        self.calls = calls
+        self.running: list[tuple[Running, Path | None]] = []  # each, and its record
+        self.done = False
+
+    def finish(self) -> list[tuple[int, bytes, str]]:
+        """(status, raw stdout, stderr) of each, in order, read in one loop (none waits
+        on a full pipe while another is read). One that lost its object's directory to
+        a concurrent repack (``_RACED``) is run again alone."""
+        assert not self.done, "series.git.run.Started: finished or abandoned already"
+        try:
+            outcomes = finish_all([running for running, _ in self.running])
+        except BaseException:
+            self.abandon()
+            raise
+        self.done = True
+        results: list[tuple[int, bytes, str]] = []
+        for (argv, env), (_, record), outcome in zip(
+            self.calls, self.running, outcomes, strict=True
+        ):
+            leftovers.end(record, argv, outcome.status)
+            err = _utf8(outcome.err).removesuffix("\n")
+            if outcome.status != 0 and _raced(argv, err):
+                status, out, err = execute(self.cwd, argv, env=env, raw=True)
+                assert isinstance(out, bytes)
+                results.append((status, out, err))
+                continue
+            results.append((outcome.status, outcome.out, err))
+        return results
+
+    def abandon(self) -> None:
+        """End every one still running, unread (series.git.child.abandon)."""
+        if self.done:
+            return
+        self.done = True
+        for (argv, _), (running, record) in zip(self.calls, self.running, strict=False):
+            abandon_child(running)
+            leftovers.end(record, argv, -1)
 
 
 _CHECKED: set[str] = set()  # the directories refuse_blocking_files found nothing in

@@ -22,6 +22,7 @@ from series import manifest, refnames
 from series.checkout import Checkout
 from series.errors import InternalError
 from series.files import confined, replace_all
+from series.git.diffs import Later
 from series.git.repo import Repo
 from series.manifest import Dropped, Patch, UpstreamPart
 from series.manifest_write import PatchUpdate, write_rebased
@@ -72,6 +73,30 @@ def finish(
     exported = repo.diffs.format_patches(st.onto, st.current, cut) if kept else []
     data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
     _verify(repo, st, [data[a.id] for a, _ in kept], len(kept) // 2 if cut else 0)
+    # The summary's diffs are read beside the writes below (their git on the other core).
+    reads = _Reads(repo, st)
+    try:
+        dropped = _write(series, st, old_text, old, kept, subjects, data, reads)
+        _move(series, ui, checkout, st, kept)
+        diffs = reads.diffs()
+    finally:
+        reads.abandon()
+    _summary(ui, st, dropped, len(kept), reads.raw, diffs)
+
+
+def _write(
+    series: Series,
+    st: RebaseState,
+    old_text: str,
+    old: Mapping[str, Patch],
+    kept: list[tuple[Action, Outcome]],
+    subjects: Mapping[str, str],
+    data: Mapping[str, bytes],
+    reads: _Reads,
+) -> list[Dropped]:
+    """patches/ and series.toml written (all checked, then all staged and flushed before
+    any is renamed: patches first, then series.toml, then the removals); the dropped
+    patches' records. ``reads`` starts the summary's diffs once the raw ones are in."""
     dropped = _dropped(st, old)
     updates = [
         PatchUpdate(a.id, subjects[a.commit], old[a.id].file, old[a.id].branch) for a, _ in kept
@@ -93,9 +118,17 @@ def finish(
     for d in dropped:  # after series.toml no longer names them: a kill leaves no dangling file
         if d.file:
             changes.setdefault(series.root / d.file, None)
-    # All checked, then all staged and flushed before any is renamed (patches first, then
-    # series.toml, then the removals): files.replace_all.
+    reads.start({o.new: data[a.id] for a, o in kept})
     replace_all(changes, within=series.root)
+    return dropped
+
+
+def _move(
+    series: Series, ui: Ui, checkout: Checkout, st: RebaseState, kept: list[tuple[Action, Outcome]]
+) -> None:
+    """The new pin kept in the cache; the branch, the checkout state and the rebase's refs
+    moved in one transaction, then the checkout's files."""
+    repo = checkout.repo
     # The new pin, in the cache: `series apply` needs no network for it now. One the
     # cache keeps already (the --onto that began the rebase fetched it there) is found
     # without loading the fetch.
@@ -130,7 +163,48 @@ def finish(
     )
     if backed is not None:
         ui.status(backed.describe(checkout.path))
-    _summary(repo, ui, st, dropped, len(kept), {o.new: data[a.id] for a, o in kept})
+
+
+class _Reads:
+    """The summary's diffs, read by git beside the end's own work (series.git.diffs'
+    ``*_later``): the raw diffs of the picked patches' old and new commits started first;
+    then (:meth:`start`) the diffs of the pairs whose raw diffs differ, of the files whose
+    raw lines differ, but the new sides the exported patches give (``Diffs.of_patch``:
+    git made them once, for the export). The same diffs as read one after the other."""
+
+    def __init__(self, repo: Repo, st: RebaseState) -> None:
+        self.repo = repo
+        self.pairs = [(a.commit, o.new) for a, o in st.walked() if o.status == "picked"]
+        self.raw_later = repo.diffs.raw_commits_later([c for pair in self.pairs for c in pair])
+        self.raw: dict[str, bytes] = {}
+        self.taken: dict[str, bytes] = {}
+        self.later: Later | None = None
+
+    def start(self, patches: Mapping[str, bytes]) -> None:
+        """``patches``: the exported bytes of each new commit."""
+        raw = self.raw = self.raw_later.result()
+        pairs = [(was, now) for was, now in self.pairs if raw[was] != raw[now]]
+        paths = _differing(raw, pairs)
+        of_patch = self.repo.diffs.of_patch
+        self.taken = {
+            now: diff
+            for _, now in pairs
+            if now in patches and (diff := of_patch(patches[now], raw[now], paths)) is not None
+        }
+        read = [c for pair in pairs for c in pair if c not in self.taken]
+        self.later = self.repo.diffs.commits_later(read, paths)
+
+    def diffs(self) -> dict[str, bytes]:
+        assert self.later is not None, "the summary's diffs are read once started"
+        diffs = self.later.result()
+        diffs.update(self.taken)
+        return diffs
+
+    def abandon(self) -> None:
+        """End what is still running (nothing once read)."""
+        self.raw_later.abandon()
+        if self.later is not None:
+            self.later.abandon()
 
 
 CUT_AT = 8  # kept patches from which the export is cut in two halves (_verify): below,
@@ -223,33 +297,17 @@ _PATHS = 1000  # at most this many paths on diff-tree's command line
 
 
 def _summary(
-    repo: Repo,
     ui: Ui,
     st: RebaseState,
     dropped: list[Dropped],
     kept: int,
-    patches: Mapping[str, bytes],
+    raw: Mapping[str, bytes],
+    diffs: Mapping[str, bytes],
 ) -> None:
-    """``patches``: the exported bytes of each new commit, where the new side's diffs are
-    read (``Diffs.of_patch``: git made them once, for the export)."""
+    """The table of what became of each patch; ``raw`` and ``diffs``: the picked patches'
+    raw diffs and the diffs of those whose raw diffs differ (:class:`_Reads`)."""
     table = Grid(f"rebased onto {st.onto_label}", ("#", "id", "result", "details"))
     walked = st.walked()
-    picked = [c for a, o in walked if o.status == "picked" for c in (a.commit, o.new)]
-    # The same raw diff (paths, modes, blob ids) is the same patch: only the others are
-    # read as patches and compared line by line, and of those only the files whose raw
-    # lines differ in some pair (a file's raw line makes its part of the patch).
-    raw = repo.diffs.raw_commits(picked)
-    pairs = [(a.commit, o.new) for a, o in walked if o.status == "picked"]
-    pairs = [(was, now) for was, now in pairs if raw[was] != raw[now]]
-    paths = _differing(raw, pairs)
-    of_patch = repo.diffs.of_patch
-    taken = {
-        now: diff
-        for _, now in pairs
-        if now in patches and (diff := of_patch(patches[now], raw[now], paths)) is not None
-    }
-    diffs = repo.diffs.commits([c for pair in pairs for c in pair if c not in taken], paths)
-    diffs.update(taken)
     for n, (a, o) in enumerate(walked, 1):
         reduced = o.kept and a.part is not None and a.part.verdict == "partial"
         if o.status == "picked" and reduced:
