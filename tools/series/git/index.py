@@ -18,7 +18,15 @@ from pathlib import Path
 
 from series.digests import blob_id, sha1
 from series.errors import SeriesError
-from series.git.run import HERMETIC, GitFailed, Part, Runner, input_file
+from series.git.run import (
+    HERMETIC,
+    GitFailed,
+    Part,
+    Runner,
+    input_file,
+    private_dir,
+    remove_tree,
+)
 from series.records import NamedTuple
 
 
@@ -42,17 +50,14 @@ class Index(Part):
         ``tree`` None: an empty index, with no ``read-tree`` (git reads an index file
         that does not exist yet as an empty one, and the empty tree need not be written).
         """
-        import shutil  # (with tempfile, random, bz2, lzma) only where a scratch index is
-        import tempfile
-
-        tmp = Path(tempfile.mkdtemp(prefix="series-index-"))
-        scratch = {**HERMETIC, **(env or {}), "GIT_INDEX_FILE": str(tmp / "index")}
+        tmp = private_dir("series-index-")  # as tempfile.mkdtemp, without tempfile
+        scratch = {**HERMETIC, **(env or {}), "GIT_INDEX_FILE": os.path.join(tmp, "index")}
         try:
             if tree is not None:
                 self._run.git("read-tree", tree, env=scratch)
             yield scratch
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
 
     def apply(self, env: Mapping[str, str], diff: Path) -> ApplyResult:
         status, _, err = self._run.git_status(

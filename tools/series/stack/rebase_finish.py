@@ -13,7 +13,6 @@ walks the plan to its end and finishes again.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +23,7 @@ from series.errors import InternalError
 from series.files import confined, replace_all
 from series.git.diffs import Later
 from series.git.repo import Repo
+from series.git.run import scratch_dir
 from series.manifest import Dropped, Patch, UpstreamPart
 from series.manifest_write import PatchUpdate, write_rebased
 from series.stack import rebase_state as rstate
@@ -252,10 +252,10 @@ def _verify(repo: Repo, st: RebaseState, patches: list[bytes], half: int = 0) ->
     ``half``: the first ``half`` patches are applied on the new base and must give the
     tree of the commit they end at, and the others, at the same time, on that tree, must
     give the replayed tree (the same check, in two processes, one on each core)."""
-    with tempfile.TemporaryDirectory(prefix="series-rebase-") as tmp:
+    with scratch_dir("series-rebase-") as tmp:  # in RAM where there is a place for it
         files = []
         for i, data in enumerate(patches):
-            path = Path(tmp) / f"{i:04d}.patch"
+            path = tmp / f"{i:04d}.patch"
             path.write_bytes(data)
             files.append(path)
         onto = repo.objects.tree_of(st.onto)
