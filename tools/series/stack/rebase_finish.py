@@ -143,7 +143,9 @@ def _move(
             "`series apply` will fetch it (pass --upstream)"
         )
     tip = kept[-1][1].new if kept else st.onto
-    listed = repo.refs.under("refs/")  # the rebase's refs to delete, and what keeps commits
+    # The rebase's refs to delete, and what keeps commits: from their loose files where
+    # those hold them all (as --skip and --abort read them), else one for-each-ref.
+    listed = repo.refs.under_read(repo.git_dir, "refs/")
     backed = checkout.write(
         "rebase",
         prior=checkout.state(),
