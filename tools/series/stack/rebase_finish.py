@@ -65,7 +65,10 @@ def finish(
     assert st.kind == "rebase", "an edit ends with its export (series.stack.edit_finish)"
     repo = checkout.repo
     old_text = repo.objects.blob_read(st.saved, "series.toml").decode("utf-8")
-    old = {p.id: p for p in manifest.loads(series.manifest.path, old_text, missing_ok=True).patches}
+    # What tomllib read of that text when the rebase began (series.manifest_kept), as the
+    # project's own parse takes it: the same tables, validated again, without the parse.
+    saved = manifest.loads(series.manifest.path, old_text, missing_ok=True, kept=series.cache_dir)
+    old = {p.id: p for p in saved.patches}
     kept = [(a, o) for a, o in st.walked() if o.kept]
     # A long series is exported and checked in two halves, one on each core (the same
     # bytes, the same check: each half reproduces its end, from the other's).
