@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from series import manifest, refnames
 from series.checkout import Checkout
 from series.errors import InternalError
-from series.files import confined, replace_all
+from series.files import confined_all, replace_all
 from series.git.diffs import Later
 from series.git.repo import Repo
 from series.git.run import scratch_dir
@@ -115,8 +115,7 @@ def _write(
     )
     writes = {series.root / old[a.id].file: data[a.id] for a, _ in kept}
     writes[series.manifest.path] = text.encode("utf-8")
-    for path in writes:
-        confined(series.root, path)  # all checked before any is read or written
+    confined_all(series.root, writes)  # all checked before any is read or written
     changes: dict[Path, bytes | None] = {p: b for p, b in writes.items() if _differs(p, b)}
     for d in dropped:  # after series.toml no longer names them: a kill leaves no dangling file
         if d.file:
