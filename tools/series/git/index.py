@@ -359,11 +359,17 @@ class Index(Part):
             return self.write_tree(env) if status == 0 else None
 
     def apply_pieces(self, pieces: Sequence[tuple[str, Sequence[Path]]]) -> list[str | None]:
-        """:meth:`apply_all` of each ``(tree, patches)`` of ``pieces``, their ``apply`` run
-        at once, one scratch index each (a long series cut in halves, one on each core);
-        None for a piece whose patches do not apply."""
+        """:meth:`apply_all` of each ``(tree, patches)`` of ``pieces``, their ``read-tree``,
+        ``apply`` and ``write-tree`` each run at once, one scratch index each (a long series
+        cut in halves, one on each core); None for a piece whose patches do not apply."""
         with ExitStack() as stack:
-            envs = [stack.enter_context(self.scratch(tree)) for tree, _ in pieces]
+            envs = [stack.enter_context(self.scratch(None)) for _ in pieces]
+            read = self._run.git_together(
+                [(["read-tree", tree], env) for (tree, _), env in zip(pieces, envs, strict=True)]
+            )
+            for (tree, _), (status, _, err) in zip(pieces, read, strict=True):
+                if status != 0:
+                    raise GitFailed(["read-tree", tree], status, err, cwd=self.path)
             argv = ["apply", "--cached", "--whitespace=nowarn"]
             done = self._run.git_together(
                 [
