@@ -196,3 +196,52 @@ def test_a_range_that_is_not_a_line_is_gits_own(tmp_path: Path) -> None:
     mine, theirs, ran = _both(repo, base, tip)
     assert mine == theirs
     assert len(ran) == 2
+
+
+def test_a_range_cut_in_pieces_gives_the_ranges_files_and_a_wrong_cut_is_not_taken(
+    tmp_path: Path,
+) -> None:
+    """format_patches with ``cuts`` (the rebase's end: each piece format-patched by its own
+    process, at once) writes the very files of the range in one piece, with git's own
+    diffstats; a cut that is not on the line (or not where its piece says) is not taken:
+    the range is asked again in one piece, and the files are the same."""
+    repo = _repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD")
+    commits = []
+    for k in range(5):
+        (repo / f"f{k % 2}.txt").write_text(_lines(20 + k, f"v{k}"))
+        if k == 3:
+            (repo / "seed.txt").unlink()
+        commits.append(_commit(repo, f"change {k}"))
+    git(repo, "branch", "side", commits[1])
+    git(repo, "checkout", "-q", "side")
+    (repo / "off.txt").write_text("off the line\n")
+    off = _commit(repo, "off the line")
+    tip = commits[-1]
+    _, theirs, _ = _both(repo, base, tip)
+    r = Repo(repo)
+    for cuts in ([commits[1]], [commits[0], commits[3]], [off], [commits[3], commits[1]]):
+        assert r.diffs.format_patches(base, tip, cuts) == theirs, cuts
+
+
+def test_patches_applied_in_pieces_at_once_give_each_piece_its_tree(tmp_path: Path) -> None:
+    """Index.apply_pieces: each piece's patches applied on its own tree, at once; a piece
+    that does not apply answers None, the other its tree."""
+    repo = _repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD")
+    commits = []
+    for k in range(4):
+        (repo / f"f{k % 2}.txt").write_text(_lines(30, f"v{k}"))
+        commits.append(_commit(repo, f"change {k}"))
+    r = Repo(repo)
+    files = []
+    for k, data in enumerate(r.diffs.format_patches(base, commits[-1])):
+        path = tmp_path / f"{k}.patch"
+        path.write_bytes(data)
+        files.append(path)
+    tree = [git(repo, "rev-parse", f"{c}^{{tree}}") for c in [base, *commits]]
+    assert r.index.apply_pieces([(tree[0], files[:2]), (tree[2], files[2:])]) == [
+        tree[2],
+        tree[4],
+    ]
+    assert r.index.apply_pieces([(tree[0], files[2:]), (tree[2], files[2:])]) == [None, tree[4]]

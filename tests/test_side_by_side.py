@@ -1,4 +1,4 @@
-"""git commands run side by side (series.git.run.start_side_by_side) answer as one at a
+"""git commands run side by side (series.git.run.start_together) answer as one at a
 time does: a stop report's merge base and range (History.base_and_heads), the
 marked-up files of one merge (Merge.files); and the objects a merge writes, stored
 (not deflated), are git's own (issue 23)."""

@@ -502,7 +502,8 @@ def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -
     assert counted(calls, *IS_REPO) == 0, calls  # told from its files (ref_files.own_repository)
     assert not [c for c in calls if c.startswith("ls-files -u")], calls
     assert head_reads(calls) == 1, calls  # the check reads it from its file
-    assert len([c for c in calls if c.startswith("for-each-ref")]) == 1, calls
+    # refs/ listed once at the end, from its loose files where they hold every ref
+    assert len([c for c in calls if c.startswith("for-each-ref")]) <= 1, calls
     main = git(project.upstream, "rev-parse", "main")
     first = git(work, "rev-list", "--reverse", f"{main}..series").split()[0]
     assert git(work, "rev-parse", f"{first}^{{tree}}") == staged

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
 
 from series.manifest import Dropped, Manifest, UpstreamPart
+from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
 
 # tomlkit is imported by each function that uses it: a rebase --skip or --continue that
 # stops again writes no series.toml, and tomlkit's import was a tenth of such a run.
@@ -26,8 +26,7 @@ if TYPE_CHECKING:
     import tomlkit
 
 
-@dataclass(frozen=True)
-class PatchUpdate:
+class PatchUpdate(NamedTuple):
     """What export learned about one patch, in new series order."""
 
     id: str

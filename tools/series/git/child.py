@@ -442,13 +442,35 @@ class Running:
         self.closed = False
 
 
-def start(cwd: Path, argv: Sequence[str], env: Mapping[str, str]) -> Running:
-    """A light query (as :func:`run_child` with ``light``, stdin from /dev/null) started
-    now, to be read by :func:`finish` once the caller has done other work meanwhile
-    (series.stack.verified_kept: its ``git status`` runs on the other core while it
-    reads its digest). Between the two, the caller ends it (:func:`abandon`) on any
-    exception: it ends with series, as one of :func:`run_child`'s."""
-    return _begun(_Held(), cwd, argv, env, None)
+def start(
+    cwd: Path, argv: Sequence[str], env: Mapping[str, str], stdin: BinaryIO | None = None
+) -> Running:
+    """A light query (as :func:`run_child` with ``light``, stdin from /dev/null unless
+    given) started now, to be read by :func:`finish` once the caller has done other work
+    meanwhile (series.stack.verified_kept: its ``git status`` runs on the other core while
+    it reads its digest). Between the two, the caller ends it (:func:`abandon`) on any
+    exception: it ends with series, as one of :func:`run_child`'s. Its stdout's pipe holds
+    up to ``PIPE_SIZE`` bytes where the system allows it: a diff read later is written
+    meanwhile, not stopped at the pipe's usual 64 KiB."""
+    running = _begun(_Held(), cwd, argv, env, stdin)
+    _widen(running.out_fd)
+    return running
+
+
+PIPE_SIZE = 1 << 20  # Linux's default most for an unprivileged process (pipe-max-size)
+
+
+def _widen(fd: int) -> None:
+    """The pipe at ``fd`` made to hold ``PIPE_SIZE`` bytes, where the system has a way."""
+    import fcntl  # a small C module
+
+    setting = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setting is None:
+        return
+    try:  # noqa: SIM105 (contextlib: its import, collections', on kept answers)
+        fcntl.fcntl(fd, setting, PIPE_SIZE)
+    except OSError:  # a lower limit: the pipe stays as it is, and git waits to be read
+        pass
 
 
 def _begun(
@@ -479,6 +501,29 @@ def finish(running: Running) -> Outcome:
     return Outcome(status, out, err, False)
 
 
+def finish_all(runnings: Sequence[Running]) -> list[Outcome]:
+    """What each of ``runnings`` (:func:`start`, all running at once) says, in order: their
+    outputs read as they come, in one loop, so none waits on a full pipe while another is
+    read (series.git.run.execute_together). On any exception all of them are ended."""
+    if any(running.closed for running in runnings):
+        raise ValueError("series.git.child.finish_all: a query finished or abandoned already")
+    try:
+        fds = [fd for running in runnings for fd in (running.out_fd, running.err_fd)]
+        read = _read_all(fds)
+        statuses = [running.proc.wait() for running in runnings]
+    except BaseException:
+        for running in runnings:
+            end(running.proc)
+        raise
+    finally:
+        for running in runnings:
+            _close(running)
+    return [
+        Outcome(status, read[running.out_fd], read[running.err_fd], False)
+        for running, status in zip(runnings, statuses, strict=True)
+    ]
+
+
 def abandon(running: Running) -> None:
     """End the query ``running`` (:func:`start`) and all below it, unread (:func:`end`);
     nothing when it was finished or abandoned already."""
@@ -501,9 +546,15 @@ def _close(running: Running) -> None:
 
 def _read_both(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
     """Everything git writes to stdout and stderr, read as it comes (neither pipe fills)."""
+    read = _read_all([out_fd, err_fd])
+    return read[out_fd], read[err_fd]
+
+
+def _read_all(fds: Sequence[int]) -> dict[int, bytes]:
+    """Everything written to each of ``fds`` until its end, read as it comes (no pipe fills)."""
     import select  # a small C module (subprocess's selectors is not)
 
-    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    chunks: dict[int, list[bytes]] = {fd: [] for fd in fds}
     poller = select.poll()
     for fd in chunks:
         poller.register(fd, select.POLLIN)
@@ -516,7 +567,7 @@ def _read_both(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
             else:
                 poller.unregister(fd)
                 left -= 1
-    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
+    return {fd: b"".join(parts) for fd, parts in chunks.items()}
 
 
 class _Held:

@@ -10,10 +10,10 @@ volatile in it, so the same commit always gives the same patch file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from series.errors import InternalError
-from series.git.run import Part
+from series.git.run import GitFailed, Part, Started, start_together
 
 _ZERO_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
 
@@ -62,25 +62,44 @@ class Diffs(Part):
         """
         if not commits:
             return {}
+        argv, env, data, parse = self._commits(commits, paths)
+        return parse(self._run.git_input(*argv, data=data, env=env))
+
+    def commits_later(self, commits: Sequence[str], paths: Sequence[str] = ()) -> Later:
+        """:meth:`commits`, its process started now, beside series, and read by
+        :meth:`Later.result` (or ended by :meth:`Later.abandon`)."""
+        if not commits:
+            return Later(None, [], lambda out: {})
+        argv, env, data, parse = self._commits(commits, paths)
+        return Later(start_together(self.path, [(argv, env)], [data]), argv, parse)
+
+    def _commits(
+        self, commits: Sequence[str], paths: Sequence[str]
+    ) -> tuple[list[str], dict[str, str], bytes, Callable[[bytes], dict[str, bytes]]]:
+        """:meth:`commits`' argv, environment and stdin, and the reading of its output."""
         argv = ["diff-tree", "--stdin", "-p", "--full-index", "--no-renames", "--no-color"]
         env = self._env()
         if paths:
             argv += ["--", *paths]
             env = {**env, "GIT_LITERAL_PATHSPECS": "1"}
-        out = self._run.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=env)
+        data = ("\n".join(commits) + "\n").encode()
         wanted = set(commits)
-        parts: dict[str, list[bytes]] = {}
-        current: list[bytes] | None = None
-        for line in out.splitlines(keepends=True):
-            head = line.strip()
-            if len(head) == 40 and not line.startswith((b"+", b"-", b" ")):
-                name = head.decode("ascii", "replace")
-                if name in wanted:
-                    current = parts[name] = []
-                    continue
-            if current is not None:
-                current.append(line)
-        return {commit: b"".join(lines) for commit, lines in parts.items()}
+
+        def parse(out: bytes) -> dict[str, bytes]:
+            parts: dict[str, list[bytes]] = {}
+            current: list[bytes] | None = None
+            for line in out.splitlines(keepends=True):
+                head = line.strip()
+                if len(head) == 40 and not line.startswith((b"+", b"-", b" ")):
+                    name = head.decode("ascii", "replace")
+                    if name in wanted:
+                        current = parts[name] = []
+                        continue
+                if current is not None:
+                    current.append(line)
+            return {commit: b"".join(lines) for commit, lines in parts.items()}
+
+        return argv, env, data, parse
 
     def raw_commits(self, commits: Sequence[str]) -> dict[str, bytes]:
         """commit -> its ``diff-tree --raw`` against its parent (mode, blob ids and path of
@@ -91,22 +110,43 @@ class Diffs(Part):
         """
         if not commits:
             return {}
+        argv, data, parse = self._raw_commits(commits)
+        return parse(self._run.git_input(*argv, data=data, env=self._env()))
+
+    def raw_commits_later(self, commits: Sequence[str]) -> Later:
+        """:meth:`raw_commits`, its process started now, beside series (as
+        :meth:`commits_later`)."""
+        if not commits:
+            return Later(None, [], lambda out: {})
+        argv, data, parse = self._raw_commits(commits)
+        return Later(start_together(self.path, [(argv, self._env())], [data]), argv, parse)
+
+    def _raw_commits(
+        self, commits: Sequence[str]
+    ) -> tuple[list[str], bytes, Callable[[bytes], dict[str, bytes]]]:
+        """:meth:`raw_commits`' argv and stdin, and the reading of its output."""
         argv = ["diff-tree", "--stdin", "-r", "--raw", "--full-index", "--no-renames"]
-        out = self._run.git_input(*argv, data=("\n".join(commits) + "\n").encode(), env=self._env())
+        data = ("\n".join(commits) + "\n").encode()
         wanted = set(commits)
-        parts: dict[str, list[bytes]] = {c: [] for c in commits}
-        current: list[bytes] | None = None
-        for line in out.splitlines(keepends=True):
-            if line.startswith(b":"):
-                if current is None:
-                    raise InternalError(f"diff-tree --raw: a change before any commit: {line!r}")
-                current.append(line)
-                continue
-            name = line.strip().decode("ascii", "replace")
-            if name not in wanted:
-                raise InternalError(f"diff-tree --raw: not a commit asked for: {line!r}")
-            current = parts[name] = []  # a commit asked for twice: its changes once
-        return {commit: b"".join(lines) for commit, lines in parts.items()}
+
+        def parse(out: bytes) -> dict[str, bytes]:
+            parts: dict[str, list[bytes]] = {c: [] for c in commits}
+            current: list[bytes] | None = None
+            for line in out.splitlines(keepends=True):
+                if line.startswith(b":"):
+                    if current is None:
+                        raise InternalError(
+                            f"diff-tree --raw: a change before any commit: {line!r}"
+                        )
+                    current.append(line)
+                    continue
+                name = line.strip().decode("ascii", "replace")
+                if name not in wanted:
+                    raise InternalError(f"diff-tree --raw: not a commit asked for: {line!r}")
+                current = parts[name] = []  # a commit asked for twice: its changes once
+            return {commit: b"".join(lines) for commit, lines in parts.items()}
+
+        return argv, data, parse
 
     @staticmethod
     def of_patch(patch: bytes, raw: bytes, paths: Sequence[str] = ()) -> bytes | None:
@@ -151,8 +191,9 @@ class Diffs(Part):
         """One commit as a patch file with no volatile content."""
         return self._run.git_bytes("format-patch", "-1", commit, *_FORMAT, env=self._env())
 
-    def format_patches(self, base: str, tip: str) -> list[bytes]:
-        """Every commit of base..tip as :meth:`format_patch` writes it, with one process.
+    def format_patches(self, base: str, tip: str, cuts: Sequence[str] = ()) -> list[bytes]:
+        """Every commit of base..tip as :meth:`format_patch` writes it, with one process
+        (or one per piece, ``cuts``).
 
         git computes a diffstat with a diff of its own, which reads every blob again:
         about 45% of the run. So it is asked for the patches without it, and each
@@ -160,10 +201,36 @@ class Diffs(Part):
         lays it out (:func:`with_stat`), where that layout is the plain one (text files
         changed in place, printable ASCII names); any other patch in the range, and
         format-patch is asked again, with its own diffstat, for all of them.
+
+        ``cuts``: commits of the line base..tip (oldest first) where it is cut in pieces,
+        each written by its own process, all at once (one on each core: a commit's patch
+        is its own, with no number or id in it, so the pieces' parts are the range's). A
+        cut that is not where the pieces say on the line from ``base`` to ``tip``, and the
+        range is asked again in one piece, with git's own diffstats.
         """
         env = self._env()
-        parts = _split(self._run.git_bytes("format-patch", f"{base}..{tip}", *_NO_STAT, env=env))
-        changed = self._changes_tree(base, tip, len(parts)) if parts else None
+        if cuts:
+            ends = [base, *cuts, tip]
+            ranges = [f"{ends[k]}..{ends[k + 1]}" for k in range(len(cuts) + 1)]
+            calls = [(["format-patch", r, *_NO_STAT], env) for r in ranges]
+            pieces = []
+            for (argv, _), (status, out, err) in zip(
+                calls, self._run.git_together(calls), strict=True
+            ):
+                if status != 0:
+                    raise GitFailed(argv, status, err, cwd=self.path)
+                pieces.append(_split(out))
+        else:
+            pieces = [
+                _split(self._run.git_bytes("format-patch", f"{base}..{tip}", *_NO_STAT, env=env))
+            ]
+        parts = [part for piece in pieces for part in piece]
+        at: dict[str, int] = {}
+        counts = 0
+        for cut, piece in zip(cuts, pieces, strict=False):
+            counts += len(piece)
+            at[cut] = counts
+        changed = self._changes_tree(base, tip, len(parts), at) if parts else None
         if not parts:
             return []
         if changed is not None:
@@ -174,13 +241,21 @@ class Diffs(Part):
                 return [part for part in stated if part is not None]
         return _split(self._run.git_bytes("format-patch", f"{base}..{tip}", *_FORMAT, env=env))
 
-    def _changes_tree(self, base: str, tip: str, count: int) -> list[bool] | None:
+    def _changes_tree(
+        self, base: str, tip: str, count: int, at: Mapping[str, int]
+    ) -> list[bool] | None:
         """Whether each of the ``count`` commits of base..tip (oldest first) changes its
         parent's tree, read from the commits (the long-lived ``cat-file``); None unless
-        base..tip is a line of exactly ``count`` commits from ``base``."""
+        base..tip is a line of exactly ``count`` commits from ``base``, the ``n``-th of
+        which is the commit that ``at`` maps to ``n`` (1 the oldest)."""
         trees: list[bytes] = []
+        met: set[str] = set()
         commit = tip
         for _ in range(count + 1):
+            if commit in at:
+                if at[commit] != count - len(trees):
+                    return None
+                met.add(commit)
             data = self._run.object_data(commit, "commit")
             if data is None:
                 return None
@@ -192,10 +267,35 @@ class Diffs(Part):
             if len(trees) == count + 1:
                 break
             commit = parents[0].decode("ascii")
-        if commit != base:
+        if commit != base or met != set(at):  # each cut met on the way down, where it was
             return None
         trees.reverse()
         return [trees[i + 1] != trees[i] for i in range(count)]
+
+
+class Later:
+    """A diff made beside series (series.git.run.start_together): :meth:`result` reads it
+    (once); :meth:`abandon` ends it unread, on any exception before (nothing after)."""
+
+    def __init__(
+        self,
+        started: Started | None,
+        argv: Sequence[str],
+        parse: Callable[[bytes], dict[str, bytes]],
+    ) -> None:
+        self._started, self._argv, self._parse = started, argv, parse
+
+    def result(self) -> dict[str, bytes]:
+        if self._started is None:
+            return self._parse(b"")
+        status, out, err = self._started.finish()[0]
+        if status != 0:
+            raise GitFailed(self._argv, status, err, cwd=self._started.cwd)
+        return self._parse(out)
+
+    def abandon(self) -> None:
+        if self._started is not None:
+            self._started.abandon()
 
 
 def _split(out: bytes) -> list[bytes]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from series.git.ident import Ident
-from series.git.run import HERMETIC, Part, Runner, SideBySide, start_side_by_side
+from series.git.run import HERMETIC, Part, Runner, Started, start_together
 from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
 
 _SHA = re.compile(r"[0-9a-f]{40}")
@@ -137,8 +137,8 @@ class History(Part):
         side, beside what the caller does meanwhile; :meth:`BaseAndHeads.answer` gives
         both (the heads None when the merge base is)."""
         bases = ["merge-base", one, two]
-        started = start_side_by_side(
-            self.path, [bases, _heads_argv(revs, max_count)], [None, HERMETIC]
+        started = start_together(
+            self.path, [(bases, None), (_heads_argv(revs, max_count), HERMETIC)]
         )
         return BaseAndHeads(self, (one, two), revs, max_count, started)
 
@@ -217,7 +217,7 @@ class BaseAndHeads:
         pair: tuple[str, str],
         revs: Sequence[str],
         max_count: int | None,
-        started: SideBySide,
+        started: Started,
     ) -> None:
         self.history, self.pair, self.revs, self.max_count = history, pair, revs, max_count
         self.started = started
@@ -228,7 +228,7 @@ class BaseAndHeads:
         What git said otherwise than plainly (a merge-base that is no answer, a log that
         failed) is asked again as :meth:`History.merge_base` and :meth:`History.heads`
         ask it, which say why: the answers are theirs."""
-        (status, out, _), (log_status, log, _) = self.started.results()
+        (status, out, _), (log_status, log, _) = self.started.finish()
         text = out.decode("ascii", "replace")
         if status not in (0, 1):
             found = self.history.merge_base(*self.pair)

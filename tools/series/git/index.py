@@ -13,12 +13,20 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from series.digests import blob_id, sha1
 from series.errors import SeriesError
-from series.git.run import HERMETIC, GitFailed, Part, Runner, input_file
+from series.git.run import (
+    HERMETIC,
+    GitFailed,
+    Part,
+    Runner,
+    input_file,
+    private_dir,
+    remove_tree,
+)
 from series.records import NamedTuple
 
 
@@ -42,17 +50,14 @@ class Index(Part):
         ``tree`` None: an empty index, with no ``read-tree`` (git reads an index file
         that does not exist yet as an empty one, and the empty tree need not be written).
         """
-        import shutil  # (with tempfile, random, bz2, lzma) only where a scratch index is
-        import tempfile
-
-        tmp = Path(tempfile.mkdtemp(prefix="series-index-"))
-        scratch = {**HERMETIC, **(env or {}), "GIT_INDEX_FILE": str(tmp / "index")}
+        tmp = private_dir("series-index-")  # as tempfile.mkdtemp, without tempfile
+        scratch = {**HERMETIC, **(env or {}), "GIT_INDEX_FILE": os.path.join(tmp, "index")}
         try:
             if tree is not None:
                 self._run.git("read-tree", tree, env=scratch)
             yield scratch
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
 
     def apply(self, env: Mapping[str, str], diff: Path) -> ApplyResult:
         status, _, err = self._run.git_status(
@@ -352,6 +357,33 @@ class Index(Part):
             argv = ["apply", "--cached", "--whitespace=nowarn", *map(str, patches)]
             status, _, _ = self._run.git_status(*argv, env=env)
             return self.write_tree(env) if status == 0 else None
+
+    def apply_pieces(self, pieces: Sequence[tuple[str, Sequence[Path]]]) -> list[str | None]:
+        """:meth:`apply_all` of each ``(tree, patches)`` of ``pieces``, their ``read-tree``,
+        ``apply`` and ``write-tree`` each run at once, one scratch index each (a long series
+        cut in halves, one on each core); None for a piece whose patches do not apply."""
+        with ExitStack() as stack:
+            envs = [stack.enter_context(self.scratch(None)) for _ in pieces]
+            read = self._run.git_together(
+                [(["read-tree", tree], env) for (tree, _), env in zip(pieces, envs, strict=True)]
+            )
+            for (tree, _), (status, _, err) in zip(pieces, read, strict=True):
+                if status != 0:
+                    raise GitFailed(["read-tree", tree], status, err, cwd=self.path)
+            argv = ["apply", "--cached", "--whitespace=nowarn"]
+            done = self._run.git_together(
+                [
+                    ([*argv, *map(str, patches)], env)
+                    for (_, patches), env in zip(pieces, envs, strict=True)
+                ]
+            )
+            ok = [env for (status, _, _), env in zip(done, envs, strict=True) if status == 0]
+            trees = self._run.git_together([(["write-tree"], env) for env in ok])
+            for status, _, err in trees:
+                if status != 0:
+                    raise GitFailed(["write-tree"], status, err, cwd=self.path)
+            written = iter(out.decode("ascii").strip() for _, out, _ in trees)
+            return [next(written) if status == 0 else None for status, _, _ in done]
 
     def apply_exact(
         self, tree: str, diff: bytes, env: Mapping[str, str] | None = None

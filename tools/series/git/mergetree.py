@@ -28,7 +28,7 @@ from series.git.run import (
     Part,
     end_long_lived,
     execute,
-    execute_side_by_side,
+    execute_together,
     fault_point,
     input_file,
     private_dir,
@@ -158,7 +158,7 @@ class Merge(Part):
         labels: tuple[str, str, str] = ("ours", "base", "theirs"),
     ) -> list[bytes]:
         """:meth:`file` of each (base, ours, theirs) of ``triples``, one ``merge-file``
-        each, all started before any is read (series.git.run.execute_side_by_side: the
+        each, all started before any is read (series.git.run.execute_together: the
         conflicted files of one merge are merged on both cores)."""
         how = [f"--{favour}"] if favour else []
         marks = [a for label in labels for a in ("-L", label)]
@@ -170,7 +170,7 @@ class Merge(Part):
                     (tmp / f"{name}{k or ''}").write_bytes(data)
                     names.append(str(tmp / f"{name}{k or ''}"))
                 argvs.append(["merge-file", "-p", *how, *marks, *names])
-            done = execute_side_by_side(self.path, argvs, env=HERMETIC)
+            done = execute_together(self.path, [(argv, HERMETIC) for argv in argvs])
         merged = []
         for argv, (status, out, err) in zip(argvs, done, strict=True):
             if not 0 <= status < 128:

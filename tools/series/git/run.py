@@ -55,10 +55,9 @@ os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 from series.errors import InternalError, RefusedError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
-from series.git.child import Running, Spawned, end, gitpython, run_child, spawn
-from series.git.child import abandon as _abandon
-from series.git.child import finish as _finish
-from series.git.child import start as _start
+from series.git.child import Running, Spawned, end, finish_all, gitpython, run_child, spawn
+from series.git.child import abandon as abandon_child
+from series.git.child import start as start_child
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.version import ensure as _ensure_version
 from series.logs import debug
@@ -418,64 +417,71 @@ def _execute_once(
     return done.status, done.out if raw else _utf8(done.out), err
 
 
-class SideBySide:
-    """git commands started by :func:`start_side_by_side`, not read yet."""
-
-    def __init__(self, started: list[Running]) -> None:
-        self.started = started
-
-    def results(self) -> list[tuple[int, bytes, str]]:
-        """Each command read to its end, in order: (status, stdout, stderr)."""
-        try:
-            done = [_finish(running) for running in self.started]
-        except BaseException:
-            self.abandon()
-            raise
-        return [(d.status, d.out, _utf8(d.err).removesuffix("\n")) for d in done]
-
-    def abandon(self) -> None:
-        """End those not read, with what they started (nothing twice)."""
-        for running in self.started:
-            _abandon(running)
+def execute_together(
+    cwd: Path, calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]]
+) -> list[tuple[int, bytes, str]]:
+    """:func:`execute` (raw) of each ``(argv, env)`` of ``calls``, all running at once:
+    their (status, raw stdout, stderr), in order. For independent commands, one on each
+    core: the export's two halves (series.stack.rebase_finish), the ``merge-file`` of
+    each conflicted file of one merge (series.git.mergetree)."""
+    return start_together(cwd, calls).finish()
 
 
-def start_side_by_side(
+def start_together(
     cwd: Path,
-    argvs: Sequence[Sequence[str]],
-    envs: Sequence[Mapping[str, str] | None],
-) -> SideBySide:
-    """Each of ``argvs`` (under the ``envs`` at the same place) started now, none read:
-    git runs them side by side, and beside what series does meanwhile (two cores).
-    Only for commands that take no lock and read no stdin (they are not recorded:
-    series.git.leftovers); each is its own fault step, in order. On any exception,
-    those started are ended with what they started; else the caller reads them
-    (:meth:`SideBySide.results`) or ends them (:meth:`SideBySide.abandon`)."""
-    for argv in argvs:
-        assert leftovers.verb(argv) not in leftovers.LOCKING, argv
-    _ensure_version("git")
-    refuse_blocking_files(cwd)
-    for argv in argvs:
-        refuse_blocking_refs(cwd, argv, None)
-    _strip_inherited()
-    started = SideBySide([])
+    calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]],
+    inputs: Sequence[bytes | None] = (),
+) -> Started:
+    """Each ``(argv, env)`` of ``calls`` started now (its stdin ``inputs``' bytes, where
+    given), to be read by :meth:`Started.finish` (or :meth:`Started.result`) once the
+    caller has done other work meanwhile; the caller calls :meth:`Started.abandon` on
+    any exception between the two.
+
+    Each is started as :func:`execute` starts one (the same checks, the record of a
+    command that takes a lock, the fault step, one after the other, in order), without
+    GitPython (series.git.child.start).
+    """
+    started = Started(cwd, calls)
     try:
-        for argv, env in zip(argvs, envs, strict=True):
-            debug("series.git", "git %s  (in %s, side by side)", " ".join(argv), cwd)
-            _fault_point(argv)
-            started.started.append(_start(cwd, ["git", *argv], _environment(env)))
+        for k, (argv, env) in enumerate(calls):
+            debug("series.git", "git %s  (in %s, started beside)", " ".join(argv), cwd)
+            _ensure_version(_executable(True))
+            refuse_blocking_files(cwd)
+            refuse_blocking_refs(cwd, argv, None)
+            record = leftovers.begin(cwd, argv, env)
+            try:
+                _fault_point(argv)
+                _strip_inherited()
+                data = inputs[k] if k < len(inputs) else None
+                if data is None:
+                    running = start_child(cwd, ["git", *argv], _environment(env))
+                else:
+                    with input_file(data) as path, path.open("rb") as stream:
+                        running = start_child(cwd, ["git", *argv], _environment(env), stream)
+            except BaseException as exc:
+                leftovers.end(record, argv, -1)
+                if isinstance(exc, Exception):
+                    _why_not_started(exc, cwd)
+                raise
+            started.running.append((running, record))
     except BaseException:
         started.abandon()
         raise
     return started
 
 
-def execute_side_by_side(
-    cwd: Path, argvs: Sequence[Sequence[str]], *, env: Mapping[str, str] | None = None
-) -> list[tuple[int, bytes, str]]:
-    """:func:`execute` (raw) of each of ``argvs``, all started before any is read
-    (:func:`start_side_by_side`: the ``merge-file`` of each conflicted file of one
-    merge, on both cores)."""
-    return start_side_by_side(cwd, argvs, [env] * len(argvs)).results()
+def start(cwd: Path, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> Started:
+    """:func:`run` of ``git argv`` in ``cwd``, started now (:func:`start_together`) and
+    read by :meth:`Started.result`: the caller works on the other core meanwhile
+    (``series rebase --abort``: its ``git status`` while it reads the rebase's state, its
+    ``read-tree`` while it puts the project files back). Only for a light process
+    (within :func:`light_processes`, subprocess not imported); else git runs to its end
+    here, as :func:`run` runs it."""
+    if not _LIGHT[0] or "subprocess" in sys.modules:
+        status, out, err = execute(cwd, argv, env=env, raw=True)
+        assert isinstance(out, bytes)
+        return Started(cwd, [(argv, env)], [(status, out, err)])
+    return start_together(cwd, [(argv, env)])
 
 
 def _why_not_started(exc: Exception, cwd: Path) -> None:
@@ -491,84 +497,70 @@ def _why_not_started(exc: Exception, cwd: Path) -> None:
 
 
 class Started:
-    """A git command started by :func:`start`: its answer read by :meth:`result` (once the
-    caller did other work meanwhile), or the process ended unread by :meth:`abandon`."""
-
-    __slots__ = ("argv", "cwd", "done", "record", "running")
+    """git commands :func:`start_together` (or :func:`start`) started: read by
+    :meth:`finish` (or :meth:`result`) or ended by :meth:`abandon` (each once; after one,
+    the other does nothing). ``answers``: what a command run to its end already said."""
 
     def __init__(
         self,
         cwd: Path,
-        argv: Sequence[str],
-        running: Running | None,
-        record: Path | None,
-        done: tuple[int, str, str] | None,
+        calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]],
+        answers: list[tuple[int, bytes, str]] | None = None,
     ) -> None:
         self.cwd = cwd
-        self.argv = list(argv)
-        self.running = running
-        self.record = record
-        self.done = done
+        self.calls = calls
+        self.running: list[tuple[Running, Path | None]] = []  # each, and its record
+        self.answers = answers
+        self.done = answers is not None
+
+    def finish(self) -> list[tuple[int, bytes, str]]:
+        """(status, raw stdout, stderr) of each, in order, read in one loop (none waits
+        on a full pipe while another is read). One that lost its object's directory to
+        a concurrent repack (``_RACED``) is run again alone."""
+        if self.answers is not None:
+            return self.answers
+        assert not self.done, "series.git.run.Started: abandoned already"
+        try:
+            outcomes = finish_all([running for running, _ in self.running])
+        except BaseException:
+            self.abandon()
+            raise
+        self.done = True
+        results: list[tuple[int, bytes, str]] = []
+        for (argv, env), (_, record), outcome in zip(
+            self.calls, self.running, outcomes, strict=True
+        ):
+            leftovers.end(record, argv, outcome.status)
+            err = _utf8(outcome.err).removesuffix("\n")
+            if outcome.status != 0 and _raced(argv, err):
+                status, out, err = execute(self.cwd, argv, env=env, raw=True)
+                assert isinstance(out, bytes)
+                results.append((status, out, err))
+                continue
+            results.append((outcome.status, outcome.out, err))
+        self.answers = results
+        return results
 
     def result(self) -> str:
-        """git's stdout, as :func:`run` gives it (``GitFailed`` on a non-zero status)."""
-        if self.done is None:
-            assert self.running is not None
-            status = -1
-            try:
-                outcome = _finish(self.running)
-                status = outcome.status
-            finally:
-                leftovers.end(self.record, self.argv, status)
-            err = _utf8(outcome.err).removesuffix("\n")
-            self.done = (status, _utf8(outcome.out), err)
-        status, out, err = self.done
+        """The one command's stdout, as :func:`run` gives it (``GitFailed`` on a non-zero
+        status)."""
+        ((status, out, err),) = self.finish()
         if status != 0:
-            raise GitFailed(self.argv, status, err, cwd=self.cwd)
-        return out
+            raise GitFailed(self.calls[0][0], status, err, cwd=self.cwd)
+        return _utf8(out)
 
     def abandon(self) -> None:
-        """End git unread, and all it started (series.git.child.abandon); nothing once
-        :meth:`result` read it. A move of the checkout cut short so stays recorded
-        (series.git.leftovers), as when series is interrupted in :func:`run`."""
-        if self.done is not None or self.running is None:
+        """End every one still running, unread (series.git.child.abandon), with what it
+        started; a move of the checkout cut short so stays recorded (series.git.leftovers),
+        as when series is interrupted in :func:`run`."""
+        if self.done:
             return
-        try:
-            _abandon(self.running)
-        finally:
-            leftovers.end(self.record, self.argv, -1)
-            self.done = (-1, "", "abandoned")
-
-
-def start(cwd: Path, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> Started:
-    """:func:`run` of ``git argv`` in ``cwd``, started now and read by ``Started.result``:
-    the caller works on the other core meanwhile (``series rebase --abort``: its ``git
-    status`` while it reads the rebase's state, its ``read-tree`` while it puts the
-    project files back). The same steps as :func:`run`'s, in the same order (the checks,
-    the record of a command that takes a lock, the fault point), but for the rerun of
-    a raced object write (none is started so). Only for a light process (within
-    :func:`light_processes`, subprocess not imported: series.git.child.start); else git
-    runs to its end here, as :func:`run` runs it. The caller abandons what it started
-    on any exception before ``result``."""
-    if not _LIGHT[0] or "subprocess" in sys.modules:
-        status, out, err = execute(cwd, argv, env=env)
-        text = out if isinstance(out, str) else out.decode("utf-8", "surrogateescape")
-        return Started(cwd, argv, None, None, (status, text, err))
-    debug("series.git", "git %s  (in %s, started)", " ".join(argv), cwd)
-    _ensure_version("git")
-    refuse_blocking_files(cwd)
-    refuse_blocking_refs(cwd, argv, None)
-    record = leftovers.begin(cwd, argv, env)
-    _fault_point(argv)
-    _strip_inherited()
-    try:
-        running = _start(cwd, ["git", *argv], _environment(env))
-    except BaseException as exc:
-        leftovers.end(record, argv, -1)
-        if isinstance(exc, Exception):
-            _why_not_started(exc, cwd)
-        raise
-    return Started(cwd, argv, running, record, None)
+        self.done = True
+        for (argv, _), (running, record) in zip(self.calls, self.running, strict=False):
+            try:
+                abandon_child(running)
+            finally:
+                leftovers.end(record, argv, -1)
 
 
 _CHECKED: set[str] = set()  # the directories refuse_blocking_files found nothing in
@@ -1257,6 +1249,22 @@ class Runner:
         if fault is not None:
             raise fault
         return status, out, err
+
+    def git_together(
+        self, calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]]
+    ) -> list[tuple[int, bytes, str]]:
+        """(status, raw stdout, stderr) of each ``(argv, env)``, run at once
+        (:func:`execute_together`); a failure caused outside series is raised as
+        :meth:`git_status` raises it."""
+        done = execute_together(self.path, calls)
+        for (argv, _), (status, _, err) in zip(calls, done, strict=True):
+            if not status:
+                continue
+            doing = f"git {' '.join(argv[:3])}"
+            fault = environment_fault(err, self.path, doing=doing, status=status)
+            if fault is not None:
+                raise fault
+        return done
 
     def git_input(self, *argv: str, data: bytes, env: Mapping[str, str] | None = None) -> bytes:
         """Run git with ``data`` on stdin; its raw stdout."""

@@ -13,7 +13,6 @@ walks the plan to its end and finishes again.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,8 +20,10 @@ from typing import TYPE_CHECKING
 from series import manifest, refnames
 from series.checkout import Checkout
 from series.errors import InternalError
-from series.files import confined, replace_all
+from series.files import confined_all, replace_all
+from series.git.diffs import Later
 from series.git.repo import Repo
+from series.git.run import scratch_dir
 from series.manifest import Dropped, Patch, UpstreamPart
 from series.manifest_write import PatchUpdate, write_rebased
 from series.stack import rebase_state as rstate
@@ -30,6 +31,7 @@ from series.stack.diffclass import UNCHANGED, classify_diffs
 from series.stack.part_notes import records
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
 from series.ui import Grid, Ui
+from series.upstream import pin_kept
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -63,11 +65,41 @@ def finish(
     assert st.kind == "rebase", "an edit ends with its export (series.stack.edit_finish)"
     repo = checkout.repo
     old_text = repo.objects.blob_read(st.saved, "series.toml").decode("utf-8")
-    old = {p.id: p for p in manifest.loads(series.manifest.path, old_text, missing_ok=True).patches}
+    # What tomllib read of that text when the rebase began (series.manifest_kept), as the
+    # project's own parse takes it: the same tables, validated again, without the parse.
+    saved = manifest.loads(series.manifest.path, old_text, missing_ok=True, kept=series.cache_dir)
+    old = {p.id: p for p in saved.patches}
     kept = [(a, o) for a, o in st.walked() if o.kept]
-    exported = repo.diffs.format_patches(st.onto, st.current) if kept else []
+    # A long series is exported and checked in two halves, one on each core (the same
+    # bytes, the same check: each half reproduces its end, from the other's).
+    cut = [kept[len(kept) // 2 - 1][1].new] if len(kept) >= CUT_AT else []
+    exported = repo.diffs.format_patches(st.onto, st.current, cut) if kept else []
     data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
-    _verify(repo, st, [data[a.id] for a, _ in kept])
+    _verify(repo, st, [data[a.id] for a, _ in kept], len(kept) // 2 if cut else 0)
+    # The summary's diffs are read beside the writes below (their git on the other core).
+    reads = _Reads(repo, st)
+    try:
+        dropped = _write(series, st, old_text, old, kept, subjects, data, reads)
+        _move(series, ui, checkout, st, kept)
+        diffs = reads.diffs()
+    finally:
+        reads.abandon()
+    _summary(ui, st, dropped, len(kept), reads.raw, diffs)
+
+
+def _write(
+    series: Series,
+    st: RebaseState,
+    old_text: str,
+    old: Mapping[str, Patch],
+    kept: list[tuple[Action, Outcome]],
+    subjects: Mapping[str, str],
+    data: Mapping[str, bytes],
+    reads: _Reads,
+) -> list[Dropped]:
+    """patches/ and series.toml written (all checked, then all staged and flushed before
+    any is renamed: patches first, then series.toml, then the removals); the dropped
+    patches' records. ``reads`` starts the summary's diffs once the raw ones are in."""
     dropped = _dropped(st, old)
     updates = [
         PatchUpdate(a.id, subjects[a.commit], old[a.id].file, old[a.id].branch) for a, _ in kept
@@ -83,24 +115,39 @@ def finish(
     )
     writes = {series.root / old[a.id].file: data[a.id] for a, _ in kept}
     writes[series.manifest.path] = text.encode("utf-8")
-    for path in writes:
-        confined(series.root, path)  # all checked before any is read or written
+    confined_all(series.root, writes)  # all checked before any is read or written
     changes: dict[Path, bytes | None] = {p: b for p, b in writes.items() if _differs(p, b)}
     for d in dropped:  # after series.toml no longer names them: a kill leaves no dangling file
         if d.file:
             changes.setdefault(series.root / d.file, None)
-    # All checked, then all staged and flushed before any is renamed (patches first, then
-    # series.toml, then the removals): files.replace_all.
+    reads.start({o.new: data[a.id] for a, o in kept})
     replace_all(changes, within=series.root)
-    # The new pin, in the cache: `series apply` needs no network for it now.
-    failed = series.upstream(ui).keep(st.onto, source=checkout.path, ref=rstate.ONTO_REF)
+    return dropped
+
+
+def _move(
+    series: Series, ui: Ui, checkout: Checkout, st: RebaseState, kept: list[tuple[Action, Outcome]]
+) -> None:
+    """The new pin kept in the cache; the branch, the checkout state and the rebase's refs
+    moved in one transaction, then the checkout's files."""
+    repo = checkout.repo
+    # The new pin, in the cache: `series apply` needs no network for it now. One the
+    # cache keeps already (the --onto that began the rebase fetched it there) is found
+    # without loading the fetch.
+    failed = (
+        None
+        if pin_kept(series.cache, st.onto)
+        else series.upstream(ui).keep(st.onto, source=checkout.path, ref=rstate.ONTO_REF)
+    )
     if failed is not None:
         ui.status(
             f"warning: could not keep the new pin in the cache ({failed}): "
             "`series apply` will fetch it (pass --upstream)"
         )
     tip = kept[-1][1].new if kept else st.onto
-    listed = repo.refs.under("refs/")  # the rebase's refs to delete, and what keeps commits
+    # The rebase's refs to delete, and what keeps commits: from their loose files where
+    # those hold them all (as --skip and --abort read them), else one for-each-ref.
+    listed = repo.refs.under_read(repo.git_dir, "refs/")
     backed = checkout.write(
         "rebase",
         prior=checkout.state(),
@@ -120,7 +167,57 @@ def finish(
     )
     if backed is not None:
         ui.status(backed.describe(checkout.path))
-    _summary(repo, ui, st, dropped, len(kept), {o.new: data[a.id] for a, o in kept})
+
+
+class _Reads:
+    """The summary's diffs, read by git beside the end's own work (series.git.diffs'
+    ``*_later``): the raw diffs of the picked patches' old and new commits started first;
+    then (:meth:`start`) the diffs of the pairs whose raw diffs differ, of the files whose
+    raw lines differ, but the new sides the exported patches give (``Diffs.of_patch``:
+    git made them once, for the export). The same diffs as read one after the other."""
+
+    def __init__(self, repo: Repo, st: RebaseState) -> None:
+        self.repo = repo
+        self.pairs = [(a.commit, o.new) for a, o in st.walked() if o.status == "picked"]
+        self.raw_later = repo.diffs.raw_commits_later([c for pair in self.pairs for c in pair])
+        self.raw: dict[str, bytes] = {}
+        self.taken: dict[str, bytes] = {}
+        self.later: Later | None = None
+
+    def start(self, patches: Mapping[str, bytes]) -> None:
+        """``patches``: the exported bytes of each new commit."""
+        raw = self.raw = self.raw_later.result()
+        pairs = [(was, now) for was, now in self.pairs if raw[was] != raw[now]]
+        paths = _differing(raw, pairs)
+        of_patch = self.repo.diffs.of_patch
+        self.taken = {
+            now: diff
+            for _, now in pairs
+            if now in patches and (diff := of_patch(patches[now], raw[now], paths)) is not None
+        }
+        read = [c for pair in pairs for c in pair if c not in self.taken]
+        self.later = self.repo.diffs.commits_later(read, paths)
+
+    def diffs(self) -> dict[str, bytes]:
+        assert self.later is not None, "the summary's diffs are read once started"
+        diffs = self.later.result()
+        diffs.update(self.taken)
+        return diffs
+
+    def abandon(self) -> None:
+        """End what is still running (nothing once read)."""
+        self.raw_later.abandon()
+        if self.later is not None:
+            self.later.abandon()
+
+
+CUT_AT = 8  # kept patches from which the export is cut in two halves (_verify): below,
+# the second half's processes (format-patch, read-tree, apply, write-tree) cost more
+# than the half of the work they take off the first
+
+
+def _kept_commits(st: RebaseState) -> list[str]:
+    return [o.new for _, o in st.walked() if o.kept]
 
 
 def _parts(st: RebaseState) -> dict[str, list[UpstreamPart]]:
@@ -153,19 +250,26 @@ def _differs(path: Path, data: bytes) -> bool:
     return not path.is_file() or path.read_bytes() != data
 
 
-def _verify(repo: Repo, st: RebaseState, patches: list[bytes]) -> None:
-    """Re-apply the bytes about to be written: they must give the replayed tree."""
-    with tempfile.TemporaryDirectory(prefix="series-rebase-") as tmp:
+def _verify(repo: Repo, st: RebaseState, patches: list[bytes], half: int = 0) -> None:
+    """Re-apply the bytes about to be written: they must give the replayed tree.
+
+    ``half``: the first ``half`` patches are applied on the new base and must give the
+    tree of the commit they end at, and the others, at the same time, on that tree, must
+    give the replayed tree (the same check, in two processes, one on each core)."""
+    with scratch_dir("series-rebase-") as tmp:  # in RAM where there is a place for it
         files = []
         for i, data in enumerate(patches):
-            path = Path(tmp) / f"{i:04d}.patch"
+            path = tmp / f"{i:04d}.patch"
             path.write_bytes(data)
             files.append(path)
-        tree = (
-            repo.index.apply_all(repo.objects.tree_of(st.onto), files)
-            if files
-            else repo.objects.tree_of(st.onto)
-        )
+        onto = repo.objects.tree_of(st.onto)
+        if half:
+            middle = repo.objects.tree_of(_kept_commits(st)[half - 1])
+            pieces = [(onto, files[:half]), (middle, files[half:])]
+            first, tree = repo.index.apply_pieces(pieces)
+            tree = tree if first == middle else None
+        else:
+            tree = repo.index.apply_all(onto, files) if files else onto
     if tree != repo.objects.tree_of(st.current):
         raise InternalError(
             "the re-exported patches would not reproduce the rebased commits",
@@ -197,33 +301,17 @@ _PATHS = 1000  # at most this many paths on diff-tree's command line
 
 
 def _summary(
-    repo: Repo,
     ui: Ui,
     st: RebaseState,
     dropped: list[Dropped],
     kept: int,
-    patches: Mapping[str, bytes],
+    raw: Mapping[str, bytes],
+    diffs: Mapping[str, bytes],
 ) -> None:
-    """``patches``: the exported bytes of each new commit, where the new side's diffs are
-    read (``Diffs.of_patch``: git made them once, for the export)."""
+    """The table of what became of each patch; ``raw`` and ``diffs``: the picked patches'
+    raw diffs and the diffs of those whose raw diffs differ (:class:`_Reads`)."""
     table = Grid(f"rebased onto {st.onto_label}", ("#", "id", "result", "details"))
     walked = st.walked()
-    picked = [c for a, o in walked if o.status == "picked" for c in (a.commit, o.new)]
-    # The same raw diff (paths, modes, blob ids) is the same patch: only the others are
-    # read as patches and compared line by line, and of those only the files whose raw
-    # lines differ in some pair (a file's raw line makes its part of the patch).
-    raw = repo.diffs.raw_commits(picked)
-    pairs = [(a.commit, o.new) for a, o in walked if o.status == "picked"]
-    pairs = [(was, now) for was, now in pairs if raw[was] != raw[now]]
-    paths = _differing(raw, pairs)
-    of_patch = repo.diffs.of_patch
-    taken = {
-        now: diff
-        for _, now in pairs
-        if now in patches and (diff := of_patch(patches[now], raw[now], paths)) is not None
-    }
-    diffs = repo.diffs.commits([c for pair in pairs for c in pair if c not in taken], paths)
-    diffs.update(taken)
     for n, (a, o) in enumerate(walked, 1):
         reduced = o.kept and a.part is not None and a.part.verdict == "partial"
         if o.status == "picked" and reduced:

@@ -25,7 +25,7 @@ TYPE_CHECKING = False  # typing is not imported: a range-diff loads this package
 if TYPE_CHECKING:
     from typing import Any
 
-    from series.upstream.base import Base, cache_repo, cached_pin, pack_cache
+    from series.upstream.base import Base, cache_repo, cached_pin, pack_cache, pin_kept
     from series.upstream.pin import import_sdist, resolve
     from series.upstream.rangelog import range_log
     from series.upstream.refs import SCRATCH
@@ -42,6 +42,7 @@ __all__ = [
     "cached_pin",
     "import_sdist",
     "pack_cache",
+    "pin_kept",
     "range_log",
     "resolve",
 ]
@@ -57,7 +58,7 @@ def __getattr__(name: str) -> Any:
 
 
 def _module(name: str) -> ModuleType:
-    if name in ("Base", "cache_repo", "cached_pin", "pack_cache"):
+    if name in ("Base", "cache_repo", "cached_pin", "pack_cache", "pin_kept"):
         from series.upstream import base
 
         return base

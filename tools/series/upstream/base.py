@@ -8,7 +8,8 @@ answers then, found without importing the fetch and sdist machinery or
 taking the cache's lock (a ref is read whole, and nothing takes a pinned
 commit out of the cache). A command whose git work is a few queries
 (``series range-diff``, ``series branches``) asks it first, and resolves
-only when it answers None. :func:`pack_cache` packs the loose objects that
+only when it answers None; :func:`pin_kept`, whether a pin is kept already, is
+asked as lightly. :func:`pack_cache` packs the loose objects that
 building stacks leaves in the cache repository, once there are many.
 """
 
@@ -39,6 +40,13 @@ def cache_repo(cache_dir: Path) -> Repo:
     if not (path / "HEAD").is_file():
         Repo.init(path, bare=True)
     return Repo(path)
+
+
+def pin_kept(repo: Repo, commit: str) -> bool:
+    """Whether the cache repository ``repo`` keeps ``commit`` as a git pin already (kept
+    by a fetch of it, or by ``series rebase``): what series.upstream.pin.keep finds first,
+    found without importing the fetch. A rebase onto a pin the cache has asks this alone."""
+    return repo.objects.rev(refs.git_pin(commit)) == commit
 
 
 # Loose objects the cache repository may hold before :func:`pack_cache` packs them: a

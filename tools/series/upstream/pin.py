@@ -27,7 +27,7 @@ from series.git import ZERO, EnvironmentFault, Ident, Repo
 from series.locks import exclusive
 from series.manifest import Upstream
 from series.upstream import refs
-from series.upstream.base import Base, cache_repo
+from series.upstream.base import Base, cache_repo, pin_kept
 from series.upstream.fetch import Memory, Policy, RememberedUnreachable, Want, fetch
 from series.upstream.unreachable import advice, stall, ttl
 
@@ -272,7 +272,7 @@ def keep(repo: Repo, source: Path, ref: str, commit: str, *, pin: bool) -> str |
     with a depth (that would cut the history the cache has of it).
     """
     name = refs.git_pin(commit) if pin else refs.checkout_base(commit)
-    if repo.objects.rev(name) == commit:
+    if pin_kept(repo, commit) if pin else repo.objects.rev(name) == commit:
         return None  # kept already (the same pin again): a fetch would bring nothing
 
     def accept(tried: str) -> str | None:
