@@ -162,8 +162,7 @@ def test_the_summary_diffs_only_the_files_whose_raw_lines_differ(tmp_path: Path)
     pair is classified as from the whole diffs: context only, content changed, a file
     added, unchanged."""
     from series.git import Repo
-    from series.stack.diffclass import CONTENT, CONTEXT, UNCHANGED, classify_diffs
-    from series.stack.rebase_finish import _differing
+    from series.stack.diffclass import CONTENT, CONTEXT, UNCHANGED, classify_diffs, differing_files
 
     work = tmp_path / "r"
     work.mkdir()
@@ -196,7 +195,7 @@ def test_the_summary_diffs_only_the_files_whose_raw_lines_differ(tmp_path: Path)
     repo = Repo(work)
     raw = repo.diffs.raw_commits([*old, *new])
     pairs = [(was, now) for was, now in zip(old, new, strict=True) if raw[was] != raw[now]]
-    paths = _differing(raw, pairs)
+    paths = differing_files(raw, pairs)
     assert paths == ["a.py", "b.py", "c[1].py"], paths
     full = repo.diffs.commits([c for pair in pairs for c in pair])
     part = repo.diffs.commits([c for pair in pairs for c in pair], paths)

@@ -189,6 +189,15 @@ def _refused(root: Path) -> list[tuple[Path, bool]]:
     ]
 
 
+def _refusal_alone(root: Path, path: Path, reading: bool) -> str:
+    """What ``confined`` says of ``path`` alone (it must refuse it)."""
+    try:
+        confined(root, path, reading=reading)
+    except SeriesError as exc:
+        return exc.render()
+    raise AssertionError(f"{path} was not refused")
+
+
 def test_confined_follows_links_only_inside(tmp_path: Path) -> None:
     root = _linked_project(tmp_path)
     assert confined(root, root / "dir" / "new") == root / "dir" / "new"
@@ -214,12 +223,7 @@ def test_confined_all_refuses_what_confined_refuses_after_paths_it_let_through(
     confined_all(root, fine)
     confined_all(root, [*fine, root / "dir" / "link"], reading=True)
     for path, reading in _refused(root):
-        try:
-            confined(root, path, reading=reading)
-        except SeriesError as exc:
-            alone = exc.render()
-        else:
-            raise AssertionError(f"{path} was not refused")
+        alone = _refusal_alone(root, path, reading)
         try:
             confined_all(root, [*fine, *fine, path, root / "dir" / "new"], reading=reading)
         except SeriesError as exc:
@@ -238,12 +242,7 @@ def test_confined_all_after_paths_with_no_link_refuses_as_confined(tmp_path: Pat
     plain = [root / "dir" / "new", root / "dir" / "file", root / "gone" / "x", root / "top"]
     confined_all(root, plain)
     for path, reading in _refused(root):
-        try:
-            confined(root, path, reading=reading)
-        except SeriesError as exc:
-            alone = exc.render()
-        else:
-            raise AssertionError(f"{path} was not refused")
+        alone = _refusal_alone(root, path, reading)
         try:
             confined_all(root, [*plain, path], reading=reading)
         except SeriesError as exc:

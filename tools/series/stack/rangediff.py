@@ -59,7 +59,7 @@ from series.records import NamedTuple
 from series.refnames import REBASE_LAST
 from series.stack.diffclass import CONTENT as CONTENT
 from series.stack.diffclass import CONTEXT as CONTEXT
-from series.stack.diffclass import UNCHANGED
+from series.stack.diffclass import UNCHANGED, differing_files
 from series.stack.diffclass import classify_diffs as classify_diffs
 from series.stack.rangediff_kept import Seen, read_known
 
@@ -311,7 +311,8 @@ def _diffs(
     Where a pair's patch files name more than one file, the commits' raw diffs are asked
     first (one ``diff-tree --raw``: no blob read): two commits with the same raw diff
     (modes, blob ids, paths) have the same diff, so they are unchanged, and the others
-    are diffed only in the files whose raw lines differ in some pair (:func:`_differing`).
+    are diffed only in the files whose raw lines differ in some pair
+    (series.stack.diffclass.differing_files).
     A rebase moves a few of the files under the patches, not every file they touch (the
     tests they add), and those diffs are most of the work; for patches of one file each
     the raw diffs would leave nothing out. The patch files only choose whether to ask:
@@ -324,7 +325,7 @@ def _diffs(
         raw = cache.diffs.raw_commits([c for o, n in todo for c in (o[0], n[0])])
         same |= {(o[0], n[0]) for o, n in todo if raw[o[0]] == raw[n[0]]}
     commits = [(o[0], n[0]) for o, n in todo if (o[0], n[0]) not in same]
-    paths = _differing(raw, commits) if raw else []
+    paths = differing_files(raw, commits) if raw else []
     return cache.diffs.commits([c for pair in commits for c in pair], paths)
 
 
@@ -332,29 +333,6 @@ def _several(patch: bytes) -> bool:
     """Whether the patch file ``patch`` seems to change more than one file (a message
     that quotes a diff seems to as well)."""
     return patch.count(b"\ndiff --git ") > 1
-
-
-_PATHS = 1000  # at most this many paths on diff-tree's command line
-
-
-def _differing(raw: dict[str, bytes], pairs: list[tuple[str, str]]) -> list[str]:
-    """The files whose raw line differs between the two commits of some pair (none: every
-    file, where a path is quoted or there are too many for one command line): as the
-    rebase's summary chooses them (series.stack.rebase_finish).
-
-    A file with the same raw line (modes, blob ids, status, path) in both commits of a
-    pair has the same part in both diffs: leaving it out of both leaves the comparison of
-    :func:`classify_diffs` as it was (each file's part starts with its ``diff --git``
-    line, in the changes and in the context alike).
-    """
-    paths: set[str] = set()
-    for was, now in pairs:
-        for line in set(raw[was].splitlines()) ^ set(raw[now].splitlines()):
-            path = line.split(b"\t", 1)[-1].decode("utf-8", "surrogateescape")
-            if path.startswith('"'):
-                return []
-            paths.add(path)
-    return sorted(paths) if len(paths) <= _PATHS else []
 
 
 # patch id -> (commit, title, file); (base, tip); the version's manifest

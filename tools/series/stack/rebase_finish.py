@@ -27,7 +27,7 @@ from series.git.run import scratch_dir
 from series.manifest import Dropped, Patch, UpstreamPart
 from series.manifest_write import PatchUpdate, write_rebased
 from series.stack import rebase_state as rstate
-from series.stack.diffclass import UNCHANGED, classify_diffs
+from series.stack.diffclass import UNCHANGED, classify_diffs, differing_files
 from series.stack.part_notes import records
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
 from series.ui import Grid, Ui
@@ -188,7 +188,7 @@ class _Reads:
         """``patches``: the exported bytes of each new commit."""
         raw = self.raw = self.raw_later.result()
         pairs = [(was, now) for was, now in self.pairs if raw[was] != raw[now]]
-        paths = _differing(raw, pairs)
+        paths = differing_files(raw, pairs)
         of_patch = self.repo.diffs.of_patch
         self.taken = {
             now: diff
@@ -275,29 +275,6 @@ def _verify(repo: Repo, st: RebaseState, patches: list[bytes], half: int = 0) ->
             "the re-exported patches would not reproduce the rebased commits",
             why="nothing was written; the rebase stays where it is",
         )
-
-
-def _differing(raw: Mapping[str, bytes], pairs: list[tuple[str, str]]) -> list[str]:
-    """The files whose raw line differs between the two commits of some pair (none: every
-    file, where a path is quoted or there are too many for one command line).
-
-    A file with the same raw line (modes, blob ids, status, path) in both commits of a
-    pair has the same part in both diffs: leaving it out of both leaves the comparison of
-    series.stack.rangediff.classify_diffs as it was (each file's part starts with its
-    ``diff --git`` line, in the changes and in the context alike), and the diffs to read
-    small (a rebase's upstream moves a few files under the patches, not all they touch).
-    """
-    paths: set[str] = set()
-    for was, now in pairs:
-        for line in set(raw[was].splitlines()) ^ set(raw[now].splitlines()):
-            path = line.split(b"\t", 1)[-1].decode("utf-8", "surrogateescape")
-            if path.startswith('"'):
-                return []
-            paths.add(path)
-    return sorted(paths) if len(paths) <= _PATHS else []
-
-
-_PATHS = 1000  # at most this many paths on diff-tree's command line
 
 
 def _summary(
