@@ -13,7 +13,6 @@ walks the plan to its end and finishes again.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +22,7 @@ from series.checkout import Checkout
 from series.errors import InternalError
 from series.files import confined, replace_all
 from series.git.repo import Repo
+from series.git.run import scratch_dir
 from series.manifest import Dropped, Patch, UpstreamPart
 from series.manifest_write import PatchUpdate, write_rebased
 from series.stack import rebase_state as rstate
@@ -155,7 +155,7 @@ def _differs(path: Path, data: bytes) -> bool:
 
 def _verify(repo: Repo, st: RebaseState, patches: list[bytes]) -> None:
     """Re-apply the bytes about to be written: they must give the replayed tree."""
-    with tempfile.TemporaryDirectory(prefix="series-rebase-") as tmp:
+    with scratch_dir("series-rebase-") as tmp:
         files = []
         for i, data in enumerate(patches):
             path = Path(tmp) / f"{i:04d}.patch"
