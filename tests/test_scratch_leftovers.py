@@ -59,7 +59,8 @@ def test_a_killed_series_leaves_its_scratch_to_the_next_one(tmp_path: Path) -> N
     done = subprocess.run(argv, env=_env(run), capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert not [p for p in left if os.path.lexists(p)]
-    assert sorted(run.iterdir()) == []  # and the finished apply left nothing of its own
+    # and the finished apply left nothing of its own (but the sweep's stamp)
+    assert sorted(p.name for p in run.iterdir()) == [f".series-swept-{os.getuid()}"]
 
 
 def test_a_held_scratch_is_never_removed_even_named_with_a_dead_pid(tmp_path: Path) -> None:

@@ -806,6 +806,7 @@ def ram_dir() -> str | None:
 SCRATCH_MARK = ".held"
 GRACE = 5.0  # a held name younger than this is left (its maker may not have locked it yet)
 OLD_AGE = 86400.0  # a series-* with no lock protocol: removed when older than this
+UNMARKED_EVERY = 3600.0  # and looked at (a stat each) at most this often (a stamp file)
 _HELD: dict[str, int] = {}  # path -> the fd holding its lock, closed on removal
 _SWEPT: list[str] = []  # the bases swept by this process
 
@@ -870,8 +871,9 @@ def _sweep(base: str) -> None:
     """Remove, once per process and base directory, the ``series-*`` scratch files and
     directories of this user that no live process holds: held ones (``SCRATCH_MARK``)
     whose lock can be taken and that are older than ``GRACE``; others (made before the
-    lock) only when older than ``OLD_AGE``. No link is followed, nothing of another user
-    is touched, nothing whose lock is held is removed."""
+    lock) only when older than ``OLD_AGE``, and looked at once every ``UNMARKED_EVERY``
+    (a stat each: thousands of them made each command slower). No link is followed,
+    nothing of another user is touched, nothing whose lock is held is removed."""
     if base in _SWEPT:
         return
     _SWEPT.append(base)
@@ -883,11 +885,14 @@ def _sweep(base: str) -> None:
         return
     now = time.time()
     uid = os.getuid()
+    unmarked = _unmarked_due(base, uid, now)
     for name in names:
+        held = name.endswith(SCRATCH_MARK)
+        if not (held or unmarked):
+            continue  # only names: thousands of them cost no stat
         path = os.path.join(base, name)
         if path in _HELD or path in _EMPTY:
             continue
-        held = name.endswith(SCRATCH_MARK)
         try:
             st = os.lstat(path)
         except OSError:
@@ -913,6 +918,32 @@ def _sweep(base: str) -> None:
             pass  # held by a live process
         finally:
             os.close(fd)
+
+
+def _unmarked_due(base: str, uid: int, now: float) -> bool:
+    """Whether to look at the unmarked ``series-*`` (a ``stat`` each) in this sweep: at
+    most once every ``UNMARKED_EVERY`` seconds per base and user, by the time of a stamp
+    file of this user's there (``.series-swept-UID``), touched when they are looked at."""
+    stamp = os.path.join(base, f".series-swept-{uid}")
+    try:
+        st = os.lstat(stamp)
+        if (
+            stat.S_ISREG(st.st_mode)
+            and st.st_uid == uid
+            and 0 <= now - st.st_mtime < UNMARKED_EVERY
+        ):
+            return False
+    except OSError:
+        pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    with contextlib.suppress(OSError):
+        fd = os.open(stamp, flags, 0o600)
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                os.utime(fd)
+        finally:
+            os.close(fd)
+    return True
 
 
 def _remove(path: str, st: os.stat_result) -> None:
