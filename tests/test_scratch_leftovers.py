@@ -29,6 +29,13 @@ def _age(path: Path, seconds: float) -> None:
     os.utime(path, (then, then), follow_symlinks=False)
 
 
+def _later(run: Path) -> None:
+    """As if the last sweep of ``run`` were two minutes ago (one a minute at most)."""
+    stamp = run / f".series-swept-{os.getuid()}"
+    if stamp.exists():
+        _age(stamp, 120)
+
+
 def _sweep(run: Path) -> None:
     """A fresh series process that makes (and removes) one scratch directory."""
     probe = (
@@ -50,12 +57,13 @@ def test_a_killed_series_leaves_its_scratch_to_the_next_one(tmp_path: Path) -> N
             argv, env=_env(run, SERIES_FAULT_KILL_AT=str(n)), capture_output=True, timeout=300
         )
         assert killed.returncode == -9, killed.stderr
-        left = sorted(run.iterdir())
+        left = sorted(run.glob("series-*"))
         if left:
             break
-    assert left and all(p.name.startswith("series-") and p.name.endswith(MARK) for p in left)
+    assert left and all(p.name.endswith(MARK) for p in left)
     for path in left:
         _age(path, 60)
+    _later(run)
     done = subprocess.run(argv, env=_env(run), capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert not [p for p in left if os.path.lexists(p)]
@@ -86,10 +94,12 @@ def test_a_held_scratch_is_never_removed_even_named_with_a_dead_pid(tmp_path: Pa
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         _age(held, 3600)
+        _later(run)
         _sweep(run)
         assert (held / "HEAD").read_text() == "x\n"
     finally:
         holder.communicate("", timeout=60)
+    _later(run)
     _sweep(run)  # its holder gone (as a killed one's lock is let go): removed
     assert not held.exists()
 
@@ -119,6 +129,7 @@ def test_a_live_series_s_scratch_is_never_removed(tmp_path: Path) -> None:
         assert live.parent == run and live.is_dir()
         (live / "data").write_text("d\n")
         _age(live, 3600)
+        _later(run)
         _sweep(run)
         assert (live / "data").read_text() == "d\n"
     finally:
@@ -166,6 +177,9 @@ def test_links_other_users_and_young_ones_are_kept(tmp_path: Path) -> None:
     if owned:
         assert others.is_dir() and other_old.is_dir()
     _age(young, 60)
+    _sweep(run)  # within a minute of the last sweep: none
+    assert young.is_dir()
+    _later(run)
     _sweep(run)
     assert not young.exists()
 

@@ -807,6 +807,7 @@ SCRATCH_MARK = ".held"
 GRACE = 5.0  # a held name younger than this is left (its maker may not have locked it yet)
 OLD_AGE = 86400.0  # a series-* with no lock protocol: removed when older than this
 UNMARKED_EVERY = 3600.0  # and looked at (a stat each) at most this often (a stamp file)
+SWEEP_EVERY = 60.0  # a base directory is swept at most this often (the stamp's time)
 _HELD: dict[str, int] = {}  # path -> the fd holding its lock, closed on removal
 _SWEPT: list[str] = []  # the bases swept by this process
 
@@ -868,24 +869,26 @@ def _release(path: str) -> None:
 
 
 def _sweep(base: str) -> None:
-    """Remove, once per process and base directory, the ``series-*`` scratch files and
-    directories of this user that no live process holds: held ones (``SCRATCH_MARK``)
-    whose lock can be taken and that are older than ``GRACE``; others (made before the
-    lock) only when older than ``OLD_AGE``, and looked at once every ``UNMARKED_EVERY``
-    (a stat each: thousands of them made each command slower). No link is followed,
-    nothing of another user is touched, nothing whose lock is held is removed."""
+    """Remove the ``series-*`` scratch files and directories of this user in ``base``
+    that no live process holds: held ones (``SCRATCH_MARK``) whose lock can be taken and
+    that are older than ``GRACE``; others (made before the lock) only when older than
+    ``OLD_AGE``. No link is followed, nothing of another user is touched, nothing whose
+    lock is held is removed. Once per process and base, and only when no sweep there
+    began in the last ``SWEEP_EVERY`` seconds (:func:`_due`): listing thousands of
+    leftovers was a tenth of an ``--abort``; the unmarked ones, a stat each, are looked
+    at once every ``UNMARKED_EVERY``."""
     if base in _SWEPT:
         return
     _SWEPT.append(base)
+    now = time.time()
+    uid = os.getuid()
+    unmarked = _due(base, uid, now)
+    if unmarked is None:
+        return
     try:
         names = [n for n in os.listdir(base) if n.startswith("series-")]
     except OSError:
         return
-    if not names:
-        return
-    now = time.time()
-    uid = os.getuid()
-    unmarked = _unmarked_due(base, uid, now)
     for name in names:
         held = name.endswith(SCRATCH_MARK)
         if not (held or unmarked):
@@ -920,30 +923,43 @@ def _sweep(base: str) -> None:
             os.close(fd)
 
 
-def _unmarked_due(base: str, uid: int, now: float) -> bool:
-    """Whether to look at the unmarked ``series-*`` (a ``stat`` each) in this sweep: at
-    most once every ``UNMARKED_EVERY`` seconds per base and user, by the time of a stamp
-    file of this user's there (``.series-swept-UID``), touched when they are looked at."""
+def _due(base: str, uid: int, now: float) -> bool | None:
+    """None when a sweep of ``base`` began less than ``SWEEP_EVERY`` seconds ago (the
+    time of this user's stamp file there, ``.series-swept-UID``); else whether the
+    unmarked ``series-*`` are to be looked at too (the stamp holds when they last were),
+    the stamp written anew. A stamp that is not this user's plain file is no stamp."""
     stamp = os.path.join(base, f".series-swept-{uid}")
+    last = 0.0
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        st = os.lstat(stamp)
-        if (
-            stat.S_ISREG(st.st_mode)
-            and st.st_uid == uid
-            and 0 <= now - st.st_mtime < UNMARKED_EVERY
-        ):
-            return False
+        fd = os.open(stamp, flags)
     except OSError:
-        pass
+        fd = -1
+    if fd >= 0:
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == uid:
+                if 0 <= now - st.st_mtime < SWEEP_EVERY:
+                    return None
+                with contextlib.suppress(ValueError):
+                    last = float(os.read(fd, 32) or b"0")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    unmarked = not 0 <= now - last < UNMARKED_EVERY
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     with contextlib.suppress(OSError):
         fd = os.open(stamp, flags, 0o600)
         try:
-            if stat.S_ISREG(os.fstat(fd).st_mode):
-                os.utime(fd)
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == uid:
+                data = repr(now if unmarked else last).encode()
+                os.write(fd, data)
+                os.ftruncate(fd, len(data))
         finally:
             os.close(fd)
-    return True
+    return unmarked
 
 
 def _remove(path: str, st: os.stat_result) -> None:
