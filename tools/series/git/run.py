@@ -845,20 +845,42 @@ def _hold(path: str) -> bool:
     mkdir and the lock (it is the sweep's then: make another)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
+    except FileNotFoundError:
         return False
+    except OSError:  # no file descriptor left, ...: not a race, say it
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+        raise
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _lock(fd)
         held = os.fstat(fd)
         now = os.lstat(path)
+    except (BlockingIOError, FileNotFoundError):
+        os.close(fd)  # a sweep holds it, or removed it
+        return False
     except OSError:
         os.close(fd)
-        return False
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+        raise
     if held.st_nlink == 0 or (held.st_dev, held.st_ino) != (now.st_dev, now.st_ino):
         os.close(fd)  # removed (and perhaps made again by another) before the lock
         return False
     _HELD[path] = fd
     return True
+
+
+def _lock(fd: int) -> None:
+    """flock ``fd``, BlockingIOError when another holds it. Where the file system has no
+    flock (ENOLCK, EOPNOTSUPP: some network ones) nothing is locked, and no sweep can
+    take a lock there either: nothing made there is ever swept."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+            raise
 
 
 def _release(path: str) -> None:
@@ -1000,10 +1022,15 @@ def input_file(data: bytes) -> Iterator[Path]:
         except FileExistsError:
             continue
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+            _lock(fd)
+        except BlockingIOError:
             os.close(fd)  # a sweep took it before the lock: it is the sweep's
             continue
+        except OSError:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+            raise
         if os.fstat(fd).st_nlink:
             break
         os.close(fd)
