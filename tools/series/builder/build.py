@@ -21,6 +21,7 @@ from pathlib import Path
 from series.builder.message import with_trailer
 from series.errors import UsageError
 from series.git.mail import mailinfo  # not through series.git: it imports every part
+from series.git.run import scratch_dir
 from series.records import NamedTuple
 
 # typing (and dataclasses, which imports inspect and ast) is for mypy alone: a range-diff
@@ -151,11 +152,9 @@ def build(
     ``data``: each file's bytes as the caller read them (series.builder.memo keys its
     record by them), applied instead of what the file holds when git would read it.
     """
-    import tempfile  # only when it is used: a run that builds nothing does not load it
-
     built: Built[P] = Built(base)
     read: list[bytes | None] = list(data) if data is not None else [None] * len(files)
-    with tempfile.TemporaryDirectory(prefix="series-stack-") as tmp:
+    with scratch_dir("series-stack-") as tmp:
         scratch = Path(tmp)
         for item, content in zip(files, read, strict=True):
             step = _apply(repo, built.tip, item, scratch, content)

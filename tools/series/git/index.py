@@ -18,15 +18,7 @@ from pathlib import Path
 
 from series.digests import blob_id, sha1
 from series.errors import SeriesError
-from series.git.run import (
-    HERMETIC,
-    GitFailed,
-    Part,
-    Runner,
-    input_file,
-    private_dir,
-    remove_tree,
-)
+from series.git.run import HERMETIC, GitFailed, Part, Runner, input_file, scratch_dir
 from series.records import NamedTuple
 
 
@@ -50,14 +42,11 @@ class Index(Part):
         ``tree`` None: an empty index, with no ``read-tree`` (git reads an index file
         that does not exist yet as an empty one, and the empty tree need not be written).
         """
-        tmp = private_dir("series-index-")  # as tempfile.mkdtemp, without tempfile
-        scratch = {**HERMETIC, **(env or {}), "GIT_INDEX_FILE": os.path.join(tmp, "index")}
-        try:
+        with scratch_dir("series-index-") as tmp:
+            scratch = {**HERMETIC, **(env or {}), "GIT_INDEX_FILE": str(tmp / "index")}
             if tree is not None:
                 self._run.git("read-tree", tree, env=scratch)
             yield scratch
-        finally:
-            remove_tree(tmp)
 
     def apply(self, env: Mapping[str, str], diff: Path) -> ApplyResult:
         status, _, err = self._run.git_status(
@@ -236,11 +225,10 @@ class Index(Part):
         reads no attribute and runs no filter; the tree is put together with
         ``update-index --index-info``, which converts nothing either.
         """
-        import shutil  # (with tempfile, random, bz2, lzma) only where a directory is imported
-        import tempfile
+        import shutil  # (with bz2, lzma) only where a directory is imported
 
         entries = _directory_entries(root)
-        with tempfile.TemporaryDirectory(prefix="series-import-") as tmp:
+        with scratch_dir("series-import-", ram=False) as tmp:
             names = []  # what hash-object reads: the file, or a copy where its name cannot go
             for i, (path, mode) in enumerate(entries):
                 if mode == "120000":  # a symbolic link: its blob is the link's target

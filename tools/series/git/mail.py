@@ -11,7 +11,7 @@ from pathlib import Path
 
 from series.errors import Exit, SeriesError
 from series.git.ident import Ident
-from series.git.run import HERMETIC, GitFailed, input_file, run
+from series.git.run import HERMETIC, GitFailed, input_file, run, scratch_dir
 from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
 
 
@@ -70,10 +70,8 @@ def mailinfo(patch: Path, scratch: Path, data: bytes | None = None) -> MailInfo:
 
 def read_mail(patch: Path, data: bytes | None = None) -> MailInfo:
     """:func:`mailinfo` in its own scratch directory."""
-    import tempfile  # only when it is used: a run that builds nothing does not load it
-
-    with tempfile.TemporaryDirectory(prefix="series-mail-") as tmp:
-        return mailinfo(patch, Path(tmp), data)
+    with scratch_dir("series-mail-") as tmp:
+        return mailinfo(patch, tmp, data)
 
 
 class FileStat(NamedTuple):

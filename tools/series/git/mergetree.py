@@ -32,7 +32,6 @@ from series.git.run import (
     fault_point,
     input_file,
     private_dir,
-    ram_dir,
     remove_tree,
     scratch_dir,
     start_long_lived,
@@ -84,20 +83,14 @@ class Merge(Part):
         is in RAM when the machine has a tmpfs: a run writes hundreds of
         loose objects, and on a busy disk that was most of its time.
         """
-        import shutil  # (with tempfile, bz2, lzma) not on a rebase's path
-        import tempfile
-
         env = self._run.no_attributes()  # no attribute (merge=, conflict-marker-size=)
         objects = env["GIT_OBJECT_DIRECTORY"]
-        tmp = Path(tempfile.mkdtemp(prefix="series-objects-", dir=ram_dir()))
-        try:
+        with scratch_dir("series-objects-") as tmp:
             yield {
                 **env,
                 "GIT_OBJECT_DIRECTORY": str(tmp),
                 "GIT_ALTERNATE_OBJECT_DIRECTORIES": objects,
             }
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
     def hermetic(self) -> dict[str, str]:
         """The environment merges run in: HERMETIC, and none of the repository's own

@@ -215,16 +215,10 @@ class Objects(Part):
 
     def commit_tree(self, tree: str, parents: Sequence[str], message: str, author: Ident) -> str:
         """A commit whose committer is its author, so ids depend on content only."""
-        import tempfile  # only when it is used: a run that writes nothing does not load it
-
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", delete=False) as fh:
-            fh.write(message)
-        try:
-            argv = ["commit-tree", tree, *[a for p in parents for a in ("-p", p)], "-F", fh.name]
+        with input_file(message.encode("utf-8")) as path:  # swept if series is killed
+            argv = ["commit-tree", tree, *[a for p in parents for a in ("-p", p)], "-F", str(path)]
             env = {**HERMETIC, **author.env("AUTHOR"), **author.env("COMMITTER")}
             return self._run.git(*argv, env=env).strip()
-        finally:
-            os.unlink(fh.name)
 
     def write_commits(self, chain: Sequence[tuple[str, str, Ident]], parent: str) -> list[str]:
         """Commits of (tree, message, author) each on the one before, the first on ``parent``.

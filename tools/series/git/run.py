@@ -40,8 +40,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -61,7 +63,6 @@ from series.git.child import start as start_child
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.version import ensure as _ensure_version
 from series.logs import debug
-from series.pids import alive
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
@@ -955,30 +956,204 @@ def ram_dir() -> str | None:
     return None
 
 
-def private_dir(prefix: str) -> str:
-    """A new directory for throwaway files, made as ``tempfile.mkdtemp`` makes one (a new
-    name, created exclusively, readable by its owner only), in the RAM-backed directory;
-    tempfile itself (with random, shutil, bz2 and lzma: a tenth of a ``--skip``'s own
-    work) only where there is none. :func:`remove_tree` removes it."""
-    where = ram_dir()
+# Scratch directories and stdin files (series-*) live while their maker holds a flock on
+# them: a killed maker's lock is released by the kernel, whatever pid namespace it ran in,
+# so the next series that makes one removes them (_sweep). SCRATCH_MARK ends their names:
+# a series-* without it was made before this protocol and is removed only when a day old.
+SCRATCH_MARK = ".held"
+GRACE = 5.0  # a held name younger than this is left (its maker may not have locked it yet)
+OLD_AGE = 86400.0  # a series-* with no lock protocol: removed when older than this
+UNMARKED_EVERY = 3600.0  # and looked at (a stat each) at most this often (a stamp file)
+SWEEP_EVERY = 60.0  # a base directory is swept at most this often (the stamp's time)
+_HELD: dict[str, int] = {}  # path -> the fd holding its lock, closed on removal
+_SWEPT: list[str] = []  # the bases swept by this process
+
+
+def _scratch_base(ram: bool) -> str:
+    where = ram_dir() if ram else None
     if where is None:
-        import tempfile
+        import tempfile  # only where there is no RAM-backed directory (or a large scratch)
 
         where = tempfile.gettempdir()
+    return where
+
+
+def private_dir(prefix: str, *, ram: bool = True) -> str:
+    """A new directory for throwaway files, made as ``tempfile.mkdtemp`` makes one (a new
+    name, created exclusively, readable by its owner only), in the RAM-backed directory
+    (``ram=False``: the temporary directory, for what may be large); tempfile itself
+    (with random, shutil, bz2 and lzma: a tenth of a ``--skip``'s own work) only where
+    there is none. It is locked (flock) while this process lives, so that a series
+    killed leaves it to the next one (:func:`_sweep`). :func:`remove_tree` removes it."""
+    where = _scratch_base(ram)
+    _sweep(where)
     while True:
-        path = os.path.join(where, f"{prefix}{os.urandom(6).hex()}")
+        path = os.path.join(where, f"{prefix}{os.urandom(6).hex()}{SCRATCH_MARK}")
         try:
             os.mkdir(path, 0o700)
-            return path
         except FileExistsError:
             continue
+        if _hold(path):
+            return path
+
+
+def _hold(path: str) -> bool:
+    """Lock ``path``, just made by this process; False when a sweep took it between the
+    mkdir and the lock (it is the sweep's then: make another)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    except OSError:  # no file descriptor left, ...: not a race, say it
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+        raise
+    try:
+        _lock(fd)
+        held = os.fstat(fd)
+        now = os.lstat(path)
+    except (BlockingIOError, FileNotFoundError):
+        os.close(fd)  # a sweep holds it, or removed it
+        return False
+    except OSError:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+        raise
+    if held.st_nlink == 0 or (held.st_dev, held.st_ino) != (now.st_dev, now.st_ino):
+        os.close(fd)  # removed (and perhaps made again by another) before the lock
+        return False
+    _HELD[path] = fd
+    return True
+
+
+def _lock(fd: int) -> None:
+    """flock ``fd``, BlockingIOError when another holds it. Where the file system has no
+    flock (ENOLCK, EOPNOTSUPP: some network ones) nothing is locked, and no sweep can
+    take a lock there either: nothing made there is ever swept."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+
+
+def _release(path: str) -> None:
+    fd = _HELD.pop(path, None)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _sweep(base: str) -> None:
+    """Remove the ``series-*`` scratch files and directories of this user in ``base``
+    that no live process holds: held ones (``SCRATCH_MARK``) whose lock can be taken and
+    that are older than ``GRACE``; others (made before the lock) only when older than
+    ``OLD_AGE``. No link is followed, nothing of another user is touched, nothing whose
+    lock is held is removed. Once per process and base, and only when no sweep there
+    began in the last ``SWEEP_EVERY`` seconds (:func:`_due`): listing thousands of
+    leftovers was a tenth of an ``--abort``; the unmarked ones, a stat each, are looked
+    at once every ``UNMARKED_EVERY``."""
+    if base in _SWEPT:
+        return
+    _SWEPT.append(base)
+    now = time.time()
+    uid = os.getuid()
+    unmarked = _due(base, uid, now)
+    if unmarked is None:
+        return
+    try:
+        names = [n for n in os.listdir(base) if n.startswith("series-")]
+    except OSError:
+        return
+    for name in names:
+        held = name.endswith(SCRATCH_MARK)
+        if not (held or unmarked):
+            continue  # only names: thousands of them cost no stat
+        path = os.path.join(base, name)
+        if path in _HELD or path in _EMPTY:
+            continue
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if st.st_uid != uid or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            continue  # another user's, a link, a FIFO, ...: never ours to remove
+        if now - st.st_mtime < (GRACE if held else OLD_AGE):
+            continue
+        if not held:
+            _remove(path, st)
+            continue
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        try:
+            fd = os.open(path, flags)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            mine = os.fstat(fd)
+            if (mine.st_dev, mine.st_ino, mine.st_uid) == (st.st_dev, st.st_ino, uid):
+                _remove(path, st)  # under the lock: its maker, if it comes back, makes another
+        except OSError:
+            pass  # held by a live process
+        finally:
+            os.close(fd)
+
+
+def _due(base: str, uid: int, now: float) -> bool | None:
+    """None when a sweep of ``base`` began less than ``SWEEP_EVERY`` seconds ago (the
+    time of this user's stamp file there, ``.series-swept-UID``); else whether the
+    unmarked ``series-*`` are to be looked at too (the stamp holds when they last were),
+    the stamp written anew. A stamp that is not this user's plain file is no stamp."""
+    stamp = os.path.join(base, f".series-swept-{uid}")
+    last = 0.0
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(stamp, flags)
+    except OSError:
+        fd = -1
+    if fd >= 0:
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == uid:
+                if 0 <= now - st.st_mtime < SWEEP_EVERY:
+                    return None
+                with contextlib.suppress(ValueError):
+                    last = float(os.read(fd, 32) or b"0")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    unmarked = not 0 <= now - last < UNMARKED_EVERY
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    with contextlib.suppress(OSError):
+        fd = os.open(stamp, flags, 0o600)
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == uid:
+                data = repr(now if unmarked else last).encode()
+                os.write(fd, data)
+                os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+    return unmarked
+
+
+def _remove(path: str, st: os.stat_result) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        remove_tree(path)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 @contextmanager
-def scratch_dir(prefix: str) -> Iterator[Path]:
+def scratch_dir(prefix: str, *, ram: bool = True) -> Iterator[Path]:
     """:func:`private_dir`, removed with what it holds at the end of the block (as
     ``tempfile.TemporaryDirectory``, without tempfile)."""
-    path = private_dir(prefix)
+    path = private_dir(prefix, ram=ram)
     try:
         yield Path(path)
     finally:
@@ -992,27 +1167,38 @@ def input_file(data: bytes) -> Iterator[Path]:
     Made as tempfile makes one (a new name, created exclusively, readable by its
     owner only), in the RAM-backed directory; tempfile itself (with random,
     shutil, bz2 and lzma: a tenth of an ``--abort``'s own work) only where there
-    is none.
+    is none. Locked while it lives, as :func:`private_dir`'s directories are.
     """
-    where = ram_dir()
-    if where is None:
-        import tempfile
-
-        where = tempfile.gettempdir()
+    where = _scratch_base(True)
+    _sweep(where)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     while True:
-        name = os.path.join(where, f"series-stdin-{os.urandom(6).hex()}")
+        name = os.path.join(where, f"series-stdin-{os.urandom(6).hex()}{SCRATCH_MARK}")
         try:
             fd = os.open(name, flags, 0o600)
-            break
         except FileExistsError:
             continue
+        try:
+            _lock(fd)
+        except BlockingIOError:
+            os.close(fd)  # a sweep took it before the lock: it is the sweep's
+            continue
+        except OSError:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+            raise
+        if os.fstat(fd).st_nlink:
+            break
+        os.close(fd)
     try:
-        with open(fd, "wb") as fh:
+        with open(fd, "wb", closefd=False) as fh:
             fh.write(data)
         yield Path(name)
     finally:
-        os.unlink(name)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+        os.close(fd)
 
 
 _BARE = b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
@@ -1037,13 +1223,10 @@ def _empty_repository() -> str:
     if not _EMPTY:
         import atexit
 
-        base = ram_dir() or os.environ.get("TMPDIR") or "/tmp"
-        where = os.path.join(base, f"series-no-attributes-{os.getpid()}-{os.urandom(6).hex()}")
-        os.mkdir(where, 0o700)  # a new name: never one made by someone else
+        where = private_dir("series-no-attributes-")
         atexit.register(remove_tree, where)
         make_bare(Path(where))
         _EMPTY.append(where)
-        _clear_empty_repositories(base)
     return _EMPTY[0]
 
 
@@ -1051,39 +1234,26 @@ def remove_tree(where: str) -> None:
     """``shutil.rmtree(where, ignore_errors=True)`` without shutil, whose import (bz2,
     lzma, zlib) was most of what a range-diff's exit cost: every file and link removed,
     no link followed (a link to a directory is removed, not entered; ``where`` itself a
-    link is left alone, as rmtree refuses one), what cannot be removed left."""
-    if os.path.islink(where):
-        return
-    for top, dirs, files in os.walk(where, topdown=False):
-        for name in files:
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(top, name))
-        for name in dirs:
-            path = os.path.join(top, name)
-            with contextlib.suppress(OSError):
-                if os.path.islink(path):
-                    os.unlink(path)
-                else:
-                    os.rmdir(path)
-    with contextlib.suppress(OSError):
-        os.rmdir(where)
-
-
-def _clear_empty_repositories(base: str) -> None:
-    """Remove the empty repositories of series processes that were killed (mine only)."""
+    link is left alone, as rmtree refuses one), what cannot be removed left. The lock
+    of a :func:`private_dir` is let go once it is removed."""
     try:
-        names = [n for n in os.listdir(base) if n.startswith("series-no-attributes-")]
-    except OSError:
-        return
-    for name in names:
-        pid = name.split("-")[3]
-        path = os.path.join(base, name)
-        try:
-            mine = os.lstat(path).st_uid == os.getuid()
-        except OSError:
-            continue
-        if mine and pid.isdigit() and not alive(int(pid)):
-            remove_tree(path)
+        if os.path.islink(where):
+            return
+        for top, dirs, files in os.walk(where, topdown=False):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(top, name))
+            for name in dirs:
+                path = os.path.join(top, name)
+                with contextlib.suppress(OSError):
+                    if os.path.islink(path):
+                        os.unlink(path)
+                    else:
+                        os.rmdir(path)
+        with contextlib.suppress(OSError):
+            os.rmdir(where)
+    finally:
+        _release(where)
 
 
 def _text(value: str | bytes) -> str:

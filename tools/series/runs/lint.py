@@ -20,7 +20,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -31,6 +30,7 @@ from rich.table import Table
 
 from series.errors import Exit, SeriesError
 from series.git import Repo
+from series.git.run import scratch_dir
 from series.manifest import Patch
 from series.runs.messages import MessageIssue, check_message
 from series.ui import Ui
@@ -149,7 +149,7 @@ def _ruff_tree(
 ) -> tuple[list[dict[str, Any]], list[str]]:
     if not files:
         return [], []
-    with tempfile.TemporaryDirectory(prefix="series-lint-") as tmp:
+    with scratch_dir("series-lint-", ram=False) as tmp:
         root = Path(tmp)
         for path in files:
             _put(root, path, repo.objects.blob(rev, path))

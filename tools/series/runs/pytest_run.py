@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from series.errors import SeriesError
+from series.git.run import scratch_dir
 from series.runs.cache import BACKEND, FORMAT
 
 HARNESS = Path(__file__).parent / "harness"
@@ -170,7 +170,7 @@ def run(
 ) -> RunResult:
     """Run ``selection`` in the work tree at ``tree_path`` (which holds ``tree``)."""
     root = tree_path.resolve()
-    with tempfile.TemporaryDirectory(prefix="series-run-") as tmp:
+    with scratch_dir("series-run-", ram=False) as tmp:
         scratch = Path(tmp)
         proof = scratch / "proof"
         argv = pytest_argv(root, package, selection, scratch, workers)

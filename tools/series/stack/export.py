@@ -22,7 +22,6 @@ cannot move, the files are put back from the backup.
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ from series.checkout import (
 )
 from series.errors import InternalError, RefusedError, SeriesError
 from series.git import CommitInfo, RefMoved, Repo, Transaction
+from series.git.run import scratch_dir
 from series.manifest import Patch, load
 from series.manifest_write import PatchUpdate, write_patches
 from series.stack import export_files, verified
@@ -294,7 +294,7 @@ def _verify(series: Series, repo: Repo, base: str, exported: list[Exported], tip
     commits, every file is applied in the checkout, as export always did, and that
     answers (a refusal is the checkout's, never the cache's).
     """
-    with tempfile.TemporaryDirectory(prefix="series-verify-") as tmp:
+    with scratch_dir("series-verify-") as tmp:
         files = []
         for i, e in enumerate(exported):
             path = Path(tmp) / f"{i:04d}.patch"

@@ -53,7 +53,7 @@ from series.builder import memo
 from series.builder.build import PatchFile
 from series.errors import UsageError
 from series.git.repo import Repo  # not through series.git: it imports every part
-from series.git.run import light_processes
+from series.git.run import light_processes, scratch_dir
 from series.manifest import load, loads  # the session parsed the project's: loaded already
 from series.records import NamedTuple
 from series.refnames import REBASE_LAST
@@ -359,9 +359,7 @@ def _build(series: Series, ui: Ui, version: Version, cache: Repo, known: memo.Kn
 @contextmanager
 def _written(files: dict[str, bytes]) -> Iterator[Path]:
     """``files`` written out in a new temporary directory, removed afterwards."""
-    import tempfile  # only for a version whose files must be on disk: not every run's
-
-    with tempfile.TemporaryDirectory(prefix="series-range-diff-") as tmp:
+    with scratch_dir("series-range-diff-") as tmp:
         root = Path(tmp)
         for rel, data in files.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)

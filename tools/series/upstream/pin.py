@@ -17,13 +17,13 @@ downloads nothing:
 
 from __future__ import annotations
 
-import tempfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, EnvironmentFault, Ident, Repo
+from series.git.run import scratch_dir
 from series.locks import exclusive
 from series.manifest import Upstream
 from series.upstream import refs
@@ -242,7 +242,7 @@ def import_sdist(repo: Repo, archive: Path, name: str, digest: str, upstream: Up
     """Import the archive's tree as one commit; same archive, same commit id."""
     import tarfile  # an sdist pin's alone (as in _sdist)
 
-    with tempfile.TemporaryDirectory(prefix="series-import-") as tmp:
+    with scratch_dir("series-import-", ram=False) as tmp:
         with tarfile.open(archive) as tar:
             members = tar.getmembers()
             tar.extractall(tmp, filter="data")
