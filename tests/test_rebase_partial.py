@@ -254,4 +254,4 @@ def test_killed_at_every_git_call_of_the_proposal_then_continue_and_abort(
             restore(killed, project.root)
             shutil.rmtree(killed)
         abort(case, n)
-    assert case.total > (4 if command == "abort" else 25)
+    assert case.total > (3 if command == "abort" else 24)  # every call (no rev-parse now)

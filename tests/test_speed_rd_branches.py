@@ -25,7 +25,6 @@ from series import upstream
 from series.builder import memo
 from series.git import Repo
 from series.git import run as git_run
-from series.git.repo import IS_REPO
 from series.manifest import load
 from series.project import Series
 from series.stack.rangediff import classify_diffs
@@ -125,8 +124,7 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
 # to say so): the checkout (is it one; the snapshot of the series before the rebase, its
 # commit, trees and files through one cat-file), the cache (both pins through one
 # cat-file; the memo of both stacks in one for-each-ref; the range-diff).
-RANGE_DIFF_AFTER_REBASE = [
-    " ".join(IS_REPO),
+RANGE_DIFF_AFTER_REBASE = [  # the checkout told a repository from its files (no IS_REPO)
     "cat-file --batch-command",
     "for-each-ref --format=%(refname) %(objectname) refs/series/stack/",
     "cat-file --batch-command",

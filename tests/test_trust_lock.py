@@ -209,6 +209,9 @@ def test_export_refuses_while_apply_runs_and_the_json_envelope_says_so(tmp_path:
     # checkout's old commits over that edit while apply is half way.
     replace_line(project.root / "patches/perf-P2.patch", "VALUE_5 = 55", "VALUE_5 = 56")
     edited = files(project.root)
+    # Counted as the held apply will run: with the stack built already (the cache, shared
+    # by HOME, keeps it from the first copy's apply).
+    assert git_calls(copy(project, tmp_path / "warm"), "apply") > 0
     total = git_calls(copy(project, tmp_path / "reference"), "apply")
     first = Held(project, tmp_path / "go", total // 2, "apply")
     proc = run(project, "export", "--json", SERIES_LOCK_TIMEOUT="0")

@@ -37,6 +37,7 @@ from pathlib import Path
 from series import backup, refnames
 from series.backup import Kept
 from series.errors import RefusedError, SeriesError
+from series.git import leftovers
 from series.git.inprogress import in_progress
 from series.git.refs import Transaction
 from series.git.repo import Repo
@@ -538,7 +539,7 @@ def finish_cut_move(checkout: Checkout, ui: Ui) -> bool:
             f"finished moving the files of {checkout.path} to {target[:12]} "
             "(an earlier series run was cut short while moving them)"
         )
-    lock = checkout.repo.worktree.index_lock()
+    lock = leftovers.index_lock(checkout.path)
     if lock is not None:  # not series' own (those are gone by now): refuse before writing
         raise lock_fault(lock, checkout.path)
     return target is not None

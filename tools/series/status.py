@@ -32,7 +32,7 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
     refuse_blocking(leftovers.git_dir(checkout.path))  # before any git: status would wait
     digest = status_memo.key(series, checkout.path, checkout.branch)
     known = status_memo.recall(series, checkout.path, digest)
-    if known is not None and checkout.repo.worktree.unfinished_move() is None:
+    if known is not None and leftovers.unfinished_move(checkout.path) is None:
         known["uncommitted"] = checkout.repo.worktree.dirty(read_only=True)
         known[GIT] = _git_in_progress(checkout)  # a marker file moves no ref, no index
         known["next"] = _next(known)
@@ -101,7 +101,7 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
         row["applied"] = row["id"] in applied
     report["unexported"] = [repo.history.oneline(c) for c in checkout.unexported(state)]
     # A move of the files cut short (a kill, a full disk): what it changed is not the user's.
-    move = repo.worktree.unfinished_move()
+    move = leftovers.unfinished_move(checkout.path)
     cut = checkout.interrupted_move(state)  # killed after the refs moved, before the files
     target = move.argv[-1] if move is not None else checkout.tip() if cut is not None else None
     half = repo.worktree.half_moved(target) if target is not None else set()

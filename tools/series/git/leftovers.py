@@ -74,6 +74,25 @@ def git_dir(cwd: Path) -> Path | None:
     return None  # a linked work tree (series owns those, and clears their locks) or none
 
 
+def unfinished_move(cwd: Path) -> Record | None:
+    """The move of the files of the checkout in ``cwd`` that a killed or failed series run
+    left, if any."""
+    where = git_dir(cwd)
+    moves = [r for r in dead_records(where) if is_move(r.argv)] if where is not None else []
+    return max(moves, key=lambda r: r.mtime, default=None)
+
+
+def index_lock(cwd: Path) -> Path | None:
+    """The index's lock file of the checkout in ``cwd``, when one is there after series
+    cleared its own stale ones."""
+    where = git_dir(cwd)
+    if where is None:
+        return None
+    clear_stale_locks(where)
+    lock = where / "index.lock"
+    return lock if lock.exists() else None
+
+
 def is_move(argv: Sequence[str]) -> bool:
     """Whether ``argv`` moves the files of a work tree (``read-tree -u``)."""
     return verb(argv) == "read-tree" and "-u" in argv

@@ -114,18 +114,12 @@ class Worktree(Part):
         except GitFailed as exc:
             raise self._move_failed(new, exc) from None
 
-    def start_reset(self, new: str) -> Started:
+    def start_reset(self, new: str) -> Moving:
         """``checkout_tree(None, new, parallel=False)`` started now (series.git.run.start):
-        :meth:`reset` waits for it. The caller works meanwhile on what the move does not
-        touch (``series rebase --abort``: the project files)."""
-        return self._run.start("-c", "checkout.workers=1", "read-tree", "--reset", "-u", new)
-
-    def reset(self, started: Started, new: str) -> None:
-        """The end of :meth:`start_reset`'s move to ``new``, refused as checkout_tree's."""
-        try:
-            started.result()
-        except GitFailed as exc:
-            raise self._move_failed(new, exc) from None
+        :meth:`Moving.wait` waits for it. The caller works meanwhile on what the move does
+        not touch (``series rebase --abort``: the project files)."""
+        started = self._run.start("-c", "checkout.workers=1", "read-tree", "--reset", "-u", new)
+        return Moving(self, started, new)
 
     def _move_failed(self, new: str, exc: GitFailed) -> SeriesError:
         return SeriesError(
@@ -135,16 +129,6 @@ class Worktree(Part):
             hint="free some space (or fix what git names), then run the command again "
             "(or `series apply`): it finishes the move; `series status` says where it stands",
         )
-
-    def unfinished_move(self) -> leftovers.Record | None:
-        """The move of this checkout's files that a killed or failed series run left, if any."""
-        where = leftovers.git_dir(self.path)
-        moves = (
-            [r for r in leftovers.dead_records(where) if leftovers.is_move(r.argv)]
-            if where is not None
-            else []
-        )
-        return max(moves, key=lambda r: r.mtime, default=None)
 
     def _move_changes(self, target: str) -> list[tuple[str, str, str, str]]:
         """(path, mode, blob, blob in the index) of what a move to ``target`` changes."""
@@ -216,15 +200,6 @@ class Worktree(Part):
             and EMPTY_BLOB not in (oid, old)
         ]
 
-    def index_lock(self) -> Path | None:
-        """The index's lock file, when one is there after series cleared its own stale ones."""
-        where = leftovers.git_dir(self.path)
-        if where is None:
-            return None
-        leftovers.clear_stale_locks(where)
-        lock = where / "index.lock"
-        return lock if lock.exists() else None
-
     def finish_move(self) -> str | None:
         """Finish a move of the checkout's files that was cut short; the commit it reached.
 
@@ -233,7 +208,7 @@ class Worktree(Part):
         ``read-tree`` runs again: it writes the rest, and refuses, as the
         first did, where a file of the user's would be overwritten.
         """
-        move = self.unfinished_move()
+        move = leftovers.unfinished_move(self.path)
         if move is None:
             return None
         where = leftovers.git_dir(self.path)
@@ -342,3 +317,21 @@ class Worktree(Part):
         lines = [f"0 {'0' * 40}\t{path}" for path in paths]
         lines += [f"{mode} {oid} {stage}\t{path}" for mode, oid, stage, path in entries]
         self._run.git_input("update-index", "--index-info", data=("\n".join(lines) + "\n").encode())
+
+
+class Moving:
+    """A move of the files started by :meth:`Worktree.start_reset`, not waited for yet."""
+
+    def __init__(self, worktree: Worktree, started: Started, new: str) -> None:
+        self.worktree, self.started, self.new = worktree, started, new
+
+    def wait(self) -> None:
+        """The end of the move, refused as :meth:`Worktree.checkout_tree`'s."""
+        try:
+            self.started.result()
+        except GitFailed as exc:
+            raise self.worktree._move_failed(self.new, exc) from None
+
+    def abandon(self) -> None:
+        """End the move unread (a move cut short stays recorded: series.git.leftovers)."""
+        self.started.abandon()

@@ -127,7 +127,7 @@ def abort(
     except BaseException:
         moving.abandon()
         raise
-    repo.worktree.reset(moving, tip)
+    moving.wait()
     with repo.refs.transaction(f"series {st.kind}: abort") as txn:
         rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them
     moved = "" if tip == st.tip else f" (the branch had moved to {tip[:12]}; it stays there)"
