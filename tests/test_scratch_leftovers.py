@@ -36,6 +36,13 @@ def _later(run: Path) -> None:
         _age(stamp, 120)
 
 
+def _sweep_an_hour_later(run: Path, path: Path) -> None:
+    """``path`` made an hour ago, a sweep of ``run`` due, and one run."""
+    _age(path, 3600)
+    _later(run)
+    _sweep(run)
+
+
 def _sweep(run: Path) -> None:
     """A fresh series process that makes (and removes) one scratch directory."""
     probe = (
@@ -93,9 +100,7 @@ def test_a_held_scratch_is_never_removed_even_named_with_a_dead_pid(tmp_path: Pa
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        _age(held, 3600)
-        _later(run)
-        _sweep(run)
+        _sweep_an_hour_later(run, held)
         assert (held / "HEAD").read_text() == "x\n"
     finally:
         holder.communicate("", timeout=60)
@@ -128,9 +133,7 @@ def test_a_live_series_s_scratch_is_never_removed(tmp_path: Path) -> None:
         live = Path(maker.stdout.readline().strip())
         assert live.parent == run and live.is_dir()
         (live / "data").write_text("d\n")
-        _age(live, 3600)
-        _later(run)
-        _sweep(run)
+        _sweep_an_hour_later(run, live)
         assert (live / "data").read_text() == "d\n"
     finally:
         maker.communicate("", timeout=60)
