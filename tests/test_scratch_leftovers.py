@@ -172,10 +172,15 @@ def test_links_other_users_and_young_ones_are_kept(tmp_path: Path) -> None:
     not_series = run / "other-tool-1"
     not_series.mkdir()
     _age(not_series, 3 * 86400)
+    users = run / "series-notes"  # the user's own, days old: no name series ever made
+    users.mkdir()
+    (users / "todo").write_text("t\n")
+    _age(users, 3 * 86400)
     _sweep(run)
     assert all(link.is_symlink() for link in links)
     assert (target / "keep").read_text() == "k\n"
     assert young.is_dir() and recent.is_dir() and not_series.is_dir()
+    assert (users / "todo").read_text() == "t\n"
     assert not old.exists()
     if owned:
         assert others.is_dir() and other_old.is_dir()

@@ -1047,6 +1047,15 @@ def _release(path: str) -> None:
             os.close(fd)
 
 
+# What series made before its scratch was locked (no SCRATCH_MARK): its own prefixes and
+# the random part tempfile (8 of [a-z0-9_]) or private_dir (12 hex digits) gave them. A
+# user's own /tmp/series-notes is none of them, whatever its age.
+_OLD_NAME = re.compile(
+    r"series-(?:import|index|lint|mail|merge-file|no-attributes-[0-9]+|objects|range-diff"
+    r"|rebase|run|stack|stdin|stream|verify)-(?:[0-9a-f]{12}|[a-z0-9_]{8})\Z"
+)
+
+
 def _sweep(base: str) -> None:
     """Remove the ``series-*`` scratch files and directories of this user in ``base``
     that no live process holds: held ones (``SCRATCH_MARK``) whose lock can be taken and
@@ -1070,7 +1079,7 @@ def _sweep(base: str) -> None:
         return
     for name in names:
         held = name.endswith(SCRATCH_MARK)
-        if not (held or unmarked):
+        if not held and not (unmarked and _OLD_NAME.match(name)):
             continue  # only names: thousands of them cost no stat
         path = os.path.join(base, name)
         if path in _HELD or path in _EMPTY:
