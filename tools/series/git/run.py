@@ -57,7 +57,16 @@ os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 from series.errors import InternalError, RefusedError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
-from series.git.child import Running, Spawned, end, finish_all, gitpython, run_child, spawn
+from series.git.child import (
+    Running,
+    Spawned,
+    end,
+    finish_all,
+    gitpython,
+    reap_within,
+    run_child,
+    spawn,
+)
 from series.git.child import abandon as abandon_child
 from series.git.child import start as start_child
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
@@ -753,16 +762,12 @@ class _PlainBatch:
             self.stdin.close()
             self.stdout.close()
             os.close(self.err)
-        deadline, pause = time.monotonic() + 1, 0.0005  # as Popen.wait(timeout) polls
         with contextlib.suppress(OSError):
-            while os.waitpid(proc.pid, os.WNOHANG) == (0, 0):
-                if time.monotonic() > deadline:
-                    end(proc)
-                    break
-                time.sleep(pause)
-                pause = min(pause * 2, 0.05)
+            status = reap_within(proc.pid, 1)
+            if status is None:
+                end(proc)
             else:
-                proc.returncode = 0  # reaped
+                proc.returncode = status
 
 
 class LongLived:
@@ -784,27 +789,21 @@ class LongLived:
 
 def end_long_lived(proc: LongLived | None, timeout: float) -> None:
     """End a long-lived git process: end of its input (it exits), killed if it has not
-    within ``timeout`` seconds (waited for as ``Popen.wait(timeout)`` polls)."""
+    within ``timeout`` seconds (series.git.child.reap_within)."""
     if proc is None or proc.proc.returncode is not None:
         return
     for stream in (proc.stdin, proc.stdout):
         with contextlib.suppress(OSError, ValueError):
             stream.close()
-    deadline, pause = time.monotonic() + timeout, 0.0005
-    while True:
-        try:
-            pid, status = os.waitpid(proc.pid, os.WNOHANG)
-        except ChildProcessError:  # reaped already
-            proc.proc.returncode = -1
-            return
-        if pid:
-            proc.proc.returncode = os.waitstatus_to_exitcode(status)
-            return
-        if time.monotonic() > deadline:
-            end(proc.proc)  # killed, with what it started, and reaped
-            return
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
+    try:
+        status = reap_within(proc.pid, timeout)
+    except ChildProcessError:  # reaped already
+        proc.proc.returncode = -1
+        return
+    if status is None:
+        end(proc.proc)  # killed, with what it started, and reaped
+    else:
+        proc.proc.returncode = status
 
 
 def _not_started(exc: Exception) -> bool:
