@@ -105,7 +105,7 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
     # series' own check of git's version (series.git.version; the shim's, which is a
     # wrapper script, is asked each run and left out by GitShim); none of GitPython's
     assert "version" not in verbs and "diff-tree" not in verbs, calls
-    assert verbs.count("range-diff") == 1, calls
+    assert verbs.count("range-diff") == 2, calls  # 10 pairs: two halves, each asked once
     report = json.loads(out)
     kinds = {p["id"]: p["kind"] for p in report["patches"]}
     assert kinds == {**{s.id: "unchanged" for s in ELEVEN}, "P5": "dropped"}
@@ -123,11 +123,13 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
 # What `range-diff` asks git after a rebase, the project not a git repository (no process
 # to say so): the checkout (is it one; the snapshot of the series before the rebase, its
 # commit, trees and files through one cat-file), the cache (both pins through one
-# cat-file; the memo of both stacks in one for-each-ref; the range-diff).
+# cat-file; the memo of both stacks in one for-each-ref; the range-diff, of 11 pairs in
+# two halves at once: series.stack.rangediff.CUT_AT).
 RANGE_DIFF_AFTER_REBASE = [  # the checkout told a repository from its files (no IS_REPO)
     "cat-file --batch-command",
     "for-each-ref --format=%(refname) %(objectname) refs/series/stack/",
     "cat-file --batch-command",
+    "range-diff",
     "range-diff",
 ]
 
@@ -161,6 +163,45 @@ def test_range_diff_after_a_rebase_reads_what_it_compares_with_few_git_processes
     assert texts == one_by_one(counted, report)
     assert [c if c.split()[0] in ("rev-parse", "cat-file", "for-each-ref") else c.split()[0]
             for c in calls] == RANGE_DIFF_AFTER_REBASE, calls  # fmt: skip
+
+
+def reorder(project: Project, order: list[str]) -> None:
+    """series.toml's patches in ``order`` (their tables moved, nothing else changed)."""
+    toml = project.root / "series.toml"
+    text = toml.read_text()
+    head, *tables = text.split("[[patch]]\n")
+    by_id = {table.split('"', 2)[1]: table for table in tables}
+    toml.write_text(head + "".join(f"[[patch]]\n{by_id[pid]}" for pid in order))
+
+
+@pytest.mark.parametrize(
+    ("moved", "halves"),
+    [
+        # P3 and P8 swapped: the first eight pairs are the same patches in both orders
+        ([1, 2, 8, 4, 5, 6, 7, 3, 9, 10, 11], True),
+        # P1 moved to the end: no cut leaves the same patches before it in both orders
+        ([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1], False),
+    ],
+)
+def test_range_diff_of_a_reordered_series_is_git_pair_by_pair(
+    tmp_path: Path, moved: list[int], halves: bool
+) -> None:
+    """A long series is range-diffed in two halves at once where a cut leaves the same
+    patches before it in both versions' orders, else whole: the texts and classes are
+    git's asked pair by pair either way, and no pair is asked alone. (Checked to fail
+    with the cut placed one pair off in the old version: the pair the cut parts is asked
+    alone.)"""
+    project, counted = committed_project(tmp_path)
+    counted.run("apply")
+    reorder(project, [f"P{i}" for i in moved])
+    out, calls = counted.run("range-diff", "--json")
+    report = json.loads(out)
+    assert [p["id"] for p in report["patches"]] == [f"P{i}" for i in moved]
+    texts = {p["id"]: p["range_diff"] for p in report["patches"] if p["old"] and p["new"]}
+    assert texts == one_by_one(counted, report)
+    assert {p["id"]: p["kind"] for p in report["patches"]} == oracle_kinds(counted, report)
+    asked = [c for c in calls if c.startswith("range-diff")]  # no pair asked alone
+    assert len(asked) == (2 if halves else 1) and not any("^!" in c for c in asked), calls
 
 
 def oracle_kinds(counted: Counted, report: dict[str, object]) -> dict[str, str]:

@@ -14,13 +14,15 @@ The per-patch text is ``git range-diff``'s own (``git range-diff A^! B^!``),
 so it reads like range-diff output everywhere else. ``series range-diff``
 asks git once for the whole series (:func:`range_diffs`: one ``range-diff``
 of the two stacks, cut into patches and numbered as the one-patch form
-numbers them) and once for every diff (``diff-tree --stdin``); a patch that
-git pairs with another patch's commit in the whole-series run is asked
-alone, so the text is always the one-patch form's. A pair git's range-diff
-marks ``=`` (the same text) is ``unchanged`` without a diff of its own
-(:func:`_same`); only the others are diffed, and of those, where patches
-change several files, only the files whose raw diff lines differ (one
-``diff-tree --raw`` first: :func:`_diffs`). Its git processes start
+numbers them; from CUT_AT pairs, two at once, each of one half of both
+stacks: :func:`_cut`) and once for every diff (``diff-tree --stdin``); a
+patch that git pairs with another patch's commit in the whole-series run
+(or that a cut parts) is asked alone, so the text is always the one-patch
+form's. A pair git's range-diff marks ``=`` (the same text) is
+``unchanged`` without a diff of its own (:func:`_same`); only the others
+are diffed, and of those, where patches change several files, only the
+files whose raw diff lines differ (one ``diff-tree --raw``, run beside the
+range-diff: :func:`_diffs`). Its git processes start
 without importing GitPython (series.git.run.light_processes: one
 ``cat-file`` per repository); the memo is listed once for both versions,
 both pins are found in the cache without the fetch machinery
@@ -65,6 +67,7 @@ from series.stack.rangediff_kept import Seen, read_known
 
 TYPE_CHECKING = False  # neither typing nor dataclasses is imported for a range-diff
 if TYPE_CHECKING:
+    from series.git.diffs import Later
     from series.manifest import Manifest
     from series.project import Series
     from series.ui import Ui
@@ -91,35 +94,52 @@ def range_diffs(
     old: tuple[str, str],
     new: tuple[str, str],
     pairs: Sequence[tuple[str, str]],
+    cut: tuple[str, str] | None = None,
 ) -> dict[tuple[str, str], str]:
-    """:func:`range_diff` of each (old commit, new commit) pair, with one ``git range-diff``.
+    """:func:`range_diff` of each (old commit, new commit) pair, with one ``git range-diff``
+    (or two at once: ``cut``).
 
     ``old`` and ``new`` are (base, tip) of the two stacks holding the
     pairs' commits. git pairs the commits of the two ranges itself; a pair
     it does not pair the same way (a patch that now reads more like
     another one) is asked alone. Each text is the one-pair form's:
-    numbered 1, with no padding.
+    numbered 1, with no padding. ``cut``: a commit of each stack where both
+    are cut in two (:func:`_cut`), each half's range-diff run beside the
+    other's, one on each core: git reads the commits of each range with a
+    ``git log`` of its own, one after the other, most of the work. A pair's
+    text is its two commits' alone, whichever range holds them; a pair git
+    does not pair within a half (one whose commits the cut parts) is asked
+    alone, as above.
     """
     if len(pairs) < 2:
         return {(o, n): range_diff(repo, o, n) for o, n in pairs}
-    out = repo.diffs.range_diff(f"{old[0]}..{old[1]}", f"{new[0]}..{new[1]}")
+    if cut is None:
+        outs = [repo.diffs.range_diff(f"{old[0]}..{old[1]}", f"{new[0]}..{new[1]}")]
+    else:
+        outs = repo.diffs.range_diffs(
+            [
+                (f"{old[0]}..{cut[0]}", f"{new[0]}..{cut[1]}"),
+                (f"{cut[0]}..{old[1]}", f"{cut[1]}..{new[1]}"),
+            ]
+        )
     found: dict[tuple[str, str], list[str]] = {}
     index: dict[tuple[int, int], dict[tuple[str, str], tuple[str, str]]] = {}  # by abbrev length
-    current: list[str] | None = None
-    for line in out.splitlines(keepends=True):
-        match = _HEADER.match(line.rstrip("\n"))
-        if match is None:
-            if current is not None:
-                current.append(line)
-            continue
-        current = None
-        _, a, mark, _, b, subject = match.groups()
-        size = (len(a), len(b))
-        if size not in index:
-            index[size] = {(o[: size[0]], n[: size[1]]): (o, n) for o, n in pairs}
-        pair = index[size].get((a, b))
-        if pair is not None and mark in "=!":
-            current = found[pair] = [f"1:  {a} {mark} 1:  {b} {subject}\n"]
+    for out in outs:
+        current: list[str] | None = None
+        for line in out.splitlines(keepends=True):
+            match = _HEADER.match(line.rstrip("\n"))
+            if match is None:
+                if current is not None:
+                    current.append(line)
+                continue
+            current = None
+            _, a, mark, _, b, subject = match.groups()
+            size = (len(a), len(b))
+            if size not in index:
+                index[size] = {(o[: size[0]], n[: size[1]]): (o, n) for o, n in pairs}
+            pair = index[size].get((a, b))
+            if pair is not None and mark in "=!":
+                current = found[pair] = [f"1:  {a} {mark} 1:  {b} {subject}\n"]
     texts = {pair: "".join(lines) for pair, lines in found.items()}
     for pair in pairs:
         if pair not in texts:
@@ -244,16 +264,16 @@ def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None
         )
     reasons = {d.id: d.reason for d in manifest.dropped}  # why each was dropped
     ids = [pid for pid in [*b, *(p for p in a if p not in b)] if only in (None, pid)]
-    pairs = [(a[pid][0], b[pid][0]) for pid in ids if pid in a and pid in b]
-    texts = range_diffs(cache, a_range, b_range, pairs)
-    same = {
-        (a[pid][0], b[pid][0])
-        for pid in ids
-        if pid in a and pid in b and _same(texts[a[pid][0], b[pid][0]], old, new, a[pid], b[pid])
-    }
-    diffs = _diffs(
-        cache, old, new, [(a[pid], b[pid]) for pid in ids if pid in a and pid in b], same
-    )
+    both = [(a[pid], b[pid]) for pid in ids if pid in a and pid in b]
+    pairs = [(o[0], n[0]) for o, n in both]
+    raw = _raw_later(cache, old, new, both)  # beside the range-diff
+    try:
+        texts = range_diffs(cache, a_range, b_range, pairs, _cut(a, b, ids))
+    except BaseException:
+        raw.abandon()
+        raise
+    same = {(o[0], n[0]) for o, n in both if _same(texts[o[0], n[0]], old, new, o, n)}
+    diffs = _diffs(cache, old, new, both, same, raw)
     rows = []
     for pid in ids:
         o, n = a.get(pid), b.get(pid)
@@ -271,6 +291,37 @@ def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None
             assert o is not None
             rows.append(Row(pid, "dropped", o[0], None, title, "", reasons.get(pid, "")))
     return rows
+
+
+CUT_AT = 8  # pairs from which range-diff is cut in two halves (:func:`_cut`): below, the
+# second half's processes (range-diff and its two logs) cost more than the half of the
+# work they take off the first
+
+
+def _cut(
+    a: dict[str, tuple[str, str, str]], b: dict[str, tuple[str, str, str]], ids: list[str]
+) -> tuple[str, str] | None:
+    """(old commit, new commit) after which :func:`range_diffs` cuts both stacks (``a``,
+    ``b``: patch id -> (commit, ...), in each stack's order), nearest the middle of the
+    pairs of ``ids``: the patches of those pairs before the cut are the same in both
+    orders, so git meets each pair within one half. None under CUT_AT pairs, or where the
+    two orders leave no such cut."""
+    paired = set(ids) & a.keys() & b.keys()
+    old = [pid for pid in a if pid in paired]
+    new = [pid for pid in b if pid in paired]
+    if len(old) < CUT_AT:
+        return None
+    before_old: set[str] = set()
+    before_new: set[str] = set()
+    best: int | None = None
+    for k in range(len(old) - 1):  # cut after k + 1 pairs: each half keeps one at least
+        before_old.add(old[k])
+        before_new.add(new[k])
+        if before_old == before_new and (
+            best is None or abs(2 * k + 2 - len(old)) < abs(2 * best + 2 - len(old))
+        ):
+            best = k
+    return None if best is None else (a[old[best]][0], b[new[best]][0])
 
 
 # What makes git range-diff's own diffs differ from :func:`shape`'s (``--no-renames``): a
@@ -297,33 +348,52 @@ def _same(
     return not any(_RENAMES.search(data) for data in files)
 
 
+Pairs = list[tuple[tuple[str, str, str], tuple[str, str, str]]]  # (old, new): commit, title, file
+
+
+def _raw_later(cache: Repo, old: Version, new: Version, pairs: Pairs) -> Later:
+    """The raw diffs (``diff-tree --raw``: no blob read) of the commits of ``pairs``, started
+    now, to be read by :func:`_diffs`: where some pair's patch files name more than one
+    file; else none is asked (:func:`_several`)."""
+    if any(
+        _several(old.files.get(o[2], b"")) or _several(new.files.get(n[2], b"")) for o, n in pairs
+    ):
+        return cache.diffs.raw_commits_later([c for o, n in pairs for c in (o[0], n[0])])
+    return cache.diffs.raw_commits_later([])
+
+
 def _diffs(
     cache: Repo,
     old: Version,
     new: Version,
-    pairs: list[tuple[tuple[str, str, str], tuple[str, str, str]]],
+    pairs: Pairs,
     same: set[tuple[str, str]],
+    raw_later: Later,
 ) -> dict[str, bytes]:
     """The diffs that classify the ``pairs`` (old, new: commit, title, file) not ``same``
     (unchanged, needing none), with one ``diff-tree``; adds to ``same`` the pairs found
     unchanged without it.
 
-    Where a pair's patch files name more than one file, the commits' raw diffs are asked
-    first (one ``diff-tree --raw``: no blob read): two commits with the same raw diff
-    (modes, blob ids, paths) have the same diff, so they are unchanged, and the others
-    are diffed only in the files whose raw lines differ in some pair
+    Where a pair's patch files name more than one file, the commits' raw diffs were
+    asked first (``raw_later``, :func:`_raw_later`, read here): two commits with the
+    same raw diff (modes, blob ids, paths) have the same diff, so they are unchanged,
+    and the others are diffed only in the files whose raw lines differ in some pair
     (series.stack.diffclass.differing_files).
     A rebase moves a few of the files under the patches, not every file they touch (the
     tests they add), and those diffs are most of the work; for patches of one file each
     the raw diffs would leave nothing out. The patch files only choose whether to ask:
-    what is diffed and left out is git's raw answer."""
+    what is diffed and left out is git's raw answer. The raw diffs are of every pair,
+    asked beside the range-diff that tells which pairs are ``same``: they are read only
+    where some pair not ``same`` names more than one file, as if asked then."""
     todo = [(o, n) for o, n in pairs if (o[0], n[0]) not in same]
     raw: dict[str, bytes] = {}
     if any(
         _several(old.files.get(o[2], b"")) or _several(new.files.get(n[2], b"")) for o, n in todo
     ):
-        raw = cache.diffs.raw_commits([c for o, n in todo for c in (o[0], n[0])])
+        raw = raw_later.result()
         same |= {(o[0], n[0]) for o, n in todo if raw[o[0]] == raw[n[0]]}
+    else:
+        raw_later.abandon()
     commits = [(o[0], n[0]) for o, n in todo if (o[0], n[0]) not in same]
     paths = differing_files(raw, commits) if raw else []
     return cache.diffs.commits([c for pair in commits for c in pair], paths)
