@@ -23,9 +23,13 @@ from test_speed import ELEVEN, Counted, imported_after
 from test_speed_rd_branches import RANGE_DIFF_AFTER_REBASE, UTIL
 
 # Parts a range-diff answered from the memo does not use: the git layer's other parts
-# (series.git.names imports them all), and tempfile (nothing written out: the earlier
-# version's files are read from their bytes, no pair needs a diff of its own here).
+# (series.git.names imports them all), the builder and the mail parts it reads patch files
+# with (no patch is applied), and tempfile (nothing written out: the earlier version's
+# files are read from their bytes, no pair needs a diff of its own here).
 NOT_IMPORTED = {
+    "series.builder.build",
+    "series.builder.message",
+    "series.git.mail",
     "series.git.names",
     "series.git.history",
     "series.git.index",

@@ -52,7 +52,6 @@ from pathlib import Path
 
 from series import upstream
 from series.builder import memo
-from series.builder.build import PatchFile
 from series.errors import UsageError
 from series.git.repo import Repo  # not through series.git: it imports every part
 from series.git.run import light_processes, scratch_dir
@@ -529,6 +528,8 @@ def _remembered(
 def _stack(
     series: Series, manifest: Manifest, root: Path, base: str, cache: Repo, known: memo.Known
 ) -> tuple[dict[str, tuple[str, str, str]], tuple[str, str]]:
+    from series.builder.build import PatchFile  # a build: not loaded when the memo has both
+
     files = [PatchFile(p, root / p.file) for p in manifest.patches]
     built = memo.build(cache, base, files, known)
     if built.reused < len(built.steps) or built.failure is not None:
