@@ -121,13 +121,14 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
 
 
 # What `range-diff` asks git after a rebase, the project not a git repository (no process
-# to say so): the checkout (is it one; the snapshot of the series before the rebase, its
-# commit, trees and files through one cat-file), the cache (both pins through one
-# cat-file; the memo of both stacks in one for-each-ref; the range-diff, of 11 pairs in
-# two halves at once: series.stack.rangediff.CUT_AT).
+# to say so): the memo of both stacks in one for-each-ref (started first, read once the
+# earlier version is read), the checkout (is it one; the snapshot of the series before
+# the rebase, its commit, trees and files through one cat-file), the cache (both pins
+# through one cat-file; the range-diff, of 11 pairs in two halves at once:
+# series.stack.rangediff.CUT_AT).
 RANGE_DIFF_AFTER_REBASE = [  # the checkout told a repository from its files (no IS_REPO)
-    "cat-file --batch-command",
     "for-each-ref --format=%(refname) %(objectname) refs/series/stack/",
+    "cat-file --batch-command",
     "cat-file --batch-command",
     "range-diff",
     "range-diff",

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from series.builder.build import Built, P, PatchFile, Step
     from series.git import Repo
+    from series.git.refs import Listing
 
 MEMO = refnames.MEMO
 PROVEN = refnames.PROVEN
@@ -59,8 +60,20 @@ Known = dict[str, tuple[str, bool]]  # key -> (commit, whether it needed a 3-way
 
 def recorded(repo: Repo) -> Known:
     """Every commit the memo of ``repo`` keeps, by key: one ``for-each-ref``."""
+    return known_of(repo.refs.under(MEMO))
+
+
+def recorded_later(repo: Repo) -> Listing:
+    """:func:`recorded`'s ``for-each-ref``, started now and read later (``series
+    range-diff``: beside the reading of the earlier version), by :func:`known_of` of its
+    :meth:`~series.git.refs.Listing.result`."""
+    return repo.refs.under_later(MEMO)
+
+
+def known_of(refs: dict[str, str]) -> Known:
+    """The memo, by key, from its refs (refname -> commit)."""
     known: Known = {}
-    for name, commit in repo.refs.under(MEMO).items():
+    for name, commit in refs.items():
         key, _, flag = name.removeprefix(MEMO).partition(".")
         known[key] = (commit, flag == "3way")
     return known

@@ -58,6 +58,7 @@ from series.git.run import light_processes, scratch_dir
 from series.manifest import load, loads  # the session parsed the project's: loaded already
 from series.records import NamedTuple
 from series.refnames import REBASE_LAST
+from series.stack.branches_kept import CACHE_REPO  # series.upstream.cache_repo
 from series.stack.diffclass import CONTENT as CONTENT
 from series.stack.diffclass import CONTEXT as CONTEXT
 from series.stack.diffclass import UNCHANGED, differing_files
@@ -67,6 +68,7 @@ from series.stack.rangediff_kept import Seen, read_known
 TYPE_CHECKING = False  # neither typing nor dataclasses is imported for a range-diff
 if TYPE_CHECKING:
     from series.git.diffs import Later
+    from series.git.refs import Listing
     from series.manifest import Manifest
     from series.project import Series
     from series.ui import Ui
@@ -188,9 +190,25 @@ def report(
     patch files' digests, taken for the memo's keys where they are of the bytes read)."""
     with light_processes():  # a few queries and one range-diff: GitPython's import costs more
         files, digests = _current_files(series, seen or {})  # read once, for both
-        old = previous(series, since, files)
-        new = current(series, files, digests)
-        return old, new, compare(series, ui, old, new, only)
+        listing = _memo_later(series)  # beside the reading of the earlier version
+        try:
+            old = previous(series, since, files)
+            new = current(series, files, digests)
+        except BaseException:
+            if listing is not None:
+                listing.abandon()
+            raise
+        return old, new, compare(series, ui, old, new, only, listing)
+
+
+def _memo_later(series: Series) -> Listing | None:
+    """The listing of the memo (series.builder.memo.recorded_later), started now, where
+    the cache repository is there already; else None: ``series.cache`` makes it, once
+    the earlier version is found (a range-diff that has none to compare with refuses
+    without making it)."""
+    if not os.path.isfile(os.path.join(series.cache_dir, CACHE_REPO, "HEAD")):
+        return None
+    return memo.recorded_later(series.cache)
 
 
 def previous(series: Series, since: str | None, current: dict[str, bytes]) -> Version:
@@ -250,10 +268,19 @@ def current(
     return Version("patches/ as they are now", files, manifest if named else None, digests)
 
 
-def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None) -> list[Row]:
-    """One row per patch of either version (new order first, then the dropped ones)."""
+def compare(
+    series: Series,
+    ui: Ui,
+    old: Version,
+    new: Version,
+    only: str | None,
+    listing: Listing | None = None,
+) -> list[Row]:
+    """One row per patch of either version (new order first, then the dropped ones);
+    ``listing``: the memo's, started already (:func:`_memo_later`)."""
     cache = series.cache
-    known = memo.recorded(cache)  # one listing of the memo for both versions
+    # one listing of the memo for both versions
+    known = memo.known_of(listing.result()) if listing is not None else memo.recorded(cache)
     a, a_range, _ = _build(series, ui, old, cache, known)
     b, b_range, manifest = _build(series, ui, new, cache, known)
     if only is not None and only not in a and only not in b:
