@@ -21,8 +21,8 @@ patch that git pairs with another patch's commit in the whole-series run
 form's. A pair git's range-diff marks ``=`` (the same text) is
 ``unchanged`` without a diff of its own (:func:`_same`); only the others
 are diffed, and of those, where patches change several files, only the
-files whose raw diff lines differ (one ``diff-tree --raw``, run beside the
-range-diff: :func:`_diffs`). Its git processes start
+files whose raw diff lines differ (one ``diff-tree --raw`` first:
+:func:`_diffs`). Its git processes start
 without importing GitPython (series.git.run.light_processes: one
 ``cat-file`` per repository); the memo is listed once for both versions,
 both pins are found in the cache without the fetch machinery
@@ -67,7 +67,6 @@ from series.stack.rangediff_kept import Seen, read_known
 
 TYPE_CHECKING = False  # neither typing nor dataclasses is imported for a range-diff
 if TYPE_CHECKING:
-    from series.git.diffs import Later
     from series.git.refs import Listing
     from series.manifest import Manifest
     from series.project import Series
@@ -292,14 +291,9 @@ def compare(
     ids = [pid for pid in [*b, *(p for p in a if p not in b)] if only in (None, pid)]
     both = [(a[pid], b[pid]) for pid in ids if pid in a and pid in b]
     pairs = [(o[0], n[0]) for o, n in both]
-    raw = _raw_later(cache, old, new, both)  # beside the range-diff
-    try:
-        texts = range_diffs(cache, a_range, b_range, pairs, _cut(a, b, ids))
-    except BaseException:
-        raw.abandon()
-        raise
+    texts = range_diffs(cache, a_range, b_range, pairs, _cut(a, b, ids))
     same = {(o[0], n[0]) for o, n in both if _same(texts[o[0], n[0]], old, new, o, n)}
-    diffs = _diffs(cache, old, new, both, same, raw)
+    diffs = _diffs(cache, old, new, both, same)
     rows = []
     for pid in ids:
         o, n = a.get(pid), b.get(pid)
@@ -374,52 +368,33 @@ def _same(
     return not any(_RENAMES.search(data) for data in files)
 
 
-Pairs = list[tuple[tuple[str, str, str], tuple[str, str, str]]]  # (old, new): commit, title, file
-
-
-def _raw_later(cache: Repo, old: Version, new: Version, pairs: Pairs) -> Later:
-    """The raw diffs (``diff-tree --raw``: no blob read) of the commits of ``pairs``, started
-    now, to be read by :func:`_diffs`: where some pair's patch files name more than one
-    file; else none is asked (:func:`_several`)."""
-    if any(
-        _several(old.files.get(o[2], b"")) or _several(new.files.get(n[2], b"")) for o, n in pairs
-    ):
-        return cache.diffs.raw_commits_later([c for o, n in pairs for c in (o[0], n[0])])
-    return cache.diffs.raw_commits_later([])
-
-
 def _diffs(
     cache: Repo,
     old: Version,
     new: Version,
-    pairs: Pairs,
+    pairs: list[tuple[tuple[str, str, str], tuple[str, str, str]]],
     same: set[tuple[str, str]],
-    raw_later: Later,
 ) -> dict[str, bytes]:
     """The diffs that classify the ``pairs`` (old, new: commit, title, file) not ``same``
     (unchanged, needing none), with one ``diff-tree``; adds to ``same`` the pairs found
     unchanged without it.
 
-    Where a pair's patch files name more than one file, the commits' raw diffs were
-    asked first (``raw_later``, :func:`_raw_later`, read here): two commits with the
-    same raw diff (modes, blob ids, paths) have the same diff, so they are unchanged,
-    and the others are diffed only in the files whose raw lines differ in some pair
+    Where a pair's patch files name more than one file, the commits' raw diffs are asked
+    first (one ``diff-tree --raw``: no blob read): two commits with the same raw diff
+    (modes, blob ids, paths) have the same diff, so they are unchanged, and the others
+    are diffed only in the files whose raw lines differ in some pair
     (series.stack.diffclass.differing_files).
     A rebase moves a few of the files under the patches, not every file they touch (the
     tests they add), and those diffs are most of the work; for patches of one file each
     the raw diffs would leave nothing out. The patch files only choose whether to ask:
-    what is diffed and left out is git's raw answer. The raw diffs are of every pair,
-    asked beside the range-diff that tells which pairs are ``same``: they are read only
-    where some pair not ``same`` names more than one file, as if asked then."""
+    what is diffed and left out is git's raw answer."""
     todo = [(o, n) for o, n in pairs if (o[0], n[0]) not in same]
     raw: dict[str, bytes] = {}
     if any(
         _several(old.files.get(o[2], b"")) or _several(new.files.get(n[2], b"")) for o, n in todo
     ):
-        raw = raw_later.result()
+        raw = cache.diffs.raw_commits([c for o, n in todo for c in (o[0], n[0])])
         same |= {(o[0], n[0]) for o, n in todo if raw[o[0]] == raw[n[0]]}
-    else:
-        raw_later.abandon()
     commits = [(o[0], n[0]) for o, n in todo if (o[0], n[0]) not in same]
     paths = differing_files(raw, commits) if raw else []
     return cache.diffs.commits([c for pair in commits for c in pair], paths)
