@@ -206,6 +206,25 @@ def test_range_diff_of_a_reordered_series_is_git_pair_by_pair(
     assert len(asked) == (2 if halves else 1) and not any("^!" in c for c in asked), calls
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_range_diff_on_one_core_asks_git_once(tmp_path: Path) -> None:
+    """On one core the two halves would only add their own starts: one range-diff, whole,
+    and the same texts. (Checked to fail without the check of the cores: two.)"""
+    project, counted = committed_project(tmp_path)
+    counted.run("apply")
+    reorder(project, [f"P{i}" for i in (1, 2, 8, 4, 5, 6, 7, 3, 9, 10, 11)])
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})  # series, and the git it starts, inherit it
+    try:
+        out, calls = counted.run("range-diff", "--json")
+    finally:
+        os.sched_setaffinity(0, cores)
+    report = json.loads(out)
+    texts = {p["id"]: p["range_diff"] for p in report["patches"] if p["old"] and p["new"]}
+    assert texts == one_by_one(counted, report)
+    assert [c.split()[0] for c in calls].count("range-diff") == 1, calls
+
+
 def oracle_kinds(counted: Counted, report: dict[str, object]) -> dict[str, str]:
     """Each row's class from the two commits' diffs asked of git one by one."""
     cache = counted.cache / "upstream.git"

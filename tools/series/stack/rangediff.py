@@ -324,12 +324,13 @@ def _cut(
     """(old commit, new commit) after which :func:`range_diffs` cuts both stacks (``a``,
     ``b``: patch id -> (commit, ...), in each stack's order), nearest the middle of the
     pairs of ``ids``: the patches of those pairs before the cut are the same in both
-    orders, so git meets each pair within one half. None under CUT_AT pairs, or where the
-    two orders leave no such cut."""
+    orders, so git meets each pair within one half. None under CUT_AT pairs, on one core
+    (the halves would only add their own starts), or where the two orders leave no such
+    cut."""
     paired = set(ids) & a.keys() & b.keys()
     old = [pid for pid in a if pid in paired]
     new = [pid for pid in b if pid in paired]
-    if len(old) < CUT_AT:
+    if len(old) < CUT_AT or _cores() < 2:
         return None
     before_old: set[str] = set()
     before_new: set[str] = set()
@@ -342,6 +343,13 @@ def _cut(
         ):
             best = k
     return None if best is None else (a[old[best]][0], b[new[best]][0])
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 # What makes git range-diff's own diffs differ from :func:`shape`'s (``--no-renames``): a
