@@ -201,13 +201,20 @@ def report(
 
 
 def _memo_later(series: Series) -> Listing | None:
-    """The listing of the memo (series.builder.memo.recorded_later), started now, where
-    the cache repository is there already; else None: ``series.cache`` makes it, once
-    the earlier version is found (a range-diff that has none to compare with refuses
-    without making it)."""
+    """The listing of the memo (series.builder.memo.recorded_later), started now, and the
+    cache's ``cat-file`` that finds both pins (series.git.objects.Objects.warm), where the
+    cache repository is there already; else None: ``series.cache`` makes it, once the
+    earlier version is found (a range-diff that has none to compare with refuses without
+    making it)."""
     if not os.path.isfile(os.path.join(series.cache_dir, CACHE_REPO, "HEAD")):
         return None
-    return memo.recorded_later(series.cache)
+    listing = memo.recorded_later(series.cache)
+    try:
+        series.cache.objects.warm()
+    except BaseException:
+        listing.abandon()
+        raise
+    return listing
 
 
 def previous(series: Series, since: str | None, current: dict[str, bytes]) -> Version:
