@@ -29,7 +29,15 @@ from series.manifest import load
 from series.project import Series
 from series.stack.rangediff import classify_diffs
 from series.upstream.unreachable import recall, remember
-from test_speed import ELEVEN, Counted, committed_project, drop, imported_after, one_by_one
+from test_speed import (
+    ELEVEN,
+    HALVES,
+    Counted,
+    committed_project,
+    drop,
+    imported_after,
+    one_by_one,
+)
 
 # What `branches --dry-run` asks git (no `git version`): the checkout (is it one; its
 # branches and HEAD in one for-each-ref; its state and record through one cat-file), the
@@ -105,7 +113,7 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
     # series' own check of git's version (series.git.version; the shim's, which is a
     # wrapper script, is asked each run and left out by GitShim); none of GitPython's
     assert "version" not in verbs and "diff-tree" not in verbs, calls
-    assert verbs.count("range-diff") == 2, calls  # 10 pairs: two halves, each asked once
+    assert verbs.count("range-diff") == HALVES, calls  # 10 pairs: two halves, each once
     report = json.loads(out)
     kinds = {p["id"]: p["kind"] for p in report["patches"]}
     assert kinds == {**{s.id: "unchanged" for s in ELEVEN}, "P5": "dropped"}
@@ -124,15 +132,15 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
 # to say so): the memo of both stacks in one for-each-ref (started first, read once the
 # earlier version is read), the checkout (is it one; the snapshot of the series before
 # the rebase, its commit, trees and files through one cat-file), the cache (both pins
-# through one cat-file; the range-diff, of 11 pairs in two halves at once:
-# series.stack.rangediff.CUT_AT). The listing runs beside the checkout's cat-file, so
-# which of the two starts first is the machine's: compared without their order.
+# through one cat-file, started with the listing; the range-diff, of 11 pairs in two
+# halves at once on two cores: series.stack.rangediff.CUT_AT). The listing and the
+# cache's cat-file run beside the checkout's, so which starts first is the machine's:
+# compared without their order.
 RANGE_DIFF_AFTER_REBASE = [  # the checkout told a repository from its files (no IS_REPO)
     "for-each-ref --format=%(refname) %(objectname) refs/series/stack/",
     "cat-file --batch-command",
     "cat-file --batch-command",
-    "range-diff",
-    "range-diff",
+    *["range-diff"] * HALVES,
 ]
 
 
@@ -203,7 +211,7 @@ def test_range_diff_of_a_reordered_series_is_git_pair_by_pair(
     assert texts == one_by_one(counted, report)
     assert {p["id"]: p["kind"] for p in report["patches"]} == oracle_kinds(counted, report)
     asked = [c for c in calls if c.startswith("range-diff")]  # no pair asked alone
-    assert len(asked) == (2 if halves else 1) and not any("^!" in c for c in asked), calls
+    assert len(asked) == (HALVES if halves else 1) and not any("^!" in c for c in asked), calls
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
