@@ -27,6 +27,7 @@ from series.git import Repo
 from series.git import run as git_run
 from series.manifest import load
 from series.project import Series
+from series.stack import rangediff
 from series.stack.rangediff import classify_diffs
 from series.upstream.unreachable import recall, remember
 from test_speed import (
@@ -113,7 +114,7 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
     # series' own check of git's version (series.git.version; the shim's, which is a
     # wrapper script, is asked each run and left out by GitShim); none of GitPython's
     assert "version" not in verbs and "diff-tree" not in verbs, calls
-    assert verbs.count("range-diff") == HALVES, calls  # 10 pairs: two halves, each once
+    assert verbs.count("range-diff") in HALVES, calls  # 10 pairs: whole, or two halves
     report = json.loads(out)
     kinds = {p["id"]: p["kind"] for p in report["patches"]}
     assert kinds == {**{s.id: "unchanged" for s in ELEVEN}, "P5": "dropped"}
@@ -132,16 +133,23 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
 # to say so): the memo of both stacks in one for-each-ref (started first, read once the
 # earlier version is read), the checkout (is it one; the snapshot of the series before
 # the rebase, its commit, trees and files through one cat-file), the cache (both pins
-# through one cat-file, started with the listing; the range-diff, of 11 pairs in two
-# halves at once on two cores: series.stack.rangediff.CUT_AT). The listing and the
+# through one cat-file, started with the listing; the range-diff, of 11 pairs whole or
+# in two halves at once: series.stack.rangediff.CUT_AT, _spare_core). The listing and the
 # cache's cat-file run beside the checkout's, so which starts first is the machine's:
-# compared without their order.
+# compared without their order (range_diff_calls).
 RANGE_DIFF_AFTER_REBASE = [  # the checkout told a repository from its files (no IS_REPO)
     "for-each-ref --format=%(refname) %(objectname) refs/series/stack/",
     "cat-file --batch-command",
     "cat-file --batch-command",
-    *["range-diff"] * HALVES,
+    "range-diff",
 ]
+
+
+def range_diff_calls(verbs: list[str]) -> list[str]:
+    """``verbs`` sorted, the range-diffs of the halves (series.stack.rangediff._cut) as one."""
+    halves = verbs.count("range-diff")
+    assert halves in HALVES, verbs
+    return sorted([v for v in verbs if v != "range-diff"] + ["range-diff"] * (halves > 0))
 
 
 def _rebased_then_range_diff(project: Project, tmp_path: Path) -> tuple[Counted, Any, Any]:
@@ -171,8 +179,9 @@ def test_range_diff_after_a_rebase_reads_what_it_compares_with_few_git_processes
     assert kinds == oracle_kinds(counted, report)
     texts = {p["id"]: p["range_diff"] for p in report["patches"] if p["old"] and p["new"]}
     assert texts == one_by_one(counted, report)
-    assert sorted(c if c.split()[0] in ("rev-parse", "cat-file", "for-each-ref") else c.split()[0]
-                  for c in calls) == sorted(RANGE_DIFF_AFTER_REBASE), calls  # fmt: skip
+    verbs = [c if c.split()[0] in ("rev-parse", "cat-file", "for-each-ref") else c.split()[0]
+             for c in calls]  # fmt: skip
+    assert range_diff_calls(verbs) == sorted(RANGE_DIFF_AFTER_REBASE), calls
 
 
 def reorder(project: Project, order: list[str]) -> None:
@@ -197,10 +206,11 @@ def test_range_diff_of_a_reordered_series_is_git_pair_by_pair(
     tmp_path: Path, moved: list[int], halves: bool
 ) -> None:
     """A long series is range-diffed in two halves at once where a cut leaves the same
-    patches before it in both versions' orders, else whole: the texts and classes are
-    git's asked pair by pair either way, and no pair is asked alone. (Checked to fail
-    with the cut placed one pair off in the old version: the pair the cut parts is asked
-    alone.)"""
+    patches before it in both versions' orders (and a core is spare), else whole: the
+    texts and classes are git's asked pair by pair either way, and no pair is asked
+    alone. (Checked to fail with the cut placed one pair off in the old version: the pair
+    the cut parts is asked alone; test_the_cut_leaves_the_same_patches_on_each_side
+    checks the cut itself.)"""
     project, counted = committed_project(tmp_path)
     counted.run("apply")
     reorder(project, [f"P{i}" for i in moved])
@@ -211,7 +221,31 @@ def test_range_diff_of_a_reordered_series_is_git_pair_by_pair(
     assert texts == one_by_one(counted, report)
     assert {p["id"]: p["kind"] for p in report["patches"]} == oracle_kinds(counted, report)
     asked = [c for c in calls if c.startswith("range-diff")]  # no pair asked alone
-    assert len(asked) == (HALVES if halves else 1) and not any("^!" in c for c in asked), calls
+    assert len(asked) in (HALVES if halves else {1}) and not any("^!" in c for c in asked), calls
+
+
+def test_the_cut_leaves_the_same_patches_on_each_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where both stacks are cut (a core to spare): after the pair nearest the middle
+    before which both orders hold the same patches; none under CUT_AT pairs, where no
+    such pair is, or without a core to spare. (Checked to fail with the old stack's cut
+    one pair later.)"""
+
+    def stack(order: list[int], tag: str) -> dict[str, tuple[str, str, str]]:
+        return {f"P{i}": (f"{tag}{i}", "", "") for i in order}
+
+    eleven = list(range(1, 12))
+    ids = [f"P{i}" for i in eleven]
+    monkeypatch.setattr(rangediff, "_spare_core", lambda: True)
+    same = rangediff._cut(stack(eleven, "a"), stack(eleven, "b"), ids)
+    assert same in (("a5", "b5"), ("a6", "b6")), same  # 11 pairs: 5 | 6 or 6 | 5
+    swapped = stack([1, 2, 8, 4, 5, 6, 7, 3, 9, 10, 11], "b")
+    assert rangediff._cut(stack(eleven, "a"), swapped, ids) in (("a2", "b2"), ("a8", "b3"))
+    moved = stack([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1], "b")
+    assert rangediff._cut(stack(eleven, "a"), moved, ids) is None
+    few = list(range(1, rangediff.CUT_AT))
+    assert rangediff._cut(stack(few, "a"), stack(few, "b"), [f"P{i}" for i in few]) is None
+    monkeypatch.setattr(rangediff, "_spare_core", lambda: False)
+    assert rangediff._cut(stack(eleven, "a"), stack(eleven, "b"), ids) is None
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
