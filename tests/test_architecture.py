@@ -383,6 +383,8 @@ def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
 # git.run imports git.inprogress when it first starts git, so that list and show (which
 # load the runner and start none) do not load it; git.version and git.itself import it only
 # before they ask git its version (whether git would wait on a configuration file).
+# The memo and range-diff import the builder only to build, so that a range-diff that
+# finds both stacks in the memo loads none of it (nor the mail parts of the git layer).
 # Those are edges of the module graph all the same (LAZY, below). Third-party imports inside
 # functions stay allowed (a lazy import of a heavy library is not a cycle).
 LAZY = (
@@ -397,6 +399,8 @@ LAZY = (
     "series.git.version",
     "series.merge",
     "series.stack.rebase_driver",
+    "series.builder.memo",
+    "series.stack.rangediff",
 )
 
 

@@ -27,9 +27,18 @@ from series.git import Repo
 from series.git import run as git_run
 from series.manifest import load
 from series.project import Series
+from series.stack import rangediff
 from series.stack.rangediff import classify_diffs
 from series.upstream.unreachable import recall, remember
-from test_speed import ELEVEN, Counted, committed_project, drop, imported_after, one_by_one
+from test_speed import (
+    ELEVEN,
+    HALVES,
+    Counted,
+    committed_project,
+    drop,
+    imported_after,
+    one_by_one,
+)
 
 # What `branches --dry-run` asks git (no `git version`): the checkout (is it one; its
 # branches and HEAD in one for-each-ref; its state and record through one cat-file), the
@@ -105,7 +114,7 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
     # series' own check of git's version (series.git.version; the shim's, which is a
     # wrapper script, is asked each run and left out by GitShim); none of GitPython's
     assert "version" not in verbs and "diff-tree" not in verbs, calls
-    assert verbs.count("range-diff") == 1, calls
+    assert verbs.count("range-diff") in HALVES, calls  # 10 pairs: whole, or two halves
     report = json.loads(out)
     kinds = {p["id"]: p["kind"] for p in report["patches"]}
     assert kinds == {**{s.id: "unchanged" for s in ELEVEN}, "P5": "dropped"}
@@ -121,15 +130,26 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
 
 
 # What `range-diff` asks git after a rebase, the project not a git repository (no process
-# to say so): the checkout (is it one; the snapshot of the series before the rebase, its
-# commit, trees and files through one cat-file), the cache (both pins through one
-# cat-file; the memo of both stacks in one for-each-ref; the range-diff).
+# to say so): the memo of both stacks in one for-each-ref (started first, read once the
+# earlier version is read), the checkout (is it one; the snapshot of the series before
+# the rebase, its commit, trees and files through one cat-file), the cache (both pins
+# through one cat-file, started with the listing; the range-diff, of 11 pairs whole or
+# in two halves at once: series.stack.rangediff.CUT_AT, _spare_core). The listing and the
+# cache's cat-file run beside the checkout's, so which starts first is the machine's:
+# compared without their order (range_diff_calls).
 RANGE_DIFF_AFTER_REBASE = [  # the checkout told a repository from its files (no IS_REPO)
-    "cat-file --batch-command",
     "for-each-ref --format=%(refname) %(objectname) refs/series/stack/",
+    "cat-file --batch-command",
     "cat-file --batch-command",
     "range-diff",
 ]
+
+
+def range_diff_calls(verbs: list[str]) -> list[str]:
+    """``verbs`` sorted, the range-diffs of the halves (series.stack.rangediff._cut) as one."""
+    halves = verbs.count("range-diff")
+    assert halves in HALVES, verbs
+    return sorted([v for v in verbs if v != "range-diff"] + ["range-diff"] * (halves > 0))
 
 
 def _rebased_then_range_diff(project: Project, tmp_path: Path) -> tuple[Counted, Any, Any]:
@@ -159,8 +179,92 @@ def test_range_diff_after_a_rebase_reads_what_it_compares_with_few_git_processes
     assert kinds == oracle_kinds(counted, report)
     texts = {p["id"]: p["range_diff"] for p in report["patches"] if p["old"] and p["new"]}
     assert texts == one_by_one(counted, report)
-    assert [c if c.split()[0] in ("rev-parse", "cat-file", "for-each-ref") else c.split()[0]
-            for c in calls] == RANGE_DIFF_AFTER_REBASE, calls  # fmt: skip
+    verbs = [c if c.split()[0] in ("rev-parse", "cat-file", "for-each-ref") else c.split()[0]
+             for c in calls]  # fmt: skip
+    assert range_diff_calls(verbs) == sorted(RANGE_DIFF_AFTER_REBASE), calls
+
+
+def reorder(project: Project, order: list[str]) -> None:
+    """series.toml's patches in ``order`` (their tables moved, nothing else changed)."""
+    toml = project.root / "series.toml"
+    text = toml.read_text()
+    head, *tables = text.split("[[patch]]\n")
+    by_id = {table.split('"', 2)[1]: table for table in tables}
+    toml.write_text(head + "".join(f"[[patch]]\n{by_id[pid]}" for pid in order))
+
+
+@pytest.mark.parametrize(
+    ("moved", "halves"),
+    [
+        # P3 and P8 swapped: the first eight pairs are the same patches in both orders
+        ([1, 2, 8, 4, 5, 6, 7, 3, 9, 10, 11], True),
+        # P1 moved to the end: no cut leaves the same patches before it in both orders
+        ([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1], False),
+    ],
+)
+def test_range_diff_of_a_reordered_series_is_git_pair_by_pair(
+    tmp_path: Path, moved: list[int], halves: bool
+) -> None:
+    """A long series is range-diffed in two halves at once where a cut leaves the same
+    patches before it in both versions' orders (and a core is spare), else whole: the
+    texts and classes are git's asked pair by pair either way, and no pair is asked
+    alone. (Checked to fail with the cut placed one pair off in the old version: the pair
+    the cut parts is asked alone; test_the_cut_leaves_the_same_patches_on_each_side
+    checks the cut itself.)"""
+    project, counted = committed_project(tmp_path)
+    counted.run("apply")
+    reorder(project, [f"P{i}" for i in moved])
+    out, calls = counted.run("range-diff", "--json")
+    report = json.loads(out)
+    assert [p["id"] for p in report["patches"]] == [f"P{i}" for i in moved]
+    texts = {p["id"]: p["range_diff"] for p in report["patches"] if p["old"] and p["new"]}
+    assert texts == one_by_one(counted, report)
+    assert {p["id"]: p["kind"] for p in report["patches"]} == oracle_kinds(counted, report)
+    asked = [c for c in calls if c.startswith("range-diff")]  # no pair asked alone
+    assert len(asked) in (HALVES if halves else {1}) and not any("^!" in c for c in asked), calls
+
+
+def test_the_cut_leaves_the_same_patches_on_each_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where both stacks are cut (a core to spare): after the pair nearest the middle
+    before which both orders hold the same patches; none under CUT_AT pairs, where no
+    such pair is, or without a core to spare. (Checked to fail with the old stack's cut
+    one pair later.)"""
+
+    def stack(order: list[int], tag: str) -> dict[str, tuple[str, str, str]]:
+        return {f"P{i}": (f"{tag}{i}", "", "") for i in order}
+
+    eleven = list(range(1, 12))
+    ids = [f"P{i}" for i in eleven]
+    monkeypatch.setattr(rangediff, "_spare_core", lambda: True)
+    same = rangediff._cut(stack(eleven, "a"), stack(eleven, "b"), ids)
+    assert same in (("a5", "b5"), ("a6", "b6")), same  # 11 pairs: 5 | 6 or 6 | 5
+    swapped = stack([1, 2, 8, 4, 5, 6, 7, 3, 9, 10, 11], "b")
+    assert rangediff._cut(stack(eleven, "a"), swapped, ids) in (("a2", "b2"), ("a8", "b3"))
+    moved = stack([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1], "b")
+    assert rangediff._cut(stack(eleven, "a"), moved, ids) is None
+    few = list(range(1, rangediff.CUT_AT))
+    assert rangediff._cut(stack(few, "a"), stack(few, "b"), [f"P{i}" for i in few]) is None
+    monkeypatch.setattr(rangediff, "_spare_core", lambda: False)
+    assert rangediff._cut(stack(eleven, "a"), stack(eleven, "b"), ids) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_range_diff_on_one_core_asks_git_once(tmp_path: Path) -> None:
+    """On one core the two halves would only add their own starts: one range-diff, whole,
+    and the same texts. (Checked to fail without the check of the cores: two.)"""
+    project, counted = committed_project(tmp_path)
+    counted.run("apply")
+    reorder(project, [f"P{i}" for i in (1, 2, 8, 4, 5, 6, 7, 3, 9, 10, 11)])
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})  # series, and the git it starts, inherit it
+    try:
+        out, calls = counted.run("range-diff", "--json")
+    finally:
+        os.sched_setaffinity(0, cores)
+    report = json.loads(out)
+    texts = {p["id"]: p["range_diff"] for p in report["patches"] if p["old"] and p["new"]}
+    assert texts == one_by_one(counted, report)
+    assert [c.split()[0] for c in calls].count("range-diff") == 1, calls
 
 
 def oracle_kinds(counted: Counted, report: dict[str, object]) -> dict[str, str]:

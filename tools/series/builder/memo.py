@@ -39,8 +39,6 @@ from functools import cache
 from importlib.util import find_spec
 
 from series import refnames
-from series.builder import build as build_module
-from series.builder.build import Built, P, PatchFile, Step
 from series.errors import SeriesError
 from series.git.refs import RefMoved
 from series.logs import debug
@@ -49,7 +47,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from series.builder.build import Built, P, PatchFile, Step
     from series.git import Repo
+    from series.git.refs import Listing
 
 MEMO = refnames.MEMO
 PROVEN = refnames.PROVEN
@@ -60,8 +60,20 @@ Known = dict[str, tuple[str, bool]]  # key -> (commit, whether it needed a 3-way
 
 def recorded(repo: Repo) -> Known:
     """Every commit the memo of ``repo`` keeps, by key: one ``for-each-ref``."""
+    return known_of(repo.refs.under(MEMO))
+
+
+def recorded_later(repo: Repo) -> Listing:
+    """:func:`recorded`'s ``for-each-ref``, started now and read later (``series
+    range-diff``: beside the reading of the earlier version), by :func:`known_of` of its
+    :meth:`~series.git.refs.Listing.result`."""
+    return repo.refs.under_later(MEMO)
+
+
+def known_of(refs: dict[str, str]) -> Known:
+    """The memo, by key, from its refs (refname -> commit)."""
     known: Known = {}
-    for name, commit in repo.refs.under(MEMO).items():
+    for name, commit in refs.items():
         key, _, flag = name.removeprefix(MEMO).partition(".")
         known[key] = (commit, flag == "3way")
     return known
@@ -74,6 +86,11 @@ def build(repo: Repo, base: str, files: list[PatchFile[P]], known: Known | None 
     repository (``series range-diff``: one listing for both); what this build records
     (or deletes) is written into it, so it stays what the refs hold.
     """
+    # The builder is imported only here and in check: a range-diff that finds both stacks
+    # in the memo (series.stack.rangediff) applies no patch, and loads none of it.
+    from series.builder import build as build_module
+    from series.builder.build import Built, Step
+
     read = [identity(item.path) for item in files]  # before the bytes the keys hash
     data = [item.path.read_bytes() for item in files]
     keys = keys_of(base, [(item.patch.id, d) for item, d in zip(files, data, strict=True)])
@@ -262,6 +279,9 @@ def check(repo: Repo, base: str, files: list[PatchFile[P]], commits: list[str]) 
     those commits are not applied again (their steps are the proven commits), the rest are
     applied onto the last of them, and recorded with their proofs. None when ``repo`` does
     not have the commit to apply them onto: the caller applies them where it has it."""
+    from series.builder import build as build_module  # as in build
+    from series.builder.build import Built, Step
+
     read = [identity(item.path) for item in files]  # before the bytes the keys hash
     data = [item.path.read_bytes() for item in files]
     keys = keys_of(base, [(item.patch.id, d) for item, d in zip(files, data, strict=True)])

@@ -27,6 +27,11 @@ class Objects(Part):
         found = self._run.lookup(f"{rev}^{{commit}}")
         return found[0] if found else None
 
+    def warm(self) -> None:
+        """The long-lived ``cat-file`` that answers :meth:`rev` and the reads started now
+        (series.git.run.Runner.warm)."""
+        self._run.warm()
+
     def has(self, sha: str) -> bool:
         return self._run.lookup(sha) is not None
 

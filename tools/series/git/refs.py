@@ -18,13 +18,34 @@ from pathlib import Path
 
 from series.errors import SeriesError
 from series.git import ref_files
-from series.git.run import ZERO, GitFailed, Part, Runner, environment_fault
+from series.git.run import ZERO, GitFailed, Part, Runner, Started, environment_fault
 from series.plain import read_plain
 from series.refnames import STOP as STOP_REFS
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+
+_UNDER = ("for-each-ref", "--format=%(refname) %(objectname)")
+
+
+def _listed(out: str) -> dict[str, str]:
+    pairs = (line.split(" ", 1) for line in out.splitlines() if line)
+    return {name: sha for name, sha in pairs}
+
+
+class Listing:
+    """A ``for-each-ref`` started beside series (:meth:`Refs.under_later`)."""
+
+    def __init__(self, started: Started) -> None:
+        self._started = started
+
+    def result(self) -> dict[str, str]:
+        return _listed(self._started.result())
+
+    def abandon(self) -> None:
+        self._started.abandon()
 
 
 class RefMoved(SeriesError):
@@ -118,9 +139,13 @@ class Refs(Part):
 
     def under(self, prefix: str) -> dict[str, str]:
         """refname -> object id of every ref under ``prefix``."""
-        out = self._run.git("for-each-ref", "--format=%(refname) %(objectname)", prefix)
-        pairs = (line.split(" ", 1) for line in out.splitlines() if line)
-        return {name: sha for name, sha in pairs}
+        return _listed(self._run.git(*_UNDER, prefix))
+
+    def under_later(self, prefix: str) -> Listing:
+        """:meth:`under`, its ``for-each-ref`` started now, beside series (within
+        series.git.run.light_processes; else run to its end here, as :meth:`under`), read
+        by :meth:`Listing.result` (or ended by :meth:`Listing.abandon`)."""
+        return Listing(self._run.start(*_UNDER, prefix))
 
     def under_read(self, git_dir: Path, prefix: str) -> dict[str, str]:
         """:meth:`under`, from the loose ref files where they certainly hold every ref.

@@ -1321,6 +1321,15 @@ class Runner:
             self.__dict__["_no_attributes"] = found
         return dict(found)
 
+    def warm(self) -> None:
+        """Start the long-lived ``cat-file`` of :meth:`lookup` and :meth:`object_data` now,
+        within :func:`light_processes` (else nothing): its start runs beside the caller's
+        work, not in its first question's wait. Where it cannot start, the first question
+        does as without this (``rev-parse`` and ``cat-file`` answer)."""
+        if _LIGHT[0] and "_plain" not in self.__dict__:
+            with contextlib.suppress(OSError, ValueError):
+                self.__dict__["_plain"] = _PlainBatch(self.path)
+
     def lookup(self, name: str) -> tuple[str, str] | None:
         """(id, type) of the object ``name`` names, or None; asks one long-lived process.
 

@@ -14,13 +14,16 @@ The per-patch text is ``git range-diff``'s own (``git range-diff A^! B^!``),
 so it reads like range-diff output everywhere else. ``series range-diff``
 asks git once for the whole series (:func:`range_diffs`: one ``range-diff``
 of the two stacks, cut into patches and numbered as the one-patch form
-numbers them) and once for every diff (``diff-tree --stdin``); a patch that
-git pairs with another patch's commit in the whole-series run is asked
-alone, so the text is always the one-patch form's. A pair git's range-diff
-marks ``=`` (the same text) is ``unchanged`` without a diff of its own
-(:func:`_same`); only the others are diffed, and of those, where patches
-change several files, only the files whose raw diff lines differ (one
-``diff-tree --raw`` first: :func:`_diffs`). Its git processes start
+numbers them; from CUT_AT pairs with a core to spare, two at once, each of
+one half of both stacks: :func:`_cut`) and once for every diff
+(``diff-tree --stdin``); a
+patch that git pairs with another patch's commit in the whole-series run
+(or that a cut parts) is asked alone, so the text is always the one-patch
+form's. A pair git's range-diff marks ``=`` (the same text) is
+``unchanged`` without a diff of its own (:func:`_same`); only the others
+are diffed, and of those, where patches change several files, only the
+files whose raw diff lines differ (one ``diff-tree --raw`` first:
+:func:`_diffs`). Its git processes start
 without importing GitPython (series.git.run.light_processes: one
 ``cat-file`` per repository); the memo is listed once for both versions,
 both pins are found in the cache without the fetch machinery
@@ -50,13 +53,13 @@ from pathlib import Path
 
 from series import upstream
 from series.builder import memo
-from series.builder.build import PatchFile
 from series.errors import UsageError
 from series.git.repo import Repo  # not through series.git: it imports every part
 from series.git.run import light_processes, scratch_dir
 from series.manifest import load, loads  # the session parsed the project's: loaded already
 from series.records import NamedTuple
 from series.refnames import REBASE_LAST
+from series.stack.branches_kept import CACHE_REPO  # series.upstream.cache_repo
 from series.stack.diffclass import CONTENT as CONTENT
 from series.stack.diffclass import CONTEXT as CONTEXT
 from series.stack.diffclass import UNCHANGED, differing_files
@@ -65,6 +68,7 @@ from series.stack.rangediff_kept import Seen, read_known
 
 TYPE_CHECKING = False  # neither typing nor dataclasses is imported for a range-diff
 if TYPE_CHECKING:
+    from series.git.refs import Listing
     from series.manifest import Manifest
     from series.project import Series
     from series.ui import Ui
@@ -91,35 +95,52 @@ def range_diffs(
     old: tuple[str, str],
     new: tuple[str, str],
     pairs: Sequence[tuple[str, str]],
+    cut: tuple[str, str] | None = None,
 ) -> dict[tuple[str, str], str]:
-    """:func:`range_diff` of each (old commit, new commit) pair, with one ``git range-diff``.
+    """:func:`range_diff` of each (old commit, new commit) pair, with one ``git range-diff``
+    (or two at once: ``cut``).
 
     ``old`` and ``new`` are (base, tip) of the two stacks holding the
     pairs' commits. git pairs the commits of the two ranges itself; a pair
     it does not pair the same way (a patch that now reads more like
     another one) is asked alone. Each text is the one-pair form's:
-    numbered 1, with no padding.
+    numbered 1, with no padding. ``cut``: a commit of each stack where both
+    are cut in two (:func:`_cut`), each half's range-diff run beside the
+    other's, one on each core: git reads the commits of each range with a
+    ``git log`` of its own, one after the other, most of the work. A pair's
+    text is its two commits' alone, whichever range holds them; a pair git
+    does not pair within a half (one whose commits the cut parts) is asked
+    alone, as above.
     """
     if len(pairs) < 2:
         return {(o, n): range_diff(repo, o, n) for o, n in pairs}
-    out = repo.diffs.range_diff(f"{old[0]}..{old[1]}", f"{new[0]}..{new[1]}")
+    if cut is None:
+        outs = [repo.diffs.range_diff(f"{old[0]}..{old[1]}", f"{new[0]}..{new[1]}")]
+    else:
+        outs = repo.diffs.range_diffs(
+            [
+                (f"{old[0]}..{cut[0]}", f"{new[0]}..{cut[1]}"),
+                (f"{cut[0]}..{old[1]}", f"{cut[1]}..{new[1]}"),
+            ]
+        )
     found: dict[tuple[str, str], list[str]] = {}
     index: dict[tuple[int, int], dict[tuple[str, str], tuple[str, str]]] = {}  # by abbrev length
-    current: list[str] | None = None
-    for line in out.splitlines(keepends=True):
-        match = _HEADER.match(line.rstrip("\n"))
-        if match is None:
-            if current is not None:
-                current.append(line)
-            continue
-        current = None
-        _, a, mark, _, b, subject = match.groups()
-        size = (len(a), len(b))
-        if size not in index:
-            index[size] = {(o[: size[0]], n[: size[1]]): (o, n) for o, n in pairs}
-        pair = index[size].get((a, b))
-        if pair is not None and mark in "=!":
-            current = found[pair] = [f"1:  {a} {mark} 1:  {b} {subject}\n"]
+    for out in outs:
+        current: list[str] | None = None
+        for line in out.splitlines(keepends=True):
+            match = _HEADER.match(line.rstrip("\n"))
+            if match is None:
+                if current is not None:
+                    current.append(line)
+                continue
+            current = None
+            _, a, mark, _, b, subject = match.groups()
+            size = (len(a), len(b))
+            if size not in index:
+                index[size] = {(o[: size[0]], n[: size[1]]): (o, n) for o, n in pairs}
+            pair = index[size].get((a, b))
+            if pair is not None and mark in "=!":
+                current = found[pair] = [f"1:  {a} {mark} 1:  {b} {subject}\n"]
     texts = {pair: "".join(lines) for pair, lines in found.items()}
     for pair in pairs:
         if pair not in texts:
@@ -169,9 +190,32 @@ def report(
     patch files' digests, taken for the memo's keys where they are of the bytes read)."""
     with light_processes():  # a few queries and one range-diff: GitPython's import costs more
         files, digests = _current_files(series, seen or {})  # read once, for both
-        old = previous(series, since, files)
-        new = current(series, files, digests)
-        return old, new, compare(series, ui, old, new, only)
+        listing = _memo_later(series)  # beside the reading of the earlier version
+        try:
+            old = previous(series, since, files)
+            new = current(series, files, digests)
+        except BaseException:
+            if listing is not None:
+                listing.abandon()
+            raise
+        return old, new, compare(series, ui, old, new, only, listing)
+
+
+def _memo_later(series: Series) -> Listing | None:
+    """The listing of the memo (series.builder.memo.recorded_later), started now, and the
+    cache's ``cat-file`` that finds both pins (series.git.objects.Objects.warm), where the
+    cache repository is there already; else None: ``series.cache`` makes it, once the
+    earlier version is found (a range-diff that has none to compare with refuses without
+    making it)."""
+    if not os.path.isfile(os.path.join(series.cache_dir, CACHE_REPO, "HEAD")):
+        return None
+    listing = memo.recorded_later(series.cache)
+    try:
+        series.cache.objects.warm()
+    except BaseException:
+        listing.abandon()
+        raise
+    return listing
 
 
 def previous(series: Series, since: str | None, current: dict[str, bytes]) -> Version:
@@ -231,10 +275,19 @@ def current(
     return Version("patches/ as they are now", files, manifest if named else None, digests)
 
 
-def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None) -> list[Row]:
-    """One row per patch of either version (new order first, then the dropped ones)."""
+def compare(
+    series: Series,
+    ui: Ui,
+    old: Version,
+    new: Version,
+    only: str | None,
+    listing: Listing | None = None,
+) -> list[Row]:
+    """One row per patch of either version (new order first, then the dropped ones);
+    ``listing``: the memo's, started already (:func:`_memo_later`)."""
     cache = series.cache
-    known = memo.recorded(cache)  # one listing of the memo for both versions
+    # one listing of the memo for both versions
+    known = memo.known_of(listing.result()) if listing is not None else memo.recorded(cache)
     a, a_range, _ = _build(series, ui, old, cache, known)
     b, b_range, manifest = _build(series, ui, new, cache, known)
     if only is not None and only not in a and only not in b:
@@ -244,16 +297,11 @@ def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None
         )
     reasons = {d.id: d.reason for d in manifest.dropped}  # why each was dropped
     ids = [pid for pid in [*b, *(p for p in a if p not in b)] if only in (None, pid)]
-    pairs = [(a[pid][0], b[pid][0]) for pid in ids if pid in a and pid in b]
-    texts = range_diffs(cache, a_range, b_range, pairs)
-    same = {
-        (a[pid][0], b[pid][0])
-        for pid in ids
-        if pid in a and pid in b and _same(texts[a[pid][0], b[pid][0]], old, new, a[pid], b[pid])
-    }
-    diffs = _diffs(
-        cache, old, new, [(a[pid], b[pid]) for pid in ids if pid in a and pid in b], same
-    )
+    both = [(a[pid], b[pid]) for pid in ids if pid in a and pid in b]
+    pairs = [(o[0], n[0]) for o, n in both]
+    texts = range_diffs(cache, a_range, b_range, pairs, _cut(a, b, ids))
+    same = {(o[0], n[0]) for o, n in both if _same(texts[o[0], n[0]], old, new, o, n)}
+    diffs = _diffs(cache, old, new, both, same)
     rows = []
     for pid in ids:
         o, n = a.get(pid), b.get(pid)
@@ -271,6 +319,56 @@ def compare(series: Series, ui: Ui, old: Version, new: Version, only: str | None
             assert o is not None
             rows.append(Row(pid, "dropped", o[0], None, title, "", reasons.get(pid, "")))
     return rows
+
+
+CUT_AT = 8  # pairs from which range-diff is cut in two halves (:func:`_cut`): below, the
+# second half's processes (range-diff and its two logs) cost more than the half of the
+# work they take off the first
+
+
+def _cut(
+    a: dict[str, tuple[str, str, str]], b: dict[str, tuple[str, str, str]], ids: list[str]
+) -> tuple[str, str] | None:
+    """(old commit, new commit) after which :func:`range_diffs` cuts both stacks (``a``,
+    ``b``: patch id -> (commit, ...), in each stack's order), nearest the middle of the
+    pairs of ``ids``: the patches of those pairs before the cut are the same in both
+    orders, so git meets each pair within one half. None under CUT_AT pairs, without a
+    core to spare (:func:`_spare_core`), or where the two orders leave no such cut."""
+    paired = set(ids) & a.keys() & b.keys()
+    old = [pid for pid in a if pid in paired]
+    new = [pid for pid in b if pid in paired]
+    if len(old) < CUT_AT or not _spare_core():
+        return None
+    before_old: set[str] = set()
+    before_new: set[str] = set()
+    best: int | None = None
+    for k in range(len(old) - 1):  # cut after k + 1 pairs: each half keeps one at least
+        before_old.add(old[k])
+        before_new.add(new[k])
+        if before_old == before_new and (
+            best is None or abs(2 * k + 2 - len(old)) < abs(2 * best + 2 - len(old))
+        ):
+            best = k
+    return None if best is None else (a[old[best]][0], b[new[best]][0])
+
+
+def _spare_core() -> bool:
+    """Whether the second half would have a core of its own: two cores or more for this
+    process, and the load average of the last minute under the cores less a half (as
+    ``make -l`` holds back parallel jobs). The halves cost more CPU than one range-diff
+    (a second range-diff and its two ``git log`` start, and each reads its half's blobs
+    afresh: about 4% more instructions, 10-15% more CPU time, on the bench's 26 patches):
+    on one core, or beside other work that keeps the cores busy, that is all they add."""
+    if hasattr(os, "sched_getaffinity"):
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
+    if cores < 2:
+        return False
+    try:
+        return os.getloadavg()[0] < cores - 0.5
+    except OSError:  # no load average to read
+        return True
 
 
 # What makes git range-diff's own diffs differ from :func:`shape`'s (``--no-renames``): a
@@ -459,6 +557,8 @@ def _remembered(
 def _stack(
     series: Series, manifest: Manifest, root: Path, base: str, cache: Repo, known: memo.Known
 ) -> tuple[dict[str, tuple[str, str, str]], tuple[str, str]]:
+    from series.builder.build import PatchFile  # a build: not loaded when the memo has both
+
     files = [PatchFile(p, root / p.file) for p in manifest.patches]
     built = memo.build(cache, base, files, known)
     if built.reused < len(built.steps) or built.failure is not None:
