@@ -114,7 +114,7 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
     # series' own check of git's version (series.git.version; the shim's, which is a
     # wrapper script, is asked each run and left out by GitShim); none of GitPython's
     assert "version" not in verbs and "diff-tree" not in verbs, calls
-    assert verbs.count("range-diff") in HALVES, calls  # 10 pairs: whole, or two halves
+    assert verbs.count("range-diff") == HALVES, calls  # 10 pairs: two halves, each once
     report = json.loads(out)
     kinds = {p["id"]: p["kind"] for p in report["patches"]}
     assert kinds == {**{s.id: "unchanged" for s in ELEVEN}, "P5": "dropped"}
@@ -133,8 +133,8 @@ def test_range_diff_starts_no_gitpython_and_no_diff_when_git_says_equal(
 # to say so): the memo of both stacks in one for-each-ref (started first, read once the
 # earlier version is read), the checkout (is it one; the snapshot of the series before
 # the rebase, its commit, trees and files through one cat-file), the cache (both pins
-# through one cat-file, started with the listing; the range-diff, of 11 pairs whole or
-# in two halves at once: series.stack.rangediff.CUT_AT, _spare_core). The listing and the
+# through one cat-file, started with the listing; the range-diff, of 11 pairs in two
+# halves at once on two cores: series.stack.rangediff.CUT_AT). The listing and the
 # cache's cat-file run beside the checkout's, so which starts first is the machine's:
 # compared without their order (range_diff_calls).
 RANGE_DIFF_AFTER_REBASE = [  # the checkout told a repository from its files (no IS_REPO)
@@ -148,7 +148,7 @@ RANGE_DIFF_AFTER_REBASE = [  # the checkout told a repository from its files (no
 def range_diff_calls(verbs: list[str]) -> list[str]:
     """``verbs`` sorted, the range-diffs of the halves (series.stack.rangediff._cut) as one."""
     halves = verbs.count("range-diff")
-    assert halves in HALVES, verbs
+    assert halves == HALVES, verbs
     return sorted([v for v in verbs if v != "range-diff"] + ["range-diff"] * (halves > 0))
 
 
@@ -206,7 +206,7 @@ def test_range_diff_of_a_reordered_series_is_git_pair_by_pair(
     tmp_path: Path, moved: list[int], halves: bool
 ) -> None:
     """A long series is range-diffed in two halves at once where a cut leaves the same
-    patches before it in both versions' orders (and a core is spare), else whole: the
+    patches before it in both versions' orders (on two cores), else whole: the
     texts and classes are git's asked pair by pair either way, and no pair is asked
     alone. (Checked to fail with the cut placed one pair off in the old version: the pair
     the cut parts is asked alone; test_the_cut_leaves_the_same_patches_on_each_side
@@ -221,13 +221,13 @@ def test_range_diff_of_a_reordered_series_is_git_pair_by_pair(
     assert texts == one_by_one(counted, report)
     assert {p["id"]: p["kind"] for p in report["patches"]} == oracle_kinds(counted, report)
     asked = [c for c in calls if c.startswith("range-diff")]  # no pair asked alone
-    assert len(asked) in (HALVES if halves else {1}) and not any("^!" in c for c in asked), calls
+    assert len(asked) == (HALVES if halves else 1) and not any("^!" in c for c in asked), calls
 
 
 def test_the_cut_leaves_the_same_patches_on_each_side(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where both stacks are cut (a core to spare): after the pair nearest the middle
+    """Where both stacks are cut (two cores): after the pair nearest the middle
     before which both orders hold the same patches; none under CUT_AT pairs, where no
-    such pair is, or without a core to spare. (Checked to fail with the old stack's cut
+    such pair is, or on one core. (Checked to fail with the old stack's cut
     one pair later.)"""
 
     def stack(order: list[int], tag: str) -> dict[str, tuple[str, str, str]]:
