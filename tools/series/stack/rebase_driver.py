@@ -36,6 +36,7 @@ new one (tests/test_rebase_kill.py).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from series.checkout import Checkout
@@ -68,6 +69,7 @@ TYPE_CHECKING = False  # typing is not imported: see series.records
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from series.git.worktree import Moving
     from series.project import Series
 
     class Early(Protocol):
@@ -118,10 +120,21 @@ class Run:
         # (``--skip`` detaches HEAD at the commit so far): the stop's transaction
         # compares them and swaps. None: read from git.
         self.head: tuple[str | None, str | None] | None = None
+        # A move of the checkout's files this run started and has not waited for
+        # (``--skip``'s reset to the commit so far): the merges need nothing of the
+        # checkout, so git moves the files meanwhile; the walk waits for it
+        # (:meth:`settle`) before its first change of anything visible.
+        self.moving: Moving | None = None
 
     @property
     def repo(self) -> Repo:
         return self.checkout.repo
+
+    def settle(self) -> None:
+        """Wait for the move of the files this run started (:attr:`moving`), if any."""
+        moving, self.moving = self.moving, None
+        if moving is not None:
+            moving.wait()
 
     def commits(self) -> list[LogEntry]:
         if self._commits is None:
@@ -177,10 +190,17 @@ def drive(run: Run, state: RebaseState, event: Event = None, walk: Walk | None =
     walk = walk or Walk(run, state)
     try:
         _walk(run, state, event, walk.merger, walk.guesses, walk.steps)
+    except Exception:
+        with contextlib.suppress(Exception):  # the walk's failure is the one said
+            run.settle()  # the files as git leaves them, not a move cut short
+        raise
     finally:
         walk.close()
         if run.early is not None:
             run.early.abandon()
+        if run.moving is not None:  # interrupted: git ends with series (a cut move recorded)
+            run.moving.abandon()
+            run.moving = None
 
 
 def _walk(
@@ -198,11 +218,13 @@ def _walk(
             event = Written(tuple(steps.write_commits(chain, effect.parent)))
         elif isinstance(effect, Halt):
             steps.close()  # no more merges: the stream ends before the checkout moves
+            run.settle()
             _halt(run, state)
             return
         else:
             assert isinstance(effect, Finish)
             steps.close()
+            run.settle()
             if state.kind == "edit":
                 assert run.end is not None, "an edit is ended by the edit's own end"
                 run.end(run.series, run.ui, run.checkout, state)
