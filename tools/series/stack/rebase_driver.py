@@ -125,6 +125,9 @@ class Run:
         # checkout, so git moves the files meanwhile; the walk waits for it
         # (:meth:`settle`) before its first change of anything visible.
         self.moving: Moving | None = None
+        # The merge stream, started before the walk (``--skip``: while the state is read),
+        # for :class:`Steps` to take; None: Steps starts its own.
+        self.stream: MergeStream | None = None
 
     @property
     def repo(self) -> Repo:
@@ -365,6 +368,8 @@ class Steps:
     def _line(self, job: Job) -> str | None:
         """The stream's input line for ``job``, its synthetic commits written (None: the
         stream is closed)."""
+        if self.stream is None:
+            self.stream, self.run.stream = self.run.stream, None  # started already
         if self.stream is None:
             self.stream = self.run.repo.merge.stream(self.merger.env)
             self.stream.start()  # both processes at once: neither waits for the other

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from series.git import Repo
     from series.git.history import BaseAndHeads
+    from series.git.mergetree import MergeStream
     from series.git.run import Started
     from series.project import Series
 
@@ -75,16 +76,27 @@ def _resume(
     # the state is read and the first merge starts; after the project lock, so only
     # prepare's finishing of a cut move could change the files meanwhile (then it is
     # asked again), as --abort does (series.stack.rebase_abort.resume_abort)
-    files = (
-        checkout.repo.worktree.start_changed() if action == "skip" and checkout.exists() else None
-    )
+    # and the merges' two processes start too (the first merge waits for neither's start)
+    skip = action == "skip" and checkout.exists()
+    files = checkout.repo.worktree.start_changed() if skip else None
+    stream = _start_stream(checkout.repo) if skip else None
     try:
         found = prepare(checkout, ui, action, kind)
         if found is not None:
-            _resumed(series, ui, checkout, action, kind, ends, found, None if found[1] else files)
+            files = None if found[1] else files
+            _resumed(series, ui, checkout, action, kind, ends, found, files, stream)
     finally:
         if files is not None:
             files.abandon()
+        if stream is not None:
+            stream.close()  # unused, or ended by the walk already
+
+
+def _start_stream(repo: Repo) -> MergeStream:
+    """The walk's merge stream (series.stack.rebase_driver ``Steps``), started now."""
+    stream = repo.merge.stream(repo.merge.hermetic())
+    stream.start()
+    return stream
 
 
 def _resumed(
@@ -96,6 +108,7 @@ def _resumed(
     ends: EditEnds | None,
     found: tuple[RebaseState, bool],
     files: Started | None,
+    stream: MergeStream | None,
 ) -> None:
     st, cut = found
     repo = checkout.repo
@@ -107,6 +120,7 @@ def _resumed(
     since = _SincePin(st)
     run = Run(series, ui, checkout, {i.commit: i for i in infos}, since, end, early=since)
     since.run = run
+    run.stream = stream
     if editing:
         assert ends is not None
         if action == "skip":
