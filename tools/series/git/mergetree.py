@@ -287,7 +287,8 @@ class MergeStream:
             argv = ["hash-object", "-w", "-t", kind, "--no-filters", "--stdin-paths"]
             fault_point(argv)
             env = {**self.env, "GIT_FLUSH": "1"}  # an answer per path, whatever set
-            found = start_long_lived(self.path, argv, env)
+            # blobs (a stop's marked-up files) stored, not deflated, as the merges' are
+            found = start_long_lived(self.path, argv, env if kind == "commit" else stored(env))
             if kind == "commit":
                 self._writer = found
             else:
