@@ -129,6 +129,24 @@ def test_skip_drops_the_patch_with_a_record(tmp_path: Path) -> None:
     assert git(project.work, "status", "--porcelain") == ""
 
 
+def test_a_skip_that_stops_again_waited_for_its_reset_of_the_checkout(tmp_path: Path) -> None:
+    """--skip resets the checkout beside the merges of the patches after the stop
+    (series.stack.rebase_resume, ``Run.settle``): a --skip that stops at the next
+    conflict waited for that move before the stop's transaction, so no move is left
+    recorded as cut short, and the checkout holds the next conflict."""
+    project = moving_project(tmp_path, conflict=True)
+    commit_upstream(project.upstream, "pkg/core.py", "return 9\n", "return -9\n", "core: f9")
+    assert rebase(project)[0] == 3  # P1 conflicts
+    code, _out, err = project.run("rebase", "--skip")
+    assert code == 3 and "P3" in err, err  # P1 skipped, P2 replayed, P3 conflicts
+    assert not list((project.work / ".git").glob("series-git-*"))  # no move cut short
+    unmerged = git(project.work, "ls-files", "-u", "--", "pkg/core.py").splitlines()
+    assert sorted(line.split()[2] for line in unmerged) == ["1", "2", "3"]
+    assert ">>>>>>> P3" in (project.work / "pkg" / "core.py").read_text()
+    code, _out, err = project.run("rebase", "--abort")
+    assert code == 0, err
+
+
 def test_abort_restores_everything_byte_for_byte(tmp_path: Path) -> None:
     project = moving_project(tmp_path, conflict=True)
     before = snapshot(project)

@@ -489,6 +489,29 @@ def test_skip_asks_git_once_for_the_checkout_and_head_at_the_stop(tmp_path: Path
     assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
 
 
+def test_a_skip_that_stops_again_writes_the_stops_blobs_with_one_hash_object(
+    tmp_path: Path,
+) -> None:
+    """--skip into the next patch's conflict: the stop's marked-up file and its state are
+    written by one long-lived ``hash-object`` started at the conflict (series.git.mergetree
+    ``start_blobs``), beside the one of the commits: two in all (three before, one per
+    write of blobs), and 14 git processes (15 before); the stop is the next patch's."""
+    project, shimmed = stopped(tmp_path)
+    commit_upstream(project.upstream, "pkg/core.py", "return 9\n", "return -9\n", "core: f9")
+    shimmed.calls(project.root, "rebase", "--abort")
+    up = str(project.upstream)
+    shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
+    calls = shimmed.calls(project.root, "rebase", "--skip", code=3)
+    writers = [c for c in calls if c.startswith("hash-object")]
+    assert sorted(writers) == [
+        "hash-object -w -t blob --no-filters --stdin-paths",
+        "hash-object -w -t commit --no-filters --stdin-paths",
+    ], calls
+    assert len(calls) <= 14, (len(calls), calls)
+    assert git(project.work, "ls-files", "-u", "pkg/core.py") != ""
+    assert ">>>>>>> P3" in (project.work / "pkg" / "core.py").read_text()
+
+
 def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -> None:
     """--continue after a resolution: the checkout recognised once (not three times),
     conflict stages not listed once write-tree took the index, HEAD read by git at the end

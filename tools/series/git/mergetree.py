@@ -265,6 +265,7 @@ class MergeStream:
         self.live = _on_path("stdbuf")
         self._merges: LongLived | None = None
         self._writer: LongLived | None = None
+        self._blobs: LongLived | None = None  # blobs' hash-object: only when asked for
         self._out = b""
         self._tmp = private_dir("series-stream-") if self.live else ""
 
@@ -280,13 +281,34 @@ class MergeStream:
         except OSError:
             self.close()
 
-    def _writing(self) -> LongLived:
-        if self._writer is None:
-            argv = ["hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths"]
+    def _writing(self, kind: str = "commit") -> LongLived:
+        found = self._writer if kind == "commit" else self._blobs
+        if found is None:
+            argv = ["hash-object", "-w", "-t", kind, "--no-filters", "--stdin-paths"]
             fault_point(argv)
             env = {**self.env, "GIT_FLUSH": "1"}  # an answer per path, whatever set
-            self._writer = start_long_lived(self.path, argv, env)
-        return self._writer
+            # blobs (a stop's marked-up files) stored, not deflated, as the merges' are
+            found = start_long_lived(self.path, argv, env if kind == "commit" else stored(env))
+            if kind == "commit":
+                self._writer = found
+            else:
+                self._blobs = found
+        return found
+
+    def start_blobs(self) -> None:
+        """Start a second ``hash-object`` now, for blobs (:meth:`write` of ``"blob"``): a
+        caller that will write some soon (a stop's marked-up files and its state) has it
+        running by then, where a ``hash-object`` per write would start each then."""
+        if not self.live:
+            return
+        try:
+            self._writing("blob")
+        except OSError:
+            self.close()
+
+    def writes_blobs(self) -> bool:
+        """Whether :meth:`write` of blobs goes to a ``hash-object`` started already."""
+        return self.live and self._blobs is not None
 
     def _merging(self) -> LongLived:
         if self._merges is None:
@@ -300,11 +322,12 @@ class MergeStream:
         return self._merges
 
     def write(self, kind: str, payload: bytes) -> str | None:
-        """Write one object (``hash-object -w``); its id, or None when the stream is closed."""
+        """Write one object (``hash-object -w``) of ``kind`` (``commit``, ``blob``); its id,
+        or None when the stream is closed."""
         if not self.live:
             return None
         try:
-            writer = self._writing()
+            writer = self._writing(kind)
             path = Path(self._tmp) / "object"
             path.write_bytes(payload)
             stdin, stdout = writer.stdin, writer.stdout
@@ -400,9 +423,9 @@ class MergeStream:
     def close(self) -> None:
         """End both processes (end of input: each exits); the stream answers no more."""
         self.live = False
-        for proc in (self._merges, self._writer):
+        for proc in (self._merges, self._writer, self._blobs):
             end_long_lived(proc, 5)
-        self._merges = self._writer = None
+        self._merges = self._writer = self._blobs = None
         if self._tmp:
             remove_tree(self._tmp)
             self._tmp = ""

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from series.digests import blob_id, sha1
@@ -101,10 +101,18 @@ def _marked(
 
 
 def _written(
-    repo: Repo, marked: Sequence[tuple[str, str, bytes]], env: Mapping[str, str] | None
+    repo: Repo,
+    marked: Sequence[tuple[str, str, bytes]],
+    env: Mapping[str, str] | None,
+    write: Callable[[Sequence[bytes]], list[str] | None] | None = None,
 ) -> list[str]:
-    """The files of :func:`_marked` written: their ``--index-info`` lines."""
-    ids = repo.objects.write("blob", [m[2] for m in marked], env=env)
+    """The files of :func:`_marked` written: their ``--index-info`` lines. ``write``: blobs
+    written by a ``hash-object`` running already, into the repository's own object store
+    (None, or its None: one is run)."""
+    payloads = [m[2] for m in marked]
+    ids = write(payloads) if write is not None and env is None else None
+    if ids is None:
+        ids = repo.objects.write("blob", payloads, env=env)
     return [f"{mode} {oid}\t{path}" for (mode, path, _), oid in zip(marked, ids, strict=True)]
 
 
@@ -211,12 +219,14 @@ def lookup(
     patch_id: str,
     merge: TreeMerge,
     env: Mapping[str, str] | None = None,
+    write: Callable[[Sequence[bytes]], list[str] | None] | None = None,
 ) -> Found:
     """The recorded resolution of ``merge`` (patch ``patch_id``'s conflict), replayed if it applies.
 
     A resolution recorded for this conflict that no longer applies, or
     resolutions recorded for another conflict of the patch (upstream or the
-    patch changed since), are not used; ``note`` says so.
+    patch changed since), are not used; ``note`` says so. ``write``: the marked-up
+    files written by a ``hash-object`` running already (a rebase's stop).
     """
     key = conflict_key(patch_id, merge.entries)
     marked = _marked(repo, merge, patch_id, env)
@@ -228,7 +238,7 @@ def lookup(
         known = _replayed(repo, merge.tree, marked, data, env)
         if known is not None:
             return Found(key, known[0], path, known[1], "")
-    info = _written(repo, marked, env) if marked else []
+    info = _written(repo, marked, env, write) if marked else []
     if data is not None:  # marked up and resolved in one scratch index (conflict_tree, replay)
         conflicted, resolved = repo.index.rewrite_and_apply(merge.tree, info, data, env)
         if resolved is not None:

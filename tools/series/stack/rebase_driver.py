@@ -36,7 +36,8 @@ new one (tests/test_rebase_kill.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Sequence
 
 from series.checkout import Checkout
 from series.errors import ConflictError
@@ -68,6 +69,7 @@ TYPE_CHECKING = False  # typing is not imported: see series.records
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from series.git.worktree import Moving
     from series.project import Series
 
     class Early(Protocol):
@@ -118,10 +120,24 @@ class Run:
         # (``--skip`` detaches HEAD at the commit so far): the stop's transaction
         # compares them and swaps. None: read from git.
         self.head: tuple[str | None, str | None] | None = None
+        # A move of the checkout's files this run started and has not waited for
+        # (``--skip``'s reset to the commit so far): the merges need nothing of the
+        # checkout, so git moves the files meanwhile; the walk waits for it
+        # (:meth:`settle`) before its first change of anything visible.
+        self.moving: Moving | None = None
+        # The merge stream, started before the walk (``--skip``: while the state is read),
+        # for :class:`Steps` to take; None: Steps starts its own.
+        self.stream: MergeStream | None = None
 
     @property
     def repo(self) -> Repo:
         return self.checkout.repo
+
+    def settle(self) -> None:
+        """Wait for the move of the files this run started (:attr:`moving`), if any."""
+        moving, self.moving = self.moving, None
+        if moving is not None:
+            moving.wait()
 
     def commits(self) -> list[LogEntry]:
         if self._commits is None:
@@ -177,10 +193,17 @@ def drive(run: Run, state: RebaseState, event: Event = None, walk: Walk | None =
     walk = walk or Walk(run, state)
     try:
         _walk(run, state, event, walk.merger, walk.guesses, walk.steps)
+    except Exception:
+        with contextlib.suppress(Exception):  # the walk's failure is the one said
+            run.settle()  # the files as git leaves them, not a move cut short
+        raise
     finally:
         walk.close()
         if run.early is not None:
             run.early.abandon()
+        if run.moving is not None:  # interrupted: git ends with series (a cut move recorded)
+            run.moving.abandon()
+            run.moving = None
 
 
 def _walk(
@@ -197,12 +220,13 @@ def _walk(
             ]
             event = Written(tuple(steps.write_commits(chain, effect.parent)))
         elif isinstance(effect, Halt):
-            steps.close()  # no more merges: the stream ends before the checkout moves
-            _halt(run, state)
+            run.settle()
+            _halt(run, state, steps)
             return
         else:
             assert isinstance(effect, Finish)
             steps.close()
+            run.settle()
             if state.kind == "edit":
                 assert run.end is not None, "an edit is ended by the edit's own end"
                 run.end(run.series, run.ui, run.checkout, state)
@@ -345,6 +369,8 @@ class Steps:
         """The stream's input line for ``job``, its synthetic commits written (None: the
         stream is closed)."""
         if self.stream is None:
+            self.stream, self.run.stream = self.run.stream, None  # started already
+        if self.stream is None:
             self.stream = self.run.repo.merge.stream(self.merger.env)
             self.stream.start()  # both processes at once: neither waits for the other
         if not self.stream.live:
@@ -365,6 +391,25 @@ class Steps:
             pair.append(made)
         one, two = pair
         return f"{base} -- {one} {two}" if mode == "merge-base" else f"{one} {two}"
+
+    def start_blobs(self) -> None:
+        """The stream's blob writer started now (series.git.mergetree ``start_blobs``)."""
+        if self.stream is not None:
+            self.stream.start_blobs()
+
+    def blob_writer(self) -> Callable[[Sequence[bytes]], list[str] | None] | None:
+        """Blobs written by the stream's blob writer, where :meth:`start_blobs` started it
+        (None: not started, or the stream is closed; its None: the stream closed meanwhile,
+        the caller writes them itself)."""
+        stream = self.stream
+        if stream is None or not stream.writes_blobs():
+            return None
+
+        def write(payloads: Sequence[bytes]) -> list[str] | None:
+            ids = [stream.write("blob", payload) for payload in payloads]
+            return [i for i in ids if i is not None] if None not in ids else None
+
+        return write
 
     def write_commits(self, chain: list[tuple[str, str, Ident]], parent: str) -> list[str]:
         """The commits of series.git.objects' ``write_commits``, written by the stream's
@@ -392,7 +437,7 @@ def _replay(run: Run, merger: Merger, guesses: Guesses, steps: Steps, effect: Re
         merge = merger.run([_job(run, effect.commit, effect.onto_tree)])[0]
     if merge.clean:
         return Merged(True, merge.tree)
-    found = _recorded(run, effect, merge)
+    found = _recorded(run, effect, merge, steps)
     if found.conflict is not None and effect.propose:
         proposal = merger.favour_ours(merge)
         return found._replace(conflict=found.conflict._replace(proposal=proposal))
@@ -404,12 +449,16 @@ def _unchanged(run: Run, effect: Replay) -> bool:
     return bool(effect.onto) and run.infos[effect.commit].parent == effect.onto
 
 
-def _recorded(run: Run, effect: Replay, merge: TreeMerge) -> Merged:
-    """The tree a recorded resolution gives (series.merge.resolutions); else the conflict."""
+def _recorded(run: Run, effect: Replay, merge: TreeMerge, steps: Steps) -> Merged:
+    """The tree a recorded resolution gives (series.merge.resolutions); else the conflict.
+
+    At a conflict that will stop the walk, the stop's blobs (its marked-up files, then
+    its state) are written by a ``hash-object`` started now, beside the report's reading."""
     repo, root, pid = run.repo, run.series.root, effect.id
     if run.early is not None and not resolutions.is_recorded(root, pid, merge):
         run.early.start()  # this conflict stops the walk: its report is read meanwhile
-    found = resolutions.lookup(repo, root, pid, merge)
+        steps.start_blobs()
+    found = resolutions.lookup(repo, root, pid, merge, write=steps.blob_writer())
     if found.tree is not None:
         used = found.name(root)
         run.ui.status(f"  {pid:<4} conflict resolved by {used}")
@@ -432,10 +481,11 @@ def _recorded(run: Run, effect: Replay, merge: TreeMerge) -> Merged:
     return Merged(False, merge.tree, conflict=stop)
 
 
-def _halt(run: Run, state: RebaseState) -> None:
+def _halt(run: Run, state: RebaseState, steps: Steps) -> None:
     """Write the state, detach HEAD at the commit so far, write the conflict; raise.
 
-    At an edit stop: the files follow HEAD to the patch to edit; no raise.
+    At an edit stop: the files follow HEAD to the patch to edit; no raise. ``steps``: the
+    walk's merges, ended here (their blob writer, if started, writes the state first).
     """
     stop = state.stop
     assert stop is not None
@@ -445,7 +495,10 @@ def _halt(run: Run, state: RebaseState) -> None:
         assert index_tree is not None, "the checkout was clean when the edit began"
         stop = stop._replace(written_from=index_tree)
         state = state._replace(stop=stop)
-    _stop_transaction(repo, state, run.head)
+    try:
+        _stop_transaction(repo, state, run.head, steps.blob_writer())
+    finally:
+        steps.close()  # no more merges: the stream ends before the checkout moves
     if stop.kind == "conflict":
         write_conflict(repo, stop)
         raise conflict_error(run, state)
@@ -465,18 +518,22 @@ def stop_ref(state: RebaseState) -> str:
 
 
 def _stop_transaction(
-    repo: Repo, state: RebaseState, at: tuple[str | None, str | None] | None = None
+    repo: Repo,
+    state: RebaseState,
+    at: tuple[str | None, str | None] | None = None,
+    write: Callable[[Sequence[bytes]], list[str] | None] | None = None,
 ) -> None:
     """The state with its stop saved; HEAD detached at the commit so far, logged in git's
     words (git status reads the last "checkout: moving from A to B" of HEAD's reflog).
 
-    ``at``: HEAD's commit and branch as this run left them (else read here)."""
+    ``at``: HEAD's commit and branch as this run left them (else read here); ``write``:
+    the state blob written by a ``hash-object`` running already (else one is run)."""
     old_blob = repo.refs.value(rstate.STATE_REF)
     head, on = repo.refs.head_and_ref() if at is None else at
     ref = stop_ref(state)
     moving = (on or head or "HEAD").removeprefix("refs/heads/")
     with repo.refs.transaction(f"checkout: moving from {moving} to {ref}") as txn:
-        rstate.save(repo, txn, state, old_blob)
+        rstate.save(repo, txn, state, old_blob, write)
         for name, old in repo.refs.under_read(repo.git_dir, rstate.STOP_PREFIX).items():
             if name != ref:
                 txn.delete(name, old)

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
     from series.git import Repo
     from series.git.history import BaseAndHeads
+    from series.git.mergetree import MergeStream
+    from series.git.run import Started
     from series.project import Series
 
 
@@ -70,9 +72,44 @@ def resume(
 def _resume(
     series: Series, ui: Ui, checkout: Checkout, action: str, kind: str, ends: EditEnds | None
 ) -> None:
-    found = prepare(checkout, ui, action, kind)
-    if found is None:
-        return
+    # --skip: the git status of what the user changed at the stop (keep_stop) runs while
+    # the state is read and the first merge starts; after the project lock, so only
+    # prepare's finishing of a cut move could change the files meanwhile (then it is
+    # asked again), as --abort does (series.stack.rebase_abort.resume_abort)
+    # and the merges' two processes start too (the first merge waits for neither's start)
+    skip = action == "skip" and checkout.exists()
+    files = checkout.repo.worktree.start_changed() if skip else None
+    stream = _start_stream(checkout.repo) if skip else None
+    try:
+        found = prepare(checkout, ui, action, kind)
+        if found is not None:
+            files = None if found[1] else files
+            _resumed(series, ui, checkout, action, kind, ends, found, files, stream)
+    finally:
+        if files is not None:
+            files.abandon()
+        if stream is not None:
+            stream.close()  # unused, or ended by the walk already
+
+
+def _start_stream(repo: Repo) -> MergeStream:
+    """The walk's merge stream (series.stack.rebase_driver ``Steps``), started now."""
+    stream = repo.merge.stream(repo.merge.hermetic())
+    stream.start()
+    return stream
+
+
+def _resumed(
+    series: Series,
+    ui: Ui,
+    checkout: Checkout,
+    action: str,
+    kind: str,
+    ends: EditEnds | None,
+    found: tuple[RebaseState, bool],
+    files: Started | None,
+    stream: MergeStream | None,
+) -> None:
     st, cut = found
     repo = checkout.repo
     editing = st.stop is not None and st.stop.kind == "edit"
@@ -83,6 +120,7 @@ def _resume(
     since = _SincePin(st)
     run = Run(series, ui, checkout, {i.commit: i for i in infos}, since, end, early=since)
     since.run = run
+    run.stream = stream
     if editing:
         assert ends is not None
         if action == "skip":
@@ -94,7 +132,7 @@ def _resume(
         if not ends.cut_short(repo, ui, st, finished=cut):
             drive(run, st, ends.edited(repo, checkout.path, st))
     elif action == "skip":
-        _skip(run, st, at)
+        _skip(run, st, at, files)
     elif cut and st.stop is not None and st.stop.proposal:
         # the stop was killed while writing the proposal: it is written now, but no one
         # has seen it; --continue would take it unread
@@ -281,9 +319,17 @@ def _finish_stop(run: Run, st: RebaseState, s: Stop) -> str | None:
     return index
 
 
-def _skip(run: Run, st: RebaseState, at: tuple[str | None, str | None]) -> None:
+def _skip(
+    run: Run, st: RebaseState, at: tuple[str | None, str | None], files: Started | None
+) -> None:
     """``at``: HEAD's commit and branch, read by the checks a moment before (keep_stop's
-    transaction detaches HEAD only if it is still there)."""
+    transaction detaches HEAD only if it is still there); ``files``: keep_stop's ``git
+    status``, started already.
+
+    The checkout is reset to the commit so far (the conflict thrown away, as ``git rebase
+    --skip`` does) in a ``read-tree`` that runs while the patches after the stop are
+    merged (they need nothing of the checkout); the walk waits for it before it changes
+    anything visible (``Run.settle``)."""
     s = st.stop
     if s is None:
         raise UsageError("nothing to skip: the rebase is not stopped at a conflict")
@@ -291,14 +337,13 @@ def _skip(run: Run, st: RebaseState, at: tuple[str | None, str | None]) -> None:
     # other core while the user's changes are kept and the checkout is reset
     walk = begin(run, st, Skipped())
     try:
-        keep_stop(run.checkout, st, f"{st.kind} --skip", run.ui, back_to=st.current, at=at)
-        run.repo.worktree.checkout_tree(
-            None, st.current
-        )  # the conflict is thrown away, as git rebase --skip
-        run.index_tree = run.repo.objects.tree_of(st.current)  # what the index holds now
+        what = f"{st.kind} --skip"
+        keep_stop(run.checkout, st, what, run.ui, back_to=st.current, at=at, files=files)
+        run.index_tree = run.repo.objects.tree_of(st.current)  # what the index will hold
         if at[0] is not None:  # keep_stop's transaction detached HEAD there if it was not
             run.head = at if at[0] == st.current else (st.current, None)
         run.ui.status(f"  {st.plan[s.index].id:<4} skipped; series.toml will record why")
+        run.moving = run.repo.worktree.start_reset(st.current)  # drive waits for it
     except BaseException:
         walk.close()
         raise

@@ -20,7 +20,7 @@ series.stack.rebase_plan's, documented in docs/rebase.md ("State").
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from series import refnames
 from series.errors import SeriesError
@@ -62,10 +62,18 @@ def load(repo: Repo) -> RebaseState | None:
         ) from None
 
 
-def save(repo: Repo, txn: Transaction, state: RebaseState, old_blob: str | None) -> None:
-    """Add the writes of ``state`` (state blob and current ref) to ``txn``."""
+def save(
+    repo: Repo,
+    txn: Transaction,
+    state: RebaseState,
+    old_blob: str | None,
+    write: Callable[[Sequence[bytes]], list[str] | None] | None = None,
+) -> None:
+    """Add the writes of ``state`` (state blob and current ref) to ``txn``. ``write``:
+    blobs written by a ``hash-object`` running already (None, or its None: one is run)."""
     raw = (json.dumps(to_json(state), indent=2) + "\n").encode()
-    blob = repo.objects.write("blob", [raw])[0]
+    written = write([raw]) if write is not None else None
+    blob = (written or repo.objects.write("blob", [raw]))[0]
     txn.update(STATE_REF, blob, old_blob or ZERO)
     txn.update(CURRENT_REF, state.current, repo.refs.value(CURRENT_REF) or ZERO)
 
