@@ -106,12 +106,14 @@ def write_rebased(
     dropped: list[Dropped],
     updates: list[PatchUpdate],
     parts: dict[str, list[UpstreamPart]],
+    data: dict[str, Any] | None = None,
 ) -> str:
     """What ``series rebase`` writes: :func:`write_pin`, then :func:`write_patches`, then
     :func:`write_parts` of ``text``, the same text, with one parse and one dump of it
     (tomlkit's parse is most of the end of a rebase's own work), or no parse by tomlkit
-    at all where only the pin moves (:func:`_pin_lines`)."""
-    data = tomllib.loads(text)
+    at all where only the pin moves (:func:`_pin_lines`). ``data``: ``text`` as
+    ``tomllib`` reads it, where the caller has it (series.manifest_kept kept it)."""
+    data = tomllib.loads(text) if data is None else data
     text, had_sdist = _without_sdist(text, ref, commit, data)
     if not dropped and not any(parts.values()):
         fast = _pin_lines(text, data, ref, commit, had_sdist, updates)
