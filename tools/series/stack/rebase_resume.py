@@ -82,9 +82,9 @@ def _resume(
     stream = _start_stream(checkout.repo) if skip else None
     try:
         found = prepare(checkout, ui, action, kind)
-        if found is not None:
-            files = None if found[1] else files
-            _resumed(series, ui, checkout, action, kind, ends, found, files, stream)
+        if found is not None:  # a cut move finished by prepare: the status is asked again
+            fresh = None if found[1] else files
+            _resumed(series, ui, checkout, action, kind, ends, found, fresh, stream)
     finally:
         if files is not None:
             files.abandon()
