@@ -41,16 +41,13 @@ class Objects(Part):
             raise InternalError(f"{commit} has no tree here", why=f"in {self.path}")
         return found[0]
 
-    def blob(self, rev: str, path: str) -> bytes:
-        """The content of ``path`` in ``rev``."""
-        return self._run.git_bytes("cat-file", "blob", "--end-of-options", f"{rev}:{path}")
-
     def blob_read(self, rev: str, path: str) -> bytes:
-        """:meth:`blob`, asked of the long-lived ``cat-file`` processes (no process of its
-        own); where they do not have it, :meth:`blob` (git says why)."""
+        """The content of ``path`` in ``rev``, asked of the long-lived ``cat-file``
+        processes (no process of its own); where they do not have it, a ``cat-file blob``
+        of its own (git says why)."""
         found = self._run.lookup(f"{rev}:{path}")
         if found is None or found[1] != "blob":
-            return self.blob(rev, path)
+            return self._run.git_bytes("cat-file", "blob", "--end-of-options", f"{rev}:{path}")
         return self.read_blob(found[0])
 
     def read_blob(self, oid: str) -> bytes:

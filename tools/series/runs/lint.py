@@ -152,9 +152,9 @@ def _ruff_tree(
     with scratch_dir("series-lint-", ram=False) as tmp:
         root = Path(tmp)
         for path in files:
-            _put(root, path, repo.objects.blob(rev, path))
+            _put(root, path, repo.objects.blob_read(rev, path))
         for path in sorted(repo.objects.existing_paths(pin, _config_candidates(files))):
-            _put(root, path, repo.objects.blob(pin, path))
+            _put(root, path, repo.objects.blob_read(pin, path))
         _first_party_stubs(repo, pin, root)
         return _check(ruff, root, files), _format(ruff, root, files)
 

@@ -163,12 +163,12 @@ def _target(ctx: Context, report: ProveReport, parent: str, commit: str) -> Prov
     target = ProveTarget(report)
     modules = [p for p in report.test_files if is_test_module(p)]
     for path in sorted(repo.objects.existing_paths(commit, modules)):
-        module = read_module(path, repo.objects.blob(commit, path).decode("utf-8", "replace"))
+        module = read_module(path, repo.objects.blob_read(commit, path).decode("utf-8", "replace"))
         target.modules[path] = module
         target.scopes += touched(module, repo.diffs.changed_lines(parent, commit, path))
         if repo.objects.existing_paths(parent, [path]):
-            before = repo.objects.blob(parent, path).decode("utf-8", "replace")
-            after = repo.objects.blob(commit, path).decode("utf-8", "replace")
+            before = repo.objects.blob_read(parent, path).decode("utf-8", "replace")
+            after = repo.objects.blob_read(commit, path).decode("utf-8", "replace")
             target.defined[path] = unchanged_tests(before, after)
     exempt = report.patch.no_behaviour_test
     if not report.production:
@@ -201,9 +201,11 @@ def _introduced(ctx: Context, parent: str, commit: str, production: list[str]) -
     before = repo.objects.existing_paths(parent, python)
     names: set[str] = set()
     for path in sorted(after):
-        new = defined_names(repo.objects.blob(commit, path).decode("utf-8", "replace"))
+        new = defined_names(repo.objects.blob_read(commit, path).decode("utf-8", "replace"))
         if path in before:
-            names |= new - defined_names(repo.objects.blob(parent, path).decode("utf-8", "replace"))
+            names |= new - defined_names(
+                repo.objects.blob_read(parent, path).decode("utf-8", "replace")
+            )
         else:
             names |= new | module_names(path)
     return names
