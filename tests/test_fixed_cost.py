@@ -266,6 +266,71 @@ def test_a_record_field_without_default_after_one_with_is_refused() -> None:
             y: int  # type: ignore[misc]
 
 
+def _outcome(way: Any, made: Any) -> object:
+    try:
+        return ("value", way(made))
+    except Exception as exc:
+        return (type(exc).__name__, str(exc))
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 14, 16, 17, 20])
+@pytest.mark.parametrize("with_defaults", [0, 1, "all"])
+def test_a_record_is_what_namedtuple_makes(count: int, with_defaults: int | str) -> None:
+    """A record's class (its ``__new__`` taken from series.records' own, by number of
+    fields, or namedtuple's beyond them) is collections.namedtuple's of the same fields and
+    defaults: the same signature, docstrings, names, and the same value or error for every
+    way of making, reading and replacing one."""
+    import collections
+    import inspect
+
+    from series import records
+
+    fields = [f"f{i}" for i in range(count)]
+    given = count if with_defaults == "all" else int(with_defaults)
+    defaults = list(range(100, 100 + given))
+    body: dict[str, object] = {
+        "__module__": __name__,
+        "__qualname__": "Rec",
+        "__annotations__": dict.fromkeys(fields, "int"),
+        **dict(zip(fields[count - given :], defaults, strict=True)),
+    }
+    ours: Any = records._Made("Rec", (), body)  # type: ignore[attr-defined]
+    make: Any = collections.namedtuple  # its fields as a list: mypy checks only literals
+    theirs: Any = make("Rec", fields, defaults=defaults, module=__name__)
+    attributes = ["__doc__", "_fields", "_field_defaults", "__match_args__", "__slots__"]
+    for name in [*attributes, "__module__", "__qualname__", "__name__"]:
+        assert getattr(ours, name) == getattr(theirs, name), name
+    assert str(inspect.signature(ours)) == str(inspect.signature(theirs))
+    assert (ours.__new__.__defaults__ or ()) == (theirs.__new__.__defaults__ or ())
+    for name in ["__new__", "_make", "_replace", "__repr__", "_asdict", "__getnewargs__"]:
+        mine, its = getattr(ours, name), getattr(theirs, name)
+        assert (mine.__doc__, mine.__qualname__) == (its.__doc__, its.__qualname__), name
+    for field in fields:
+        assert getattr(ours, field).__doc__ == getattr(theirs, field).__doc__
+    values = list(range(count))
+    ways: list[Any] = [
+        lambda c: c(),
+        lambda c: c(*values),
+        lambda c: c(*values, 0),
+        lambda c: c(*values[:-1]),
+        lambda c: c(**dict(zip(fields, values, strict=True))),
+        lambda c: c(*values, f0=1),
+        lambda c: c(nothing=1),
+        lambda c: c._make(values),
+        lambda c: c._make(values[1:]),
+        lambda c: repr(c(*values)),
+        lambda c: c(*values)._asdict(),
+        lambda c: c(*values)._replace(f0=9),
+        lambda c: c(*values)._replace(nothing=9),
+        lambda c: c(*values).__getnewargs__(),
+        lambda c: c(*values)[-1],
+        lambda c: c(*values).f0,
+        lambda c: setattr(c(*values), "f0", 1),
+    ]
+    for way in ways:
+        assert _outcome(way, ours) == _outcome(way, theirs)
+
+
 # The modules a re-run answered from what was verified must not load: subprocess (with
 # threading, selectors and locale) for its one git status, signal (enums over _signal).
 SPAWN_FREE = {"subprocess", "threading", "selectors", "locale", "signal"}
