@@ -470,3 +470,81 @@ def test_a_spawn_is_not_a_fork(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     spawned = child.run_child(tmp_path, ["pwd"], env={}, stdin=None, stall=None, light=True)
     assert spawned.status == 0 and spawned.out.strip() == str(tmp_path).encode()
     assert Path.cwd() != tmp_path  # series went back to its own directory
+
+
+# An atexit function that says who ran it: series.entry.end (a Python frame below it) or
+# Python's own exit (none), then the script as tools/bin/series is, with SETUP run after
+# the command (what the command would have left), before end.
+_ENDING = """\
+import atexit, os, sys
+def said(write=os.write, frame=sys._getframe):
+    below = frame(0).f_back
+    write(2, b"end\\n" if below is not None and below.f_code.co_name == "end" else b"exit\\n")
+atexit.register(said)
+sys.argv = ["series", "--version"]
+from series.entry import end, main
+sys.stdout.write("x" * 100000)
+code = main()
+{setup}
+end(code)
+"""
+
+
+def _ended(tmp_path: Path, setup: str = "") -> tuple[int, str, str]:
+    script = tmp_path / "script.py"
+    script.write_text(_ENDING.format(setup=setup))
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_a_command_done_ends_without_python_s_teardown(tmp_path: Path) -> None:
+    """With nothing left for Python's exit to do but free memory, series.entry.end runs the
+    atexit functions itself and ends the process: every byte written to stdout is there
+    (a pipe, 100 kB: more than any buffer), and the status is the command's."""
+    code, out, err = _ended(tmp_path)
+    assert (code, err) == (0, "end\n")
+    assert out == "x" * 100000 + f"series {__import__('series').__version__}\n"
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "f = open(__file__ + '.txt', 'w'); f.write('kept')",  # a file's buffer not written
+        "pid = os.posix_spawnp('true', ['true'], os.environ)",  # a child not reaped
+        "import threading, time; threading.Thread(target=time.sleep, args=(0.3,)).start()",
+        "sys.settrace(lambda *a: None)",  # a tracer (coverage, a debugger) after the script
+        "def g(write=os.write):\n    try:\n        yield\n"
+        "    finally:\n        write(1, b'finally')\n"
+        "running = g(); next(running)",  # a generator whose finally is still to run
+    ],
+)
+def test_anything_left_for_python_s_exit_is_left_to_it(tmp_path: Path, setup: str) -> None:
+    """A file not closed, a child process, a thread, a tracer, a generator suspended in
+    its ``try``: end leaves the process to Python's exit, as before (which finishes what
+    it can: with the collector off, as ``--version`` leaves it, not a file held in a cycle,
+    on main as here)."""
+    code, out, err = _ended(tmp_path, setup)
+    assert (code, err) == (0, "exit\n"), err
+    assert out.startswith("x" * 100000 + "series ")
+
+
+def test_the_imports_make_no_object_with_a_finalizer() -> None:
+    """What series.entry.end does not look at, the objects made while the command's modules
+    were imported (frozen), holds nothing with a finalizer but the standard streams: with
+    every series module imported, none."""
+    probe = (
+        "import gc, importlib, pkgutil, sys, series\n"
+        "for m in pkgutil.walk_packages(series.__path__, 'series.'):\n"
+        "    if m.name != 'series.__main__':\n"
+        "        importlib.import_module(m.name)\n"
+        "own = set()\n"
+        "for s in (sys.__stdin__, sys.__stdout__, sys.__stderr__):\n"
+        "    b = getattr(s, 'buffer', None)\n"
+        "    own |= {id(s), id(b), id(getattr(b, 'raw', None))}\n"
+        "left = [o for o in gc.get_objects() if hasattr(type(o), '__del__') and id(o) not in own]\n"
+        "print(len(sys.modules), [repr(type(o)) for o in left])\n"
+    )
+    out = _python(probe, dict(os.environ)).split(" ", 1)
+    assert int(out[0]) > 300 and out[1].strip() == "[]", out
