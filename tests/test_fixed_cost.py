@@ -548,3 +548,19 @@ def test_the_imports_make_no_object_with_a_finalizer() -> None:
     )
     out = _python(probe, dict(os.environ)).split(" ", 1)
     assert int(out[0]) > 300 and out[1].strip() == "[]", out
+
+
+def test_a_command_line_is_quoted_as_shlex_quotes_it() -> None:
+    """series.locks.command_line (the command a lock and a session record) is shlex.join."""
+    import random
+    import shlex
+
+    from series.locks import command_line
+
+    words = ["", "plain", "a b", "it's", "-C", "ä", "x\ny", "$HOME", "a'b\"c", "@%+=:,./-_"]
+    alphabet = "aZ9_@%+=:,./- '\"\\$\té!*?[]{}();&|<>~#`"
+    chosen = random.Random(23)
+    words += ["".join(chosen.choices(alphabet, k=chosen.randrange(6))) for _ in range(500)]
+    assert command_line(words) == shlex.join(words)
+    for word in words:
+        assert command_line(["series", word]) == shlex.join(["series", word])
