@@ -34,7 +34,7 @@ done and nothing is left for Python's own exit to do but free memory (no child
 process, no thread, no object with a finalizer but the standard streams, no
 tracer or profiler, no ``-i``), it writes the standard streams, runs the
 ``atexit`` functions and ends with ``os._exit``, which skips the teardown of
-every module and object (3 ms of a ``rebase --abort``, issue 23); otherwise it
+every module and object (3 to 4 ms of a ``rebase --abort``, issue 23); otherwise it
 exits as any program does.
 """
 
