@@ -234,10 +234,11 @@ def _only_memory_left(script: FrameType) -> bool:
     for stream in streams:
         buffer = getattr(stream, "buffer", None)
         own |= {id(stream), id(buffer), id(getattr(buffer, "raw", None))}
+    if not gc.get_freeze_count():  # ended before the imports were frozen (--help, a usage
+        return False  # error): every object would be looked at, for no teardown to skip
     made = gc.get_objects()  # since the imports: those are frozen
-    if not any(hasattr(kind, "__del__") for kind in set(map(type, made))):
-        return True
-    return not any(hasattr(type(o), "__del__") and id(o) not in own for o in made)
+    kinds = [kind for kind in set(map(type, made)) if hasattr(kind, "__del__")]
+    return not kinds or not any(type(o) in kinds and id(o) not in own for o in made)
 
 
 def _no_children() -> bool:
