@@ -266,6 +266,71 @@ def test_a_record_field_without_default_after_one_with_is_refused() -> None:
             y: int  # type: ignore[misc]
 
 
+def _outcome(way: Any, made: Any) -> object:
+    try:
+        return ("value", way(made))
+    except Exception as exc:
+        return (type(exc).__name__, str(exc))
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 14, 16, 17, 20])
+@pytest.mark.parametrize("with_defaults", [0, 1, "all"])
+def test_a_record_is_what_namedtuple_makes(count: int, with_defaults: int | str) -> None:
+    """A record's class (its ``__new__`` taken from series.records' own, by number of
+    fields, or namedtuple's beyond them) is collections.namedtuple's of the same fields and
+    defaults: the same signature, docstrings, names, and the same value or error for every
+    way of making, reading and replacing one."""
+    import collections
+    import inspect
+
+    from series import records
+
+    fields = [f"f{i}" for i in range(count)]
+    given = count if with_defaults == "all" else int(with_defaults)
+    defaults = list(range(100, 100 + given))
+    body: dict[str, object] = {
+        "__module__": __name__,
+        "__qualname__": "Rec",
+        "__annotations__": dict.fromkeys(fields, "int"),
+        **dict(zip(fields[count - given :], defaults, strict=True)),
+    }
+    ours: Any = records._Made("Rec", (), body)  # type: ignore[attr-defined]
+    make: Any = collections.namedtuple  # its fields as a list: mypy checks only literals
+    theirs: Any = make("Rec", fields, defaults=defaults, module=__name__)
+    attributes = ["__doc__", "_fields", "_field_defaults", "__match_args__", "__slots__"]
+    for name in [*attributes, "__module__", "__qualname__", "__name__"]:
+        assert getattr(ours, name) == getattr(theirs, name), name
+    assert str(inspect.signature(ours)) == str(inspect.signature(theirs))
+    assert (ours.__new__.__defaults__ or ()) == (theirs.__new__.__defaults__ or ())
+    for name in ["__new__", "_make", "_replace", "__repr__", "_asdict", "__getnewargs__"]:
+        mine, its = getattr(ours, name), getattr(theirs, name)
+        assert (mine.__doc__, mine.__qualname__) == (its.__doc__, its.__qualname__), name
+    for field in fields:
+        assert getattr(ours, field).__doc__ == getattr(theirs, field).__doc__
+    values = list(range(count))
+    ways: list[Any] = [
+        lambda c: c(),
+        lambda c: c(*values),
+        lambda c: c(*values, 0),
+        lambda c: c(*values[:-1]),
+        lambda c: c(**dict(zip(fields, values, strict=True))),
+        lambda c: c(*values, f0=1),
+        lambda c: c(nothing=1),
+        lambda c: c._make(values),
+        lambda c: c._make(values[1:]),
+        lambda c: repr(c(*values)),
+        lambda c: c(*values)._asdict(),
+        lambda c: c(*values)._replace(f0=9),
+        lambda c: c(*values)._replace(nothing=9),
+        lambda c: c(*values).__getnewargs__(),
+        lambda c: c(*values)[-1],
+        lambda c: c(*values).f0,
+        lambda c: setattr(c(*values), "f0", 1),
+    ]
+    for way in ways:
+        assert _outcome(way, ours) == _outcome(way, theirs)
+
+
 # The modules a re-run answered from what was verified must not load: subprocess (with
 # threading, selectors and locale) for its one git status, signal (enums over _signal).
 SPAWN_FREE = {"subprocess", "threading", "selectors", "locale", "signal"}
@@ -405,3 +470,97 @@ def test_a_spawn_is_not_a_fork(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     spawned = child.run_child(tmp_path, ["pwd"], env={}, stdin=None, stall=None, light=True)
     assert spawned.status == 0 and spawned.out.strip() == str(tmp_path).encode()
     assert Path.cwd() != tmp_path  # series went back to its own directory
+
+
+# An atexit function that says who ran it: series.entry.end (a Python frame below it) or
+# Python's own exit (none), then the script as tools/bin/series is, with SETUP run after
+# the command (what the command would have left), before end.
+_ENDING = """\
+import atexit, os, sys
+def said(write=os.write, frame=sys._getframe):
+    below = frame(0).f_back
+    write(2, b"end\\n" if below is not None and below.f_code.co_name == "end" else b"exit\\n")
+atexit.register(said)
+sys.argv = ["series", "--version"]
+from series.entry import end, main
+sys.stdout.write("x" * 100000)
+code = main()
+{setup}
+end(code)
+"""
+
+
+def _ended(tmp_path: Path, setup: str = "") -> tuple[int, str, str]:
+    script = tmp_path / "script.py"
+    script.write_text(_ENDING.format(setup=setup))
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_a_command_done_ends_without_python_s_teardown(tmp_path: Path) -> None:
+    """With nothing left for Python's exit to do but free memory, series.entry.end runs the
+    atexit functions itself and ends the process: every byte written to stdout is there
+    (a pipe, 100 kB: more than any buffer), and the status is the command's."""
+    code, out, err = _ended(tmp_path)
+    assert (code, err) == (0, "end\n")
+    assert out == "x" * 100000 + f"series {__import__('series').__version__}\n"
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "f = open(__file__ + '.txt', 'w'); f.write('kept')",  # a file's buffer not written
+        "pid = os.posix_spawnp('true', ['true'], os.environ)",  # a child not reaped
+        "import threading, time; threading.Thread(target=time.sleep, args=(0.3,)).start()",
+        "sys.settrace(lambda *a: None)",  # a tracer (coverage, a debugger) after the script
+        "def g(write=os.write):\n    try:\n        yield\n"
+        "    finally:\n        write(1, b'finally')\n"
+        "running = g(); next(running)",  # a generator whose finally is still to run
+    ],
+)
+def test_anything_left_for_python_s_exit_is_left_to_it(tmp_path: Path, setup: str) -> None:
+    """A file not closed, a child process, a thread, a tracer, a generator suspended in
+    its ``try``: end leaves the process to Python's exit, as before (which finishes what
+    it can: with the collector off, as ``--version`` leaves it, not a file held in a cycle,
+    on main as here)."""
+    code, out, err = _ended(tmp_path, setup)
+    assert (code, err) == (0, "exit\n"), err
+    assert out.startswith("x" * 100000 + "series ")
+
+
+def test_the_imports_make_no_object_with_a_finalizer() -> None:
+    """What series.entry.end does not look at, the objects made while the command's modules
+    were imported (frozen), holds nothing with a finalizer but the standard streams: with
+    every series module imported, none."""
+    probe = (
+        "import gc, importlib, pkgutil, sys, series\n"
+        "for m in pkgutil.walk_packages(series.__path__, 'series.'):\n"
+        "    if m.name != 'series.__main__':\n"
+        "        importlib.import_module(m.name)\n"
+        "own = set()\n"
+        "for s in (sys.__stdin__, sys.__stdout__, sys.__stderr__):\n"
+        "    b = getattr(s, 'buffer', None)\n"
+        "    own |= {id(s), id(b), id(getattr(b, 'raw', None))}\n"
+        "left = [o for o in gc.get_objects() if hasattr(type(o), '__del__') and id(o) not in own]\n"
+        "print(len(sys.modules), [repr(type(o)) for o in left])\n"
+    )
+    out = _python(probe, dict(os.environ)).split(" ", 1)
+    assert int(out[0]) > 300 and out[1].strip() == "[]", out
+
+
+def test_a_command_line_is_quoted_as_shlex_quotes_it() -> None:
+    """series.locks.command_line (the command a lock and a session record) is shlex.join."""
+    import random
+    import shlex
+
+    from series.locks import command_line
+
+    words = ["", "plain", "a b", "it's", "-C", "ä", "x\ny", "$HOME", "a'b\"c", "@%+=:,./-_"]
+    alphabet = "aZ9_@%+=:,./- '\"\\$\té!*?[]{}();&|<>~#`"
+    chosen = random.Random(23)
+    words += ["".join(chosen.choices(alphabet, k=chosen.randrange(6))) for _ in range(500)]
+    assert command_line(words) == shlex.join(words)
+    for word in words:
+        assert command_line(["series", word]) == shlex.join(["series", word])

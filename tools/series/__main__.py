@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from series.entry import main
+from series.entry import end, main
 
-raise SystemExit(main())
+end(main())

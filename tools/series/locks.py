@@ -18,7 +18,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -42,7 +41,20 @@ def lock_timeout() -> float:
 
 def this_command() -> str:
     """This process's command line, as the user would type it."""
-    return shlex.join(["series", *sys.argv[1:]])
+    return command_line(["series", *sys.argv[1:]])
+
+
+# What shlex.quote leaves unquoted: ASCII letters, digits, "_" and "@%+=:,./-".
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def command_line(words: list[str]) -> str:
+    """``shlex.join(words)``, without shlex, whose import (with its class and its regex)
+    every command paid for this one line (tests/test_fixed_cost.py compares them)."""
+    return " ".join(
+        word if word and _SAFE.issuperset(word) else "'" + word.replace("'", "'\"'\"'") + "'"
+        for word in words
+    )
 
 
 class Holder(NamedTuple):

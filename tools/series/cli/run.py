@@ -21,7 +21,6 @@ from a git layer that was loaded (``_outside_series``).
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from series import envelope, logs
 from series.cli.table import COMMANDS
 from series.errors import Exit, InternalError, SeriesError, os_error
 from series.git.version import check as check_git
+from series.locks import command_line
 from series.project import Series, default_cache_dir
 from series.ui import Ui
 
@@ -55,7 +55,7 @@ def run(
             with Series.session(
                 args.root,
                 writes=command.writes(args),
-                command=shlex.join(["series", *words]),
+                command=command_line(["series", *words]),
                 say=ui.status,
                 missing_ok=command.name == "export",
                 # a re-run of apply or export, or a rebase's --abort, may not parse it

@@ -13,7 +13,7 @@ module declares its options and a ``run`` taking exactly their keys.
 
 from __future__ import annotations
 
-import importlib
+import sys
 from types import ModuleType
 
 from series.commands.options import flat
@@ -57,8 +57,9 @@ class Command:
         self.writes = writes
 
     def load(self) -> ModuleType:
-        """The command's module (imported on first use)."""
-        return importlib.import_module(self.module)
+        """The command's module (imported on first use; importlib itself is not imported)."""
+        __import__(self.module)
+        return sys.modules[self.module]
 
     def run(self, series: Series, ui: Ui, a: argparse.Namespace) -> Exit:
         module = self.load()

@@ -161,8 +161,9 @@ class Index(Part):
         if tree is not None and not self.edits(tree, env):
             return None
         edits: dict[tuple[bytes, ...], dict[bytes, tuple[bytes, bytes]]] = {}
+        info = re.compile(_INFO)
         for line in index_info:
-            found = _INFO.fullmatch(line)
+            found = info.fullmatch(line)
             if found is None:
                 return None
             mode, oid, path = found.groups()
@@ -422,7 +423,8 @@ class Index(Part):
 
 
 # An ``--index-info`` line :meth:`Index._edit` answers: a file at stage 0 (no removal).
-_INFO = re.compile(r"(100644|100755|120000) ([0-9a-f]{40})\t([^\n]+)")
+# compiled on first use (re's cache): only an index edit uses it
+_INFO = r"(100644|100755|120000) ([0-9a-f]{40})\t([^\n]+)"
 _OWN_STORE = ("GIT_DIR", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
 _KIND = {b"40000": b"tree", b"160000": b"commit"}
 

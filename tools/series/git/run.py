@@ -1049,7 +1049,7 @@ def _release(path: str) -> None:
 # What series made before its scratch was locked (no SCRATCH_MARK): its own prefixes and
 # the random part tempfile (8 of [a-z0-9_]) or private_dir (12 hex digits) gave them. A
 # user's own /tmp/series-notes is none of them, whatever its age.
-_OLD_NAME = re.compile(
+_OLD_NAME = (  # compiled on first use (re's cache): only a sweep of unmarked names uses it
     r"series-(?:import|index|lint|mail|merge-file|no-attributes-[0-9]+|objects|range-diff"
     r"|rebase|run|stack|stdin|stream|verify)-(?:[0-9a-f]{12}|[a-z0-9_]{8})\Z"
 )
@@ -1076,9 +1076,10 @@ def _sweep(base: str) -> None:
         names = [n for n in os.listdir(base) if n.startswith("series-")]
     except OSError:
         return
+    old = re.compile(_OLD_NAME).match if unmarked else None
     for name in names:
         held = name.endswith(SCRATCH_MARK)
-        if not held and not (unmarked and _OLD_NAME.match(name)):
+        if not held and not (old and old(name)):
             continue  # only names: thousands of them cost no stat
         path = os.path.join(base, name)
         if path in _HELD or path in _EMPTY:
