@@ -80,12 +80,13 @@ def finish(
     # A long series is exported and checked in two halves, one on each core (the same
     # bytes, the same check: each half reproduces its end, from the other's).
     cut = [kept[len(kept) // 2 - 1][1].new] if len(kept) >= CUT_AT else []
-    exported = repo.diffs.format_patches(st.onto, st.current, cut) if kept else []
-    data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
-    _verify(repo, st, [data[a.id] for a, _ in kept], len(kept) // 2 if cut else 0)
-    # The summary's diffs are read beside the writes below (their git on the other core).
+    # The summary's raw diffs are read beside the export (a light process beside its
+    # two), its diffs beside the writes below (their git on the other core).
     reads = _Reads(repo, st)
     try:
+        exported = repo.diffs.format_patches(st.onto, st.current, cut) if kept else []
+        data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
+        _verify(repo, st, [data[a.id] for a, _ in kept], len(kept) // 2 if cut else 0)
         dropped = _write(series, st, old_text, tables, old, kept, subjects, data, reads)
         _move(series, ui, checkout, st, kept)
         diffs = reads.diffs()
