@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from series import manifest, manifest_kept, refnames
-from series.checkout import Checkout
+from series.checkout import Checkout, Writing
 from series.errors import InternalError
 from series.files import confined_all, replace_all
 from series.git.diffs import Later
@@ -84,11 +84,22 @@ def finish(
     # two), its diffs beside the writes below (their git on the other core).
     reads = _Reads(repo, st)
     try:
-        exported = repo.diffs.format_patches(st.onto, st.current, cut) if kept else []
+        patches = repo.diffs.format_patches_later(st.onto, st.current, cut) if kept else None
+        try:
+            # What the end's transaction needs is read and written (objects only) while
+            # git exports: nothing visible changes before the exported bytes are checked.
+            writing = _prepare_move(series, ui, checkout, st, kept)
+            exported = patches.result() if patches is not None else []
+        except BaseException:
+            if patches is not None:
+                patches.abandon()
+            raise
         data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
         _verify(repo, st, [data[a.id] for a, _ in kept], len(kept) // 2 if cut else 0)
         dropped = _write(series, st, old_text, tables, old, kept, subjects, data, reads)
-        _move(series, ui, checkout, st, kept)
+        backed = writing.commit()
+        if backed is not None:
+            ui.status(backed.describe(checkout.path))
         diffs = reads.diffs()
     finally:
         reads.abandon()
@@ -136,11 +147,12 @@ def _write(
     return dropped
 
 
-def _move(
+def _prepare_move(
     series: Series, ui: Ui, checkout: Checkout, st: RebaseState, kept: list[tuple[Action, Outcome]]
-) -> None:
-    """The new pin kept in the cache; the branch, the checkout state and the rebase's refs
-    moved in one transaction, then the checkout's files."""
+) -> Writing:
+    """The new pin kept in the cache; the one transaction that moves the branch, the
+    checkout state and the rebase's refs made ready (committed, then the checkout's files
+    moved, by :meth:`Writing.commit`)."""
     repo = checkout.repo
     # The new pin, in the cache: `series apply` needs no network for it now. One the
     # cache keeps already (the --onto that began the rebase fetched it there) is found
@@ -159,7 +171,7 @@ def _move(
     # The rebase's refs to delete, and what keeps commits: from their loose files where
     # those hold them all (as --skip and --abort read them), else one for-each-ref.
     listed = repo.refs.under_read(repo.git_dir, "refs/")
-    backed = checkout.write(
+    return checkout.prepare_write(
         "rebase",
         prior=checkout.state(),
         tip=(st.tip, tip),
@@ -175,9 +187,8 @@ def _move(
         ),
         replaces_series=True,
         listed=listed,
+        line=[st.onto, *(o.new for _, o in kept)],
     )
-    if backed is not None:
-        ui.status(backed.describe(checkout.path))
 
 
 class _Reads:
