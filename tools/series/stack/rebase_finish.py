@@ -1,7 +1,7 @@
 """The end of ``series rebase``: patches/ and series.toml written, then the branch moved.
 
 Finishing writes patches/ and series.toml first (all staged and flushed to
-disk before any is renamed into place: series.files.replace_all; the
+disk before any is renamed into place: series.files.stage_all; the
 new series.toml is made from the snapshot taken at the start, read through
 series.manifest and rewritten by series.manifest_write, so doing it twice
 gives the same bytes; the files of dropped patches go after it, so
@@ -14,14 +14,16 @@ walks the plan to its end and finishes again.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from series import manifest, manifest_kept, refnames
 from series.checkout import Checkout, Writing
 from series.errors import InternalError
-from series.files import confined_all, replace_all
+from series.files import Staged, confined_all, stage_all
 from series.git.diffs import Later
+from series.git.index import Applying
 from series.git.repo import Repo
 from series.git.run import scratch_dir
 from series.manifest import Dropped, Patch, UpstreamPart
@@ -81,7 +83,7 @@ def finish(
     # bytes, the same check: each half reproduces its end, from the other's).
     cut = [kept[len(kept) // 2 - 1][1].new] if len(kept) >= CUT_AT else []
     # The summary's raw diffs are read beside the export (a light process beside its
-    # two), its diffs beside the writes below (their git on the other core).
+    # two), its diffs beside the end's transaction and move (their git on the other core).
     reads = _Reads(repo, st)
     try:
         patches = repo.diffs.format_patches_later(st.onto, st.current, cut) if kept else None
@@ -89,14 +91,28 @@ def finish(
             # What the end's transaction needs is read and written (objects only) while
             # git exports: nothing visible changes before the exported bytes are checked.
             writing = _prepare_move(series, ui, checkout, st, kept)
+            dropped = _dropped(st, old)
+            text = _manifest(series, st, old_text, tables, old, kept, subjects, dropped)
             exported = patches.result() if patches is not None else []
         except BaseException:
             if patches is not None:
                 patches.abandon()
             raise
         data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
-        _verify(repo, st, [data[a.id] for a, _ in kept], len(kept) // 2 if cut else 0)
-        dropped = _write(series, st, old_text, tables, old, kept, subjects, data, reads)
+        # The files are staged and flushed while git checks the bytes, renamed only after.
+        verifying = _Verify(repo, st, [data[a.id] for a, _ in kept], len(kept) // 2 if cut else 0)
+        try:
+            staged = _stage(series, old, kept, data, text, dropped)
+        except BaseException:
+            verifying.abandon()
+            raise
+        try:
+            verifying.check()
+            reads.start({o.new: data[a.id] for a, o in kept})
+        except BaseException:
+            staged.discard()
+            raise
+        staged.commit()
         backed = writing.commit()
         if backed is not None:
             ui.status(backed.describe(checkout.path))
@@ -106,7 +122,7 @@ def finish(
     _summary(ui, st, dropped, len(kept), reads.raw, diffs)
 
 
-def _write(
+def _manifest(
     series: Series,
     st: RebaseState,
     old_text: str,
@@ -114,18 +130,14 @@ def _write(
     old: Mapping[str, Patch],
     kept: list[tuple[Action, Outcome]],
     subjects: Mapping[str, str],
-    data: Mapping[str, bytes],
-    reads: _Reads,
-) -> list[Dropped]:
-    """patches/ and series.toml written (all checked, then all staged and flushed before
-    any is renamed: patches first, then series.toml, then the removals); the dropped
-    patches' records. ``tables``: ``old_text`` as tomllib reads it, where that was kept.
-    ``reads`` starts the summary's diffs once the raw ones are in."""
-    dropped = _dropped(st, old)
+    dropped: list[Dropped],
+) -> str:
+    """series.toml's new text. ``tables``: ``old_text`` as tomllib reads it, where that
+    was kept; ``dropped``: the dropped patches' records."""
     updates = [
         PatchUpdate(a.id, subjects[a.commit], old[a.id].file, old[a.id].branch) for a, _ in kept
     ]
-    text = write_rebased(
+    return write_rebased(
         series.manifest,
         old_text,
         ref=st.onto_rev,
@@ -135,6 +147,19 @@ def _write(
         parts=_parts(st),
         data=tables,
     )
+
+
+def _stage(
+    series: Series,
+    old: Mapping[str, Patch],
+    kept: list[tuple[Action, Outcome]],
+    data: Mapping[str, bytes],
+    text: str,
+    dropped: list[Dropped],
+) -> Staged:
+    """patches/ and series.toml (``text``) staged: all checked, then all written and
+    flushed beside their targets; :meth:`Staged.commit` renames them (patches first, then
+    series.toml), then removes the files of the ``dropped`` patches."""
     writes = {series.root / old[a.id].file: data[a.id] for a, _ in kept}
     writes[series.manifest.path] = text.encode("utf-8")
     confined_all(series.root, writes)  # all checked before any is read or written
@@ -142,9 +167,7 @@ def _write(
     for d in dropped:  # after series.toml no longer names them: a kill leaves no dangling file
         if d.file:
             changes.setdefault(series.root / d.file, None)
-    reads.start({o.new: data[a.id] for a, o in kept})
-    replace_all(changes, within=series.root)
-    return dropped
+    return stage_all(changes, within=series.root)
 
 
 def _prepare_move(
@@ -272,31 +295,61 @@ def _differs(path: Path, data: bytes) -> bool:
     return not path.is_file() or path.read_bytes() != data
 
 
-def _verify(repo: Repo, st: RebaseState, patches: list[bytes], half: int = 0) -> None:
-    """Re-apply the bytes about to be written: they must give the replayed tree.
+class _Verify:
+    """The bytes about to be written, applied again by git beside series: they must give
+    the replayed tree (:meth:`check`, else nothing is written).
 
     ``half``: the first ``half`` patches are applied on the new base and must give the
     tree of the commit they end at, and the others, at the same time, on that tree, must
     give the replayed tree (the same check, in two processes, one on each core)."""
-    with scratch_dir("series-rebase-") as tmp:  # in RAM where there is a place for it
-        files = []
-        for i, data in enumerate(patches):
-            path = tmp / f"{i:04d}.patch"
-            path.write_bytes(data)
-            files.append(path)
-        onto = repo.objects.tree_of(st.onto)
-        if half:
-            middle = repo.objects.tree_of(_kept_commits(st)[half - 1])
-            pieces = [(onto, files[:half]), (middle, files[half:])]
-            first, tree = repo.index.apply_pieces(pieces)
-            tree = tree if first == middle else None
-        else:
-            tree = repo.index.apply_all(onto, files) if files else onto
-    if tree != repo.objects.tree_of(st.current):
-        raise InternalError(
-            "the re-exported patches would not reproduce the rebased commits",
-            why="nothing was written; the rebase stays where it is",
-        )
+
+    def __init__(self, repo: Repo, st: RebaseState, patches: list[bytes], half: int = 0) -> None:
+        self.repo, self.st, self.half = repo, st, half
+        self.middle: str | None = None
+        self.applying: Applying | None = None
+        self.tmp = ExitStack()
+        if not patches:
+            return
+        try:  # the files in RAM where there is a place for them
+            tmp = self.tmp.enter_context(scratch_dir("series-rebase-"))
+            files = []
+            for i, data in enumerate(patches):
+                path = tmp / f"{i:04d}.patch"
+                path.write_bytes(data)
+                files.append(path)
+            onto = repo.objects.tree_of(st.onto)
+            if half:
+                self.middle = repo.objects.tree_of(_kept_commits(st)[half - 1])
+                pieces = [(onto, files[:half]), (self.middle, files[half:])]
+            else:
+                pieces = [(onto, files)]
+            self.applying = repo.index.apply_pieces_later(pieces)
+        except BaseException:
+            self.tmp.close()
+            raise
+
+    def check(self) -> None:
+        """Raise unless the patches gave the replayed tree."""
+        st = self.st
+        tree: str | None
+        with self.tmp:
+            if self.applying is None:
+                tree = self.repo.objects.tree_of(st.onto)
+            elif self.half:
+                first, tree = self.applying.result()
+                tree = tree if first == self.middle else None
+            else:
+                (tree,) = self.applying.result()
+        if tree != self.repo.objects.tree_of(st.current):
+            raise InternalError(
+                "the re-exported patches would not reproduce the rebased commits",
+                why="nothing was written; the rebase stays where it is",
+            )
+
+    def abandon(self) -> None:
+        with self.tmp:
+            if self.applying is not None:
+                self.applying.abandon()
 
 
 def _summary(
