@@ -171,13 +171,13 @@ def test_continue_merges_the_rest_once_each_in_one_process_or_in_two_batches(
     git(project.work, "add", UTIL)
     batched = spy_batches(monkeypatch)
     streams: list[MergeStream] = []
-    original = MergeStream.merge
+    original = MergeStream.answer
 
-    def merge(self: MergeStream, line: str) -> TreeMerge | None:
+    def answer(self: MergeStream) -> TreeMerge | None:  # each merge's answer, however asked
         streams.append(self)
-        return original(self, line)
+        return original(self)
 
-    monkeypatch.setattr(MergeStream, "merge", merge)
+    monkeypatch.setattr(MergeStream, "answer", answer)
     with monkeypatch.context() as path:
         _no_stdbuf(tmp_path, path, how)
         code, _, err = project.run("rebase", "--continue")
