@@ -66,18 +66,6 @@ def finish(
     """
     assert st.kind == "rebase", "an edit ends with its export (series.stack.edit_finish)"
     repo = checkout.repo
-    old_text = repo.objects.blob_read(st.saved, "series.toml").decode("utf-8")
-    # What tomllib read of that text when the rebase began (series.manifest_kept), as the
-    # project's own parse takes it: the same tables, validated again, without the parse;
-    # series.toml's new text is made from them too (cont9: one parse of 20 KB less).
-    tables = manifest_kept.recall(series.cache_dir, old_text)
-    path = series.manifest.path
-    saved = (
-        manifest.parse(path, tables, missing_ok=True)
-        if tables is not None
-        else manifest.loads(path, old_text, missing_ok=True, kept=series.cache_dir)
-    )
-    old = {p.id: p for p in saved.patches}
     kept = [(a, o) for a, o in st.walked() if o.kept]
     # A long series is exported and checked in two halves, one on each core (the same
     # bytes, the same check: each half reproduces its end, from the other's).
@@ -88,8 +76,10 @@ def finish(
     try:
         patches = repo.diffs.format_patches_later(st.onto, st.current, cut) if kept else None
         try:
-            # What the end's transaction needs is read and written (objects only) while
-            # git exports: nothing visible changes before the exported bytes are checked.
+            # While git exports: series.toml's new text made, and what the end's
+            # transaction needs read and written (objects only): nothing visible changes
+            # before the exported bytes are checked.
+            old_text, tables, old = _saved(series, repo, st)
             writing = _prepare_move(series, ui, checkout, st, kept)
             dropped = _dropped(st, old)
             text = _manifest(series, st, old_text, tables, old, kept, subjects, dropped)
@@ -99,20 +89,8 @@ def finish(
                 patches.abandon()
             raise
         data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
-        # The files are staged and flushed while git checks the bytes, renamed only after.
-        verifying = _Verify(repo, st, [data[a.id] for a, _ in kept], len(kept) // 2 if cut else 0)
-        try:
-            staged = _stage(series, old, kept, data, text, dropped)
-        except BaseException:
-            verifying.abandon()
-            raise
-        try:
-            verifying.check()
-            reads.start({o.new: data[a.id] for a, o in kept})
-        except BaseException:
-            staged.discard()
-            raise
-        staged.commit()
+        half = len(kept) // 2 if cut else 0
+        _write(series, repo, st, kept, data, (old, text, dropped), half, reads)
         backed = writing.commit()
         if backed is not None:
             ui.status(backed.describe(checkout.path))
@@ -120,6 +98,54 @@ def finish(
     finally:
         reads.abandon()
     _summary(ui, st, dropped, len(kept), reads.raw, diffs)
+
+
+def _saved(
+    series: Series, repo: Repo, st: RebaseState
+) -> tuple[str, dict[str, Any] | None, dict[str, Patch]]:
+    """series.toml as the rebase's snapshot holds it: its text, what tomllib read of it
+    when the rebase began (series.manifest_kept, None where not kept), and its patches."""
+    old_text = repo.objects.blob_read(st.saved, "series.toml").decode("utf-8")
+    # As the project's own parse takes those tables: validated again, without the parse;
+    # series.toml's new text is made from them too (cont9: one parse of 20 KB less).
+    tables = manifest_kept.recall(series.cache_dir, old_text)
+    path = series.manifest.path
+    saved = (
+        manifest.parse(path, tables, missing_ok=True)
+        if tables is not None
+        else manifest.loads(path, old_text, missing_ok=True, kept=series.cache_dir)
+    )
+    return old_text, tables, {p.id: p for p in saved.patches}
+
+
+def _write(
+    series: Series,
+    repo: Repo,
+    st: RebaseState,
+    kept: list[tuple[Action, Outcome]],
+    data: Mapping[str, bytes],
+    new: tuple[Mapping[str, Patch], str, list[Dropped]],
+    half: int,
+    reads: _Reads,
+) -> None:
+    """The exported ``data`` checked (:class:`_Verify`, ``half``) while patches/ and
+    series.toml are staged and flushed; renamed into place only once checked. ``new``:
+    the old patches' records, series.toml's new text, the dropped patches' records.
+    ``reads`` starts the summary's diffs once the check passed."""
+    old, text, dropped = new
+    verifying = _Verify(repo, st, [data[a.id] for a, _ in kept], half)
+    try:
+        staged = _stage(series, old, kept, data, text, dropped)
+    except BaseException:
+        verifying.abandon()
+        raise
+    try:
+        verifying.check()
+        reads.start({o.new: data[a.id] for a, o in kept})
+    except BaseException:
+        staged.discard()
+        raise
+    staged.commit()
 
 
 def _manifest(
