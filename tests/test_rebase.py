@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from rebase_helpers import (
     resolve_p1,
     snapshot,
 )
+from series.git.diffs import Diffs
 
 
 def rebase(project: Project, *args: str) -> tuple[int, str, str]:
@@ -224,3 +226,36 @@ def test_offline_apply_after_a_rebase_says_the_pin_needs_git(
     code, _out, err = project.run("apply", "--dir", str(tmp_path / "elsewhere"))
     assert code == 1 and "no sdist stands in for this pin" in err and "--upstream" in err
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_exported_bytes_that_do_not_give_the_replayed_tree_write_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The end's files are staged and flushed while git applies the exported bytes again;
+    when those do not give the replayed tree (one patch's bytes altered here, after
+    format-patch), --continue refuses as a bug: no patch file or series.toml is renamed
+    into place, no temporary file is left, and the rebase is still where it stopped."""
+    project = moving_project(tmp_path, conflict=True)
+    code, _, err = project.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+    assert code == 3, err
+    resolve_p1(project.work)
+    before = (project.patch_bytes(), (project.root / "series.toml").read_bytes())
+    refs = git(project.work, "for-each-ref", "--format=%(refname) %(objectname)")
+    original = Diffs._patches
+
+    def altered(self: Diffs, *args: Any, **kwargs: Any) -> list[bytes]:
+        patches = original(self, *args, **kwargs)
+        last = patches[-1]
+        at = last.index(b"\n+", last.index(b"\n@@ ")) + 2
+        return [*patches[:-1], last[:at] + b"altered " + last[at:]]
+
+    monkeypatch.setattr(Diffs, "_patches", altered)
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 70 and "would not reproduce the rebased commits" in err, err
+    assert (project.patch_bytes(), (project.root / "series.toml").read_bytes()) == before
+    assert not list(project.root.rglob(".series-tmp-*"))
+    assert git(project.work, "for-each-ref", "--format=%(refname) %(objectname)") == refs
+    monkeypatch.setattr(Diffs, "_patches", original)
+    code, _, err = project.run("rebase", "--continue")  # the bytes as git made them: it ends
+    assert code == 0, err
+    assert project.patch_bytes() != before[0]

@@ -13,16 +13,21 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from helpers import Project, git, make_project
 from series import cli
+from series.backup import Kept
+from series.checkout import Checkout
 from series.commands import apply
 from series.commands import list as list_cmd
 from series.errors import Exit, InternalError
 from series.git import GitFailed, RefMoved
+from series.git.refs import Refs
 from series.project import Series
 from series.ui import Ui
 
@@ -213,3 +218,65 @@ def test_an_unexpected_exception_is_an_internal_error_with_its_traceback(
     err = io.StringIO()
     assert cli.main(["-C", str(project.root), "list"], err=err) == Exit.INTERNAL
     assert "internal error" in err.getvalue() and "KeyError" in err.getvalue()
+
+
+def _end_like_a_rebase(
+    project: Project, line: list[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[Kept | None, list[list[str]]]:
+    """The checkout's write as a rebase's end makes it (the branch moved one commit back,
+    the files and HEAD with it, the old series replaced), told that ``line`` is what the
+    new tip is made of; what it kept, and the commits rev-list was asked about."""
+    checkout = Checkout(project.work, "series")
+    state = checkout.require()
+    tip = git(project.work, "rev-parse", "series")
+    asked: list[list[str]] = []
+    original = Refs.unreachable
+
+    def unreachable(self: Refs, tips: Sequence[str], *args: Any, **kwargs: Any) -> list[str]:
+        asked.append(list(tips))
+        return original(self, tips, *args, **kwargs)
+
+    monkeypatch.setattr(Refs, "unreachable", unreachable)
+    kept = checkout.prepare_write(
+        "rebase",
+        prior=state,
+        tip=(tip, line[-1]),
+        base=state.base,
+        applied=list(state.applied[:-1]),
+        source=state.source,
+        move_files=True,
+        replaces_series=True,
+        listed=checkout.repo.refs.under("refs/"),
+        line=line,
+    ).commit()
+    return kept, asked
+
+
+def test_head_on_the_new_line_is_not_asked_about_and_one_off_it_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HEAD detached at a commit of the new tip's line (as a rebase stop leaves it) is
+    reached once the branch moves there: seen from the running cat-file (that many first
+    parents below the tip), no rev-list. A HEAD the caller names on the line but git finds
+    elsewhere (a commit of the user's) is asked about and kept under the backup ref."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    work = project.work
+    old, new, below = (git(work, "rev-parse", f"series~{k}") for k in range(3))
+    git(work, "checkout", "-q", "--detach", below)
+    kept, asked = _end_like_a_rebase(project, [below, new], monkeypatch)
+    assert asked == [[old]]  # the old tip only: HEAD was seen on the line
+    assert kept is not None and kept.tips == (("branch series", old),)
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+
+    project2 = make_project(tmp_path / "second")
+    assert project2.run("apply")[0] == 0
+    work = project2.work
+    old, new = (git(work, "rev-parse", f"series~{k}") for k in range(2))
+    git(work, "checkout", "-q", "--detach", new)
+    git(work, "commit", "-q", "--allow-empty", "-m", "mine")
+    mine = git(work, "rev-parse", "HEAD")
+    kept, asked = _end_like_a_rebase(project2, [mine, new], monkeypatch)  # not below it
+    assert [mine] in asked
+    assert kept is not None and ("HEAD (detached)", mine) in kept.tips
+    git(work, "merge-base", "--is-ancestor", mine, kept.ref)  # fails unless the ref keeps it

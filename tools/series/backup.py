@@ -81,13 +81,14 @@ def keep_lost(
     for this backup (a snapshot of uncommitted changes), not counted as
     the user's. ``listed``: every ref under ``refs/``, read already.
 
-    A commit that is itself one of ``kept`` is reached by it: git is not
-    asked (``rev-list C ^C`` is empty), nor are the refs listed for it.
+    A commit that is itself one of ``kept``, or what a ref points at once ``txn`` is
+    applied (a rebase's end: HEAD at the commit the branch moves to), is reached by it:
+    git is not asked (``rev-list C ^C`` is empty), nor are the refs listed for it.
     """
     planned: dict[str, str | None] = dict(txn.planned())
     planned.update({ref: None for ref in gone})
     planned.update({f"kept:{n}": c for n, c in enumerate(kept) if c})
-    reached = {c for c in kept if c}
+    reached = {c for c in planned.values() if c}
     lost: dict[str, tuple[str, frozenset[str]]] = {}
     for label, commit in looked_at:
         if commit and commit not in lost and commit not in reached:

@@ -237,40 +237,77 @@ class Checkout:
         ``replaces_series``: the exported series itself is replaced (a
         rebase rewrites patches/), so the old synced tip is no longer one
         series can write again and is kept like the user's commits.
-        ``listed``: every ref under ``refs/``, read by the caller for ``also``.
+        ``listed``: every ref under ``refs/``, read by the caller for ``also``
+        (HEAD is then read from its file, where that tells it: no process).
         """
+        return self.prepare_write(
+            verb,
+            prior=prior,
+            tip=tip,
+            base=base,
+            applied=applied,
+            source=source,
+            move_files=move_files,
+            also=also,
+            replaces_series=replaces_series,
+            listed=listed,
+        ).commit()
+
+    def prepare_write(
+        self,
+        verb: str,
+        *,
+        prior: CheckoutState | None,
+        tip: tuple[str | None, str],
+        base: str,
+        applied: list[str],
+        source: str,
+        move_files: bool,
+        also: Callable[[Transaction], None] | None = None,
+        replaces_series: bool = False,
+        listed: dict[str, str] | None = None,
+        line: Sequence[str] = (),
+    ) -> Writing:
+        """:meth:`write` up to its transaction: the state blob written, HEAD read, the
+        transaction filled (its backup ref too), nothing changed; :meth:`Writing.commit`
+        does the rest. A rebase's end prepares it while its patches are exported; the
+        transaction's compare-and-swap still holds against everything read here.
+
+        ``line``: the commits the new tip is made of, oldest first, ending at ``tip[1]``
+        (a rebase's replayed commits, onto their base): HEAD at one of them is reached by
+        the moved branch when the running ``cat-file`` finds it that many first parents
+        below the tip (no ``rev-list`` asked for it)."""
         old, new = tip
         state = CheckoutState(base, new, tuple(applied), source, old if move_files else None)
         blob = self.repo.objects.write("blob", [_dump(state)])[0]
-        head, symbolic = self.repo.refs.head_and_ref()
+        refs = self.repo.refs
+        read = refs.head_and_ref_read(self.repo.git_dir, listed) if listed is not None else None
+        head, symbolic = read or refs.head_and_ref()
         on_branch = symbolic == self.branch_ref
         kept = None
-        with self.repo.refs.transaction(f"series {verb}: {len(applied)} patches") as txn:
-            if old != new:
-                txn.update(self.branch_ref, new, old or ZERO)
-            txn.update(BASE_REF, base, prior.base if prior else ZERO)
-            txn.update(SYNCED_REF, new, prior.synced if prior and prior.synced else ZERO)
-            txn.update(STATE_REF, blob, prior.blob if prior and prior.blob else ZERO)
-            if also is not None:
-                also(txn)
-            if prior is not None:  # a new checkout holds nothing of the user's
-                stays = not on_branch and not move_files  # else HEAD is the branch, or moves
-                kept = self.keep_lost(
-                    txn,
-                    verb,
-                    head_stays=stays,
-                    own=[prior.synced],
-                    synced=not replaces_series,
-                    listed=listed,
-                    head=head,
-                    label=head_label(symbolic),
-                )
-        (self.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)
-        if move_files:
-            self.repo.worktree.checkout_tree(old if old and on_branch else None, new)
-            if not on_branch:
-                self.repo.refs.set_head(self.branch_ref)
-        return kept
+        txn = refs.begin(f"series {verb}: {len(applied)} patches")
+        if old != new:
+            txn.update(self.branch_ref, new, old or ZERO)
+        txn.update(BASE_REF, base, prior.base if prior else ZERO)
+        txn.update(SYNCED_REF, new, prior.synced if prior and prior.synced else ZERO)
+        txn.update(STATE_REF, blob, prior.blob if prior and prior.blob else ZERO)
+        if also is not None:
+            also(txn)
+        if prior is not None:  # a new checkout holds nothing of the user's
+            stays = not on_branch and not move_files  # else HEAD is the branch, or moves
+            kept = self.keep_lost(
+                txn,
+                verb,
+                head_stays=stays,
+                own=[prior.synced],
+                synced=not replaces_series,
+                listed=listed,
+                head=head,
+                label=head_label(symbolic),
+                reached=[head] if head and _below(self.repo, line, new, head) else [],
+            )
+        moves = (old if old and on_branch else None, new) if move_files else None
+        return Writing(self, txn, kept, moves, on_branch)
 
     def keep_lost(
         self,
@@ -285,6 +322,7 @@ class Checkout:
         head: str | None = None,
         listed: dict[str, str] | None = None,
         label: str | None = None,
+        reached: Iterable[str] = (),
     ) -> Kept | None:
         """Keep under a backup ref, in ``txn``, what of HEAD and the branch it would lose.
 
@@ -297,14 +335,15 @@ class Checkout:
         rebase), so neither the synced tip nor ``own`` count as series' own.
         ``head``: HEAD's commit, read already by the caller in this run (it
         compares against it in the same transaction); ``listed``: every ref
-        under ``refs/``, read already; ``label``: :meth:`head_label`, made already.
+        under ``refs/``, read already; ``label``: :meth:`head_label`, made already;
+        ``reached``: commits the caller showed the transaction's refs reach.
         """
         repo = self.repo
         head = repo.refs.head() if head is None else head
         label = self.head_label() if label is None else label
         looked_at = [(label, head), (f"branch {self.branch}", self.tip()), *extra]
         mine = [*own, repo.objects.rev(SYNCED_REF)] if synced else []
-        kept = [*mine, head if head_stays else None]
+        kept = [*mine, head if head_stays else None, *reached]
         made = [commit for label, commit in extra if label == backup.CHANGES]
         return backup.keep_lost(
             repo,
@@ -319,6 +358,43 @@ class Checkout:
 
     def head_label(self) -> str:
         return head_label(self.repo.refs.symbolic_head())
+
+
+class Writing:
+    """A :meth:`Checkout.write` prepared (:meth:`Checkout.prepare_write`): its
+    transaction filled, not committed."""
+
+    def __init__(
+        self,
+        checkout: Checkout,
+        txn: Transaction,
+        kept: Kept | None,
+        moves: tuple[str | None, str] | None,
+        on_branch: bool,
+    ) -> None:
+        self.checkout, self.txn, self.kept = checkout, txn, kept
+        self.moves, self.on_branch = moves, on_branch
+
+    def commit(self) -> Kept | None:
+        """The transaction committed, then the files moved (``move_files``) and HEAD set on
+        the branch where it was not; the backup ref it added, if any."""
+        checkout = self.checkout
+        self.txn.commit()
+        (checkout.repo.git_dir / LEGACY_STATE).unlink(missing_ok=True)
+        if self.moves is not None:
+            checkout.repo.worktree.checkout_tree(*self.moves)
+            if not self.on_branch:
+                checkout.repo.refs.set_head(checkout.branch_ref)
+        return self.kept
+
+
+def _below(repo: Repo, line: Sequence[str], tip: str, commit: str) -> bool:
+    """Whether ``commit`` is one of ``line`` (oldest first, ending at ``tip``) and, as the
+    running ``cat-file`` reads it, that many first parents below ``tip``."""
+    if commit not in line or line[-1] != tip:
+        return False
+    steps = len(line) - 1 - line.index(commit)
+    return repo.objects.rev(f"{line[-1]}~{steps}") == commit
 
 
 def head_label(ref: str | None) -> str:

@@ -209,6 +209,45 @@ def replace_all(changes: dict[Path, bytes | None], *, within: Path) -> list[Path
     order; a kill during the renames leaves each file old or new, never half.
     Every path is first checked to stay in ``within`` (:func:`confined`).
     """
+    return stage_all(changes, within=within).commit()
+
+
+class Staged:
+    """The files of :func:`stage_all`, all on disk beside their targets, none renamed:
+    :meth:`commit` renames them into place (then deletes), :meth:`discard` removes them."""
+
+    def __init__(self, changes: dict[Path, bytes | None], staged: list[tuple[Path, str]]) -> None:
+        self.changes, self.staged = changes, staged
+
+    def commit(self) -> list[Path]:
+        """:func:`replace_all`'s second half: the renames, then the deletions."""
+        staged, self.staged = self.staged, []
+        faults.point(f"replace {len(staged)} files: staged")
+        done = []
+        for path, tmp in staged:
+            os.replace(tmp, path)
+            done.append(path)
+            faults.point(f"replace {path.name}: renamed")
+        for path, data in self.changes.items():
+            if data is None:
+                path.unlink(missing_ok=True)
+                done.append(path)
+                faults.point(f"replace {path.name}: removed")
+        return done
+
+    def discard(self) -> None:
+        """The temporary files removed; nothing changed (nothing after :meth:`commit`)."""
+        staged, self.staged = self.staged, []
+        for _, tmp in staged:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def stage_all(changes: dict[Path, bytes | None], *, within: Path) -> Staged:
+    """:func:`replace_all`'s first half: every path checked, every new content written
+    and flushed to disk beside its target (on an error, those removed and the error
+    raised); the caller then commits them (:meth:`Staged.commit`) or discards them, and
+    may work meanwhile (a rebase's end checks the exported patches while they are
+    flushed)."""
     for path in changes:
         confined(within, path)
     staged: list[tuple[Path, str]] = []
@@ -221,18 +260,7 @@ def replace_all(changes: dict[Path, bytes | None], *, within: Path) -> list[Path
         for _, tmp in staged:
             Path(tmp).unlink(missing_ok=True)
         raise
-    faults.point(f"replace {len(staged)} files: staged")
-    done = []
-    for path, tmp in staged:
-        os.replace(tmp, path)
-        done.append(path)
-        faults.point(f"replace {path.name}: renamed")
-    for path, data in changes.items():
-        if data is None:
-            path.unlink(missing_ok=True)
-            done.append(path)
-            faults.point(f"replace {path.name}: removed")
-    return done
+    return Staged(changes, staged)
 
 
 def _stage(path: Path, data: bytes) -> str:

@@ -218,22 +218,34 @@ class Diffs(Part):
         cut that is not where the pieces say on the line from ``base`` to ``tip``, and the
         range is asked again in one piece, with git's own diffstats.
         """
-        env = self._env()
         if cuts:
-            ends = [base, *cuts, tip]
-            ranges = [f"{ends[k]}..{ends[k + 1]}" for k in range(len(cuts) + 1)]
-            calls = [(["format-patch", r, *_NO_STAT], env) for r in ranges]
-            pieces = []
-            for (argv, _), (status, out, err) in zip(
-                calls, self._run.git_together(calls), strict=True
-            ):
-                if status != 0:
-                    raise GitFailed(argv, status, err, cwd=self.path)
-                pieces.append(_split(out))
-        else:
-            pieces = [
-                _split(self._run.git_bytes("format-patch", f"{base}..{tip}", *_NO_STAT, env=env))
-            ]
+            return self.format_patches_later(base, tip, cuts).result()
+        argv, env = ["format-patch", f"{base}..{tip}", *_NO_STAT], self._env()
+        out = self._run.git_bytes(*argv, env=env)
+        return self._patches((base, tip, cuts), [(argv, env)], [(0, out, "")])
+
+    def format_patches_later(self, base: str, tip: str, cuts: Sequence[str] = ()) -> Patches:
+        """:meth:`format_patches`, its processes started now, beside series: read by
+        :meth:`Patches.result` (or ended by :meth:`Patches.abandon`)."""
+        ends = [base, *cuts, tip]
+        ranges = [f"{ends[k]}..{ends[k + 1]}" for k in range(len(cuts) + 1)]
+        calls = [(["format-patch", r, *_NO_STAT], self._env()) for r in ranges]
+        return Patches(self, (base, tip, cuts), calls, self._run.start_together(calls))
+
+    def _patches(
+        self,
+        line: tuple[str, str, Sequence[str]],
+        calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]],
+        done: list[tuple[int, bytes, str]],
+    ) -> list[bytes]:
+        """:meth:`format_patches`' answer from its processes' (``calls``) answers."""
+        base, tip, cuts = line
+        pieces = []
+        answers = self._run.checked(calls, done)
+        for (argv, _), (status, out, err) in zip(calls, answers, strict=True):
+            if status != 0:
+                raise GitFailed(argv, status, err, cwd=self.path)
+            pieces.append(_split(out))
         parts = [part for piece in pieces for part in piece]
         at: dict[str, int] = {}
         counts = 0
@@ -249,6 +261,7 @@ class Diffs(Part):
             stated = [with_stat(p) if c else p for p, c in zip(parts, changed, strict=True)]
             if all(part is not None for part in stated):
                 return [part for part in stated if part is not None]
+        env = self._env()
         return _split(self._run.git_bytes("format-patch", f"{base}..{tip}", *_FORMAT, env=env))
 
     def _changes_tree(
@@ -306,6 +319,27 @@ class Later:
     def abandon(self) -> None:
         if self._started is not None:
             self._started.abandon()
+
+
+class Patches:
+    """The ``format-patch`` processes of :meth:`Diffs.format_patches_later`, running:
+    :meth:`result` reads them (once) as :meth:`Diffs.format_patches` answers; :meth:`abandon`
+    ends them unread, on any exception before (nothing after)."""
+
+    def __init__(
+        self,
+        diffs: Diffs,
+        line: tuple[str, str, Sequence[str]],
+        calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]],
+        started: Started,
+    ) -> None:
+        self._diffs, self._line, self._calls, self._started = diffs, line, calls, started
+
+    def result(self) -> list[bytes]:
+        return self._diffs._patches(self._line, self._calls, self._started.finish())
+
+    def abandon(self) -> None:
+        self._started.abandon()
 
 
 def _split(out: bytes) -> list[bytes]:

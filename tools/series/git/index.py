@@ -18,7 +18,15 @@ from pathlib import Path
 
 from series.digests import blob_id, sha1
 from series.errors import SeriesError
-from series.git.run import HERMETIC, GitFailed, Part, Runner, input_file, scratch_dir
+from series.git.run import (
+    HERMETIC,
+    GitFailed,
+    Part,
+    Runner,
+    Started,
+    input_file,
+    scratch_dir,
+)
 from series.records import NamedTuple
 
 
@@ -340,18 +348,19 @@ class Index(Part):
             "hash-object", "-t", "tree", "-w", "--stdin", env=HERMETIC, stdin=Path("/dev/null")
         ).strip()
 
-    def apply_all(self, tree: str, patches: Sequence[Path]) -> str | None:
-        """``tree`` with every patch file applied in order (one ``apply --cached``), or None."""
-        with self.scratch(tree) as env:
-            argv = ["apply", "--cached", "--whitespace=nowarn", *map(str, patches)]
-            status, _, _ = self._run.git_status(*argv, env=env)
-            return self.write_tree(env) if status == 0 else None
-
     def apply_pieces(self, pieces: Sequence[tuple[str, Sequence[Path]]]) -> list[str | None]:
-        """:meth:`apply_all` of each ``(tree, patches)`` of ``pieces``, their ``read-tree``,
+        """``tree`` with every patch file applied in order (one ``apply --cached``), for each
+        ``(tree, patches)`` of ``pieces``, their ``read-tree``,
         ``apply`` and ``write-tree`` each run at once, one scratch index each (a long series
         cut in halves, one on each core); None for a piece whose patches do not apply."""
-        with ExitStack() as stack:
+        return self.apply_pieces_later(pieces).result()
+
+    def apply_pieces_later(self, pieces: Sequence[tuple[str, Sequence[Path]]]) -> Applying:
+        """:meth:`apply_pieces` with its ``apply`` processes left running: the caller
+        works meanwhile, then reads :meth:`Applying.result` (or ends them:
+        :meth:`Applying.abandon`)."""
+        stack = ExitStack()
+        try:
             envs = [stack.enter_context(self.scratch(None)) for _ in pieces]
             read = self._run.git_together(
                 [(["read-tree", tree], env) for (tree, _), env in zip(pieces, envs, strict=True)]
@@ -360,19 +369,15 @@ class Index(Part):
                 if status != 0:
                     raise GitFailed(["read-tree", tree], status, err, cwd=self.path)
             argv = ["apply", "--cached", "--whitespace=nowarn"]
-            done = self._run.git_together(
-                [
-                    ([*argv, *map(str, patches)], env)
-                    for (_, patches), env in zip(pieces, envs, strict=True)
-                ]
-            )
-            ok = [env for (status, _, _), env in zip(done, envs, strict=True) if status == 0]
-            trees = self._run.git_together([(["write-tree"], env) for env in ok])
-            for status, _, err in trees:
-                if status != 0:
-                    raise GitFailed(["write-tree"], status, err, cwd=self.path)
-            written = iter(out.decode("ascii").strip() for _, out, _ in trees)
-            return [next(written) if status == 0 else None for status, _, _ in done]
+            calls: list[tuple[Sequence[str], Mapping[str, str] | None]] = [
+                ([*argv, *map(str, patches)], env)
+                for (_, patches), env in zip(pieces, envs, strict=True)
+            ]
+            started = self._run.start_together(calls)
+        except BaseException:
+            stack.close()
+            raise
+        return Applying(self._run, stack, calls, started, envs)
 
     def apply_exact(
         self, tree: str, diff: bytes, env: Mapping[str, str] | None = None
@@ -579,3 +584,35 @@ def _on_disk(path: Path, width: int) -> tuple[str, str] | None:
     else:
         return _OTHER
     return mode, blob_id(data, width)
+
+
+class Applying:
+    """The ``apply`` processes of :meth:`Index.apply_pieces_later`, running: read once by
+    :meth:`result` (each piece's tree, by ``write-tree``; None where its patches do not
+    apply), or ended unread by :meth:`abandon`; either removes the scratch indexes."""
+
+    def __init__(
+        self,
+        run: Runner,
+        stack: ExitStack,
+        calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]],
+        started: Started,
+        envs: Sequence[dict[str, str]],
+    ) -> None:
+        self._run, self._stack, self._calls = run, stack, calls
+        self._started, self._envs = started, envs
+
+    def result(self) -> list[str | None]:
+        with self._stack:
+            done = self._run.checked(self._calls, self._started.finish())
+            ok = [env for (status, _, _), env in zip(done, self._envs, strict=True) if not status]
+            trees = self._run.git_together([(["write-tree"], env) for env in ok])
+            for status, _, err in trees:
+                if status != 0:
+                    raise GitFailed(["write-tree"], status, err, cwd=self._run.path)
+            written = iter(out.decode("ascii").strip() for _, out, _ in trees)
+            return [next(written) if status == 0 else None for status, _, _ in done]
+
+    def abandon(self) -> None:
+        with self._stack:
+            self._started.abandon()

@@ -122,9 +122,14 @@ class Refs(Part):
     @contextmanager
     def transaction(self, reason: str) -> Iterator[Transaction]:
         """Collect ref changes in the block; commit them together when it ends."""
-        txn = Transaction(self._run, reason)
+        txn = self.begin(reason)
         yield txn
         txn.commit()
+
+    def begin(self, reason: str) -> Transaction:
+        """A transaction to fill now and commit later (:meth:`Transaction.commit`): the
+        changes of :meth:`transaction`, made while other work goes on before they apply."""
+        return Transaction(self._run, reason)
 
     def update(self, reason: str, lines: Sequence[str]) -> None:
         """One transaction of ready-made ``update``/``delete`` lines (caches only)."""

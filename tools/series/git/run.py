@@ -1444,7 +1444,22 @@ class Runner:
         """(status, raw stdout, stderr) of each ``(argv, env)``, run at once
         (:func:`execute_together`); a failure caused outside series is raised as
         :meth:`git_status` raises it."""
-        done = execute_together(self.path, calls)
+        return self.checked(calls, execute_together(self.path, calls))
+
+    def start_together(
+        self, calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]]
+    ) -> Started:
+        """:meth:`git_together`, started now (module's :func:`start_together`): read by
+        ``Started.finish`` and :meth:`checked`, or ended by ``Started.abandon``."""
+        return start_together(self.path, calls)
+
+    def checked(
+        self,
+        calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]],
+        done: list[tuple[int, bytes, str]],
+    ) -> list[tuple[int, bytes, str]]:
+        """``done``, the answers to ``calls``, once no failure among them was caused
+        outside series (raised as :meth:`git_status` raises it)."""
         for (argv, _), (status, _, err) in zip(calls, done, strict=True):
             if not status:
                 continue

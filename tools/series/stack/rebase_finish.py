@@ -1,7 +1,7 @@
 """The end of ``series rebase``: patches/ and series.toml written, then the branch moved.
 
 Finishing writes patches/ and series.toml first (all staged and flushed to
-disk before any is renamed into place: series.files.replace_all; the
+disk before any is renamed into place: series.files.stage_all; the
 new series.toml is made from the snapshot taken at the start, read through
 series.manifest and rewritten by series.manifest_write, so doing it twice
 gives the same bytes; the files of dropped patches go after it, so
@@ -14,14 +14,16 @@ walks the plan to its end and finishes again.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from series import manifest, manifest_kept, refnames
-from series.checkout import Checkout
+from series.checkout import Checkout, Writing
 from series.errors import InternalError
-from series.files import confined_all, replace_all
+from series.files import Staged, confined_all, stage_all
 from series.git.diffs import Later
+from series.git.index import Applying
 from series.git.repo import Repo
 from series.git.run import scratch_dir
 from series.manifest import Dropped, Patch, UpstreamPart
@@ -64,9 +66,47 @@ def finish(
     """
     assert st.kind == "rebase", "an edit ends with its export (series.stack.edit_finish)"
     repo = checkout.repo
+    kept = [(a, o) for a, o in st.walked() if o.kept]
+    # A long series is exported and checked in two halves, one on each core (the same
+    # bytes, the same check: each half reproduces its end, from the other's).
+    cut = [kept[len(kept) // 2 - 1][1].new] if len(kept) >= CUT_AT else []
+    # The summary's raw diffs are read beside the export (a light process beside its
+    # two), its diffs beside the end's transaction and move (their git on the other core).
+    reads = _Reads(repo, st)
+    try:
+        patches = repo.diffs.format_patches_later(st.onto, st.current, cut) if kept else None
+        try:
+            # While git exports: series.toml's new text made, and what the end's
+            # transaction needs read and written (objects only): nothing visible changes
+            # before the exported bytes are checked.
+            old_text, tables, old = _saved(series, repo, st)
+            writing = _prepare_move(series, ui, checkout, st, kept)
+            dropped = _dropped(st, old)
+            text = _manifest(series, st, old_text, tables, old, kept, subjects, dropped)
+            exported = patches.result() if patches is not None else []
+        except BaseException:
+            if patches is not None:
+                patches.abandon()
+            raise
+        data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
+        half = len(kept) // 2 if cut else 0
+        _write(series, repo, st, kept, data, (old, text, dropped), half, reads)
+        backed = writing.commit()
+        if backed is not None:
+            ui.status(backed.describe(checkout.path))
+        diffs = reads.diffs()
+    finally:
+        reads.abandon()
+    _summary(ui, st, dropped, len(kept), reads.raw, diffs)
+
+
+def _saved(
+    series: Series, repo: Repo, st: RebaseState
+) -> tuple[str, dict[str, Any] | None, dict[str, Patch]]:
+    """series.toml as the rebase's snapshot holds it: its text, what tomllib read of it
+    when the rebase began (series.manifest_kept, None where not kept), and its patches."""
     old_text = repo.objects.blob_read(st.saved, "series.toml").decode("utf-8")
-    # What tomllib read of that text when the rebase began (series.manifest_kept), as the
-    # project's own parse takes it: the same tables, validated again, without the parse;
+    # As the project's own parse takes those tables: validated again, without the parse;
     # series.toml's new text is made from them too (cont9: one parse of 20 KB less).
     tables = manifest_kept.recall(series.cache_dir, old_text)
     path = series.manifest.path
@@ -75,26 +115,40 @@ def finish(
         if tables is not None
         else manifest.loads(path, old_text, missing_ok=True, kept=series.cache_dir)
     )
-    old = {p.id: p for p in saved.patches}
-    kept = [(a, o) for a, o in st.walked() if o.kept]
-    # A long series is exported and checked in two halves, one on each core (the same
-    # bytes, the same check: each half reproduces its end, from the other's).
-    cut = [kept[len(kept) // 2 - 1][1].new] if len(kept) >= CUT_AT else []
-    exported = repo.diffs.format_patches(st.onto, st.current, cut) if kept else []
-    data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
-    _verify(repo, st, [data[a.id] for a, _ in kept], len(kept) // 2 if cut else 0)
-    # The summary's diffs are read beside the writes below (their git on the other core).
-    reads = _Reads(repo, st)
-    try:
-        dropped = _write(series, st, old_text, tables, old, kept, subjects, data, reads)
-        _move(series, ui, checkout, st, kept)
-        diffs = reads.diffs()
-    finally:
-        reads.abandon()
-    _summary(ui, st, dropped, len(kept), reads.raw, diffs)
+    return old_text, tables, {p.id: p for p in saved.patches}
 
 
 def _write(
+    series: Series,
+    repo: Repo,
+    st: RebaseState,
+    kept: list[tuple[Action, Outcome]],
+    data: Mapping[str, bytes],
+    new: tuple[Mapping[str, Patch], str, list[Dropped]],
+    half: int,
+    reads: _Reads,
+) -> None:
+    """The exported ``data`` checked (:class:`_Verify`, ``half``) while patches/ and
+    series.toml are staged and flushed; renamed into place only once checked. ``new``:
+    the old patches' records, series.toml's new text, the dropped patches' records.
+    ``reads`` starts the summary's diffs once the check passed."""
+    old, text, dropped = new
+    verifying = _Verify(repo, st, [data[a.id] for a, _ in kept], half)
+    try:
+        staged = _stage(series, old, kept, data, text, dropped)
+    except BaseException:
+        verifying.abandon()
+        raise
+    try:
+        verifying.check()
+        reads.start({o.new: data[a.id] for a, o in kept})
+    except BaseException:
+        staged.discard()
+        raise
+    staged.commit()
+
+
+def _manifest(
     series: Series,
     st: RebaseState,
     old_text: str,
@@ -102,18 +156,14 @@ def _write(
     old: Mapping[str, Patch],
     kept: list[tuple[Action, Outcome]],
     subjects: Mapping[str, str],
-    data: Mapping[str, bytes],
-    reads: _Reads,
-) -> list[Dropped]:
-    """patches/ and series.toml written (all checked, then all staged and flushed before
-    any is renamed: patches first, then series.toml, then the removals); the dropped
-    patches' records. ``tables``: ``old_text`` as tomllib reads it, where that was kept.
-    ``reads`` starts the summary's diffs once the raw ones are in."""
-    dropped = _dropped(st, old)
+    dropped: list[Dropped],
+) -> str:
+    """series.toml's new text. ``tables``: ``old_text`` as tomllib reads it, where that
+    was kept; ``dropped``: the dropped patches' records."""
     updates = [
         PatchUpdate(a.id, subjects[a.commit], old[a.id].file, old[a.id].branch) for a, _ in kept
     ]
-    text = write_rebased(
+    return write_rebased(
         series.manifest,
         old_text,
         ref=st.onto_rev,
@@ -123,6 +173,19 @@ def _write(
         parts=_parts(st),
         data=tables,
     )
+
+
+def _stage(
+    series: Series,
+    old: Mapping[str, Patch],
+    kept: list[tuple[Action, Outcome]],
+    data: Mapping[str, bytes],
+    text: str,
+    dropped: list[Dropped],
+) -> Staged:
+    """patches/ and series.toml (``text``) staged: all checked, then all written and
+    flushed beside their targets; :meth:`Staged.commit` renames them (patches first, then
+    series.toml), then removes the files of the ``dropped`` patches."""
     writes = {series.root / old[a.id].file: data[a.id] for a, _ in kept}
     writes[series.manifest.path] = text.encode("utf-8")
     confined_all(series.root, writes)  # all checked before any is read or written
@@ -130,16 +193,15 @@ def _write(
     for d in dropped:  # after series.toml no longer names them: a kill leaves no dangling file
         if d.file:
             changes.setdefault(series.root / d.file, None)
-    reads.start({o.new: data[a.id] for a, o in kept})
-    replace_all(changes, within=series.root)
-    return dropped
+    return stage_all(changes, within=series.root)
 
 
-def _move(
+def _prepare_move(
     series: Series, ui: Ui, checkout: Checkout, st: RebaseState, kept: list[tuple[Action, Outcome]]
-) -> None:
-    """The new pin kept in the cache; the branch, the checkout state and the rebase's refs
-    moved in one transaction, then the checkout's files."""
+) -> Writing:
+    """The new pin kept in the cache; the one transaction that moves the branch, the
+    checkout state and the rebase's refs made ready (committed, then the checkout's files
+    moved, by :meth:`Writing.commit`)."""
     repo = checkout.repo
     # The new pin, in the cache: `series apply` needs no network for it now. One the
     # cache keeps already (the --onto that began the rebase fetched it there) is found
@@ -158,7 +220,7 @@ def _move(
     # The rebase's refs to delete, and what keeps commits: from their loose files where
     # those hold them all (as --skip and --abort read them), else one for-each-ref.
     listed = repo.refs.under_read(repo.git_dir, "refs/")
-    backed = checkout.write(
+    return checkout.prepare_write(
         "rebase",
         prior=checkout.state(),
         tip=(st.tip, tip),
@@ -174,9 +236,8 @@ def _move(
         ),
         replaces_series=True,
         listed=listed,
+        line=[st.onto, *(o.new for _, o in kept)],
     )
-    if backed is not None:
-        ui.status(backed.describe(checkout.path))
 
 
 class _Reads:
@@ -260,31 +321,61 @@ def _differs(path: Path, data: bytes) -> bool:
     return not path.is_file() or path.read_bytes() != data
 
 
-def _verify(repo: Repo, st: RebaseState, patches: list[bytes], half: int = 0) -> None:
-    """Re-apply the bytes about to be written: they must give the replayed tree.
+class _Verify:
+    """The bytes about to be written, applied again by git beside series: they must give
+    the replayed tree (:meth:`check`, else nothing is written).
 
     ``half``: the first ``half`` patches are applied on the new base and must give the
     tree of the commit they end at, and the others, at the same time, on that tree, must
     give the replayed tree (the same check, in two processes, one on each core)."""
-    with scratch_dir("series-rebase-") as tmp:  # in RAM where there is a place for it
-        files = []
-        for i, data in enumerate(patches):
-            path = tmp / f"{i:04d}.patch"
-            path.write_bytes(data)
-            files.append(path)
-        onto = repo.objects.tree_of(st.onto)
-        if half:
-            middle = repo.objects.tree_of(_kept_commits(st)[half - 1])
-            pieces = [(onto, files[:half]), (middle, files[half:])]
-            first, tree = repo.index.apply_pieces(pieces)
-            tree = tree if first == middle else None
-        else:
-            tree = repo.index.apply_all(onto, files) if files else onto
-    if tree != repo.objects.tree_of(st.current):
-        raise InternalError(
-            "the re-exported patches would not reproduce the rebased commits",
-            why="nothing was written; the rebase stays where it is",
-        )
+
+    def __init__(self, repo: Repo, st: RebaseState, patches: list[bytes], half: int = 0) -> None:
+        self.repo, self.st, self.half = repo, st, half
+        self.middle: str | None = None
+        self.applying: Applying | None = None
+        self.tmp = ExitStack()
+        if not patches:
+            return
+        try:  # the files in RAM where there is a place for them
+            tmp = self.tmp.enter_context(scratch_dir("series-rebase-"))
+            files = []
+            for i, data in enumerate(patches):
+                path = tmp / f"{i:04d}.patch"
+                path.write_bytes(data)
+                files.append(path)
+            onto = repo.objects.tree_of(st.onto)
+            if half:
+                self.middle = repo.objects.tree_of(_kept_commits(st)[half - 1])
+                pieces = [(onto, files[:half]), (self.middle, files[half:])]
+            else:
+                pieces = [(onto, files)]
+            self.applying = repo.index.apply_pieces_later(pieces)
+        except BaseException:
+            self.tmp.close()
+            raise
+
+    def check(self) -> None:
+        """Raise unless the patches gave the replayed tree."""
+        st = self.st
+        tree: str | None
+        with self.tmp:
+            if self.applying is None:
+                tree = self.repo.objects.tree_of(st.onto)
+            elif self.half:
+                first, tree = self.applying.result()
+                tree = tree if first == self.middle else None
+            else:
+                (tree,) = self.applying.result()
+        if tree != self.repo.objects.tree_of(st.current):
+            raise InternalError(
+                "the re-exported patches would not reproduce the rebased commits",
+                why="nothing was written; the rebase stays where it is",
+            )
+
+    def abandon(self) -> None:
+        with self.tmp:
+            if self.applying is not None:
+                self.applying.abandon()
 
 
 def _summary(

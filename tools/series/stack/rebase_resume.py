@@ -244,24 +244,39 @@ def _continue(run: Run, st: RebaseState) -> None:
         return
     action = st.plan[s.index]
     resolved = _resolved_tree(run, st, s, action.id)
-    info = run.infos[action.commit]
-    path = resolutions.record(
-        run.repo,
-        run.series.root,
-        patch=(action.id, info.message.splitlines()[0]),
-        key=s.key,
-        stages=s.stages,
-        conflicted=s.conflict_tree,
-        resolved=resolved,
-        made_for=f"{st.onto_rev} ({st.onto[:12]})",
-    )
-    used = str(path.relative_to(run.series.root))
-    run.ui.status(f"  {action.id:<4} resolution recorded in {used}")
-    drive(run, st, Resolved(resolved, used))
+    root = run.series.root
+    used = str(resolutions.path_for(root, action.id, s.key).relative_to(root))
+    event = Resolved(resolved, used)
+    # The first merge after the stop needs the staged tree alone: git makes it on the
+    # other core while the resolution is checked and recorded (a refusal closes the walk
+    # unused: merges write objects only).
+    walk = begin(run, st, event)
+    try:
+        resolution_check.check(
+            run.repo, resolved, s.stages, patch_id=action.id, where=run.checkout.path
+        )
+        info = run.infos[action.commit]
+        path = resolutions.record(
+            run.repo,
+            root,
+            patch=(action.id, info.message.splitlines()[0]),
+            key=s.key,
+            stages=s.stages,
+            conflicted=s.conflict_tree,
+            resolved=resolved,
+            made_for=f"{st.onto_rev} ({st.onto[:12]})",
+        )
+        assert str(path.relative_to(root)) == used, (path, used)
+        run.ui.status(f"  {action.id:<4} resolution recorded in {used}")
+    except BaseException:
+        walk.close()
+        raise
+    drive(run, st, event, walk)
 
 
 def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
-    """The tree staged as the resolution; refuse what is not one (yet)."""
+    """The tree staged as the resolution; refuse what is not one (yet). What it holds is
+    checked after (series.stack.resolution_check), beside the first merge."""
     repo, where = run.repo, run.checkout.path
     # The index's tree; None when it has conflict stages (git's write-tree refuses them),
     # and only then are they listed. Raises when the stop was cut short.
@@ -288,7 +303,6 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
             f"nothing of {sid} is left after the resolution",
             hint="`series rebase --skip` drops it with a record; or stage its changes",
         )
-    resolution_check.check(repo, resolved, s.stages, patch_id=sid, where=where)
     return resolved
 
 
