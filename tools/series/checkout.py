@@ -211,48 +211,6 @@ class Checkout:
             return None
         return old if index == self.repo.objects.tree_of(old) else None
 
-    def write(
-        self,
-        verb: str,
-        *,
-        prior: CheckoutState | None,
-        tip: tuple[str | None, str],
-        base: str,
-        applied: list[str],
-        source: str,
-        move_files: bool,
-        also: Callable[[Transaction], None] | None = None,
-        replaces_series: bool = False,
-        listed: dict[str, str] | None = None,
-    ) -> Kept | None:
-        """Move the branch to ``tip[1]`` and record the state: one transaction.
-
-        Compare-and-swap against what the command read when it started: the
-        branch at ``tip[0]`` and the refs of ``prior`` (None: a new
-        checkout). With ``move_files`` the index and files then follow.
-        ``also`` adds more ref changes to the same transaction (a rebase
-        ends by deleting its own state in it). Commits of the user's that
-        nothing would reach after it are kept under a backup ref in the
-        same transaction (series.backup); the caller prints it.
-        ``replaces_series``: the exported series itself is replaced (a
-        rebase rewrites patches/), so the old synced tip is no longer one
-        series can write again and is kept like the user's commits.
-        ``listed``: every ref under ``refs/``, read by the caller for ``also``
-        (HEAD is then read from its file, where that tells it: no process).
-        """
-        return self.prepare_write(
-            verb,
-            prior=prior,
-            tip=tip,
-            base=base,
-            applied=applied,
-            source=source,
-            move_files=move_files,
-            also=also,
-            replaces_series=replaces_series,
-            listed=listed,
-        ).commit()
-
     def prepare_write(
         self,
         verb: str,
@@ -268,10 +226,25 @@ class Checkout:
         listed: dict[str, str] | None = None,
         line: Sequence[str] = (),
     ) -> Writing:
-        """:meth:`write` up to its transaction: the state blob written, HEAD read, the
-        transaction filled (its backup ref too), nothing changed; :meth:`Writing.commit`
-        does the rest. A rebase's end prepares it while its patches are exported; the
-        transaction's compare-and-swap still holds against everything read here.
+        """Move the branch to ``tip[1]`` and record the state: one transaction.
+
+        Compare-and-swap against what the command read when it started: the
+        branch at ``tip[0]`` and the refs of ``prior`` (None: a new
+        checkout). With ``move_files`` the index and files then follow.
+        ``also`` adds more ref changes to the same transaction (a rebase
+        ends by deleting its own state in it). Commits of the user's that
+        nothing would reach after it are kept under a backup ref in the
+        same transaction (series.backup); the caller prints it.
+        ``replaces_series``: the exported series itself is replaced (a
+        rebase rewrites patches/), so the old synced tip is no longer one
+        series can write again and is kept like the user's commits.
+        ``listed``: every ref under ``refs/``, read by the caller for ``also``
+        (HEAD is then read from its file, where that tells it: no process).
+
+        Prepared here: the state blob written, HEAD read, the transaction filled (its
+        backup ref too), nothing changed; :meth:`Writing.commit` does the rest (apply and
+        export call it at once; a rebase's end prepares while its patches are exported,
+        and the transaction's compare-and-swap still holds against everything read here).
 
         ``line``: the commits the new tip is made of, oldest first, ending at ``tip[1]``
         (a rebase's replayed commits, onto their base): HEAD at one of them is reached by
@@ -361,7 +334,7 @@ class Checkout:
 
 
 class Writing:
-    """A :meth:`Checkout.write` prepared (:meth:`Checkout.prepare_write`): its
+    """A write of the checkout prepared (:meth:`Checkout.prepare_write`): its
     transaction filled, not committed."""
 
     def __init__(

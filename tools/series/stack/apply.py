@@ -127,7 +127,7 @@ def _write(
     )
     kept = None
     if not (unchanged and recorded):
-        kept = checkout.write(
+        kept = checkout.prepare_write(
             "apply",
             prior=state,
             tip=(old, new),
@@ -135,7 +135,7 @@ def _write(
             applied=list(applied),
             source=base.source,
             move_files=not unchanged,
-        )
+        ).commit()
     return unchanged, kept
 
 

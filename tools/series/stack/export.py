@@ -180,7 +180,7 @@ def _write(
     if written.backup:
         ui.status(f"previous versions kept in {written.backup}")
     try:
-        kept = checkout.write(
+        kept = checkout.prepare_write(
             verb,
             prior=state,
             tip=tips,
@@ -190,7 +190,7 @@ def _write(
             move_files=also is not None,
             also=also,
             replaces_series=also is not None,
-        )
+        ).commit()
     except RefMoved as exc:
         export_files.roll_back(series.root, written)
         raise RefMoved(
