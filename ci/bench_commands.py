@@ -26,7 +26,9 @@ job (``git rebase`` + ``format-patch``; a ``git merge-tree`` loop), and
 ``git am -3`` and ``git format-patch`` (after the same ``--amend``). Every row also
 shows series' peak memory: the largest resident set of the ``series``
 process and of each git process it started (GNU ``/usr/bin/time``'s %M;
-"-" without it).
+"-" without it). One row is a floor, not a command: ``ci/abort_floor.py``, the
+git processes a ``rebase --abort`` that keeps the user's work cannot do without,
+next to git's own abort (its docstring).
 
     python ci/bench_commands.py [--rounds 5] [--scale] [--only NAME...] [--verbose]
 """
@@ -266,6 +268,8 @@ class Bench:
                 self._rebase, self._git_rebase),
             Row("rebase --abort (stopped at P18)", "git rebase --abort",
                 lambda: self._stopped("--abort"), lambda: self._git_stopped("--abort")),
+            Row("rebase --abort, its floor (ci/abort_floor.py)", "git rebase --abort",
+                self._abort_floor, lambda: self._git_stopped("--abort")),
             Row("rebase --skip (stopped at P18)", "git rebase --skip",
                 lambda: self._stopped("--skip"), lambda: self._git_stopped("--skip")),
             Row("rebase --continue (P18 resolved)", "git rebase --continue",
@@ -363,6 +367,18 @@ class Bench:
             sh(run / "work", "git", "add", P18_FILE)
         settle(run / "work")
         return timed(lambda: series(run, "rebase", how, ok=False))
+
+    def _abort_floor(self) -> float:
+        """The stop of ``_stopped``, then ci/abort_floor.py timed: Python and the git processes
+        an abort that keeps the user's changes cannot do without, nothing else (its
+        docstring). series' abort / git's own can come no lower than this row's ratio."""
+        run = self.copy(self.project, "stopped")
+        shutil.rmtree(run / "resolutions", ignore_errors=True)
+        series(run, "rebase", "--onto", "master", "--upstream", str(self.shared), ok=False)
+        settle(run / "work")
+        floor = ROOT / "ci" / "abort_floor.py"
+        branch = tomllib.loads((run / "series.toml").read_text())["series"]["branch"]
+        return timed(lambda: sh(run, sys.executable, str(floor), str(run / "work"), branch))
 
     def _git_stopped(self, how: str) -> float:
         clone = self.copy(self.clone, "git-stopped")

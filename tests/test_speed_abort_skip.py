@@ -36,6 +36,26 @@ def test_abort_does_not_import_gitpython(tmp_path: Path) -> None:
     assert git(work, "for-each-ref", "refs/series/rebase/", "refs/series/backup/") == ""
 
 
+def test_the_abort_floor_of_the_bench_does_the_abort_s_git_work(tmp_path: Path) -> None:
+    """ci/abort_floor.py, the bench's floor of --abort (its row against git's abort), runs
+    the git processes series' abort cannot do without and nothing else: it must leave the
+    checkout as series' abort does (HEAD on the branch at its tip, the files the branch's,
+    the rebase's and the stop's refs gone), or its row would be a floor of less work."""
+    project, _ = stopped(tmp_path)
+    work = project.work
+    tip = git(work, "rev-parse", "refs/heads/series")
+    assert git(work, "for-each-ref", "refs/series/rebase/", "refs/series/stop/") != ""
+    floor = Path(__file__).resolve().parent.parent / "ci" / "abort_floor.py"
+    done = subprocess.run(
+        [sys.executable, str(floor), str(work), "series"], capture_output=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(work, "rev-parse", "HEAD") == tip
+    assert git(work, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(work, "for-each-ref", "refs/series/rebase/", "refs/series/stop/") == ""
+
+
 def test_skip_does_not_import_gitpython(tmp_path: Path) -> None:
     """--skip, the replay of the patches after the stop included: no GitPython; the
     patch is dropped with its record, what the user left at the stop kept, as before."""
