@@ -495,21 +495,28 @@ def test_a_skip_that_stops_again_writes_the_stops_blobs_with_one_hash_object(
     """--skip into the next patch's conflict: the stop's marked-up file and its state are
     written by one long-lived ``hash-object`` started at the conflict (series.git.mergetree
     ``start_blobs``), beside the one of the commits: two in all (three before, one per
-    write of blobs), and 14 git processes (15 before); the stop is the next patch's."""
+    write of blobs), and 13 git processes (15 before, 14 with a ``merge-base`` of the pin
+    and REV, asked where the pin is the base the rebase started from: the range of the
+    report is the same whatever it says); the stop is the next patch's, its report names
+    the upstream commit that touched the file."""
     project, shimmed = stopped(tmp_path)
     commit_upstream(project.upstream, "pkg/core.py", "return 9\n", "return -9\n", "core: f9")
     shimmed.calls(project.root, "rebase", "--abort")
     up = str(project.upstream)
     shimmed.calls(project.root, "rebase", "--onto", "main", "--upstream", up, code=3)
-    calls = shimmed.calls(project.root, "rebase", "--skip", code=3)
+    code, _, err, calls = shimmed.said(project.root, "rebase", "--skip")
+    assert code == 3, err
     writers = [c for c in calls if c.startswith("hash-object")]
     assert sorted(writers) == [
         "hash-object -w -t blob --no-filters --stdin-paths",
         "hash-object -w -t commit --no-filters --stdin-paths",
     ], calls
-    assert len(calls) <= 14, (len(calls), calls)
+    assert not [c for c in calls if c.startswith("merge-base")], calls
+    assert len(calls) <= 13, (len(calls), calls)
     assert git(project.work, "ls-files", "-u", "pkg/core.py") != ""
     assert ">>>>>>> P3" in (project.work / "pkg" / "core.py").read_text()
+    touched = git(project.upstream, "log", "-1", "--format=%H %s", "main", "--", "pkg/core.py")
+    assert f"  {touched[:12]} core: f9" in err, err
 
 
 def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -> None:

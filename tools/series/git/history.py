@@ -142,6 +142,12 @@ class History(Part):
         )
         return BaseAndHeads(self, (one, two), revs, max_count, started)
 
+    def heads_later(self, revs: Sequence[str], *, max_count: int | None = None) -> HeadsLater:
+        """:meth:`heads` of ``revs``, its ``log`` started now, beside what the caller does
+        meanwhile; :meth:`HeadsLater.answer` reads it."""
+        started = self._run.start(*_heads_argv(revs, max_count), env=HERMETIC)
+        return HeadsLater(self, revs, max_count, started)
+
     def files_of(self, commits: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """commit -> the files it changes against its first parent, as :meth:`log_files`
         lists them, with one ``log --no-walk --stdin`` (a merge: none)."""
@@ -240,6 +246,27 @@ class BaseAndHeads:
         if log_status != 0:
             return found, self.history.heads(self.revs, max_count=self.max_count)
         return found, _heads(log.decode("utf-8", "surrogateescape"))
+
+    def abandon(self) -> None:
+        self.started.abandon()
+
+
+class HeadsLater:
+    """:meth:`History.heads_later` started: read once (:meth:`answer`), or ended unread
+    (:meth:`abandon`)."""
+
+    def __init__(
+        self, history: History, revs: Sequence[str], max_count: int | None, started: Started
+    ) -> None:
+        self.history, self.revs, self.max_count, self.started = history, revs, max_count, started
+
+    def answer(self) -> list[tuple[str, tuple[str, ...], str]]:
+        """The heads; a ``log`` that failed is asked again as :meth:`History.heads` asks it,
+        which says why."""
+        ((status, out, _),) = self.started.finish()
+        if status != 0:
+            return self.history.heads(self.revs, max_count=self.max_count)
+        return _heads(out.decode("utf-8", "surrogateescape"))
 
     def abandon(self) -> None:
         self.started.abandon()

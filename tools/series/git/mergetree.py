@@ -421,9 +421,18 @@ class MergeStream:
         return merge
 
     def close(self) -> None:
-        """End both processes (end of input: each exits); the stream answers no more."""
+        """End its processes (end of input: each exits); the stream answers no more.
+
+        Every input is ended before any is waited for, so they exit side by side (one
+        after the other, each exit was a wait of its own at a stop, before the checkout
+        moves)."""
         self.live = False
-        for proc in (self._merges, self._writer, self._blobs):
+        procs = (self._merges, self._writer, self._blobs)
+        for proc in procs:
+            if proc is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    proc.stdin.close()
+        for proc in procs:
             end_long_lived(proc, 5)
         self._merges = self._writer = self._blobs = None
         if self._tmp:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
-from series.git.history import LogEntry
+from series.git.history import HeadsLater, LogEntry
 from series.git.run import light_processes
 from series.merge import resolutions
 from series.records import NamedTuple
@@ -148,12 +148,14 @@ class _SincePin:
     them (``start``): the ``merge-base`` and the ``log`` they most likely need run side
     by side with the stop's own git work (series.git.history ``base_and_heads``), and
     are read when the report asks; the driver ends them if it does not (``abandon``).
+    Where the pin is the base the rebase started from (a pin of git's: the range is
+    the same whatever the merge base says), the ``log`` alone.
     """
 
     def __init__(self, st: RebaseState) -> None:
         self.st = st
         self.run: Run | None = None
-        self.early: BaseAndHeads | None = None
+        self.early: BaseAndHeads | HeadsLater | None = None
 
     def start(self) -> None:
         run, st = self.run, self.st
@@ -161,8 +163,10 @@ class _SincePin:
         if self.early is not None or st.kind == "edit":
             return
         real = run.series.manifest.upstream.commit
-        if run.repo.objects.has(real):
-            revs = [st.onto, f"^{real}"]
+        revs = [st.onto, f"^{real}"]
+        if real == st.base:
+            self.early = run.repo.history.heads_later(revs, max_count=2000)
+        elif run.repo.objects.has(real):
             self.early = run.repo.history.base_and_heads(real, st.onto, revs, max_count=2000)
 
     def __call__(self) -> list[LogEntry]:
@@ -176,24 +180,36 @@ class _SincePin:
             self.early = None
 
 
-def _since_pin(run: Run, st: RebaseState, early: BaseAndHeads | None) -> list[LogEntry]:
+def _since_pin(
+    run: Run, st: RebaseState, early: BaseAndHeads | HeadsLater | None
+) -> list[LogEntry]:
     """The upstream commits since the pin (REV's that the real pin lacks), for a stop's report.
 
     Listed as ``--onto`` lists them (series.upstream.rangelog): one ``log`` that reads
     no tree, and the files of each commit from the per-user cache, where ``--onto``
-    kept them; only the others are diffed. ``early``: the merge base and that ``log``,
-    started already (``_SincePin.start``).
+    kept them; only the others are diffed. ``early``: the merge base and that ``log``
+    (or the ``log`` alone), started already (``_SincePin.start``).
+
+    The range is REV's commits that the real pin lacks where the two share history, else
+    those the base lacks; where the real pin is the base, both are one range, and no
+    ``merge-base`` is asked.
     """
     if st.kind == "edit":
         return []
     revs = [st.onto, f"^{st.base}"]
     real = run.series.manifest.upstream.commit
     heads = None
-    if early is not None:
+    if isinstance(early, HeadsLater):
+        heads = early.answer()  # real is the base: revs are the range
+    elif early is not None:
         found, heads = early.answer()
         if found:
             revs = [st.onto, f"^{real}"]
-    elif run.repo.objects.has(real) and run.repo.history.merge_base(real, st.onto):
+    elif (
+        real != st.base
+        and run.repo.objects.has(real)
+        and run.repo.history.merge_base(real, st.onto)
+    ):
         revs = [st.onto, f"^{real}"]
     cache = run.series.cache_dir
     return range_log(run.repo, revs, cache_dir=cache, max_count=2000, heads=heads)
