@@ -353,23 +353,31 @@ class Index(Part):
         ``(tree, patches)`` of ``pieces``, their ``read-tree``,
         ``apply`` and ``write-tree`` each run at once, one scratch index each (a long series
         cut in halves, one on each core); None for a piece whose patches do not apply."""
-        scratches = self.scratches_later([tree for tree, _ in pieces])
-        return scratches.apply_later([patches for _, patches in pieces]).result()
+        return self.apply_pieces_later(pieces).result()
 
-    def scratches_later(self, trees: Sequence[str]) -> Scratches:
-        """A scratch index holding each of ``trees``, their ``read-tree`` started now, at
-        once: :meth:`Scratches.apply_later` applies patches to them once the caller has
-        them (a rebase's end reads the trees while git exports the patches), or
-        :meth:`Scratches.abandon` ends them."""
+    def apply_pieces_later(self, pieces: Sequence[tuple[str, Sequence[Path]]]) -> Applying:
+        """:meth:`apply_pieces` with its ``apply`` processes left running: the caller
+        works meanwhile, then reads :meth:`Applying.result` (or ends them:
+        :meth:`Applying.abandon`)."""
         stack = ExitStack()
         try:
-            envs = [stack.enter_context(self.scratch(None)) for _ in trees]
-            calls = [(["read-tree", tree], env) for tree, env in zip(trees, envs, strict=True)]
+            envs = [stack.enter_context(self.scratch(None)) for _ in pieces]
+            read = self._run.git_together(
+                [(["read-tree", tree], env) for (tree, _), env in zip(pieces, envs, strict=True)]
+            )
+            for (tree, _), (status, _, err) in zip(pieces, read, strict=True):
+                if status != 0:
+                    raise GitFailed(["read-tree", tree], status, err, cwd=self.path)
+            argv = ["apply", "--cached", "--whitespace=nowarn"]
+            calls: list[tuple[Sequence[str], Mapping[str, str] | None]] = [
+                ([*argv, *map(str, patches)], env)
+                for (_, patches), env in zip(pieces, envs, strict=True)
+            ]
             started = self._run.start_together(calls)
         except BaseException:
             stack.close()
             raise
-        return Scratches(self._run, stack, calls, started, envs)
+        return Applying(self._run, stack, calls, started, envs)
 
     def apply_exact(
         self, tree: str, diff: bytes, env: Mapping[str, str] | None = None
@@ -578,50 +586,8 @@ def _on_disk(path: Path, width: int) -> tuple[str, str] | None:
     return mode, blob_id(data, width)
 
 
-class Scratches:
-    """The scratch indexes of :meth:`Index.scratches_later`, their ``read-tree`` running:
-    patches applied to them by :meth:`apply_later`, or ended unread by :meth:`abandon`
-    (either way, the scratch indexes are removed by the end of it, or of its ``Applying``)."""
-
-    def __init__(
-        self,
-        run: Runner,
-        stack: ExitStack,
-        calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]],
-        started: Started,
-        envs: Sequence[dict[str, str]],
-    ) -> None:
-        self._run, self._stack, self._calls = run, stack, calls
-        self._started, self._envs = started, envs
-
-    def apply_later(self, patches: Sequence[Sequence[Path]]) -> Applying:
-        """The patch files of each piece (one list per tree, in order) applied to its tree
-        (one ``apply --cached`` each, all at once), left running: read by
-        :meth:`Applying.result` (each piece's tree; None where its patches do not apply)
-        or ended by :meth:`Applying.abandon`."""
-        try:
-            read = self._run.checked(self._calls, self._started.finish())
-            for (argv, _), (status, _, err) in zip(self._calls, read, strict=True):
-                if status != 0:
-                    raise GitFailed(argv, status, err, cwd=self._run.path)
-            argv = ["apply", "--cached", "--whitespace=nowarn"]
-            calls: list[tuple[Sequence[str], Mapping[str, str] | None]] = [
-                ([*argv, *map(str, files)], env)
-                for files, env in zip(patches, self._envs, strict=True)
-            ]
-            started = self._run.start_together(calls)
-        except BaseException:
-            self.abandon()
-            raise
-        return Applying(self._run, self._stack, calls, started, self._envs)
-
-    def abandon(self) -> None:
-        with self._stack:
-            self._started.abandon()
-
-
 class Applying:
-    """The ``apply`` processes of :meth:`Scratches.apply_later`, running: read once by
+    """The ``apply`` processes of :meth:`Index.apply_pieces_later`, running: read once by
     :meth:`result` (each piece's tree, by ``write-tree``; None where its patches do not
     apply), or ended unread by :meth:`abandon`; either removes the scratch indexes."""
 

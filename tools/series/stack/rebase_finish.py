@@ -22,7 +22,7 @@ from series.checkout import Checkout, Writing
 from series.errors import InternalError
 from series.files import Staged, confined_all, stage_all
 from series.git.diffs import Later
-from series.git.index import Applying, Scratches
+from series.git.index import Applying
 from series.git.repo import Repo
 from series.git.run import scratch_dir
 from series.manifest import Dropped, Patch, UpstreamPart
@@ -75,13 +75,9 @@ def finish(
     # The summary's raw diffs are read beside the export (a light process beside its
     # two), its diffs beside the end's transaction and move (their git on the other core).
     reads = _Reads(repo, st)
-    verifying: _Verify | None = None
     try:
         patches = repo.diffs.format_patches_later(st.onto, st.current, cut) if kept else None
-        half = len(kept) // 2 if cut else 0
         try:
-            # the check's scratch indexes read while git exports (they need the trees only)
-            verifying = _Verify(repo, st, half, bool(kept))
             # While git exports: series.toml's new text made, and what the end's
             # transaction needs read and written (objects only): nothing visible changes
             # before the exported bytes are checked.
@@ -95,15 +91,14 @@ def finish(
                 patches.abandon()
             raise
         data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
-        _write(series, kept, data, (old, text, dropped), verifying, reads)
+        half = len(kept) // 2 if cut else 0
+        _write(series, repo, st, kept, data, (old, text, dropped), half, reads)
         backed = writing.commit()
         if backed is not None:
             ui.status(backed.describe(checkout.path))
         diffs = reads.diffs()
     finally:
         reads.abandon()
-        if verifying is not None:
-            verifying.abandon()  # nothing once checked
     _summary(ui, st, dropped, len(kept), reads.raw, diffs)
 
 
@@ -127,19 +122,21 @@ def _saved(
 
 def _write(
     series: Series,
+    repo: Repo,
+    st: RebaseState,
     kept: list[tuple[Action, Outcome]],
     data: Mapping[str, bytes],
     new: tuple[Mapping[str, Patch], str, list[Dropped]],
-    verifying: _Verify,
+    half: int,
     reads: _Reads,
 ) -> None:
-    """The exported ``data`` checked (``verifying``) while patches/ and series.toml are
-    staged and flushed; renamed into place only once checked. ``new``: the old patches'
-    records, series.toml's new text, the dropped patches' records. ``reads`` starts the
-    summary's diffs once the check passed."""
+    """The exported ``data`` checked (:class:`_Verify`, ``half``) while patches/ and
+    series.toml are staged and flushed; renamed into place only once checked. ``new``:
+    the old patches' records, series.toml's new text, the dropped patches' records.
+    ``reads`` starts the summary's diffs once the check passed."""
     old, text, dropped = new
+    verifying = _Verify(repo, st, [data[a.id] for a, _ in kept], half)
     try:
-        verifying.apply([data[a.id] for a, _ in kept])
         staged = _stage(series, old, kept, data, text, dropped)
     except BaseException:
         verifying.abandon()
@@ -332,31 +329,15 @@ class _Verify:
 
     ``half``: the first ``half`` patches are applied on the new base and must give the
     tree of the commit they end at, and the others, at the same time, on that tree, must
-    give the replayed tree (the same check, in two processes, one on each core). The
-    scratch indexes holding those trees are read from the start, while git exports the
-    patches (``checks``: there are some); :meth:`apply` hands them the bytes."""
+    give the replayed tree (the same check, in two processes, one on each core)."""
 
-    def __init__(self, repo: Repo, st: RebaseState, half: int, checks: bool) -> None:
+    def __init__(self, repo: Repo, st: RebaseState, patches: list[bytes], half: int = 0) -> None:
         self.repo, self.st, self.half = repo, st, half
         self.middle: str | None = None
-        self.scratches: Scratches | None = None
         self.applying: Applying | None = None
         self.tmp = ExitStack()
-        if not checks:
+        if not patches:
             return
-        onto = repo.objects.tree_of(st.onto)
-        if half:
-            self.middle = repo.objects.tree_of(_kept_commits(st)[half - 1])
-        trees = [onto, self.middle] if self.middle is not None else [onto]
-        self.scratches = repo.index.scratches_later([t for t in trees if t is not None])
-
-    def apply(self, patches: list[bytes]) -> None:
-        """The check started: ``patches`` (the bytes of each kept patch, in order) applied
-        by git to the scratch indexes, the first ``half`` to the first, the rest to the
-        second."""
-        if self.scratches is None:
-            return
-        scratches, self.scratches = self.scratches, None
         try:  # the files in RAM where there is a place for them
             tmp = self.tmp.enter_context(scratch_dir("series-rebase-"))
             files = []
@@ -364,13 +345,13 @@ class _Verify:
                 path = tmp / f"{i:04d}.patch"
                 path.write_bytes(data)
                 files.append(path)
-            pieces = [files[: self.half], files[self.half :]] if self.half else [files]
-        except BaseException:
-            scratches.abandon()
-            self.tmp.close()
-            raise
-        try:
-            self.applying = scratches.apply_later(pieces)
+            onto = repo.objects.tree_of(st.onto)
+            if half:
+                self.middle = repo.objects.tree_of(_kept_commits(st)[half - 1])
+                pieces = [(onto, files[:half]), (self.middle, files[half:])]
+            else:
+                pieces = [(onto, files)]
+            self.applying = repo.index.apply_pieces_later(pieces)
         except BaseException:
             self.tmp.close()
             raise
@@ -394,11 +375,7 @@ class _Verify:
             )
 
     def abandon(self) -> None:
-        """End what is still running (nothing once checked)."""
         with self.tmp:
-            if self.scratches is not None:
-                self.scratches.abandon()
-                self.scratches = None
             if self.applying is not None:
                 self.applying.abandon()
 
