@@ -18,6 +18,7 @@ from rebase_helpers import (
     snapshot,
 )
 from series.git.diffs import Diffs
+from series.stack import rebase_finish
 
 
 def rebase(project: Project, *args: str) -> tuple[int, str, str]:
@@ -228,13 +229,19 @@ def test_offline_apply_after_a_rebase_says_the_pin_needs_git(
     assert not (tmp_path / "elsewhere").exists()
 
 
+@pytest.mark.parametrize("altered_at", ["last", "first of two halves", "last of two halves"])
 def test_exported_bytes_that_do_not_give_the_replayed_tree_write_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, altered_at: str
 ) -> None:
     """The end's files are staged and flushed while git applies the exported bytes again;
     when those do not give the replayed tree (one patch's bytes altered here, after
     format-patch), --continue refuses as a bug: no patch file or series.toml is renamed
-    into place, no temporary file is left, and the rebase is still where it stopped."""
+    into place, no temporary file is left, and the rebase is still where it stopped.
+    A series cut in two halves (here from 2 patches: rebase_finish.CUT_AT) is refused for
+    a patch altered in either half: the first must give the tree of the commit it ends
+    at (its scratch index read while git exported), the second the replayed tree."""
+    if "halves" in altered_at:
+        monkeypatch.setattr(rebase_finish, "CUT_AT", 2)
     project = moving_project(tmp_path, conflict=True)
     code, _, err = project.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
     assert code == 3, err
@@ -245,9 +252,11 @@ def test_exported_bytes_that_do_not_give_the_replayed_tree_write_nothing(
 
     def altered(self: Diffs, *args: Any, **kwargs: Any) -> list[bytes]:
         patches = original(self, *args, **kwargs)
-        last = patches[-1]
-        at = last.index(b"\n+", last.index(b"\n@@ ")) + 2
-        return [*patches[:-1], last[:at] + b"altered " + last[at:]]
+        assert len(patches) >= 2, len(patches)
+        k = 0 if altered_at.startswith("first") else len(patches) - 1
+        one = patches[k]
+        at = one.index(b"\n+", one.index(b"\n@@ ")) + 2
+        return [*patches[:k], one[:at] + b"altered " + one[at:], *patches[k + 1 :]]
 
     monkeypatch.setattr(Diffs, "_patches", altered)
     code, _, err = project.run("rebase", "--continue")

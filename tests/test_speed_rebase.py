@@ -8,6 +8,7 @@ exactly the ones git gives.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -824,3 +825,36 @@ def test_the_summary_takes_the_new_diffs_from_the_exported_patches_as_git_diffs_
     one = repo.diffs.commits([commits[0]], ["new.py"])[commits[0]]
     assert diff_of_patch(patches[commits[0]], raw[commits[0]], ["new.py"]) == one
     assert one.startswith(b"diff --git a/new.py b/new.py\nnew file mode 100644\n")
+
+
+def test_the_stream_writes_many_objects_in_one_round_trip_each_as_git_hashes_it(
+    tmp_path: Path,
+) -> None:
+    """MergeStream.write_all: the commits of a replayed series handed to the stream's
+    hash-object at once (CHUNK paths per round trip, not one each): every id is the one
+    git gives the same bytes, in order, across chunks, and each object is written."""
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    stream = MergeStream(repo, None)
+    stream.start()
+    try:
+        payloads = [
+            f"object {k}\n".encode() * (k % 3 + 1) for k in range(MergeStream.CHUNK * 2 + 5)
+        ]
+        ids = stream.write_all("blob", payloads)
+        assert stream.live
+    finally:
+        stream.close()
+    assert ids is not None and len(ids) == len(payloads)
+    for payload, oid in zip(payloads, ids, strict=True):
+        assert oid == hashlib.sha1(b"blob %d\0" % len(payload) + payload).hexdigest()
+    listed = "\n".join(ids) + "\n"
+    out = subprocess.run(
+        ["git", "cat-file", "--batch-check=%(objectname) %(objecttype)"],
+        cwd=repo,
+        input=listed,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.split() == [x for oid in ids for x in (oid, "blob")]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from helpers import git, modules_in, run_fresh, series_probe
 from rebase_helpers import resolve_p1
+from series.stack.resolution_check import parse_error
 from test_speed_rebase import stopped
 
 REMAINDER_ENGINE = ("series.evidence",)
@@ -89,3 +90,27 @@ def test_continue_to_the_end_loads_no_export_and_forks_nothing(tmp_path: Path) -
     assert not EXPORT_AND_BUILDS & modules, sorted(EXPORT_AND_BUILDS & modules)
     assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
     assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
+
+
+def test_the_check_of_a_python_resolution_and_the_ends_import_load_no_tomllib() -> None:
+    """--continue checks a resolved Python file with ast alone (tomllib, with typing and
+    datetime, was imported for its error class whatever the file: most of the check's own
+    time, on the way of the first merge's answer), and the rebase's end is imported without
+    them (series.manifest_write imports tomllib where it uses it, while git exports). A
+    TOML file is still refused as TOML."""
+    probe = (
+        "import sys\n"
+        "import series.stack.rebase_resume, series.stack.rebase_finish\n"
+        "from series.stack.resolution_check import parse_error\n"
+        "bad = parse_error('a.py', b'x = (\\n', [b'x = 1\\n'])\n"
+        "good = parse_error('b.py', b'x = 2\\n', [b'x = 1\\n'])\n"
+        "print(bad + '|' + good)\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    code, out, err = run_fresh(probe)
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("a.py:1: does not parse (syntax error:"), out
+    assert out.splitlines()[0].endswith("|"), out  # b.py parses
+    assert not {"tomllib", "typing", "datetime"} & modules_in(out)
+    toml = parse_error("a.toml", b"x = [1,\n", [b"x = 1\n"])
+    assert toml.startswith("a.toml: does not parse (TOML: "), toml

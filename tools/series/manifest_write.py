@@ -12,13 +12,14 @@ edits the pin's lines of the text itself, and keeps that text only when
 from __future__ import annotations
 
 import re
-import tomllib
 
 from series.manifest import Dropped, Manifest, UpstreamPart
 from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
 
 # tomlkit is imported by each function that uses it: a rebase --skip or --continue that
 # stops again writes no series.toml, and tomlkit's import was a tenth of such a run.
+# tomllib (with typing and datetime) too: a rebase's end imports this module before it
+# starts its export (series.stack.rebase_finish), and uses tomllib while git exports.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -113,6 +114,8 @@ def write_rebased(
     (tomlkit's parse is most of the end of a rebase's own work), or no parse by tomlkit
     at all where only the pin moves (:func:`_pin_lines`). ``data``: ``text`` as
     ``tomllib`` reads it, where the caller has it (series.manifest_kept kept it)."""
+    import tomllib
+
     data = tomllib.loads(text) if data is None else data
     text, had_sdist = _without_sdist(text, ref, commit, data)
     if not dropped and not any(parts.values()):
@@ -136,6 +139,8 @@ def _without_sdist(
 
     ``data``: ``text`` as ``tomllib`` reads it, when the caller has read it already.
     """
+    import tomllib
+
     old_sdist = (data if data is not None else tomllib.loads(text)).get("upstream", {}).get("sdist")
     if old_sdist is None:
         return text, False
@@ -269,6 +274,8 @@ def _pin_lines(
         lines[at] = f'{match[1]}"{value}"{match[2]}'
     out = "".join(lines)
     want: dict[str, Any] = {**data, "upstream": {**up, **values}}
+    import tomllib
+
     return out if tomllib.loads(out) == want else None
 
 

@@ -259,6 +259,7 @@ class MergeStream:
 
     IDLE = 1.0  # seconds of git doing nothing, no answer come: its output is buffered
     TICK = 0.05
+    CHUNK = 64  # paths write_all hands hash-object at once: far below what a pipe holds
 
     def __init__(self, path: Path, env: Mapping[str, str] | None) -> None:
         self.path, self.env = path, dict(env or {})
@@ -341,6 +342,35 @@ class MergeStream:
             self.close()
             return None
         return line
+
+    def write_all(self, kind: str, payloads: Sequence[bytes]) -> list[str] | None:
+        """:meth:`write` of each of ``payloads``, in order, with one round trip per
+        ``CHUNK`` of them (a file each, their paths handed to git at once, the ids read
+        after): the commits of a replayed series, written between the last merge and the
+        export. None when the stream is closed (or closes: the caller writes them itself)."""
+        if not self.live:
+            return None
+        ids: list[str] = []
+        try:
+            writer = self._writing(kind)
+            stdin, stdout = writer.stdin, writer.stdout
+            assert stdin is not None and stdout is not None
+            for start in range(0, len(payloads), self.CHUNK):
+                chunk = payloads[start : start + self.CHUNK]
+                paths = []
+                for k, payload in enumerate(chunk):
+                    path = Path(self._tmp) / f"object-{k}"
+                    path.write_bytes(payload)
+                    paths.append(str(path).encode() + b"\n")
+                stdin.write(b"".join(paths))
+                stdin.flush()
+                ids += [stdout.readline().decode("ascii", "replace").strip() for _ in chunk]
+        except OSError:
+            ids = []
+        if len(ids) != len(payloads) or any(len(i) != 40 for i in ids):
+            self.close()
+            return None
+        return ids
 
     def merge(self, line: str) -> TreeMerge | None:
         """The merge of one ``merge-tree --stdin`` input line; None when the stream is

@@ -415,10 +415,9 @@ class Steps:
         """The commits of series.git.objects' ``write_commits``, written by the stream's
         ``hash-object`` when it runs (no process of their own), else as that writes them."""
         payloads, ids = commit_chain(chain, parent)
-        if self.stream is not None and self.stream.live:
-            written = [self.stream.write("commit", payload) for payload in payloads]
-            if written == ids:
-                return ids
+        stream = self.stream
+        if stream is not None and stream.live and stream.write_all("commit", payloads) == ids:
+            return ids  # one round trip for all
         return self.run.repo.objects.write_commits(chain, parent)
 
     def close(self) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from series import manifest, manifest_kept, refnames
 from series.checkout import Checkout, Writing
@@ -35,7 +34,10 @@ from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
 from series.ui import Grid, Ui
 from series.upstream import pin_kept
 
+TYPE_CHECKING = False  # typing is not imported before the export starts (see finish)
 if TYPE_CHECKING:
+    from typing import Any
+
     from series.project import Series
 
 REASONS = {  # why a patch left the series, by its outcome (drops say their own: rebase_plan)

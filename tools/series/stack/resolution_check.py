@@ -110,7 +110,8 @@ def leftovers(data: bytes, sides: Sequence[bytes]) -> list[tuple[int, str]]:
 
 
 # ast and tomllib (with typing, datetime) are imported when a file of theirs is checked:
-# a rebase --skip loads this module and checks nothing.
+# a rebase --skip loads this module and checks nothing, a --continue whose resolution
+# has no TOML file loads no tomllib (its import was most of the resolution's check).
 
 
 def _python(data: bytes) -> None:
@@ -121,10 +122,18 @@ def _python(data: bytes) -> None:
         ast.parse(data)
 
 
+class _TomlError(ValueError):
+    """tomllib's refusal, said as TOML's (:func:`_fails`): tomllib is imported only by
+    :func:`_toml`, so that a resolution with no TOML file in it does not load it."""
+
+
 def _toml(data: bytes) -> None:
     import tomllib
 
-    tomllib.loads(data.decode("utf-8"))
+    try:
+        tomllib.loads(data.decode("utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise _TomlError(str(exc)) from exc
 
 
 def _json(data: bytes) -> None:
@@ -149,15 +158,13 @@ def parse_error(path: str, data: bytes, sides: Sequence[bytes]) -> str:
 
 def _fails(parser: Callable[[bytes], None], data: bytes) -> str:
     """ ":LINE: does not parse: WHY" if ``parser`` rejects ``data``, else ""."""
-    import tomllib
-
     try:
         parser(data)
     except SyntaxError as exc:
         return f":{exc.lineno or '?'}: does not parse (syntax error: {exc.msg})"
     except json.JSONDecodeError as exc:
         return f":{exc.lineno}: does not parse (JSON: {exc.msg})"
-    except tomllib.TOMLDecodeError as exc:
+    except _TomlError as exc:
         return f": does not parse (TOML: {exc})"
     except (ValueError, RecursionError, MemoryError) as exc:
         return f": does not parse ({exc or type(exc).__name__})"
