@@ -115,21 +115,27 @@ def abort(
     # git moves the files (in one process, as git's abort) while series points HEAD at the
     # branch and puts the project files back: neither touches what the other writes, and
     # each is done again by a run after a kill (the move, cut short, is finished first).
+    # The state's deletion is handed to an update-ref started meanwhile, and written to it
+    # only once the move is done: the state goes last, and a kill before leaves it.
     moving = repo.worktree.start_reset(tip)
+    txn = repo.refs.begin(f"series {st.kind}: abort")
     try:
+        rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them
         repo.refs.set_head(checkout.branch_ref)
+        txn.start()
         written = [series.root / file for _, file in series.named()]  # no parse when known
         journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
         written += [series.root / str(p) for p in (journal or {}).get("created", [])]
         changed = restore_project(repo, series.root, st.saved, written)
+        repo.rest()  # cat-file ends while the files move: nothing more is asked of it
         if journal is not None:
             export_files.finish(series.root)
+        moving.wait()
     except BaseException:
+        txn.abandon()
         moving.abandon()
         raise
-    moving.wait()
-    with repo.refs.transaction(f"series {st.kind}: abort") as txn:
-        rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them
+    txn.commit()
     moved = "" if tip == st.tip else f" (the branch had moved to {tip[:12]}; it stays there)"
     ui.result(
         f"{st.kind} aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
