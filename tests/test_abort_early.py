@@ -1,10 +1,10 @@
 """What ``series rebase --abort`` starts early: its ``update-ref`` fed once the files moved,
-the long-lived ``cat-file`` ended early.
+its questions to the long-lived ``cat-file`` asked at once, the ``cat-file`` ended early.
 
 Speed is measured by ci/bench_commands.py, never asserted here; what is asserted is
 that each early start gives the answer, and the all-or-nothing, of the way it replaces:
 a transaction started before its changes are known applies them all or none, also when
-its input is cut short.
+its input is cut short; questions asked at once get the answers asked one by one.
 """
 
 from __future__ import annotations
@@ -146,6 +146,22 @@ txn.commit()
 """
     _fresh(repo, first, second, body)
     assert len(_rebase_refs(repo)) == 4
+
+
+def test_questions_asked_at_once_get_the_answers_asked_one_by_one(tmp_path: Path) -> None:
+    """``Runner.lookups`` (--abort's check that each listed ref names an object) asks the
+    long-lived cat-file all its questions at once: the answers are ``lookup``'s, in order,
+    missing names None, also for more questions than are written in one go."""
+    repo, first, second = _repo(tmp_path)
+    runner = Runner(repo.path)
+    names = [first, "main", "1" * 40, "refs/series/rebase/state", "nothing", second, "HEAD"]
+    names = names * 60  # 420: two rounds of questions
+    with light_processes():
+        asked = runner.lookups(names)
+        one_by_one = [runner.lookup(name) for name in names]
+    assert asked == one_by_one
+    assert asked[2] is None and asked[4] is None and asked[0] == (first, "commit")
+    assert runner.lookups([]) == []
 
 
 def test_a_rested_cat_file_exits_and_a_later_question_starts_another(tmp_path: Path) -> None:

@@ -185,10 +185,10 @@ class Refs(Part):
         reftable, no symbolic ref, link or FIFO, only names git takes without
         question); each object is looked up in the long-lived ``cat-file`` (git
         leaves out a ref to a missing object: such a ref, like anything
-        unusual, sends the question to git's ``for-each-ref``).
+        unusual, sends the question to git's ``for-each-ref``), all asked at once.
         """
         found = ref_files.loose_refs(str(git_dir), prefix)
-        if found is None or not all(self._run.lookup(oid) for oid in found.values()):
+        if found is None or not all(self._run.lookups(list(found.values()))):
             return self.under(prefix)
         return found
 

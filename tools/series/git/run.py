@@ -797,6 +797,9 @@ def light_processes() -> Iterator[None]:
         _LIGHT[0] = before
 
 
+_AT_ONCE = 256  # questions to cat-file written at once: their answers fit in a pipe
+
+
 class _PlainBatch:
     """A long-lived ``cat-file --batch-command`` started without GitPython: one process
     answering both what GitPython's ``get_object_header`` (``info``) and
@@ -826,10 +829,27 @@ class _PlainBatch:
     def ask(self, name: str, data: bool) -> tuple[str, str, bytes | None] | None:
         """(id, type, data: None unless ``data``) of ``name``, None when git has none.
         Raises OSError or ValueError when the process is gone."""
-        stdin, stdout = self.stdin, self.stdout
         command = b"contents " if data else b"info "
-        stdin.write(command + name.encode("utf-8", "surrogateescape") + b"\n")
-        stdin.flush()
+        self.stdin.write(command + name.encode("utf-8", "surrogateescape") + b"\n")
+        self.stdin.flush()
+        return self._answer(data)
+
+    def infos(self, names: Sequence[str]) -> list[tuple[str, str, bytes | None] | None]:
+        """:meth:`ask` (``info``) of each of ``names``, the questions written at once and
+        the answers read after: one round trip per ``_AT_ONCE`` names, not one per name
+        (so many that git's answers would fill the pipe before series reads them are
+        never written at once: neither would then wait for the other)."""
+        found: list[tuple[str, str, bytes | None] | None] = []
+        for k in range(0, len(names), _AT_ONCE):
+            chunk = names[k : k + _AT_ONCE]
+            lines = (b"info " + n.encode("utf-8", "surrogateescape") + b"\n" for n in chunk)
+            self.stdin.write(b"".join(lines))
+            self.stdin.flush()
+            found += [self._answer(False) for _ in chunk]
+        return found
+
+    def _answer(self, data: bool) -> tuple[str, str, bytes | None] | None:
+        stdout = self.stdout
         head = stdout.readline()
         if not head.endswith(b"\n"):
             raise ValueError("cat-file ended")
@@ -1474,6 +1494,23 @@ class Runner:
             status, kind_out, _ = execute(self.path, ["cat-file", "-t", out.strip()])
             return (out.strip(), str(kind_out).strip()) if status == 0 else None
         return _text(sha), _text(kind)
+
+    def lookups(self, names: Sequence[str]) -> list[tuple[str, str] | None]:
+        """:meth:`lookup` of each of ``names``, asked of the long-lived process at once
+        (within :func:`light_processes`: one round trip); one at a time elsewhere."""
+        if not _LIGHT[0] or any("\n" in name for name in names):
+            return [self.lookup(name) for name in names]
+        for name in names:
+            debug("series.git", "lookup %s (git cat-file, one process)  (in %s)", name, self.path)
+            refuse_blocking_ref(self.path, name)
+        try:
+            batch = self.__dict__.get("_plain")
+            if batch is None:
+                batch = self.__dict__["_plain"] = _PlainBatch(self.path)
+            return [(f[0], f[1]) if f is not None else None for f in batch.infos(names)]
+        except (OSError, ValueError):
+            self.__dict__.pop("_plain", None)
+        return [self.lookup(name) for name in names]
 
     def object_data(self, oid: str, kind: str) -> bytes | None:
         """Object ``oid`` if it is a ``kind``, from one long-lived ``cat-file --batch``.

@@ -173,10 +173,11 @@ def keep_stop(
     """
     repo = checkout.repo
     head, on = repo.refs.head_and_ref() if at is None else at
-    known = [repo.objects.tree_of(c) for c in (st.current, st.tip)]
+    known = []  # the stop's own trees first: the files at a stop are most often those
     if st.stop is not None:
         known += [st.stop.conflict_tree, st.stop.written_from]
         known += [st.stop.proposal] if st.stop.proposal else []
+    known += [repo.objects.tree_of(c) for c in (st.current, st.tip)]
     changes = backup.uncommitted(repo, what, known, head=head, started=files)
     with repo.refs.transaction(f"series {what}: keep what the checkout held") as txn:
         kept = checkout.keep_lost(
