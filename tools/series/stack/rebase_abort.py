@@ -24,11 +24,11 @@ from series.checkout import (
     refuse_git_in_progress,
 )
 from series.errors import RefusedError, UsageError
-from series.git.run import light_processes
 from series.stack import export_files
 from series.stack import rebase_state as rstate
 from series.stack.rebase_plan import RebaseState
 from series.stack.snapshot import restore_project
+from series.stack.stop_files import stop_files
 from series.ui import Ui
 
 TYPE_CHECKING = False  # typing is not imported (series rebase --abort)
@@ -72,18 +72,19 @@ def prepare(
 
 def resume_abort(series: Series, ui: Ui, checkout: Checkout, kind: str = "rebase") -> None:
     """``--abort`` of the ``kind`` (rebase, edit) in progress."""
-    with light_processes():  # a few queries and one move of the files: GitPython costs more
-        # The git status of what the user changed at the stop (keep_stop) runs while the
-        # state is read: after the project lock, so only prepare's finishing of a cut move
-        # could change the files meanwhile (then it is asked again).
-        files = checkout.repo.worktree.start_changed() if checkout.exists() else None
-        try:
-            found = prepare(checkout, ui, "abort", kind)
-            if found is not None:
-                abort(series, ui, checkout, found[0], None if found[1] else files)
-        finally:
-            if files is not None:
-                files.abandon()
+    with stop_files(checkout.path) as files:
+        abort_stopped(series, ui, checkout, files, kind)
+
+
+def abort_stopped(
+    series: Series, ui: Ui, checkout: Checkout, files: Started | None, kind: str = "rebase"
+) -> None:
+    """:func:`resume_abort` within series.stack.stop_files ``stop_files`` (``files``: the
+    git status of what the user changed at the stop, started already: it runs while the
+    state is read; asked again when prepare finished a cut move, which changes them)."""
+    found = prepare(checkout, ui, "abort", kind)
+    if found is not None:
+        abort(series, ui, checkout, found[0], None if found[1] else files)
 
 
 def refuse_other_kind(checkout: Checkout, st: RebaseState, kind: str) -> None:
