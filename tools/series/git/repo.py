@@ -107,11 +107,6 @@ class Repo:
 
         return Remote(self._run)
 
-    def rest(self) -> None:
-        """Let the long-lived ``cat-file`` the parts share end now (series.git.run
-        ``Runner.rest``): the caller asks no more of it for a while."""
-        self._run.rest()
-
     @classmethod
     def init(cls, path: Path, *, bare: bool = False) -> Repo:
         path.mkdir(parents=True, exist_ok=True)

@@ -128,7 +128,7 @@ def abort(
         journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
         written += [series.root / str(p) for p in (journal or {}).get("created", [])]
         changed = restore_project(repo, series.root, st.saved, written)
-        repo.rest()  # cat-file ends while the files move: nothing more is asked of it
+        repo.objects.warm(rest=True)  # cat-file ends while the files move: nothing more
         if journal is not None:
             export_files.finish(series.root)
         moving.wait()
