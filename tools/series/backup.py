@@ -170,11 +170,12 @@ def uncommitted(
     if head is None:
         return None
     base = repo.objects.tree_of(head)
+    index = repo.index  # its module imported while git status runs
     changed = repo.worktree.changed(started)
     trees = [base, *known]
-    if repo.index.files_are(base, changed, trees):  # told from the files: no snapshot made
+    if index.files_are(base, changed, trees):  # told from the files: no snapshot made
         return None
-    tree = repo.index.files_tree(base, changed)
+    tree = index.files_tree(base, changed)
     if tree in trees:
         return None
     if tree in {t for _, t, _ in repo.refs.commits_under(PREFIX).values()}:

@@ -64,6 +64,9 @@ else:
 STARTED = time.time_ns()
 _STOPS = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 _received: list[int] = []  # the signal that is stopping this process, once one came
+# Whether the objects made so far are frozen (_freeze): gc.get_freeze_count() would say
+# it by walking them all (ten thousand: a millisecond at the end of a rebase --abort).
+_frozen: list[bool] = []
 
 
 def _early_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -100,7 +103,7 @@ def main() -> int:
         gc.enable()
         raise
     if code is not None:
-        gc.freeze()
+        _freeze()
         return code
     from series.cli import main as cli_main  # the collector still off: see _imported
 
@@ -127,8 +130,14 @@ def _imported() -> None:
     imports made is frozen: what the command makes (a git process's object that ends
     it when collected) is collected as before. ``series --help`` and a usage error end
     before this, with the collector off."""
-    gc.freeze()
+    _freeze()
     gc.enable()
+
+
+def _freeze() -> None:
+    """Move every object made so far out of the collector's generations (``gc.freeze``)."""
+    gc.freeze()
+    _frozen.append(True)
 
 
 def _kept(stops: list[_signal.Signals]) -> int | None:
@@ -234,7 +243,7 @@ def _only_memory_left(script: FrameType) -> bool:
     for stream in streams:
         buffer = getattr(stream, "buffer", None)
         own |= {id(stream), id(buffer), id(getattr(buffer, "raw", None))}
-    if not gc.get_freeze_count():  # ended before the imports were frozen (--help, a usage
+    if not _frozen:  # ended before the imports were frozen (--help, a usage
         return False  # error): every object would be looked at, for no teardown to skip
     made = gc.get_objects()  # since the imports: those are frozen
     kinds = [kind for kind in set(map(type, made)) if hasattr(kind, "__del__")]

@@ -15,7 +15,8 @@ version (series.git.version: a git older than series needs is refused
 before the project is locked): a command answered without it (a re-run of
 ``apply`` or ``export`` that nothing changed since the last one,
 series.stack.verified) does not load it, and a git failure can only come
-from a git layer that was loaded (``_outside_series``).
+from a git layer that was loaded (``_outside_series``). Nor the envelope
+(series.envelope), but for a command under ``--json``: the others print none.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import os
 import sys
 from pathlib import Path
 
-from series import envelope, logs
+from series import logs
 from series.cli.table import COMMANDS
 from series.errors import Exit, InternalError, SeriesError, os_error
 from series.git.version import check as check_git
@@ -85,7 +86,7 @@ def run(
             error = InternalError("internal error (a bug in series)", why=_traceback())
             code = int(Exit.INTERNAL)
         if as_json:
-            envelope.emit(ui, command.name, code, error)
+            _envelope(ui, command.name, code, error)
         ui.out.file.flush()
     except BrokenPipeError:
         return _broken_pipe(ui)
@@ -105,7 +106,14 @@ def bad_usage_json(message: str, words: list[str], out: IO[str] | None) -> None:
     known = [w for w in words if any(c.name == w for c in COMMANDS)]
     error = SeriesError(message, hint="series --help, or series COMMAND --help")
     ui.payload = None
-    envelope.emit(ui, known[0] if known else None, int(Exit.BAD_INPUT), error)
+    _envelope(ui, known[0] if known else None, int(Exit.BAD_INPUT), error)
+
+
+def _envelope(ui: Ui, command: str | None, code: int, error: SeriesError | None) -> None:
+    """The one ``--json`` envelope (series.envelope, imported only for ``--json``)."""
+    from series.envelope import emit
+
+    emit(ui, command, code, error)
 
 
 def _outside_series(exc: SeriesError) -> SeriesError:

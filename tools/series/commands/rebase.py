@@ -77,18 +77,27 @@ def run(
             f"--upstream and --drop-merged belong to the start of a rebase, not --{action}",
             hint=f"series rebase --{action}",
         )
-    checkout = series.checkout(directory)
     # Each action imports only its own work: --abort loads none of the driver or its
     # engines, --continue and --skip none of the start's (fetch, evidence); --abort and
     # --skip start their git processes without GitPython.
+    if action == "abort":
+        # the git status of the stop's files starts first: it runs while the rest of
+        # --abort (the checkout too) is imported and the state read
+        from series.stack.stop_files import stop_files
+
+        with stop_files(series.checkout_path(directory)) as files:
+            checkout = series.checkout(directory)
+            from series.stack.rebase_abort import abort_stopped
+
+            abort_stopped(series, ui, checkout, files)
+        if as_json:
+            ui.json(_after(checkout, action, onto))
+        return Exit.OK
+    checkout = series.checkout(directory)
     if onto is not None:
         from series.stack.rebase import start
 
         start(series, ui, checkout, onto=onto, url=upstream_url, drop_merged=drop_merged)
-    elif action == "abort":
-        from series.stack.rebase_abort import resume_abort
-
-        resume_abort(series, ui, checkout)
     elif action == "skip":
         from series.stack.rebase_skip import resume_skip
 

@@ -328,13 +328,20 @@ class Index(Part):
         """
         wanted = set(changed)
         read: dict[str, dict[str, tuple[str, str]] | None] = {}
+        disk: dict[str, tuple[str, str] | None] = {}  # each file read and hashed once
+
+        def on_disk(path: str, width: int) -> tuple[str, str] | None:
+            if path not in disk:
+                disk[path] = _on_disk(self.path / path, width)
+            return disk[path]
+
         try:
             for tree in dict.fromkeys(trees):
                 differ: dict[str, tuple[str, str] | None] = {}
                 if not _differ(self._run, read, start, tree, "", wanted, differ):
                     continue
                 if all(
-                    _on_disk(self.path / path, len(tree))
+                    on_disk(path, len(tree))
                     == (differ[path] if path in differ else _entry(self._run, read, start, path))
                     for path in changed
                 ):

@@ -27,10 +27,15 @@ class Objects(Part):
         found = self._run.lookup(f"{rev}^{{commit}}")
         return found[0] if found else None
 
-    def warm(self) -> None:
+    def warm(self, *, rest: bool = False) -> None:
         """The long-lived ``cat-file`` that answers :meth:`rev` and the reads started now
-        (series.git.run.Runner.warm)."""
-        self._run.warm()
+        (series.git.run.Runner.warm); ``rest``: ended now instead, its exit not waited for
+        (``Runner.rest``: the caller asks nothing more for a while, ``rebase --abort``
+        while its files move; a later question starts it again)."""
+        if rest:
+            self._run.rest()
+        else:
+            self._run.warm()
 
     def has(self, sha: str) -> bool:
         return self._run.lookup(sha) is not None

@@ -64,6 +64,7 @@ class Transaction:
         self.repo = repo
         self.reason = reason
         self.lines: list[str] = []
+        self._started: Started | None = None  # its update-ref, started already (start)
 
     def update(self, ref: str, new: str, old: str | None) -> None:
         """Set ``ref`` to ``new`` if it is at ``old`` (None or ZERO: must not exist)."""
@@ -87,12 +88,36 @@ class Transaction:
                 found[args[0]] = None
         return found
 
+    def start(self) -> None:
+        """Start its ``update-ref --stdin`` now, beside the caller's work (series.git.run
+        ``start``; git waits for the changes, which :meth:`commit` writes): the commit then
+        costs git's work alone, not its start. The caller calls :meth:`abandon` on any
+        exception before the commit. The changes are written framed (``start`` ...
+        ``commit``): git applies them only once it has read the last line, so a series
+        killed while writing them changes nothing (git aborts a transaction whose input
+        ends before ``commit``), as one killed before writing them."""
+        if self._started is None:
+            self._started = self.repo.start("update-ref", "-m", self.reason, "--stdin", fed=True)
+
+    def abandon(self) -> None:
+        """End the ``update-ref`` :meth:`start` started, nothing written (nothing changes)."""
+        started, self._started = self._started, None
+        if started is not None:
+            started.abandon()
+
     def commit(self) -> None:
+        started, self._started = self._started, None
         if not self.lines:
+            if started is not None:
+                started.abandon()
             return
-        data = ("\n".join(self.lines) + "\n").encode()
         try:
-            self.repo.git_input("update-ref", "-m", self.reason, "--stdin", data=data)
+            if started is None:
+                data = ("\n".join(self.lines) + "\n").encode()
+                self.repo.git_input("update-ref", "-m", self.reason, "--stdin", data=data)
+            else:
+                started.feed(("start\n" + "\n".join(self.lines) + "\ncommit\n").encode())
+                started.result()
         except GitFailed as exc:
             raise _moved(exc.stderr, self.repo) from None
         self.lines = []
@@ -128,7 +153,8 @@ class Refs(Part):
 
     def begin(self, reason: str) -> Transaction:
         """A transaction to fill now and commit later (:meth:`Transaction.commit`): the
-        changes of :meth:`transaction`, made while other work goes on before they apply."""
+        changes of :meth:`transaction`, made while other work goes on before they apply
+        (and its git started meanwhile: :meth:`Transaction.start`)."""
         return Transaction(self._run, reason)
 
     def update(self, reason: str, lines: Sequence[str]) -> None:
@@ -159,10 +185,10 @@ class Refs(Part):
         reftable, no symbolic ref, link or FIFO, only names git takes without
         question); each object is looked up in the long-lived ``cat-file`` (git
         leaves out a ref to a missing object: such a ref, like anything
-        unusual, sends the question to git's ``for-each-ref``).
+        unusual, sends the question to git's ``for-each-ref``), all asked at once.
         """
         found = ref_files.loose_refs(str(git_dir), prefix)
-        if found is None or not all(self._run.lookup(oid) for oid in found.values()):
+        if found is None or not all(self._run.lookups(list(found.values()))):
             return self.under(prefix)
         return found
 

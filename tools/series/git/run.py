@@ -437,15 +437,26 @@ def execute_together(
     return start_together(cwd, calls).finish()
 
 
+class Fed:
+    """An input of :func:`start_together`: git's stdin a pipe the caller writes later
+    (:meth:`Started.feed`)."""
+
+    __slots__ = ()
+
+
+FED = Fed()
+
+
 def start_together(
     cwd: Path,
     calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]],
-    inputs: Sequence[bytes | None] = (),
+    inputs: Sequence[bytes | Fed | None] = (),
 ) -> Started:
     """Each ``(argv, env)`` of ``calls`` started now (its stdin ``inputs``' bytes, where
-    given), to be read by :meth:`Started.finish` (or :meth:`Started.result`) once the
-    caller has done other work meanwhile; the caller calls :meth:`Started.abandon` on
-    any exception between the two.
+    given; :data:`FED`: a pipe the caller writes later, :meth:`Started.feed`), to be read
+    by :meth:`Started.finish` (or :meth:`Started.result`) once the caller has done other
+    work meanwhile; the caller calls :meth:`Started.abandon` on any exception between
+    the two.
 
     Each is started as :func:`execute` starts one (the same checks, the record of a
     command that takes a lock, the fault step, one after the other, in order), without
@@ -465,6 +476,8 @@ def start_together(
                 data = inputs[k] if k < len(inputs) else None
                 if data is None:
                     running = start_child(cwd, ["git", *argv], _environment(env))
+                elif isinstance(data, Fed):
+                    running = _start_fed(started, k, cwd, argv, env)
                 else:
                     with input_file(data) as path, path.open("rb") as stream:
                         running = start_child(cwd, ["git", *argv], _environment(env), stream)
@@ -480,18 +493,41 @@ def start_together(
     return started
 
 
-def start(cwd: Path, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> Started:
+def _start_fed(
+    started: Started, k: int, cwd: Path, argv: Sequence[str], env: Mapping[str, str] | None
+) -> Running:
+    """``git argv`` started with its stdin a pipe whose writing end ``started`` keeps (not
+    inherited by git nor by any other process series starts: git sees its end of input
+    when series closes it, or ends)."""
+    source, sink = os.pipe()
+    try:
+        with os.fdopen(source, "rb", buffering=0) as stream:  # git's copy stays open
+            running = start_child(cwd, ["git", *argv], _environment(env), stream)
+    except BaseException:
+        os.close(sink)
+        raise
+    started.sinks[k] = sink
+    return running
+
+
+def start(
+    cwd: Path, argv: Sequence[str], *, env: Mapping[str, str] | None = None, fed: bool = False
+) -> Started:
     """:func:`run` of ``git argv`` in ``cwd``, started now (:func:`start_together`) and
     read by :meth:`Started.result`: the caller works on the other core meanwhile
     (``series rebase --abort``: its ``git status`` while it reads the rebase's state, its
     ``read-tree`` while it puts the project files back). Only for a light process
     (within :func:`light_processes`, subprocess not imported); else git runs to its end
-    here, as :func:`run` runs it."""
+    here, as :func:`run` runs it. ``fed``: git reads its stdin, written later
+    (:meth:`Started.feed`: an ``update-ref --stdin`` started while the files move, its
+    transaction written once they have); not light, git runs to its end when fed."""
     if not _LIGHT[0] or "subprocess" in sys.modules:
+        if fed:
+            return Started(cwd, [(argv, env)], deferred=True)
         status, out, err = execute(cwd, argv, env=env, raw=True)
         assert isinstance(out, bytes)
         return Started(cwd, [(argv, env)], [(status, out, err)])
-    return start_together(cwd, [(argv, env)])
+    return start_together(cwd, [(argv, env)], [FED] if fed else [])
 
 
 def _why_not_started(exc: Exception, cwd: Path) -> None:
@@ -516,20 +552,66 @@ class Started:
         cwd: Path,
         calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]],
         answers: list[tuple[int, bytes, str]] | None = None,
+        *,
+        deferred: bool = False,
     ) -> None:
         self.cwd = cwd
         self.calls = calls
         self.running: list[tuple[Running, Path | None]] = []  # each, and its record
         self.answers = answers
         self.done = answers is not None
+        self.sinks: dict[int, int] = {}  # the writing end of each stdin fed later, by call
+        self.deferred = deferred  # one fed call, not started: run to its end when fed
+
+    def feed(self, data: bytes, k: int = 0) -> None:
+        """Write ``data`` to the stdin of call ``k`` (started with :data:`FED`) and close
+        it: git reads its end of input. The refs an ``update-ref --stdin`` names there
+        are looked at first, as :func:`execute` looks at its stdin's
+        (:func:`refuse_blocking_refs`); a git that ended meanwhile stops the writing, and
+        :meth:`finish` says how it ended."""
+        argv, env = self.calls[k]
+        try:
+            _refuse_blocking_input(self.cwd, argv, data)
+        except BaseException:
+            self.abandon()
+            raise
+        if self.deferred:
+            self.deferred = False
+            with input_file(data) as path:
+                status, out, err = execute(self.cwd, argv, env=env, stdin=path, raw=True)
+            assert isinstance(out, bytes)
+            self.answers, self.done = [(status, out, err)], True
+            return
+        sink = self.sinks.pop(k)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(sink, view) :]
+        except BrokenPipeError:
+            pass  # git ended without reading it all: finish says how
+        except BaseException:
+            os.close(sink)
+            self.abandon()
+            raise
+        os.close(sink)
+
+    def _close_sinks(self) -> None:
+        """The stdin of each call not fed: its end of input (git ends with nothing read)."""
+        while self.sinks:
+            with contextlib.suppress(OSError):
+                os.close(self.sinks.popitem()[1])
 
     def finish(self) -> list[tuple[int, bytes, str]]:
         """(status, raw stdout, stderr) of each, in order, read in one loop (none waits
         on a full pipe while another is read). One that lost its object's directory to
-        a concurrent repack (``_RACED``) is run again alone."""
+        a concurrent repack (``_RACED``) is run again alone. A stdin not fed ends
+        empty."""
+        if self.deferred:
+            self.feed(b"")
         if self.answers is not None:
             return self.answers
         assert not self.done, "series.git.run.Started: abandoned already"
+        self._close_sinks()
         try:
             outcomes = finish_all([running for running, _ in self.running])
         except BaseException:
@@ -563,6 +645,8 @@ class Started:
         """End every one still running, unread (series.git.child.abandon), with what it
         started; a move of the checkout cut short so stays recorded (series.git.leftovers),
         as when series is interrupted in :func:`run`."""
+        self._close_sinks()
+        self.deferred = False
         if self.done:
             return
         self.done = True
@@ -621,11 +705,19 @@ def refuse_blocking_refs(cwd: Path | str, argv: Sequence[str], stdin: Path | Non
         _refuse_walk(str(cwd), patterns)
     elif command in _LIST_EVERY_REF:
         _refuse_walk(str(cwd), ["refs/"])
-    elif command == "update-ref" and "--stdin" in argv and stdin is not None:
-        for line in stdin.read_bytes().decode("utf-8", "surrogateescape").splitlines():
-            words = line.split(" ")
-            if len(words) > 1 and words[0] in ("update", "create", "delete", "verify"):
-                refuse_blocking_ref(cwd, words[1])
+    elif stdin is not None:
+        _refuse_blocking_input(cwd, argv, stdin.read_bytes())
+
+
+def _refuse_blocking_input(cwd: Path | str, argv: Sequence[str], data: bytes) -> None:
+    """:func:`refuse_blocking_refs` of ``data``, ``git argv``'s stdin: each ref an
+    ``update-ref --stdin`` changes."""
+    if leftovers.verb(argv) != "update-ref" or "--stdin" not in argv:
+        return
+    for line in data.decode("utf-8", "surrogateescape").splitlines():
+        words = line.split(" ")
+        if len(words) > 1 and words[0] in ("update", "create", "delete", "verify"):
+            refuse_blocking_ref(cwd, words[1])
 
 
 def _refuse_walk(cwd: str, prefixes: Sequence[str]) -> None:
@@ -705,6 +797,9 @@ def light_processes() -> Iterator[None]:
         _LIGHT[0] = before
 
 
+_AT_ONCE = 256  # questions to cat-file written at once: their answers fit in a pipe
+
+
 class _PlainBatch:
     """A long-lived ``cat-file --batch-command`` started without GitPython: one process
     answering both what GitPython's ``get_object_header`` (``info``) and
@@ -734,10 +829,27 @@ class _PlainBatch:
     def ask(self, name: str, data: bool) -> tuple[str, str, bytes | None] | None:
         """(id, type, data: None unless ``data``) of ``name``, None when git has none.
         Raises OSError or ValueError when the process is gone."""
-        stdin, stdout = self.stdin, self.stdout
         command = b"contents " if data else b"info "
-        stdin.write(command + name.encode("utf-8", "surrogateescape") + b"\n")
-        stdin.flush()
+        self.stdin.write(command + name.encode("utf-8", "surrogateescape") + b"\n")
+        self.stdin.flush()
+        return self._answer(data)
+
+    def infos(self, names: Sequence[str]) -> list[tuple[str, str, bytes | None] | None]:
+        """:meth:`ask` (``info``) of each of ``names``, the questions written at once and
+        the answers read after: one round trip per ``_AT_ONCE`` names, not one per name
+        (so many that git's answers would fill the pipe before series reads them are
+        never written at once: neither would then wait for the other)."""
+        found: list[tuple[str, str, bytes | None] | None] = []
+        for k in range(0, len(names), _AT_ONCE):
+            chunk = names[k : k + _AT_ONCE]
+            lines = (b"info " + n.encode("utf-8", "surrogateescape") + b"\n" for n in chunk)
+            self.stdin.write(b"".join(lines))
+            self.stdin.flush()
+            found += [self._answer(False) for _ in chunk]
+        return found
+
+    def _answer(self, data: bool) -> tuple[str, str, bytes | None] | None:
+        stdout = self.stdout
         head = stdout.readline()
         if not head.endswith(b"\n"):
             raise ValueError("cat-file ended")
@@ -751,6 +863,12 @@ class _PlainBatch:
         if len(body) != int(size) + 1:
             raise ValueError("cat-file ended")
         return sha, kind, body[:-1]
+
+    def close_input(self) -> None:
+        """The end of cat-file's input: it exits, not waited for here (:meth:`__del__`
+        reaps it)."""
+        with contextlib.suppress(OSError, ValueError):
+            self.stdin.close()
 
     def __del__(self) -> None:
         """End cat-file with this object, as GitPython's own does (end of input: it exits),
@@ -1288,9 +1406,10 @@ class Runner:
     ) -> str:
         return run(self.path, argv, env=env, stdin=stdin, light=light)
 
-    def start(self, *argv: str, env: Mapping[str, str] | None = None) -> Started:
-        """:meth:`git`, started now and read later (module's :func:`start`)."""
-        return start(self.path, argv, env=env)
+    def start(self, *argv: str, env: Mapping[str, str] | None = None, fed: bool = False) -> Started:
+        """:meth:`git`, started now and read later (module's :func:`start`); ``fed``: its
+        stdin written later (``Started.feed``)."""
+        return start(self.path, argv, env=env, fed=fed)
 
     def git_path(self, name: str) -> Path:
         """``git rev-parse --git-path NAME`` (``objects``, ``shallow``): found by hand in a
@@ -1331,6 +1450,16 @@ class Runner:
             with contextlib.suppress(OSError, ValueError):
                 self.__dict__["_plain"] = _PlainBatch(self.path)
 
+    def rest(self) -> None:
+        """End the long-lived ``cat-file`` of :meth:`warm` now, its exit not waited for:
+        it exits while the caller waits for other work (``series rebase --abort``: its
+        move of the files), not at series' own end. Reaped with this runner; a later
+        question starts another."""
+        batch = self.__dict__.pop("_plain", None)
+        if batch is not None:
+            batch.close_input()
+            self.__dict__.setdefault("_resting", []).append(batch)
+
     def lookup(self, name: str) -> tuple[str, str] | None:
         """(id, type) of the object ``name`` names, or None; asks one long-lived process.
 
@@ -1365,6 +1494,23 @@ class Runner:
             status, kind_out, _ = execute(self.path, ["cat-file", "-t", out.strip()])
             return (out.strip(), str(kind_out).strip()) if status == 0 else None
         return _text(sha), _text(kind)
+
+    def lookups(self, names: Sequence[str]) -> list[tuple[str, str] | None]:
+        """:meth:`lookup` of each of ``names``, asked of the long-lived process at once
+        (within :func:`light_processes`: one round trip); one at a time elsewhere."""
+        if not _LIGHT[0] or any("\n" in name for name in names):
+            return [self.lookup(name) for name in names]
+        for name in names:
+            debug("series.git", "lookup %s (git cat-file, one process)  (in %s)", name, self.path)
+            refuse_blocking_ref(self.path, name)
+        try:
+            batch = self.__dict__.get("_plain")
+            if batch is None:
+                batch = self.__dict__["_plain"] = _PlainBatch(self.path)
+            return [(f[0], f[1]) if f is not None else None for f in batch.infos(names)]
+        except (OSError, ValueError):
+            self.__dict__.pop("_plain", None)
+        return [self.lookup(name) for name in names]
 
     def object_data(self, oid: str, kind: str) -> bytes | None:
         """Object ``oid`` if it is a ``kind``, from one long-lived ``cat-file --batch``.

@@ -24,11 +24,11 @@ from series.checkout import (
     refuse_git_in_progress,
 )
 from series.errors import RefusedError, UsageError
-from series.git.run import light_processes
 from series.stack import export_files
 from series.stack import rebase_state as rstate
 from series.stack.rebase_plan import RebaseState
 from series.stack.snapshot import restore_project
+from series.stack.stop_files import stop_files
 from series.ui import Ui
 
 TYPE_CHECKING = False  # typing is not imported (series rebase --abort)
@@ -72,18 +72,19 @@ def prepare(
 
 def resume_abort(series: Series, ui: Ui, checkout: Checkout, kind: str = "rebase") -> None:
     """``--abort`` of the ``kind`` (rebase, edit) in progress."""
-    with light_processes():  # a few queries and one move of the files: GitPython costs more
-        # The git status of what the user changed at the stop (keep_stop) runs while the
-        # state is read: after the project lock, so only prepare's finishing of a cut move
-        # could change the files meanwhile (then it is asked again).
-        files = checkout.repo.worktree.start_changed() if checkout.exists() else None
-        try:
-            found = prepare(checkout, ui, "abort", kind)
-            if found is not None:
-                abort(series, ui, checkout, found[0], None if found[1] else files)
-        finally:
-            if files is not None:
-                files.abandon()
+    with stop_files(checkout.path) as files:
+        abort_stopped(series, ui, checkout, files, kind)
+
+
+def abort_stopped(
+    series: Series, ui: Ui, checkout: Checkout, files: Started | None, kind: str = "rebase"
+) -> None:
+    """:func:`resume_abort` within series.stack.stop_files ``stop_files`` (``files``: the
+    git status of what the user changed at the stop, started already: it runs while the
+    state is read; asked again when prepare finished a cut move, which changes them)."""
+    found = prepare(checkout, ui, "abort", kind)
+    if found is not None:
+        abort(series, ui, checkout, found[0], None if found[1] else files)
 
 
 def refuse_other_kind(checkout: Checkout, st: RebaseState, kind: str) -> None:
@@ -115,21 +116,27 @@ def abort(
     # git moves the files (in one process, as git's abort) while series points HEAD at the
     # branch and puts the project files back: neither touches what the other writes, and
     # each is done again by a run after a kill (the move, cut short, is finished first).
+    # The state's deletion is handed to an update-ref started meanwhile, and written to it
+    # only once the move is done: the state goes last, and a kill before leaves it.
     moving = repo.worktree.start_reset(tip)
+    txn = repo.refs.begin(f"series {st.kind}: abort")
     try:
+        rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them
         repo.refs.set_head(checkout.branch_ref)
+        txn.start()
         written = [series.root / file for _, file in series.named()]  # no parse when known
         journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
         written += [series.root / str(p) for p in (journal or {}).get("created", [])]
         changed = restore_project(repo, series.root, st.saved, written)
+        repo.objects.warm(rest=True)  # cat-file ends while the files move: nothing more
         if journal is not None:
             export_files.finish(series.root)
+        moving.wait()
     except BaseException:
+        txn.abandon()
         moving.abandon()
         raise
-    moving.wait()
-    with repo.refs.transaction(f"series {st.kind}: abort") as txn:
-        rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them
+    txn.commit()
     moved = "" if tip == st.tip else f" (the branch had moved to {tip[:12]}; it stays there)"
     ui.result(
         f"{st.kind} aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
@@ -167,10 +174,11 @@ def keep_stop(
     """
     repo = checkout.repo
     head, on = repo.refs.head_and_ref() if at is None else at
-    known = [repo.objects.tree_of(c) for c in (st.current, st.tip)]
+    known = []  # the stop's own trees first: the files at a stop are most often those
     if st.stop is not None:
         known += [st.stop.conflict_tree, st.stop.written_from]
         known += [st.stop.proposal] if st.stop.proposal else []
+    known += [repo.objects.tree_of(c) for c in (st.current, st.tip)]
     changes = backup.uncommitted(repo, what, known, head=head, started=files)
     with repo.refs.transaction(f"series {what}: keep what the checkout held") as txn:
         kept = checkout.keep_lost(
