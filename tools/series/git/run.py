@@ -1446,9 +1446,17 @@ class Runner:
         within :func:`light_processes` (else nothing): its start runs beside the caller's
         work, not in its first question's wait. Where it cannot start, the first question
         does as without this (``rev-parse`` and ``cat-file`` answer)."""
-        if _LIGHT[0] and "_plain" not in self.__dict__:
+        if _LIGHT[0]:
             with contextlib.suppress(OSError, ValueError):
-                self.__dict__["_plain"] = _PlainBatch(self.path)
+                self._cat_file()
+
+    def _cat_file(self) -> _PlainBatch:
+        """This repository's long-lived :class:`_PlainBatch`, started on first use (OSError
+        or ValueError where it cannot start: the caller asks git otherwise)."""
+        batch = self.__dict__.get("_plain")
+        if batch is None:
+            batch = self.__dict__["_plain"] = _PlainBatch(self.path)
+        return batch
 
     def rest(self) -> None:
         """End the long-lived ``cat-file`` of :meth:`warm` now, its exit not waited for:
@@ -1504,13 +1512,11 @@ class Runner:
             debug("series.git", "lookup %s (git cat-file, one process)  (in %s)", name, self.path)
             refuse_blocking_ref(self.path, name)
         try:
-            batch = self.__dict__.get("_plain")
-            if batch is None:
-                batch = self.__dict__["_plain"] = _PlainBatch(self.path)
-            return [(f[0], f[1]) if f is not None else None for f in batch.infos(names)]
+            found = self._cat_file().infos(names)
         except (OSError, ValueError):
             self.__dict__.pop("_plain", None)
-        return [self.lookup(name) for name in names]
+            return [self.lookup(name) for name in names]
+        return [(f[0], f[1]) if f is not None else None for f in found]
 
     def object_data(self, oid: str, kind: str) -> bytes | None:
         """Object ``oid`` if it is a ``kind``, from one long-lived ``cat-file --batch``.
@@ -1539,10 +1545,7 @@ class Runner:
         if "\n" in name:
             return None
         try:
-            batch = self.__dict__.get("_plain")
-            if batch is None:
-                batch = self.__dict__["_plain"] = _PlainBatch(self.path)
-            return batch.ask(name, data)
+            return self._cat_file().ask(name, data)
         except (OSError, ValueError):
             self.__dict__.pop("_plain", None)
         argv = ["rev-parse", "-q", "--verify", "--end-of-options", name]
