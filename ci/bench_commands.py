@@ -213,17 +213,27 @@ class Bench:
         sh(clone, "git", *RERERE, "rebase", "-q", "--onto", "refs/bench/master", self.pin, ok=False)
 
     def _train_rerere(self) -> None:
-        """Resolve P18 once in the clone (with series' recorded result), so rerere knows it."""
+        """Resolve P18 once (with series' recorded result) in a copy of the clone, and give
+        the clone that copy's rerere records (``.git/rr-cache``), nothing else.
+
+        Not in the clone itself: the rebase finished there would leave every tree and
+        commit of the rebased series in the clone's object store, and each git rebase timed
+        in a copy of it would find most of the objects it writes already there (git then
+        writes none). series' side has no such head start (its trial is a copy, removed),
+        and neither has a maintainer's repository before its first rebase onto master."""
         trial = self.tmp / "trial"
         shutil.copytree(self.project, trial, symlinks=True)
         series(trial, "rebase", "--onto", "master", "--upstream", str(self.shared))
         resolved = (trial / "work" / P18_FILE).read_bytes()
         shutil.rmtree(trial)
-        self._start_git_rebase(self.clone)
-        (self.clone / P18_FILE).write_bytes(resolved)
-        sh(self.clone, "git", "add", P18_FILE)
-        sh(self.clone, "git", *RERERE, "rebase", "--continue", env={"GIT_EDITOR": "true"})
-        sh(self.clone, "git", "checkout", "-q", "-B", "series", "origin/series")
+        trainee = self.tmp / "trainee"
+        shutil.copytree(self.clone, trainee, symlinks=True)
+        self._start_git_rebase(trainee)
+        (trainee / P18_FILE).write_bytes(resolved)
+        sh(trainee, "git", "add", P18_FILE)
+        sh(trainee, "git", *RERERE, "rebase", "--continue", env={"GIT_EDITOR": "true"})
+        shutil.copytree(trainee / ".git" / "rr-cache", self.clone / ".git" / "rr-cache")
+        shutil.rmtree(trainee)
 
     # -- copies that one run may change ------------------------------------------------
     def copy(self, what: Path, name: str) -> Path:

@@ -103,27 +103,34 @@ def _continue_until_done(clone: Path) -> None:
 
 
 def _train_rerere(tmp: Path, project: Path, clone: Path, pin: str, shared: Path) -> None:
-    """Resolve every stop once in the clone (series' recorded results), so rerere knows them."""
+    """Resolve every stop once (series' recorded results) in a copy of the clone, and give
+    the clone that copy's rerere records (``.git/rr-cache``), nothing else: the rebase
+    finished in the clone itself would leave the rebased series' trees and commits in its
+    object store, and the timed git rebase would find most of what it writes already there
+    (git then writes none), a head start series' side (its trial is a copy) does not have."""
+    trainee = tmp / "trainee"
+    shutil.copytree(clone, trainee, symlinks=True)
     trial = tmp / "trial"
     shutil.copytree(project, trial, symlinks=True)
     series(trial, "rebase", "--onto", "master", "--upstream", str(shared))
     log = sh(trial / "work", "git", "log", "--format=%H %s", "refs/bench/master..series")
     by_subject = {line[41:]: line[:40] for line in log.splitlines()}
-    sh(clone, "git", *RERERE, "rebase", "-q", "--onto", "refs/bench/master", pin, ok=False)
-    while _rebasing(clone):
-        subject = sh(clone, "git", "log", "-1", "--format=%s", "REBASE_HEAD").strip()
+    sh(trainee, "git", *RERERE, "rebase", "-q", "--onto", "refs/bench/master", pin, ok=False)
+    while _rebasing(trainee):
+        subject = sh(trainee, "git", "log", "-1", "--format=%s", "REBASE_HEAD").strip()
         resolved = by_subject[subject]
-        conflicted = sh(clone, "git", "diff", "--name-only", "--diff-filter=U").split()
+        conflicted = sh(trainee, "git", "diff", "--name-only", "--diff-filter=U").split()
         for name in conflicted:
             content = subprocess.run(
                 ["git", "show", f"{resolved}:{name}"],
                 cwd=trial / "work", capture_output=True, check=True,
             ).stdout  # fmt: skip
-            (clone / name).write_bytes(content)
-            sh(clone, "git", "add", name)
-        sh(clone, "git", *RERERE, "rebase", "--continue", env={"GIT_EDITOR": "true"}, ok=False)
+            (trainee / name).write_bytes(content)
+            sh(trainee, "git", "add", name)
+        sh(trainee, "git", *RERERE, "rebase", "--continue", env={"GIT_EDITOR": "true"}, ok=False)
     shutil.rmtree(trial)
-    sh(clone, "git", "checkout", "-q", "-B", "series", "origin/series")
+    shutil.copytree(trainee / ".git" / "rr-cache", clone / ".git" / "rr-cache")
+    shutil.rmtree(trainee)
 
 
 FLOOR = {  # the git work a rebase of this job cannot skip, by git command
