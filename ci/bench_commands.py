@@ -105,6 +105,18 @@ def series(project: Path, *args: str, ok: bool = True, cache: Path | None = None
     return sh(project, sys.executable, str(SCRIPT), "-C", str(project), *args, ok=ok, env=env)
 
 
+def quiet() -> None:
+    """What this script wrote so far written out to the disk (``sync``), before a timed run.
+
+    A timed command right after a copy of a checkout (tens of megabytes) ran while the
+    kernel wrote the copy back: its own file writes (git's objects, index, refs) waited
+    behind that, by chance, on either side. git's own ``--skip`` took 63 ms after a
+    ``sync`` and 116 ms without one in the same run (5 rounds each; its CPU 59 and 113
+    ms). A maintainer meets a stop seconds or minutes after it was written, when the
+    kernel has long written it back (within 30 s)."""
+    os.sync()
+
+
 def settle(repo: Path) -> None:
     """A stop as a maintainer meets it when they type ``--skip``/``--continue``/``--abort``:
     the index written after the files it describes (the same state on both sides, every
@@ -116,12 +128,13 @@ def settle(repo: Path) -> None:
     checkout (hundreds of files from the pin to master) and its last index write fall in
     the same second is chance, so the timed command re-hashed them in some rounds and not
     in others: git's own ``--skip`` took 0.15 s or 0.33 s from identical copies. So on both
-    sides: wait for the next second, then ``git update-index --refresh`` (what any
-    ``git status`` does while a person resolves), which writes an index with no racy
-    entry."""
+    sides: wait for the next second, then ``git update-index --refresh`` (what any ``git
+    status`` does while a person resolves), which writes an index with no racy entry; then
+    all of it written out to the disk (``quiet``)."""
     index = repo / ".git" / "index"
     time.sleep(max(0.0, int(index.stat().st_mtime) + 1.02 - time.time()))
     sh(repo, "git", "update-index", "-q", "--refresh", ok=False)
+    quiet()
 
 
 def own_cache(project: Path) -> Path:
@@ -237,9 +250,11 @@ class Bench:
 
     # -- copies that one run may change ------------------------------------------------
     def copy(self, what: Path, name: str) -> Path:
+        """A fresh copy of ``what`` for one timed run, on disk before the run (``quiet``)."""
         target = self.tmp / "runs" / name
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(what, target, symlinks=True)
+        quiet()
         return target
 
     def rows(self) -> list[Row]:

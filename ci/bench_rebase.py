@@ -220,11 +220,17 @@ def time_rebase(tmp: Path, project: Path, clone: Path, pin: str, shared: Path) -
     shutil.copytree(project, run_dir, symlinks=True)
     shutil.copytree(project, inner_dir, symlinks=True)
     shutil.copytree(clone, git_dir, symlinks=True)
+    # the copies (and before each timed run, the run before it) written out: a command
+    # right after a copy of a checkout otherwise runs while the kernel writes the copy back
+    # (bench_commands.quiet)
+    os.sync()
     args = ["rebase", "--onto", "master", "--upstream", str(shared)]
     start = time.perf_counter()
     series(run_dir, *args)
     fast = time.perf_counter() - start
+    os.sync()
     inner, spent, calls = in_process(inner_dir, args)
+    os.sync()
     start = time.perf_counter()
     sh(git_dir, "git", *RERERE, "rebase", "-q", "--onto", "refs/bench/master", pin, ok=False)
     _continue_until_done(git_dir)
