@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from pathlib import Path
 
 from series.code import code_digest
@@ -79,10 +80,41 @@ def recall(root: Path, cache_dir: Path) -> Known | None:
     if known is None or record["key"] != _key(root, text, known):
         return None
     real_root = os.path.realpath(root)
+    links: dict[str, bool] = {}  # each part looked at once
     for value in (known.checkout, *(file for _, file in known.patches)):
-        if os.path.realpath(root / value) != os.path.join(real_root, value):
+        if not _plain_path(real_root, value, links):
             return None  # a link, "..", "./": the parse judges where it leads
     return known
+
+
+def _plain_path(real_root: str, value: str, links: dict[str, bool]) -> bool:
+    """Whether ``value`` leads from ``real_root`` (resolved) to ``real_root/value`` as
+    written: no empty, "." or ".." part (nor a leading "/"), and no part a symbolic link
+    (``os.lstat``; one that does not exist is none, as for ``os.path.realpath``).
+
+    What ``os.path.realpath(root / value) == os.path.join(real_root, value)`` says, or
+    stricter (a link that leads back to itself is not taken), with one ``lstat`` per
+    part: ``links`` keeps each answer, so the patches' directory is looked at once,
+    not once per patch with every directory above the project (a millisecond of each
+    ``--abort`` and re-run of apply or export)."""
+    parts = value.split("/")
+    if "" in parts or "." in parts or ".." in parts:
+        return False
+    path = real_root
+    for part in parts:
+        path = os.path.join(path, part)
+        link = links.get(path)
+        if link is None:
+            try:
+                link = stat.S_ISLNK(os.lstat(path).st_mode)
+            except OSError:  # not there (or not a directory above): no link
+                link = False
+            except ValueError:  # a NUL in it: the parse judges it
+                link = True
+            links[path] = link
+        if link:
+            return False
+    return True
 
 
 def keep(root: Path, cache_dir: Path, text: bytes, known: Known) -> None:

@@ -113,12 +113,14 @@ def abort(
     keep_stop(checkout, st, kind, ui, gone=gone, listed=listed, at=at, files=files)
     tip = checkout.tip()
     assert tip is not None
-    # git moves the files (in one process, as git's abort) while series points HEAD at the
-    # branch and puts the project files back: neither touches what the other writes, and
-    # each is done again by a run after a kill (the move, cut short, is finished first).
-    # The state's deletion is handed to an update-ref started meanwhile, and written to it
-    # only once the move is done: the state goes last, and a kill before leaves it.
-    moving = repo.worktree.start_reset(tip)
+    # git moves the files (with a worker per core when a core is idle: the move is the
+    # abort's longest step, mostly the kernel's work on each file) while series points
+    # HEAD at the branch and puts the project files back: neither touches what the other
+    # writes, and each is done again by a run after a kill (the move, cut short, is
+    # finished first). The state's deletion is handed to an update-ref started meanwhile,
+    # and written to it only once the move is done: the state goes last, and a kill
+    # before leaves it.
+    moving = repo.worktree.start_reset(tip, parallel=True)
     txn = repo.refs.begin(f"series {st.kind}: abort")
     try:
         rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them
