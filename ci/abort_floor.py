@@ -10,7 +10,8 @@ import beyond ``os`` and ``sys``:
    under a backup ref before anything moves (git's abort throws it away,
    so it has no such step);
 2. ``git read-tree --reset -u TIP``: the files back on the branch (all of
-   git's own abort, but its bookkeeping);
+   git's own abort, but its bookkeeping), with a worker per core when a core
+   is idle, as series runs it;
 3. ``git symbolic-ref HEAD``: HEAD back on the branch (series runs it beside
    the move, as here);
 4. ``git update-ref --stdin``: the rebase's refs deleted, in one
@@ -41,13 +42,25 @@ def main() -> int:
     status = _start(work, ["--no-optional-locks", "status", "--porcelain=v1", "-z",
                            "--no-renames", "--untracked-files=all"])  # fmt: skip
     _wait(status)
-    move = _start(work, ["-c", "checkout.workers=1", "read-tree", "--reset", "-u", tip])
+    # series' workers: one per core when a core is idle as git starts (its worktree.core_idle)
+    workers = "checkout.workers=0" if _core_idle() else "checkout.workers=1"
+    move = _start(work, ["-c", workers, "read-tree", "--reset", "-u", tip])
     head = _start(work, ["symbolic-ref", "HEAD", f"refs/heads/{branch}"])
     _wait(head)
     _wait(move)
     txn = "".join(f"delete {name}\n" for name in gone)
     _wait(_start(work, ["update-ref", "-m", "abort floor", "--stdin"], txn))
     return 0
+
+
+def _core_idle() -> bool:
+    """series.git.worktree.core_idle: fewer tasks runnable than cores, this one among them."""
+    try:
+        with open("/proc/loadavg", "rb") as loadavg:
+            runnable = int(loadavg.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    return runnable < (os.cpu_count() or 1)
 
 
 def _ref(git_dir: str, name: str) -> str:
