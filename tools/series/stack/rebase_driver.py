@@ -406,8 +406,7 @@ class Steps:
             return None
 
         def write(payloads: Sequence[bytes]) -> list[str] | None:
-            ids = [stream.write("blob", payload) for payload in payloads]
-            return [i for i in ids if i is not None] if None not in ids else None
+            return stream.write_all("blob", payloads)  # one round trip for all
 
         return write
 
