@@ -54,7 +54,8 @@ def main() -> int:
 
 
 def _core_idle() -> bool:
-    """series.git.worktree.core_idle: fewer tasks runnable than cores, this one among them."""
+    """A copy of series.git.worktree.core_idle (the floor imports nothing of series): fewer
+    tasks runnable than cores, this one among them. Change both."""
     try:
         with open("/proc/loadavg", "rb") as loadavg:
             runnable = int(loadavg.read().split()[3].split(b"/")[0])

@@ -333,7 +333,8 @@ def core_idle() -> bool:
     an abort at P18 alone: 59 -> 43 ms at load 0.3, 89 -> 69 ms at load 1.2, medians of
     10 and 16); on a machine whose every core is busy they only add their start and
     hand-over (the whole abort with them: 38 ms more, paired median of 30 at load 3.5).
-    Either way git writes the same files and index."""
+    Either way git writes the same files and index. ci/abort_floor.py keeps a copy of
+    this test (the floor imports nothing of series): change both."""
     try:
         with open("/proc/loadavg", "rb") as loadavg:
             runnable = int(loadavg.read().split()[3].split(b"/")[0])
