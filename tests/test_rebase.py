@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from helpers import Project, git
+from helpers import GitShim, Project, git
 from rebase_helpers import (
     commit_upstream,
     git_rebase_trees,
@@ -148,6 +148,45 @@ def test_a_skip_that_stops_again_waited_for_its_reset_of_the_checkout(tmp_path: 
     assert ">>>>>>> P3" in (project.work / "pkg" / "core.py").read_text()
     code, _out, err = project.run("rebase", "--abort")
     assert code == 0, err
+
+
+class SlowReset(GitShim):
+    """A ``git`` shim that sleeps a second before it runs a ``read-tree --reset`` (the
+    real git, started late): a reset of the checkout that ends long after the work
+    beside it."""
+
+    def __init__(self, tmp: Path) -> None:
+        super().__init__(tmp)
+        real = shutil.which("git")
+        (tmp / "shim" / "git").write_text(
+            "#!/bin/sh\n"
+            f'echo "$*" >> "{self.log}"\n'
+            'case "$*" in *"read-tree --reset"*) sleep 1 ;; esac\n'
+            f'exec "{real}" "$@"\n'
+        )
+
+
+def test_a_skip_waits_for_its_reset_however_late_it_ends(tmp_path: Path) -> None:
+    """--skip's reset of the checkout runs beside the merges (``Run.settle``). Here git
+    starts that reset a second late, so the merges and the next conflict are known long
+    before it ends: the skip waits for it before the stop's transaction and the conflict
+    written into the checkout (written first, the reset would wipe it; or the stop's
+    ``read-tree -m`` would meet the skipped conflict's stages), and exits as the stop."""
+    project = moving_project(tmp_path, conflict=True)
+    commit_upstream(project.upstream, "pkg/core.py", "return 9\n", "return -9\n", "core: f9")
+    assert rebase(project)[0] == 3  # P1 conflicts
+    shim = SlowReset(tmp_path)
+    code, _out, err, calls = shim.said(project.root, "rebase", "--skip")
+    assert code == 3 and "P3" in err, err  # P1 skipped, P2 replayed, P3 conflicts
+    assert any("read-tree --reset" in call for call in calls), calls  # the late reset ran
+    assert not list((project.work / ".git").glob("series-git-*"))  # no move cut short
+    unmerged = git(project.work, "ls-files", "-u", "--", "pkg/core.py").splitlines()
+    assert sorted(line.split()[2] for line in unmerged) == ["1", "2", "3"]
+    assert ">>>>>>> P3" in (project.work / "pkg" / "core.py").read_text()
+    head = git(project.work, "rev-parse", "HEAD")
+    assert head == git(project.work, "rev-parse", "refs/series/rebase/current")
+    code, _out, err = project.run("rebase", "--continue")
+    assert code == 3 and "P3 still has unresolved conflicts" in err, err
 
 
 def test_abort_restores_everything_byte_for_byte(tmp_path: Path) -> None:
