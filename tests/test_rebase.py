@@ -202,6 +202,37 @@ def test_abort_restores_everything_byte_for_byte(tmp_path: Path) -> None:
     assert project.run("rebase", "--abort")[0] == 2  # nothing left to abort
 
 
+@pytest.mark.parametrize("idle", [True, False])
+def test_abort_with_git_s_workers_or_without_puts_back_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle: bool
+) -> None:
+    """--abort moves the files back with a git worker per core when a core is idle as it
+    starts (series.git.worktree ``core_idle``), else in git's own process. Under a test
+    run a core is seldom idle: here ``core_idle`` is made to answer, and git's threshold
+    of files for its workers (``checkout.thresholdForParallelism``, 100 by default) is 1
+    in the checkout's configuration, so that the workers run on this small project (its
+    trace lists them). Either way every file, ref, HEAD and the index are put back byte for
+    byte, and what the user changed at the stop is kept."""
+    project = moving_project(tmp_path, conflict=True)
+    git(project.work, "config", "checkout.thresholdForParallelism", "1")
+    before = snapshot(project)
+    assert rebase(project)[0] == 3
+    (project.work / "pkg" / "core.py").write_text("half resolved\n")
+    monkeypatch.setattr("series.git.worktree.core_idle", lambda: idle)
+    trace = tmp_path / "trace2"
+    trace.mkdir()
+    monkeypatch.setenv("GIT_TRACE2_PERF", str(trace))
+    code, _out, err = project.run("rebase", "--abort")
+    monkeypatch.delenv("GIT_TRACE2_PERF")
+    assert code == 0, err
+    said = "".join(f.read_text(errors="replace") for f in trace.iterdir())
+    assert "read-tree --reset -u" in said
+    assert ("checkout--worker" in said) is idle
+    assert snapshot(project) == before
+    kept = git(project.work, "for-each-ref", "--format=%(refname)", "refs/series/backup/")
+    assert kept in err and git(project.work, "show", f"{kept}:pkg/core.py") == "half resolved"
+
+
 def test_drop_merged_removes_a_patch_upstream_holds(tmp_path: Path) -> None:
     project = moving_project(tmp_path, carries_p3=True)
     named = git(project.upstream, "rev-parse", "main")
