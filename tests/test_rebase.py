@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from helpers import Project, git
+from helpers import GitShim, Project, git
 from rebase_helpers import (
     commit_upstream,
     git_rebase_trees,
@@ -150,6 +150,45 @@ def test_a_skip_that_stops_again_waited_for_its_reset_of_the_checkout(tmp_path: 
     assert code == 0, err
 
 
+class SlowReset(GitShim):
+    """A ``git`` shim that sleeps a second before it runs a ``read-tree --reset`` (the
+    real git, started late): a reset of the checkout that ends long after the work
+    beside it."""
+
+    def __init__(self, tmp: Path) -> None:
+        super().__init__(tmp)
+        real = shutil.which("git")
+        (tmp / "shim" / "git").write_text(
+            "#!/bin/sh\n"
+            f'echo "$*" >> "{self.log}"\n'
+            'case "$*" in *"read-tree --reset"*) sleep 1 ;; esac\n'
+            f'exec "{real}" "$@"\n'
+        )
+
+
+def test_a_skip_waits_for_its_reset_however_late_it_ends(tmp_path: Path) -> None:
+    """--skip's reset of the checkout runs beside the merges (``Run.settle``). Here git
+    starts that reset a second late, so the merges and the next conflict are known long
+    before it ends: the skip waits for it before the stop's transaction and the conflict
+    written into the checkout (written first, the reset would wipe it; or the stop's
+    ``read-tree -m`` would meet the skipped conflict's stages), and exits as the stop."""
+    project = moving_project(tmp_path, conflict=True)
+    commit_upstream(project.upstream, "pkg/core.py", "return 9\n", "return -9\n", "core: f9")
+    assert rebase(project)[0] == 3  # P1 conflicts
+    shim = SlowReset(tmp_path)
+    code, _out, err, calls = shim.said(project.root, "rebase", "--skip")
+    assert code == 3 and "P3" in err, err  # P1 skipped, P2 replayed, P3 conflicts
+    assert any("read-tree --reset" in call for call in calls), calls  # the late reset ran
+    assert not list((project.work / ".git").glob("series-git-*"))  # no move cut short
+    unmerged = git(project.work, "ls-files", "-u", "--", "pkg/core.py").splitlines()
+    assert sorted(line.split()[2] for line in unmerged) == ["1", "2", "3"]
+    assert ">>>>>>> P3" in (project.work / "pkg" / "core.py").read_text()
+    head = git(project.work, "rev-parse", "HEAD")
+    assert head == git(project.work, "rev-parse", "refs/series/rebase/current")
+    code, _out, err = project.run("rebase", "--continue")
+    assert code == 3 and "P3 still has unresolved conflicts" in err, err
+
+
 def test_abort_restores_everything_byte_for_byte(tmp_path: Path) -> None:
     project = moving_project(tmp_path, conflict=True)
     before = snapshot(project)
@@ -161,6 +200,37 @@ def test_abort_restores_everything_byte_for_byte(tmp_path: Path) -> None:
     kept = git(project.work, "for-each-ref", "--format=%(refname)", "refs/series/backup/")
     assert kept in err and git(project.work, "show", f"{kept}:pkg/core.py") == "half resolved"
     assert project.run("rebase", "--abort")[0] == 2  # nothing left to abort
+
+
+@pytest.mark.parametrize("idle", [True, False])
+def test_abort_with_git_s_workers_or_without_puts_back_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle: bool
+) -> None:
+    """--abort moves the files back with a git worker per core when a core is idle as it
+    starts (series.git.worktree ``core_idle``), else in git's own process. Under a test
+    run a core is seldom idle: here ``core_idle`` is made to answer, and git's threshold
+    of files for its workers (``checkout.thresholdForParallelism``, 100 by default) is 1
+    in the checkout's configuration, so that the workers run on this small project (its
+    trace lists them). Either way every file, ref, HEAD and the index are put back byte for
+    byte, and what the user changed at the stop is kept."""
+    project = moving_project(tmp_path, conflict=True)
+    git(project.work, "config", "checkout.thresholdForParallelism", "1")
+    before = snapshot(project)
+    assert rebase(project)[0] == 3
+    (project.work / "pkg" / "core.py").write_text("half resolved\n")
+    monkeypatch.setattr("series.git.worktree.core_idle", lambda: idle)
+    trace = tmp_path / "trace2"
+    trace.mkdir()
+    monkeypatch.setenv("GIT_TRACE2_PERF", str(trace))
+    code, _out, err = project.run("rebase", "--abort")
+    monkeypatch.delenv("GIT_TRACE2_PERF")
+    assert code == 0, err
+    said = "".join(f.read_text(errors="replace") for f in trace.iterdir())
+    assert "read-tree --reset -u" in said
+    assert ("checkout--worker" in said) is idle
+    assert snapshot(project) == before
+    kept = git(project.work, "for-each-ref", "--format=%(refname)", "refs/series/backup/")
+    assert kept in err and git(project.work, "show", f"{kept}:pkg/core.py") == "half resolved"
 
 
 def test_drop_merged_removes_a_patch_upstream_holds(tmp_path: Path) -> None:
