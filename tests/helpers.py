@@ -289,13 +289,17 @@ class GitShim:
 
     BOUND = 120  # seconds a run may take
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, prelude: str = "") -> None:
+        """``prelude``: shell lines the shim runs after it logs the argv and before it runs
+        the real git (``$*`` is the argv; ``exit`` answers in git's place)."""
         self.log = tmp / "git-argv.log"
         self.cache = tmp / "cache"
         shim = tmp / "shim"
         shim.mkdir()
         real = shutil.which("git")
-        (shim / "git").write_text(f'#!/bin/sh\necho "$*" >> "{self.log}"\nexec "{real}" "$@"\n')
+        (shim / "git").write_text(
+            f'#!/bin/sh\necho "$*" >> "{self.log}"\n{prelude}exec "{real}" "$@"\n'
+        )
         (shim / "git").chmod(0o755)
         self.env = {
             **os.environ,

@@ -11,7 +11,6 @@ refuses it, never answered from what a newer git checked.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -28,15 +27,11 @@ class Shim(GitShim):
     (the script's own file never changes)."""
 
     def __init__(self, tmp: Path) -> None:
-        super().__init__(tmp)
-        self.old = tmp / "old"
-        real = shutil.which("git")
-        (tmp / "shim" / "git").write_text(
-            "#!/bin/sh\n"
-            f'echo "$*" >> "{self.log}"\n'
-            f'if [ "$1" = version ] && [ -e "{self.old}" ]; then echo "{OLD}"; exit 0; fi\n'
-            f'exec "{real}" "$@"\n'
+        old = tmp / "old"
+        super().__init__(
+            tmp, prelude=f'if [ "$1" = version ] && [ -e "{old}" ]; then echo "{OLD}"; exit 0; fi\n'
         )
+        self.old = old
 
 
 @pytest.mark.parametrize("words", [("apply",), ("branches", "--dry-run")])

@@ -156,14 +156,7 @@ class SlowReset(GitShim):
     beside it."""
 
     def __init__(self, tmp: Path) -> None:
-        super().__init__(tmp)
-        real = shutil.which("git")
-        (tmp / "shim" / "git").write_text(
-            "#!/bin/sh\n"
-            f'echo "$*" >> "{self.log}"\n'
-            'case "$*" in *"read-tree --reset"*) sleep 1 ;; esac\n'
-            f'exec "{real}" "$@"\n'
-        )
+        super().__init__(tmp, prelude='case "$*" in *"read-tree --reset"*) sleep 1 ;; esac\n')
 
 
 def test_a_skip_waits_for_its_reset_however_late_it_ends(tmp_path: Path) -> None:
