@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from series.errors import UsageError
-from series.git.mergetree import StageEntry, TreeMerge
+from series.git.mergetree import MergeStream, StageEntry, TreeMerge
 from series.git.repo import Repo
 from series.git.run import ZERO
 from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
@@ -122,6 +122,29 @@ class Merger:
         self.merges += len(lines)
         self.batches += 1
         return self.repo.merge.trees(lines, env=self.env)
+
+    def stream_line(self, stream: MergeStream, job: Job) -> str | None:
+        """The input line of ``job`` for ``stream`` (series.git.mergetree.MergeStream), the
+        line :meth:`run` would write for it in a batch, its synthetic commits written by
+        the stream's ``hash-object``; None when the stream is closed (or closes)."""
+        if not stream.live:
+            return None
+        base = job.base.commit
+        assert base is not None, "a merge base must be a commit"
+        mode = self._resolve_mode(base)
+        pair = []
+        for node in (job.ours, job.theirs):
+            if node.commit is not None and (mode == "merge-base" or node.parent == base):
+                pair.append(node.commit)
+                continue
+            made = stream.write(
+                "commit", synthetic_commit(node.tree, base if mode == "synthetic" else None)
+            )
+            if made is None:
+                return None
+            pair.append(made)
+        one, two = pair
+        return f"{base} -- {one} {two}" if mode == "merge-base" else f"{one} {two}"
 
     def favour_theirs(self, merge: TreeMerge) -> str:
         """The tree of ``merge`` with every conflict resolved towards ``theirs``."""

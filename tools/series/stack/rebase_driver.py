@@ -48,7 +48,6 @@ from series.git.objects import commit_chain
 from series.git.repo import Repo
 from series.git.run import ZERO
 from series.merge import Job, Merger, Node, resolutions
-from series.merge.merger import synthetic_commit
 from series.stack import part_notes
 from series.stack import rebase_state as rstate
 from series.stack.rebase_plan import RebaseState, Stop
@@ -373,24 +372,7 @@ class Steps:
         if self.stream is None:
             self.stream = self.run.repo.merge.stream(self.merger.env)
             self.stream.start()  # both processes at once: neither waits for the other
-        if not self.stream.live:
-            return None
-        base = job.base.commit
-        assert base is not None, "a merge base must be a commit"
-        mode = self.merger._resolve_mode(base)
-        pair = []
-        for node in (job.ours, job.theirs):
-            if node.commit is not None and (mode == "merge-base" or node.parent == base):
-                pair.append(node.commit)
-                continue
-            made = self.stream.write(
-                "commit", synthetic_commit(node.tree, base if mode == "synthetic" else None)
-            )
-            if made is None:
-                return None
-            pair.append(made)
-        one, two = pair
-        return f"{base} -- {one} {two}" if mode == "merge-base" else f"{one} {two}"
+        return self.merger.stream_line(self.stream, job)
 
     def start_blobs(self) -> None:
         """The stream's blob writer started now (series.git.mergetree ``start_blobs``)."""
