@@ -11,6 +11,7 @@ itself does.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,6 +56,25 @@ def spy_batches(monkeypatch: pytest.MonkeyPatch) -> list[list[Job]]:
 
     monkeypatch.setattr(Merger, "run", spy)
     return batches
+
+
+def no_stdbuf(tmp: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """How series' merge stream (series.git.mergetree.MergeStream) runs from now on:
+    ``stream``, as on this machine (coreutils' ``stdbuf`` unbuffers git); ``none``, PATH
+    with git and no ``stdbuf`` (the replay goes to batches); ``buffering``, a ``stdbuf``
+    that leaves git's output buffered (as where it cannot unbuffer git: the stream takes
+    one answer by ending git's input, then closes)."""
+    if how == "stream":
+        return
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    real = shutil.which("git")
+    assert real is not None
+    (bin_dir / "git").symlink_to(real)
+    if how == "buffering":
+        (bin_dir / "stdbuf").write_text('#!/bin/sh\nshift\nexec "$@"\n')
+        (bin_dir / "stdbuf").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
 
 
 def make_case(

@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 
-from conflict_helpers import Case, make_case, spy_batches, upstream_commit
+from conflict_helpers import Case, make_case, no_stdbuf, spy_batches, upstream_commit
 from helpers import GitShim, PatchSpec, Project, git, make_project, replace_line
 from rebase_helpers import git_rebase_trees
+from series.git import TreeMerge
+from series.git.mergetree import MergeStream
 from series.merge import predict
 from series.project import Series
 from series.upstream import Base, UpstreamSource
@@ -429,6 +431,9 @@ def replay(tmp_path: Path, conflict: bool) -> Case:
 def test_a_replay_in_chunks_is_the_replay_in_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Where the merge stream cannot answer (no ``stdbuf``), the replay is predicted in
+    batches: in chunks of 3 it is the replay of chunks of 16."""
+    no_stdbuf(tmp_path, monkeypatch, "none")
     for conflict in (False, True):
         case = replay(tmp_path / str(conflict), conflict)
         code, whole, err = case.run_json("--onto", "next", "--no-matrix")
@@ -445,6 +450,7 @@ def test_no_prediction_merges_more_than_a_chunk_of_patches(
 ) -> None:
     case = replay(tmp_path, conflict=False)
     case.run_json("--no-matrix")  # the stack built and memoised
+    no_stdbuf(tmp_path, monkeypatch, "none")  # the batches the stream's absence falls back to
     monkeypatch.setattr(predict, "CHUNK", 3)
     batched = spy_batches(monkeypatch)
     code, report, err = case.run_json("--onto", "next", "--no-matrix")
@@ -458,6 +464,74 @@ def test_no_prediction_merges_more_than_a_chunk_of_patches(
         if j.theirs.commit is not None and j.base.commit is not None
     ]
     assert len(spans) >= len(MANY) and max(spans) <= 3
+
+
+def _oracle_replay(case: Case, onto: str) -> list[tuple[str, str]]:
+    """Each patch's status and the tree after it, as git's cherry-picks give them one
+    after the other onto ``onto``: a patch that conflicts is left out (``--skip``)."""
+    clone = case.project.root.parent / "oracle"
+    git(clone.parent, "clone", "-q", str(case.author), str(clone))
+    git(clone, "fetch", "-q", str(case.project.upstream), f"+{onto}:refs/oracle/onto")
+    git(clone, "checkout", "-q", "--detach", "refs/oracle/onto")
+    out = []
+    for commit in case.commits:
+        picked = subprocess.run(
+            ["git", "cherry-pick", "--allow-empty", commit], cwd=clone, capture_output=True
+        )
+        if picked.returncode:
+            git(clone, "cherry-pick", "--abort")
+        status = "conflict" if picked.returncode else "clean"
+        out.append((status, git(clone, "rev-parse", "HEAD^{tree}")))
+    return out
+
+
+@pytest.mark.parametrize("how", ["stream", "none", "buffering"])
+def test_check_conflicts_replays_each_patch_once_in_one_stream_or_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """check-conflicts --onto cherry-picks each patch once per chain, as the walk asks for
+    it, in one long-lived merge-tree (``stream``): no prediction, one merge per step up
+    to the first conflict (P7: upstream changed the line beside it), then one for each
+    of the two chains (skip, favoured) per step. Without ``stdbuf`` (``none``), or with
+    one that leaves git buffered (``buffering``), the replay is predicted and verified
+    in batches. Either way the report is git's own replay: each patch's replay and tree
+    are those of ``git cherry-pick`` one after the other, a conflicting patch left out."""
+    case = replay(tmp_path / "case", conflict=True)
+    case.run_json("--no-matrix")  # the stack built and memoised
+    oracle = _oracle_replay(case, "next")
+    from series.conflicts import analysis
+
+    predicted: list[int] = []
+    original_predict = analysis.predict_jobs
+
+    def predict_jobs(*args: Any) -> Any:
+        predicted.append(1)
+        return original_predict(*args)
+
+    monkeypatch.setattr(analysis, "predict_jobs", predict_jobs)
+    answers: list[MergeStream] = []
+    original_answer = MergeStream.answer
+
+    def answer(self: MergeStream) -> TreeMerge | None:
+        answers.append(self)
+        return original_answer(self)
+
+    monkeypatch.setattr(MergeStream, "answer", answer)
+    with monkeypatch.context() as path:
+        no_stdbuf(tmp_path, path, how)
+        code, report, err = case.run_json("--onto", "next", "--no-matrix")
+    assert code == 3, err
+    assert [p["replay"] for p in report["onto"]["patches"]] == [s for s, _ in oracle]
+    assert [p["tree"] for p in report["onto"]["patches"]] == [t for _, t in oracle]
+    first = [s for s, _ in oracle].index("conflict") + 1  # P7, and every step after it
+    assert 1 < first < len(oracle)
+    if how == "stream":  # one chain up to the first conflict, two after it: one stream
+        assert predicted == []
+        assert len(answers) == first + 2 * (len(oracle) - first)
+        assert len(set(map(id, answers))) == 1
+    else:
+        assert predicted, "the replay is predicted in batches"
+        assert len(answers) == (1 if how == "buffering" else 0)
 
 
 def test_a_rebase_predicts_no_more_than_a_chunk_of_patches_per_merge(
@@ -482,11 +556,8 @@ def test_a_rebase_predicts_no_more_than_a_chunk_of_patches_per_merge(
     batched = spy_batches(monkeypatch)
     # Without stdbuf on PATH the rebase speculates in batches (with it, it merges each
     # patch once in one long-lived merge-tree: tests/test_speed_rebase.py)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "git").symlink_to(str(shutil.which("git")))
     with monkeypatch.context() as path:
-        path.setenv("PATH", str(bin_dir))
+        no_stdbuf(tmp_path, path, "none")
         code, _, err = project.run("rebase", "--onto", "next", "--upstream", str(project.upstream))
     assert code == 0, err
     work = project.work

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conflict_helpers import make_case, spy_batches, upstream_commit
+from conflict_helpers import make_case, no_stdbuf, spy_batches, upstream_commit
 from helpers import (
     GitShim,
     PatchSpec,
@@ -132,22 +132,6 @@ def cherry_picked(clone: Path, old: str, onto: str) -> str:
     return git(clone, "rev-parse", "HEAD^{tree}")
 
 
-def _no_stdbuf(tmp: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
-    """PATH with git and, for ``buffering``, a ``stdbuf`` that leaves git's output
-    buffered (as where it cannot unbuffer git); none for ``none``."""
-    if how == "stream":
-        return
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir()
-    real = shutil.which("git")
-    assert real is not None
-    (bin_dir / "git").symlink_to(real)
-    if how == "buffering":
-        (bin_dir / "stdbuf").write_text('#!/bin/sh\nshift\nexec "$@"\n')
-        (bin_dir / "stdbuf").chmod(0o755)
-    monkeypatch.setenv("PATH", str(bin_dir))
-
-
 @pytest.mark.parametrize("how", ["stream", "none", "buffering"])
 def test_continue_merges_the_rest_once_each_in_one_process_or_in_two_batches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
@@ -180,7 +164,7 @@ def test_continue_merges_the_rest_once_each_in_one_process_or_in_two_batches(
 
     monkeypatch.setattr(MergeStream, "answer", answer)
     with monkeypatch.context() as path:
-        _no_stdbuf(tmp_path, path, how)
+        no_stdbuf(tmp_path, path, how)
         code, _, err = project.run("rebase", "--continue")
     assert code == 0, err
     if how == "stream":  # each of the nine asked of one stream, and no batch

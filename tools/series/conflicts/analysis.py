@@ -25,15 +25,22 @@ conflict towards the patch, like ``-X theirs``, so later patches see their
 predecessors. A patch that conflicts in the skip chain but not in the
 favoured one conflicts only because an earlier patch did; one that
 conflicts in the favoured chain conflicts by itself. Until the first
-conflict both chains are one, and the whole chain is checked in two
-batches per chunk of patches: predict the result after each patch, then
-verify every step against the prediction before it (series.merge.predict:
-the work grows linearly with the number of patches). Where a step does
-not go as predicted (a conflict, a skipped patch), each chain predicts
-its next chunk again from where it stands: the prediction's first merge
-is that step itself, so a chain that conflicts at every step costs one
-batch per step, as step by step would, and one that goes on cleanly
-after a conflict is checked in two batches per chunk again.
+conflict both chains are one. Each step is cherry-picked onto each chain's
+tree once, when the walk asks for it, in one long-lived ``merge-tree
+--stdin`` for the whole replay (series.git.mergetree.MergeStream, as
+``series rebase`` merges): both chains' lines are handed to git before
+either answer is read, and the stream's processes start beside the
+matrix's batches. Where the stream cannot answer one merge at a time (no
+``stdbuf``, or a git whose output stays buffered), the replay goes to
+batches from that step on: two per chunk of patches, predicting the
+result after each patch, then verifying every step against the
+prediction before it (series.merge.predict: the work grows linearly with
+the number of patches). Where a step does not go as predicted (a
+conflict, a skipped patch), each chain predicts its next chunk again from
+where it stands: the prediction's first merge is that step itself, so a
+chain that conflicts at every step costs one batch per step, as step by
+step would, and one that goes on cleanly after a conflict is checked in
+two batches per chunk again. Every tree is git's own merge either way.
 
 A conflict the project has a recorded resolution for (resolutions/<id>/,
 series.merge.resolutions) is resolved by it, as ``series rebase`` does:
@@ -51,6 +58,7 @@ from typing import Literal
 
 from series.evidence import Ask, Evidence, Remainder, find_evidence, weigh
 from series.git import LogEntry, MergeMessage, TreeMerge
+from series.git.mergetree import MergeStream
 from series.manifest import Patch
 from series.merge import Job, Merger, Node, Stacked, Target, resolutions
 from series.merge.predict import predict_jobs, verify_jobs
@@ -113,15 +121,37 @@ def analyse(
     """``recorded``: the project root whose resolutions/ the replay uses (None: none);
     ``cache_dir``: the per-user cache where the evidence keeps patch-ids by commit
     (``say`` prints its warning about a file it did not trust)."""
+    stream = merger.repo.merge.stream(merger.env) if target else None
+    try:
+        if stream is not None:
+            stream.start()  # its processes start now, beside the matrix's batches
+        return _analyse(merger, stacked, target, matrix, recorded, cache_dir, say, stream)
+    finally:
+        if stream is not None:
+            stream.close()
+
+
+def _analyse(
+    merger: Merger,
+    stacked: Stacked,
+    target: Target | None,
+    matrix: bool,
+    recorded: Path | None,
+    cache_dir: Path | None,
+    say: Callable[[str], None] | None,
+    stream: MergeStream | None,
+) -> Analysis:
     s, pin = stacked.nodes, stacked.pin
     n = len(s) - 1
     alone_jobs = [Job(s[k - 1], pin, s[k]) for k in range(1, n + 1)] if matrix else []
-    predict = predict_jobs(s, 0, target.node) if target else []  # the first chunk
+    # The first chunk predicted beside the matrix, where no stream merges step by step.
+    guess = target is not None and (stream is None or not stream.live)
+    predict = predict_jobs(s, 0, target.node) if target and guess else []
     first = merger.run(alone_jobs + predict)
     alone_out, predicted = first[: len(alone_jobs)], first[len(alone_jobs) :]
     result = Analysis()
     pair_jobs, pair_keys = _pair_jobs(stacked, alone_out) if matrix else ([], [])
-    verify = verify_jobs(s, 0, target.node, predicted) if target else []
+    verify = verify_jobs(s, 0, target.node, predicted) if target and guess else []
     second = merger.run(pair_jobs + [j for j in verify if j is not None])
     pair_out, verified = second[: len(pair_jobs)], iter(second[len(pair_jobs) :])
     checked = [next(verified) if j is not None else None for j in verify]
@@ -133,7 +163,7 @@ def analyse(
     result.pairs = _pairs(stacked, result.alone, pair_keys, pair_out)
     if target:
         evidence = find_evidence(merger.repo, stacked, target, cache_dir, say)
-        chain = _Chain(merger, stacked, target, predicted, checked, recorded, evidence)
+        chain = _Chain(merger, stacked, target, predicted, checked, recorded, evidence, stream)
         result.replayed = chain.run()
     return result
 
@@ -220,11 +250,15 @@ class _Chain:
         checked: list[TreeMerge | None],
         recorded: Path | None,
         evidence: dict[str, tuple[Evidence, ...]],
+        stream: MergeStream | None = None,
     ) -> None:
         self.merger, self.stacked, self.target = merger, stacked, target
         self.recorded = recorded
-        self.guesses = {"skip": _Guess(0, target.node, predicted, checked)}
+        self.guesses: dict[_Role, _Guess] = {}
+        if predicted:
+            self.guesses["skip"] = _Guess(0, target.node, predicted, checked)
         self.evidence = evidence
+        self.stream = stream
 
     def run(self) -> list[Replayed]:
         s, patches = self.stacked.nodes, self.stacked.patches
@@ -275,8 +309,12 @@ class _Chain:
         return out
 
     def _merges(self, k: int, chains: dict[_Role, Node]) -> dict[_Role, TreeMerge]:
-        """Step k's merge onto each chain's tree: from the chain's guess where it knows it,
-        else from a new guess (one batch for every chain that needs one)."""
+        """Step k's merge onto each chain's tree: from the merge stream, one merge each,
+        while it answers; else from the chain's guess where it knows it, else from a new
+        guess (one batch for every chain that needs one)."""
+        streamed = self._streamed(k, chains)
+        if streamed is not None:
+            return streamed
         s = self.stacked.nodes
         fresh = [role for role, node in chains.items() if not self._knows(role, k, node)]
         if fresh:
@@ -292,6 +330,29 @@ class _Chain:
             for g, v in zip(unchecked, verify, strict=True):
                 g.checked = [next(outs) if j is not None else None for j in v]
         return {role: self.guesses[role].merge(k) for role in chains}
+
+    def _streamed(self, k: int, chains: dict[_Role, Node]) -> dict[_Role, TreeMerge] | None:
+        """Step k cherry-picked onto each chain's tree by the stream, the chains' lines
+        handed to git before either answer is read; None when the stream is closed or
+        closes (the step and the rest go to batches: every answer is git's own)."""
+        stream = self.stream
+        if stream is None or not stream.live:
+            return None
+        s = self.stacked.nodes
+        roles = list(chains)
+        for role in roles:
+            line = self.merger.stream_line(stream, Job(s[k - 1], chains[role], s[k]))
+            if line is None or not stream.send(line):
+                stream.close()  # a line sent and not answered is not read: none after it
+                return None
+        outs: dict[_Role, TreeMerge] = {}
+        for role in roles:
+            merge = stream.answer()
+            if merge is None:
+                return None
+            outs[role] = merge
+        self.merger.merges += len(outs)
+        return outs
 
     def _knows(self, role: _Role, k: int, node: Node) -> bool:
         guess = self.guesses.get(role)

@@ -2,7 +2,10 @@
 
 A replay (check-conflicts ``--onto``, rebase) cherry-picks patch k onto
 the result after patch k-1: one merge per patch, each needing the one
-before, so one git process per patch. To run it in two batches instead,
+before. Both replay through a merge stream (series.git.mergetree.MergeStream:
+one long-lived process answering one merge at a time); where that cannot
+answer, each merge would take a git process of its own. To run the
+replay in two batches instead,
 the tree after each patch is *predicted* first, then every step is
 *verified* against the prediction before it: where prediction and
 verification agree, the replay is known without a process per patch.
