@@ -54,10 +54,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from git.cmd import Git as GitCmd
-
 from series.cli import main
 from series.git import Ident, Repo
+from series.git.mergetree import Merge, MergeStream, TreeMerge, parse_merge_tree, stored
 from series.git.run import Runner, ram_dir
 from series.project import Series, default_cache_dir
 from series.upstream import cache_repo, resolve
@@ -193,57 +192,99 @@ def as_command(project: Path, repeat: int) -> list[float]:
     return times
 
 
-@dataclass(frozen=True)
+@dataclass
 class Batch:
-    """One ``merge-tree --stdin`` call of the tool, replayable."""
+    """One ``merge-tree --stdin`` process of the tool, replayable: a batch, or the replay's
+    merge stream (its lines fed at once)."""
 
     cwd: str
-    argv: list[str]
     env: dict[str, str]
-    data: bytes
-    objects: Path  # a copy of the scratch store as the call found it
-    out: bytes
+    lines: list[str]
+    objects: Path  # a copy of the scratch store as the batch found it (the stream: as it left it)
+    out: list[TreeMerge]
 
 
 @contextmanager
 def recording(keep: Path) -> Iterator[list[Batch]]:
-    """Record the tool's successful ``merge-tree --stdin`` calls (GitPython runs them)."""
+    """Record the tool's ``merge-tree --stdin`` merges: each batch (``Merge.trees``) with
+    the scratch store it found, and the replay's stream (``MergeStream``): its lines, its
+    answers, and the scratch store when it closed.
+
+    The stream's lines are answered one at a time beside other processes that write the
+    scratch store (the favoured chain's trees), so no copy taken before it holds all they
+    read: the floor feeds them to git with the store as the stream left it, its own
+    merges' results in it too (git skips writing an object it finds: that part of the
+    floor is, if anything, lower)."""
     batches: list[Batch] = []
-    original = GitCmd.execute
+    trees, close = Merge.trees, MergeStream.close
+    send, answer = MergeStream.send, MergeStream.answer
+    streams: dict[int, Batch] = {}
 
-    def execute(self: GitCmd, command: Any, *args: Any, **kwargs: Any) -> Any:
-        env = dict(kwargs.get("env") or {})
-        if list(command[1:2]) != ["merge-tree"] or "GIT_OBJECT_DIRECTORY" not in env:
-            return original(self, command, *args, **kwargs)
+    def stream_of(self: MergeStream) -> Batch:
+        if id(self) not in streams:
+            empty = Path(tempfile.mkdtemp(prefix="objects-", dir=keep))
+            streams[id(self)] = Batch(str(self.path), stored(self.env), [], empty, [])
+            batches.append(streams[id(self)])
+        return streams[id(self)]
+
+    def record_trees(self: Merge, lines: Any, env: Any = None) -> list[TreeMerge]:
+        store = Path(stored(env)["GIT_OBJECT_DIRECTORY"])
         snapshot = Path(tempfile.mkdtemp(prefix="objects-", dir=keep))
-        shutil.copytree(env["GIT_OBJECT_DIRECTORY"], snapshot, dirs_exist_ok=True)
-        data = Path(kwargs["istream"].name).read_bytes()
-        result = original(self, command, *args, **kwargs)
-        if result[0] == 0:  # not the probe for `<base> -- <one> <two>` lines
-            cwd = str(self._working_dir)
-            batches.append(Batch(cwd, list(command[1:]), env, data, snapshot, result[1]))
-        return result
+        shutil.copytree(store, snapshot, dirs_exist_ok=True)
+        out = trees(self, lines, env)
+        batches.append(Batch(str(self.path), stored(env), list(lines), snapshot, out))
+        return out
 
-    GitCmd.execute = execute  # type: ignore[method-assign]
+    def record_send(self: MergeStream, line: str) -> bool:
+        sent = send(self, line)
+        if sent:
+            stream_of(self).lines.append(line)
+        return sent
+
+    def record_answer(self: MergeStream) -> TreeMerge | None:
+        found = answer(self)
+        if found is not None:
+            stream_of(self).out.append(found)
+        return found
+
+    def record_close(self: MergeStream) -> None:
+        close(self)
+        batch = streams.get(id(self))
+        store = Path(self.env.get("GIT_OBJECT_DIRECTORY", ""))
+        if batch is not None and store.is_dir():
+            shutil.copytree(store, batch.objects, dirs_exist_ok=True)
+
+    Merge.trees = record_trees  # type: ignore[method-assign]
+    MergeStream.send = record_send  # type: ignore[method-assign]
+    MergeStream.answer = record_answer  # type: ignore[method-assign]
+    MergeStream.close = record_close  # type: ignore[method-assign]
     try:
         yield batches
     finally:
-        GitCmd.execute = original  # type: ignore[method-assign]
+        Merge.trees = trees  # type: ignore[method-assign]
+        MergeStream.send, MergeStream.answer = send, answer  # type: ignore[method-assign]
+        MergeStream.close = close  # type: ignore[method-assign]
 
 
 def floor(batches: list[Batch], scratch: Path) -> float:
-    """Wall time of the batches fed straight to git, each from an empty scratch store."""
+    """Wall time of the merges fed straight to git, one ``merge-tree --stdin`` per batch
+    (the stream's lines in one), each into an empty scratch store; the outputs compared
+    with what the tool got."""
     total = 0.0
     for i, b in enumerate(batches):
+        if not b.lines:
+            continue
         store = Path(tempfile.mkdtemp(prefix=f"floor-{i}-", dir=scratch))
         alternates = f"{b.env['GIT_ALTERNATE_OBJECT_DIRECTORIES']}{os.pathsep}{b.objects}"
         env = {**os.environ, **b.env, "GIT_OBJECT_DIRECTORY": str(store)}
         env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = alternates
+        data = ("\n".join(b.lines) + "\n").encode()
+        argv = ["git", "merge-tree", "--write-tree", "-z", "--stdin"]
         start = time.perf_counter()
-        proc = subprocess.run(["git", *b.argv], cwd=b.cwd, input=b.data, env=env, check=False,
+        proc = subprocess.run(argv, cwd=b.cwd, input=data, env=env, check=False,
                               capture_output=True)  # fmt: skip
         total += time.perf_counter() - start
-        if proc.returncode != 0 or proc.stdout != b.out:
+        if proc.returncode != 0 or parse_merge_tree(proc.stdout) != b.out:
             sys.exit(f"replaying merge-tree batch {i} gave another result:\n{proc.stderr!r}")
         shutil.rmtree(store)
     return total
@@ -336,7 +377,7 @@ def measure(tmp: Path, keras: Path | None, repeat: int) -> Figures:
             check_conflicts(project, ["--onto", "next"])
         if not batches:
             sys.exit(
-                "recorded no merge-tree --stdin call: does series still run git via GitPython?"
+                "recorded no merge: does series still merge through Merge.trees and MergeStream?"
             )
         floors = [floor(batches, scratch) for _ in range(repeat)]
     finally:
@@ -365,7 +406,7 @@ def show(f: Figures) -> bool:
     print(f"tool as a command (python -m series, its own process): {med(f.command):.3f} s")
     print(f"by hand (one reused work tree, reset + cherry-pick/merge): {hand:.3f} s "
           f"(median of {len(f.hand)})")  # fmt: skip
-    print(f"floor (the tool's {f.batches} merge-tree --stdin calls fed to git): {base:.3f} s "
+    print(f"floor (the tool's {f.batches} merge-tree --stdin processes fed to git): {base:.3f} s "
           f"(median of {len(f.floors)})")  # fmt: skip
     print(f"ratio by hand / tool: {hand / tool:.1f}x (warm), {hand / f.cold:.1f}x (cold), "
           f"{hand / med(f.command):.1f}x (warm, as a command)")  # fmt: skip
