@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -503,3 +505,22 @@ def _run_json(root: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     out, err = io.StringIO(), io.StringIO()
     code = main(["-C", str(root), "check-conflicts", "--json", *args], out=out, err=err)
     return code, json.loads(out.getvalue()) if out.getvalue().strip() else {}, err.getvalue()
+
+
+@pytest.mark.keras
+def test_the_check_conflicts_benchmark_runs_and_agrees_with_the_checks_by_hand(
+    keras_cache: Path, project_copy: Path
+) -> None:
+    """ci/bench_check_conflicts.py runs (once each) on the real pin: its floor replays the
+    tool's recorded merges with the same answers (the script exits otherwise), and the
+    tool's verdicts are those of the checks by hand. It stopped running once before,
+    silently: its recording wrapped a way of running git series had left."""
+    import sys
+
+    script = project_copy / "ci" / "bench_check_conflicts.py"  # it reads the series beside it
+    env = {**os.environ, "SERIES_CACHE_DIR": str(keras_cache)}
+    argv = [sys.executable, str(script), "--repeat", "1"]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verdicts agree" in proc.stdout
+    assert "merge-tree --stdin processes fed to git" in proc.stdout
