@@ -502,7 +502,7 @@ def test_check_conflicts_replays_each_patch_once_in_one_stream_or_in_batches(
     from series.conflicts import analysis
 
     predicted: list[int] = []
-    original_predict = analysis.predict_jobs
+    original_predict = predict.predict_jobs  # what analysis imported
 
     def predict_jobs(*args: Any) -> Any:
         predicted.append(1)
