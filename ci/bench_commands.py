@@ -299,6 +299,8 @@ class Bench:
                 lambda: self._stopped("--skip"), lambda: self._git_stopped("--skip")),
             Row("rebase --continue (P18 resolved)", "git rebase --continue",
                 lambda: self._stopped("--continue"), lambda: self._git_stopped("--continue")),
+            Row("rebase --continue, the whole job (P18 resolved)", "git rebase --continue + format-patch",
+                lambda: self._stopped("--continue"), lambda: self._git_stopped("--continue", export=True)),
             Row("range-diff (pin vs master)", "git range-diff",
                 self._range_diff, self._git_range_diff),
             Row("range-diff, first run (nothing kept)", "git range-diff",
@@ -405,14 +407,25 @@ class Bench:
         branch = tomllib.loads((run / "series.toml").read_text())["series"]["branch"]
         return timed(lambda: sh(run, sys.executable, str(floor), str(run / "work"), branch))
 
-    def _git_stopped(self, how: str) -> float:
+    def _git_stopped(self, how: str, export: bool = False) -> float:
+        """git's own ``rebase how`` from the stop series' rows start from, settled as theirs;
+        ``export``: then ``format-patch`` of the rebased series, as the rebase row's git side
+        does: series' ``--continue`` that ends the rebase writes patches/ again, the whole
+        job, where git's own leaves that to a ``format-patch`` after it."""
         clone = self.copy(self.clone, "git-stopped")
         sh(clone, "git", "rebase", "-q", "--onto", "refs/bench/master", self.pin, ok=False)
         if how == "--continue":
             sh(clone, "git", "checkout", "--theirs", P18_FILE, ok=False)
             sh(clone, "git", "add", P18_FILE)
         settle(clone)
-        return timed(lambda: sh(clone, "git", "rebase", how, env={"GIT_EDITOR": "true"}, ok=False))
+
+        def job() -> None:
+            sh(clone, "git", "rebase", how, env={"GIT_EDITOR": "true"}, ok=False)
+            if export:
+                out = str(self.tmp / "by-hand-continue")
+                sh(clone, "git", "format-patch", "-q", "-o", out, "refs/bench/master..")
+
+        return timed(job)
 
     def _range_diff(self, kept: bool = True) -> float:
         """``series range-diff`` run again with nothing changed since the last (the answer
