@@ -18,7 +18,15 @@ from typing import Any
 
 import pytest
 
-from conflict_helpers import Case, make_case, no_stdbuf, spy_batches, upstream_commit
+from conflict_helpers import (
+    Case,
+    RealGit,
+    make_case,
+    no_stdbuf,
+    real_matrix,
+    spy_batches,
+    upstream_commit,
+)
 from helpers import GitShim, PatchSpec, Project, git, make_project, replace_line
 from rebase_helpers import git_rebase_trees
 from series.git import TreeMerge
@@ -532,6 +540,58 @@ def test_check_conflicts_replays_each_patch_once_in_one_stream_or_in_batches(
     else:
         assert predicted, "the replay is predicted in batches"
         assert len(answers) == (1 if how == "buffering" else 0)
+
+
+SPREAD_OUT = [
+    PatchSpec(
+        f"P{i + 1}",
+        f"core: f{i} returns {i}01",
+        {"pkg/core.py": (f"return {i}\n", f"return {i}01\n")},
+    )
+    for i in range(12)
+] + [
+    PatchSpec(f"P{i}", f"extra: module {i}", {}, new_files={f"pkg/extra{i}.py": f"X = {i}\n"})
+    for i in range(13, 19)
+]
+
+
+def test_a_long_batch_of_merges_goes_to_both_cores_when_one_is_idle_and_gives_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of ``SPLIT`` merges or more (18 patches each cherry-picked alone onto the
+    pin; their 153 pairs) runs as two ``merge-tree --stdin`` at once, its halves, when a
+    core is idle; as one when none is. The report is the same either way, and each
+    patch's tree alone and each pair's verdict is porcelain git's own."""
+    from series.git import mergetree
+    from series.git.run import start_together as original
+
+    case = make_case(tmp_path / "case", SPREAD_OUT)
+    case.run_json("--no-matrix")  # the stack built and memoised
+    together: list[int] = []
+
+    def start_together(cwd: Path, calls: Any, inputs: Any = ()) -> Any:
+        if any("merge-tree" in argv for argv, _ in calls):
+            together.append(len(calls))
+        return original(cwd, calls, inputs)
+
+    monkeypatch.setattr(mergetree, "start_together", start_together)
+    reports = {}
+    for idle in (True, False):
+        monkeypatch.setattr(mergetree, "core_idle", lambda idle=idle: idle)
+        batched = spy_batches(monkeypatch)
+        code, report, err = case.run_json()
+        assert code == 0, err
+        report.pop("stats")
+        reports[idle] = report
+        assert [len(b) for b in batched] == [18, 153]
+        assert together == ([2, 2] if idle else []), together
+        together.clear()
+    assert reports[True] == reports[False]
+    real = real_matrix(RealGit(case, tmp_path), case.project.commit, case.commits, case.ids)
+    alone = {row["id"]: (row["applies"], row["tree"]) for row in reports[True]["matrix"]["alone"]}
+    assert alone == {pid: (p.clean, p.tree) for pid, p in real["alone"].items()}
+    pairs = {(p["a"], p["b"]): p["result"] for p in reports[True]["matrix"]["pairs"]}
+    assert pairs == real["pairs"]
 
 
 def test_a_rebase_predicts_no_more_than_a_chunk_of_patches_per_merge(

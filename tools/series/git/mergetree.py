@@ -35,8 +35,14 @@ from series.git.run import (
     remove_tree,
     scratch_dir,
     start_long_lived,
+    start_together,
 )
+from series.git.worktree import core_idle
 from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
+
+# A batch this long or longer goes to two processes when a core is idle (Merge.trees):
+# below it, a second process's start costs about what it would save.
+SPLIT = 16
 
 
 class StageEntry(NamedTuple):
@@ -99,15 +105,28 @@ class Merge(Part):
         return self._run.no_attributes()
 
     def trees(self, lines: Sequence[str], env: Mapping[str, str] | None = None) -> list[TreeMerge]:
-        """Many merges in one ``merge-tree --write-tree --stdin``, one per input line."""
+        """Many merges in one ``merge-tree --write-tree --stdin``, one per input line; a
+        batch of ``SPLIT`` lines or more in two such processes at once, its first and
+        second half, when a core is idle beside series (series.git.worktree
+        ``core_idle``): each line is a merge of its own, so the halves give what the
+        whole gives, on both cores (the matrix's pairs of check-conflicts, the pre-push
+        hook's check)."""
         if not lines:
             return []
-        data = ("\n".join(lines) + "\n").encode()
-        results = parse_merge_tree(
-            self._run.git_input(
-                "merge-tree", "--write-tree", "-z", "--stdin", data=data, env=stored(env)
-            )
-        )
+        argv = ("merge-tree", "--write-tree", "-z", "--stdin")
+        parts = [lines]
+        if len(lines) >= SPLIT and core_idle():
+            parts = [lines[: len(lines) // 2], lines[len(lines) // 2 :]]
+        data = [("\n".join(part) + "\n").encode() for part in parts]
+        if len(parts) == 1:
+            outs = [self._run.git_input(*argv, data=data[0], env=stored(env))]
+        else:
+            done = start_together(self.path, [(argv, stored(env))] * 2, data).finish()
+            for status, _, err in done:
+                if status != 0:
+                    raise GitFailed(list(argv), status, err, cwd=self.path)
+            outs = [out for _, out, _ in done]
+        results = [merge for out in outs for merge in parse_merge_tree(out)]
         if len(results) != len(lines):
             raise InternalError(f"merge-tree gave {len(results)} results for {len(lines)} merges")
         return results
