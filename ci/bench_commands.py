@@ -321,8 +321,11 @@ class Bench:
     def _quilt_rows(self) -> list[Row]:
         """apply's re-run against the competitor issue 23 names, ``quilt push -a`` with
         everything applied (quilt exits 2 and says "File series fully applied"), on a
-        quilt tree of the pin's files and the same patch files; none without quilt."""
+        quilt tree of the pin's files and the same patch files; none without quilt (and a
+        line that says so: the table would otherwise just lack a row the issue names)."""
         if shutil.which("quilt") is None:
+            print('quilt is not on PATH: the row "apply, re-run, up to date (quilt)" is left out'
+                  " (apt-get install quilt, then run again to measure it)")  # fmt: skip
             return []
         tree = self.tmp / "quilt"
         tree.mkdir()
