@@ -4,8 +4,11 @@ check-conflicts asks a hundred questions of the form "does this merge
 cleanly?", each a merge of two trees over a base the caller chooses: a
 cherry-pick of patch k onto X is the merge of X and patch k's commit over
 patch k's parent. A git process costs milliseconds, so the merges go to
-``git merge-tree --write-tree --stdin`` in batches, one process per batch,
-and nothing touches a work tree or an index.
+``git merge-tree --write-tree --stdin`` in batches, one process per batch
+(two at once, its halves, for a long batch when a core is idle:
+series.git.mergetree ``Merge.trees``), and nothing touches a work tree or
+an index. A replay, whose merges each need the one before, goes to the
+merge stream instead (:meth:`Merger.stream_line`).
 
 Choosing the base. Where git takes ``<base> -- <one> <two>`` lines (the
 batch form of ``--merge-base``, probed once per run), the base is named
