@@ -405,6 +405,27 @@ def test_a_rerun_loads_neither_the_manifest_parser_nor_the_repo(
     assert {"series.manifest", "series.git.repo", f"series.stack.{command}"} <= modules
 
 
+def test_an_export_that_writes_imports_no_gitpython(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export with a commit changed in the checkout starts its git processes without
+    GitPython (series.git.run.light_processes, as rebase: the same processes; the import
+    cost a third of such an export of the real series). It writes the change."""
+    project = make_project(tmp_path)
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    work = project.work
+    message = git(work, "log", "-1", "--format=%B").rstrip("\n")
+    git(work, "commit", "-q", "--amend", "-m", message + "\n\nAmended: in the checkout.")
+    modules = imported_after("-C", str(project.root), "export")
+    assert "series.stack.export" in modules
+    assert not [m for m in modules if m == "git" or m.startswith("git.")]
+    last = sorted((project.root / "patches").glob("*.patch"))[-1]
+    assert "Amended: in the checkout." in last.read_text()
+    code, out, err = project.run("export")
+    assert code == 0 and "0 file(s) changed" in out, err
+
+
 # -- the replay's predictions grow linearly with the number of patches ------------------
 
 UTIL = "pkg/util.py"

@@ -40,7 +40,7 @@ from series.checkout import (
 )
 from series.errors import InternalError, RefusedError, SeriesError
 from series.git import CommitInfo, RefMoved, Repo, Transaction
-from series.git.run import scratch_dir
+from series.git.run import light_processes, scratch_dir
 from series.manifest import Patch, load
 from series.manifest_write import PatchUpdate, write_patches
 from series.stack import export_files, verified
@@ -66,7 +66,15 @@ def export(series: Series, ui: Ui, checkout: Checkout, digest: str | None) -> di
     export changed nothing and nothing changed since, that is the answer,
     after one ``git status``); ``digest`` is what it read, kept with the
     answer when this run changes nothing either.
+
+    Its git processes start without importing GitPython (series.git.run.light_processes:
+    the same processes; the import cost more than most of them, as in rebase).
     """
+    with light_processes():
+        return _export(series, ui, checkout, digest)
+
+
+def _export(series: Series, ui: Ui, checkout: Checkout, digest: str | None) -> dict[str, Any]:
     state, tip = _prepare(series, ui, checkout)
     done = export_tip(series, ui, checkout, state, tip)
     quiet = checkout.on_branch() and not checkout.repo.worktree.dirty(read_only=True)
