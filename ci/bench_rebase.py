@@ -13,8 +13,9 @@ unpacked into a temporary directory), measured side by side in one run:
    (``rerere.autoupdate``), then ``git rebase --continue`` at each stop.
    Each repetition starts from a fresh copy of the same state (not timed).
 2. ``series check-conflicts --onto master`` warm (in process, second run
-   on), against its floor: the time of the batched ``merge-tree`` calls it
-   makes (``Merger.run``, measured inside the same runs).
+   on), against its floor: the CPU time of the ``merge-tree`` processes it
+   runs (its batches and its replay's stream, each process's own CPU as it
+   ends: ``git_cpu``), measured inside the same runs.
 
     python ci/bench_rebase.py [--repeat N] [--shared PATH]
 
@@ -27,7 +28,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -35,19 +35,27 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from series.cli import main
-from series.git import mergetree as git_mergetree
+from series.git import child as git_child
 from series.git import run as git_run
-from series.merge import merger as merger_module
 
 ROOT = Path(__file__).resolve().parent.parent
 TARBALL = ROOT.parent / "shared" / "upstream" / "keras-2026-07-21.git.tar.gz"
 RERERE = ["-c", "rerere.enabled=true", "-c", "rerere.autoupdate=true"]
+# The git rebase by hand commits: an identity of its own, as bench_commands' (a fresh
+# machine's git has none, and the rebase stopped after its first pick, unable to commit)
+IDENT = {
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@keras-series.invalid",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@keras-series.invalid",
+}
 
 
 def sh(cwd: Path, *argv: str, env: dict[str, str] | None = None, ok: bool = True) -> str:
@@ -57,7 +65,7 @@ def sh(cwd: Path, *argv: str, env: dict[str, str] | None = None, ok: bool = True
         capture_output=True,
         text=True,
         check=False,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, **IDENT, **(env or {})},
     )
     if ok and proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{proc.stdout}\n{proc.stderr}")
@@ -134,7 +142,8 @@ def _train_rerere(tmp: Path, project: Path, clone: Path, pin: str, shared: Path)
 
 
 FLOOR = {  # the git work a rebase of this job cannot skip, by git command
-    "merge-tree": "the merges (long-lived merge-tree, hash-object, cat-file)",
+    "merge-tree": "the merges",
+    "hash-object": "writing the commits (and their merge bases)",
     "status": "the dirty check",
     "read-tree": "moving the work tree",
     "format-patch": "the export",
@@ -156,58 +165,70 @@ class RebaseRun:
 
 
 def _git_command(argv: list[str]) -> str:
+    """The git command ``argv`` runs (``read-tree`` split by whether it moves files)."""
     args = argv[1:]
-    while len(args) > 1 and args[0] == "-c":
-        args = args[2:]
+    if Path(argv[0]).name == "stdbuf":  # the merge stream: stdbuf -o0 git merge-tree ...
+        args = args[args.index("git") + 1 :] if "git" in args else []
+    while len(args) > 1 and (args[0] in ("-c", "-C") or args[0].startswith("--")):
+        args = args[2:] if args[0] in ("-c", "-C") else args[1:]
     if args[:1] == ["read-tree"] and "-u" not in args:
         return "read-tree (index only)"
     return args[0] if args else "?"
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+@contextmanager
+def git_cpu() -> Iterator[tuple[dict[str, float], list[int]]]:
+    """Within it, the CPU seconds (user + system) of each git process series starts in
+    this process, added up by git command, and how many it started.
 
+    Each process's own CPU, as the kernel reports it when the process is reaped
+    (``wait4``), whichever way series ran it: to its end, long-lived (the merge stream,
+    the object writers, ``cat-file``), or several at once (a batch split in two, the
+    export's halves). The processes are named where they start: series.git.child
+    ``spawn`` (series' own way), and subprocess (GitPython's, and ``plain``'s); a
+    process started any other way counts under ``other``."""
+    spent: dict[str, float] = {}
+    calls = [0]
+    names: dict[int, str] = {}
+    spawn, waitpid, popen_init = git_child.spawn, os.waitpid, subprocess.Popen.__init__
 
-LONG_LIVED = "merge-tree"  # the merges run in long-lived processes (with cat-file, hash-object)
+    def named_spawn(cwd: Path, argv: Any, *rest: Any, **kwargs: Any) -> Any:
+        started = spawn(cwd, argv, *rest, **kwargs)
+        names[started[0].pid] = _git_command(list(argv))
+        return started
+
+    def named_popen(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        popen_init(self, args, *rest, **kwargs)
+        argv = [args] if isinstance(args, (str, bytes)) else list(args)
+        names[self.pid] = _git_command([str(a) for a in argv])
+
+    def reaped(pid: int, options: int) -> tuple[int, int]:
+        got, status, usage = os.wait4(pid, options)
+        if got:
+            calls[0] += 1
+            name = names.pop(got, "other")
+            spent[name] = spent.get(name, 0.0) + usage.ru_utime + usage.ru_stime
+        return got, status
+
+    git_child.spawn = named_spawn
+    vars(git_run)["spawn"] = named_spawn  # the name series.git.run imported
+    subprocess.Popen.__init__ = named_popen  # type: ignore[method-assign]
+    os.waitpid = reaped
+    try:
+        yield spent, calls
+    finally:
+        git_child.spawn = spawn
+        vars(git_run)["spawn"] = spawn
+        subprocess.Popen.__init__ = popen_init  # type: ignore[method-assign]
+        os.waitpid = waitpid
 
 
 def in_process(project: Path, args: list[str]) -> tuple[float, dict[str, float], int]:
-    """``series ARGS`` in this process: (wall, git CPU by command, git processes).
-
-    A git process run to its end (``run_child``) is timed by the CPU of the children
-    reaped while it ran; the long-lived ones (``start_long_lived``: the merges, the
-    object writer) are counted, and their CPU is what is left of all children's CPU:
-    it is put under ``merge-tree``, their main work."""
-    spent: dict[str, float] = {}
-    calls = [0]
-    original_child, original_long = vars(git_run)["run_child"], git_run.start_long_lived
-
-    def timed(cwd: Path, argv: Any, **kwargs: Any) -> Any:
-        start = _children_cpu()
-        try:
-            return original_child(cwd, argv, **kwargs)
-        finally:
-            name = _git_command(list(argv))
-            spent[name] = spent.get(name, 0.0) + _children_cpu() - start
-            calls[0] += 1
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls[0] += 1
-        return original_long(*args, **kwargs)
-
-    vars(git_run)["run_child"] = timed  # the name run.py calls
-    vars(git_run)["start_long_lived"] = vars(git_mergetree)["start_long_lived"] = counted
-    try:
-        cpu = _children_cpu()
+    """``series ARGS`` in this process: (wall, git CPU by command, git processes)."""
+    with git_cpu() as (spent, calls):
         start = time.perf_counter()
         status = main(["-C", str(project), *args], out=io.StringIO(), err=io.StringIO())
         wall = time.perf_counter() - start
-        rest = _children_cpu() - cpu - sum(spent.values())
-        spent[LONG_LIVED] = spent.get(LONG_LIVED, 0.0) + max(rest, 0.0)
-    finally:
-        vars(git_run)["run_child"] = original_child
-        vars(git_run)["start_long_lived"] = vars(git_mergetree)["start_long_lived"] = original_long
     if status != 0:
         raise SystemExit(f"series {' '.join(args)} failed in process ({status})")
     return wall, spent, calls[0]
@@ -268,7 +289,7 @@ def report_rebase(runs: list[RebaseRun], startup: float) -> None:
     parts = ", ".join(
         f"{what} {med(r.git.get(name, 0.0) for r in runs):.3f}" for name, what in FLOOR.items()
     )
-    print(f"    the floor: git work it cannot skip   {floor:.2f} s ({parts})")
+    print(f"    the floor: git CPU it cannot skip    {floor:.2f} s ({parts})")
     print(f"  git rebase + rerere + --continue       {slow:.2f} s   "
           f"ratio {slow / fast:.2f}x faster (target >= 3x)")  # fmt: skip
     print(f"  ... + git format-patch (the job by hand) {by_hand:.2f} s   "
@@ -279,28 +300,15 @@ def report_rebase(runs: list[RebaseRun], startup: float) -> None:
 
 
 def time_check(project: Path, shared: Path) -> tuple[float, float, int]:
-    """One warm check-conflicts --onto master in process: (wall, in Merger.run, merges)."""
-    spent = [0.0, 0]
-    original: Callable[..., Any] = merger_module.Merger.run
-
-    def timed(self: merger_module.Merger, jobs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return original(self, jobs)
-        finally:
-            spent[0] += time.perf_counter() - start
-            spent[1] += len(jobs)
-
-    merger_module.Merger.run = timed  # type: ignore[method-assign]
-    try:
-        argv = ["-C", str(project), "check-conflicts", "--onto", "master"]
-        argv += ["--upstream", str(shared), "--source", "git"]
+    """One warm check-conflicts --onto master in process: (wall, the CPU of its
+    ``merge-tree`` processes, how many git processes it ran)."""
+    argv = ["-C", str(project), "check-conflicts", "--onto", "master"]
+    argv += ["--upstream", str(shared), "--source", "git"]
+    with git_cpu() as (spent, calls):
         start = time.perf_counter()
         main(argv, out=io.StringIO(), err=io.StringIO())
         wall = time.perf_counter() - start
-    finally:
-        merger_module.Merger.run = original  # type: ignore[method-assign]
-    return wall, spent[0], int(spent[1])
+    return wall, spent.get("merge-tree", 0.0), calls[0]
 
 
 def main_bench() -> None:
@@ -324,9 +332,11 @@ def main_bench() -> None:
     report_rebase(runs, startup)
     wall = statistics.median(c[0] for c in checks)
     floor = statistics.median(c[1] for c in checks)
-    print(f"check-conflicts --onto master, warm, median of {args.repeat} ({checks[0][2]} merges):")
-    print(f"  wall {wall:.3f} s   merge-tree batches {floor:.3f} s   "
-          f"ratio {wall / floor:.2f}x the floor (target <= 2x)")  # fmt: skip
+    print(f"check-conflicts --onto master, warm, median of {args.repeat} "
+          f"({checks[0][2]} git processes):")  # fmt: skip
+    print(f"  wall {wall:.3f} s   merge-tree's CPU {floor:.3f} s   "
+          f"ratio {wall / floor:.2f}x the merges' CPU (target <= 2x; a batch split in two "
+          f"runs on both cores, so the wall can come below it)")  # fmt: skip
 
 
 if __name__ == "__main__":
