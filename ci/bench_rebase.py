@@ -3,7 +3,7 @@
 Both against the shared shallow clone of real keras (../shared/upstream,
 unpacked into a temporary directory), measured side by side in one run:
 
-1. ``series rebase --onto master`` of the real series (18 patches), the
+1. ``series rebase --onto master`` of the real series (all its patches), the
    conflicts of P18 and P23 replayed from resolutions/ (a ``series``
    process, everything included: start-up, fetch of the already-present
    target, one merge per patch, the re-export of patches/ with its
@@ -11,7 +11,10 @@ unpacked into a temporary directory), measured side by side in one run:
    hand: ``git rebase --onto master PIN`` of the same commits in a work
    tree, with ``rerere`` trained on the same resolutions
    (``rerere.autoupdate``), then ``git rebase --continue`` at each stop.
-   Each repetition starts from a fresh copy of the same state (not timed).
+   Each repetition starts from a fresh copy of the same state (not timed),
+   and runs the rebase once more in this process with each git process's
+   CPU recorded (``git_cpu``): where git's time goes, and the floor, the
+   git work this rebase cannot skip.
 2. ``series check-conflicts --onto master`` warm (in process, second run
    on), against its floor: the CPU time of the ``merge-tree`` processes it
    runs (its batches and its replay's stream, each process's own CPU as it
