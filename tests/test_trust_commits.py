@@ -165,6 +165,28 @@ def test_uncommitted_changes_at_a_rebase_stop_survive_skip(tmp_path: Path) -> No
     assert git(work, "show", f"{ref}:pkg/util.py") == "an edit beside the conflict"
 
 
+def test_changes_on_an_unborn_branch_at_a_rebase_stop_survive_abort_and_skip(
+    tmp_path: Path,
+) -> None:
+    """HEAD on a branch with no commit yet (``git checkout --orphan`` at the stop): git
+    status lists the files against no commit, and they were thrown away unkept."""
+    for action in ("--abort", "--skip"):
+        project = stopped(tmp_path / action.strip("-"))
+        work = project.work
+        git(work, "add", "-A")  # git checks out no branch over conflict stages
+        git(work, "checkout", "-q", "--orphan", "elsewhere")
+        (work / "pkg" / "util.py").write_text("precious, never committed\n")
+        (work / "notes.txt").write_text("my notes\n")
+        code, out, err = project.run("rebase", action)
+        assert code == 0, err
+        ref = printed_backup(out + err)
+        assert git(work, "show", f"{ref}:pkg/util.py") == "precious, never committed"
+        assert git(work, "show", f"{ref}:notes.txt") == "my notes"
+        # on the commit the rebase had stopped at: its diff is what the user changed there
+        changed = git(work, "diff", "--name-only", f"{ref}~", ref).split()
+        assert "pkg/util.py" in changed and "notes.txt" in changed
+
+
 def test_a_plain_stop_aborted_or_skipped_keeps_nothing(tmp_path: Path) -> None:
     for action in ("--abort", "--skip"):
         project = stopped(tmp_path / action.strip("-"))

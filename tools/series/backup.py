@@ -149,6 +149,7 @@ def uncommitted(
     *,
     head: str | None = None,
     started: Started | None = None,
+    on: str | None = None,
 ) -> str | None:
     """A commit on HEAD of the work tree's files, when they are the user's changes.
 
@@ -159,6 +160,10 @@ def uncommitted(
     when the tree is none of the others). ``head``: HEAD's commit, read
     already in this run; ``started``: the ``git status`` of the files
     (series.git.worktree ``start_changed``), started already in this run.
+    ``on``: the commit the snapshot goes on when HEAD has none (an unborn
+    branch checked out, ``git checkout --orphan`` at a rebase stop): every
+    file is snapshot then (git status lists changes against no commit), and
+    None is returned only when there is no such commit either.
 
     Whether the files are HEAD's or a known tree is told from the files
     themselves first (series.git.index ``Index.files_are``: the paths git
@@ -168,7 +173,7 @@ def uncommitted(
     """
     head = repo.refs.head() if head is None else head
     if head is None:
-        return None
+        return _unborn(repo, what, known, on)
     base = repo.objects.tree_of(head)
     index = repo.index  # its module imported while git status runs
     changed = repo.worktree.changed(started)
@@ -182,3 +187,17 @@ def uncommitted(
         return None
     message = f"series {what}: the uncommitted changes in the checkout\n"
     return repo.objects.commit_tree(tree, [head], message, _who())
+
+
+def _unborn(repo: Repo, what: str, known: Iterable[str], on: str | None) -> str | None:
+    """:func:`uncommitted` where HEAD names no commit: a snapshot of every file, on ``on``."""
+    if on is None:
+        return None
+    base = repo.objects.tree_of(on)
+    tree = repo.index.files_tree(base)  # every file: nothing of git status is relative to it
+    if tree in [base, *known]:
+        return None
+    if tree in {t for _, t, _ in repo.refs.commits_under(PREFIX).values()}:
+        return None
+    message = f"series {what}: the uncommitted changes in the checkout (HEAD had no commit)\n"
+    return repo.objects.commit_tree(tree, [on], message, _who())

@@ -181,7 +181,7 @@ def keep_stop(
         known += [st.stop.conflict_tree, st.stop.written_from]
         known += [st.stop.proposal] if st.stop.proposal else []
     known += [repo.objects.tree_of(c) for c in (st.current, st.tip)]
-    changes = backup.uncommitted(repo, what, known, head=head, started=files)
+    changes = backup.uncommitted(repo, what, known, head=head, started=files, on=st.current)
     with repo.refs.transaction(f"series {what}: keep what the checkout held") as txn:
         kept = checkout.keep_lost(
             txn,
