@@ -19,7 +19,7 @@ from helpers import Project, git, make_project
 from rebase_helpers import moving_project
 from test_rebase import rebase
 
-BACKUP = re.compile(r"refs/series/backup/\S+[0-9A-Za-z]")
+BACKUP = re.compile(r"refs/series/backup/[^\s^~`]+[0-9A-Za-z]")  # not REF~ or REF^2
 
 
 def applied(tmp_path: Path) -> Project:
@@ -185,6 +185,26 @@ def test_changes_on_an_unborn_branch_at_a_rebase_stop_survive_abort_and_skip(
         # on the commit the rebase had stopped at: its diff is what the user changed there
         changed = git(work, "diff", "--name-only", f"{ref}~", ref).split()
         assert "pkg/util.py" in changed and "notes.txt" in changed
+
+
+def test_what_is_staged_apart_from_the_files_at_a_stop_survives_abort_and_skip(
+    tmp_path: Path,
+) -> None:
+    """A resolution staged, then the file restored in the work tree: only the index held
+    it, and the snapshot of the files did not keep it."""
+    for action in ("--abort", "--skip"):
+        project = stopped(tmp_path / action.strip("-"))
+        work = project.work
+        (work / "pkg" / "core.py").write_text("resolved my way, staged only\n")
+        git(work, "add", "pkg/core.py")
+        git(work, "restore", "--worktree", "--source=HEAD", "pkg/core.py")
+        assert git(work, "status", "--porcelain", "pkg/core.py") == "MM pkg/core.py"
+        code, out, err = project.run("rebase", action)
+        assert code == 0, err
+        ref = printed_backup(out + err)
+        assert git(work, "show", f"{ref}^2:pkg/core.py") == "resolved my way, staged only"
+        assert f"{ref}~ {ref}^2`" in out + err  # the command says where it is
+        assert git(work, "rev-parse", f"{ref}~") == git(work, "rev-parse", f"{ref}^2~")
 
 
 def test_a_plain_stop_aborted_or_skipped_keeps_nothing(tmp_path: Path) -> None:

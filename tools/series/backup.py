@@ -150,20 +150,27 @@ def uncommitted(
     head: str | None = None,
     started: Started | None = None,
     on: str | None = None,
-) -> str | None:
-    """A commit on HEAD of the work tree's files, when they are the user's changes.
+) -> tuple[str, ...]:
+    """Commits on HEAD of the work tree's files and of what is staged apart from them,
+    when they are the user's changes: the snapshot first; none when there is nothing to keep.
 
     The files (tracked, changed and untracked, not ignored) as they are;
-    None when they are HEAD's tree, one of the ``known`` trees (what series
+    nothing when they are HEAD's tree, one of the ``known`` trees (what series
     itself wrote there) or the tree of a backup ref already made (a command
     run again after a kill keeps them once; the backup refs are listed only
-    when the tree is none of the others). ``head``: HEAD's commit, read
-    already in this run; ``started``: the ``git status`` of the files
-    (series.git.worktree ``start_changed``), started already in this run.
-    ``on``: the commit the snapshot goes on when HEAD has none (an unborn
-    branch checked out, ``git checkout --orphan`` at a rebase stop): every
-    file is snapshot then (git status lists changes against no commit), and
-    None is returned only when there is no such commit either.
+    when the tree is none of the others), and nothing is staged apart.
+    Staged apart: a path whose index entry differs from HEAD's and whose file
+    differs from that entry (staged, then changed or restored in the work
+    tree): the files alone do not hold what was staged, so the index's
+    entries of those paths are kept too, in a commit on HEAD that is the
+    snapshot's second parent (``git diff REF~ REF^2`` shows them; a run after
+    a kill keeps them again). ``head``: HEAD's commit, read already in this
+    run; ``started``: the ``git status`` of the files (series.git.worktree
+    ``start_changed``), started already in this run. ``on``: the commit the
+    snapshot goes on when HEAD has none (an unborn branch checked out, ``git
+    checkout --orphan`` at a rebase stop): every file is snapshot then (git
+    status lists changes against no commit); nothing is kept only when there
+    is no such commit either.
 
     Whether the files are HEAD's or a known tree is told from the files
     themselves first (series.git.index ``Index.files_are``: the paths git
@@ -176,28 +183,32 @@ def uncommitted(
         return _unborn(repo, what, known, on)
     base = repo.objects.tree_of(head)
     index = repo.index  # its module imported while git status runs
-    changed = repo.worktree.changed(started)
+    changed, apart = repo.worktree.changes(started)
+    entries = index.staged(apart)  # the index's own entries of those paths
     trees = [base, *known]
-    if index.files_are(base, changed, trees):  # told from the files: no snapshot made
-        return None
+    if not entries and index.files_are(base, changed, trees):  # told from the files
+        return ()
     tree = index.files_tree(base, changed)
-    if tree in trees:
-        return None
-    if tree in {t for _, t, _ in repo.refs.commits_under(PREFIX).values()}:
-        return None
+    parents = [head]
+    if entries:  # over HEAD's tree
+        staged = index.rewrite(base, entries)
+        message = f"series {what}: the staged changes in the checkout (the index as it was)\n"
+        parents.append(repo.objects.commit_tree(staged, [head], message, _who()))
+    elif tree in trees or tree in {t for _, t, _ in repo.refs.commits_under(PREFIX).values()}:
+        return ()
     message = f"series {what}: the uncommitted changes in the checkout\n"
-    return repo.objects.commit_tree(tree, [head], message, _who())
+    return (repo.objects.commit_tree(tree, parents, message, _who()), *parents[1:])
 
 
-def _unborn(repo: Repo, what: str, known: Iterable[str], on: str | None) -> str | None:
+def _unborn(repo: Repo, what: str, known: Iterable[str], on: str | None) -> tuple[str, ...]:
     """:func:`uncommitted` where HEAD names no commit: a snapshot of every file, on ``on``."""
     if on is None:
-        return None
+        return ()
     base = repo.objects.tree_of(on)
     tree = repo.index.files_tree(base)  # every file: nothing of git status is relative to it
     if tree in [base, *known]:
-        return None
+        return ()
     if tree in {t for _, t, _ in repo.refs.commits_under(PREFIX).values()}:
-        return None
+        return ()
     message = f"series {what}: the uncommitted changes in the checkout (HEAD had no commit)\n"
-    return repo.objects.commit_tree(tree, [on], message, _who())
+    return (repo.objects.commit_tree(tree, [on], message, _who()),)

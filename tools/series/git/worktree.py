@@ -77,12 +77,21 @@ class Worktree(Part):
         with the ignore rules ``Index.files_tree`` has (HERMETIC). ``started``: that
         ``git status``, started earlier by :meth:`start_changed`.
         """
+        return self.changes(started)[0]
+
+    def changes(self, started: Started | None = None) -> tuple[list[str], list[str]]:
+        """:meth:`changed`, and the paths among them staged apart from their files: the
+        index entry differs from HEAD's and the file from that entry (staged, then changed,
+        deleted or restored in the work tree), so the files alone do not hold what was
+        staged. Unmerged paths are not among them (their stages are a conflict's)."""
         if started is None:
             refuse_blocking(leftovers.git_dir(self.path))
             out = self._run.git(*_CHANGED, env=HERMETIC)
         else:
             out = started.result()
-        return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
+        entries = [entry for entry in out.split("\0") if len(entry) > 3]
+        apart = {e[3:] for e in entries if e[0] in "MAT" and e[1] in "MDT"}
+        return sorted({entry[3:] for entry in entries}), sorted(apart)
 
     def start_changed(self) -> Started | None:
         """:meth:`changed`'s ``git status``, started now (series.git.run.start) for the

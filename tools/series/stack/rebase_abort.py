@@ -187,7 +187,7 @@ def keep_stop(
             txn,
             what,
             own=[st.current, st.onto, st.base, st.tip],
-            extra=[(backup.CHANGES, changes)],
+            extra=[(backup.CHANGES, c) for c in changes],
             gone=gone or (),
             head=head,
             listed=listed,
@@ -199,9 +199,11 @@ def keep_stop(
         where = checkout.path
         show = (
             f"; `git -C {where} diff {kept.ref}~ {kept.ref}` shows the uncommitted changes"
-            if [c for _, c in kept.tips] == [changes]
+            if [c for _, c in kept.tips] == list(changes[:1])
             else ""
         )
+        if show and changes[1:]:
+            show += f", `git -C {where} diff {kept.ref}~ {kept.ref}^2` what was staged apart"
         ui.status(kept.describe(where) + show)
 
 
