@@ -138,6 +138,27 @@ def test_status_sees_every_change_since_the_report_it_kept(tmp_path: Path) -> No
     assert [b["ref"] for b in json.loads(out)["backups"]] == ["refs/series/backup/by-hand"]
 
 
+def test_a_kept_status_says_what_a_full_one_says_however_git_would_abbreviate(
+    tmp_path: Path,
+) -> None:
+    """The unexported commits' lines were ``git log --oneline``'s: their ids as long as
+    the user's core.abbrev (or git's own guess, which grows with the objects) said when
+    the report was kept, which no key of the kept report covers."""
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    (project.work / "new.txt").write_text("committed, not exported\n")
+    git(project.work, "add", "new.txt")
+    git(project.work, "commit", "-qm", "work: a new file")
+    counted.run("status")
+    git(project.work, "config", "--global", "core.abbrev", "16")
+    out, calls = counted.run("status", "--json")
+    assert len(calls) <= 3, calls  # the kept report
+    assert json.loads(out) == fresh_status(counted)
+    head = git(project.work, "rev-parse", "HEAD")
+    assert json.loads(out)["unexported"] == [f"{head[:12]} work: a new file"]
+
+
 def test_a_damaged_status_record_is_worked_out_again(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     counted = Counted(project, tmp_path)

@@ -100,7 +100,13 @@ class History(Part):
         return self._run.git("log", "-1", "--format=%B", commit, env=HERMETIC).rstrip("\n") + "\n"
 
     def oneline(self, commit: str) -> str:
-        return self._run.git("log", "--oneline", "-1", commit).strip()
+        """``commit`` on one line: its id cut to 12 characters, then its subject. The same
+        whatever the user's configuration (``core.abbrev``, ``log.decorate``, colours) or
+        the repository's size (git's own abbreviation grows with the number of objects),
+        so that a report kept (series.status_memo) says what a full run says."""
+        out = self._run.git("log", "-1", "--format=%H %s", commit, env=HERMETIC)
+        full, _, subject = out.strip().partition(" ")
+        return f"{full[:12]} {subject}"
 
     def author(self, commit: str) -> Ident:
         out = self._run.git("log", "-1", "--format=%an%x00%ae%x00%aD", commit, env=HERMETIC)
