@@ -29,7 +29,7 @@ from conflict_helpers import (
 )
 from helpers import GitShim, PatchSpec, Project, git, make_project, replace_line
 from rebase_helpers import git_rebase_trees
-from series.git import TreeMerge
+from series.git import TreeMerge, ref_files
 from series.git.mergetree import MergeStream
 from series.merge import predict
 from series.project import Series
@@ -157,6 +157,37 @@ def test_a_kept_status_says_what_a_full_one_says_however_git_would_abbreviate(
     assert json.loads(out) == fresh_status(counted)
     head = git(project.work, "rev-parse", "HEAD")
     assert json.loads(out)["unexported"] == [f"{head[:12]} work: a new file"]
+
+
+def test_a_kept_status_sees_the_files_that_change_which_commits_git_walks(
+    tmp_path: Path,
+) -> None:
+    """grafts, shallow, alternates (which commits are reached: what is unexported) and a
+    series 0.1 checkout's state file were read by a full status but not keyed."""
+    project = make_project(tmp_path)
+    counted = Counted(project, tmp_path)
+    counted.run("apply")
+    synced = git(project.work, "rev-parse", "refs/series/synced")
+    (project.work / "new.txt").write_text("committed, not exported\n")
+    git(project.work, "add", "new.txt")
+    git(project.work, "commit", "-qm", "work: a new file")
+    mine = git(project.work, "rev-parse", "HEAD")
+    counted.run("status")
+    out, _ = counted.run("status", "--json")
+    assert len(json.loads(out)["unexported"]) == 1
+    grafts = project.work / ".git" / "info" / "grafts"
+    grafts.parent.mkdir(exist_ok=True)
+    grafts.write_text(f"{synced} {mine}\n")  # the synced tip now reaches the commit
+    out, _ = counted.run("status", "--json")
+    assert json.loads(out) == fresh_status(counted)
+    assert json.loads(out)["unexported"] == []
+    key = ref_files.files_key(str(project.work))
+    for name in ("shallow", "objects/info/alternates", "series/state.json"):
+        path = project.work / ".git" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x\n")
+        assert ref_files.files_key(str(project.work)) != key, name
+        key = ref_files.files_key(str(project.work))
 
 
 def test_a_damaged_status_record_is_worked_out_again(tmp_path: Path) -> None:

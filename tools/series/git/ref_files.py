@@ -25,8 +25,19 @@ def files_key(work_tree: str, *, index: bool = True) -> str | None:
     digest = blake2b()
     try:
         # config and config.worktree: where git's work tree is (core.bare, core.worktree:
-        # series.checkout refuses a checkout that is not its own work tree)
-        for name in ("HEAD", "packed-refs", "config", "config.worktree"):
+        # series.checkout refuses a checkout that is not its own work tree); shallow,
+        # alternates and grafts: which commits git walks (what is unexported); the state
+        # file of a checkout series 0.1 made, read where its ref is not (series.checkout)
+        for name in (
+            "HEAD",
+            "packed-refs",
+            "config",
+            "config.worktree",
+            "shallow",
+            "objects/info/alternates",
+            "info/grafts",
+            "series/state.json",
+        ):
             path = os.path.join(git_dir, name)
             digest.update(f"{name}\0".encode() + (_bytes(path) if os.path.isfile(path) else b"-"))
         for where, dirs, files in os.walk(os.path.join(git_dir, "refs")):

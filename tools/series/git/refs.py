@@ -318,8 +318,10 @@ def files_key(work_tree: Path, *, index: bool = True) -> str | None:
     """A digest of what git reads to answer about ``work_tree``'s refs and index, no git started.
 
     HEAD, every loose ref, ``packed-refs``, the repository's own configuration
-    (``config``, ``config.worktree``: where git takes the work tree to be), and
-    the index's bytes, as the files of its ``.git`` directory hold them: while the
+    (``config``, ``config.worktree``: where git takes the work tree to be), the
+    files that change which commits git walks (``shallow``, alternates, grafts),
+    the state file of a checkout series 0.1 made, and the index's bytes, as the
+    files of its ``.git`` directory hold them: while the
     digest is the same, no ref moved and the index was not written, so an
     answer computed from them still holds (series.status_memo). None where
     that cannot be told from files (no ``.git`` directory, reftable refs).
