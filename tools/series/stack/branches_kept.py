@@ -206,6 +206,50 @@ def _name(entry: os.DirEntry[str]) -> str:
     return entry.name
 
 
+# What the kept answers' digests read besides refs (this one's and rangediff_kept's).
+_HEX = "0123456789abcdef"
+# Configuration that names other files or programs, whose contents the digest cannot
+# hold: the full run.
+_ELSEWHERE = (b"include", b"attributesfile", b"orderfile", b"mailmap", b"textconv", b"external")
+
+
+class _Unsure(OSError):
+    """What the digest cannot hold: the full run, nothing kept."""
+
+
+def _plain(path: str, data: bytes | None) -> bytes:
+    """``data``, the bytes of the configuration file ``path``: refused when it names
+    other files or programs."""
+    if data is not None and any(word in data.lower() for word in _ELSEWHERE):
+        raise _Unsure(f"{path} names other files or programs")
+    return b"-" if data is None else data
+
+
+def _configs(h: Any, git: str) -> None:
+    """The system and global configuration files, and the global attributes file."""
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    system = os.environ.get("GIT_CONFIG_SYSTEM")
+    prefix = os.path.dirname(os.path.dirname(os.path.realpath(git)))
+    paths = [system] if system else ["/etc/gitconfig", os.path.join(prefix, "etc", "gitconfig")]
+    glob = os.environ.get("GIT_CONFIG_GLOBAL")
+    paths += [glob] if glob else [os.path.join(home, ".gitconfig")]
+    paths += [os.path.join(xdg, "git", "config"), os.path.join(xdg, "git", "attributes")]
+    for path in paths:
+        h.update(f"\0{path}\0".encode() + _plain(path, _read(path)))
+
+
+def _objects(objects: str, h: Any) -> None:
+    """The names of the packs and of the loose objects: what git's abbreviations are
+    unique among."""
+    for entry in sorted(os.listdir(objects)):
+        if entry == "pack" or (len(entry) == 2 and all(c in _HEX for c in entry)):
+            path = os.path.join(objects, entry)
+            if os.path.isdir(path):
+                listed = "/".join(sorted(os.listdir(path)))
+                h.update(f"\0{entry}\0{listed}".encode())
+
+
 def digest(
     root: str,
     cache: str,

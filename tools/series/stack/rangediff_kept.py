@@ -73,13 +73,17 @@ from series.stack.branches_kept import (
     _FULL,
     CACHE_REPO,
     _busy,
+    _configs,
     _git,
     _git_path,
     _held,
     _identity,
+    _objects,
+    _plain,
     _read,
     _refs,
     _unsafe,
+    _Unsure,
     cache_dir,
     find_root,
     read_entry,
@@ -102,10 +106,6 @@ FIELDS = ("format", "key", "checkout", "stdout", "stderr")
 # series or git for a range-diff (the project's path is in the digest, resolved).
 _SHELLS = frozenset({"_", "OLDPWD", "SHLVL", "PWD"})
 _SET = {"GIT_PYTHON_REFRESH": "quiet"}  # series.git.run's os.environ.setdefault
-# Configuration that names other files or programs, whose contents the digest cannot
-# hold: the full run.
-_HEX = "0123456789abcdef"
-_ELSEWHERE = (b"include", b"attributesfile", b"orderfile", b"mailmap", b"textconv", b"external")
 
 
 def words(argv: list[str]) -> tuple[str | None] | None:
@@ -122,10 +122,6 @@ def record_path(root: str, cache: str) -> str:
     """Where the entry of the project ``root`` is kept."""
     name = blake2b(f"{root}\0range-diff".encode(), digest_size=32).hexdigest()
     return os.path.join(cache, DIR, name)
-
-
-class _Unsure(OSError):
-    """What the digest cannot hold: the full run, nothing kept."""
 
 
 # Read by memo.proven for an export alone: a range-diff, and the git it runs, never read
@@ -261,28 +257,6 @@ def _encoding(stream: object) -> str:
     return f"{getattr(stream, 'encoding', None)}/{getattr(stream, 'errors', None)}"
 
 
-def _plain(path: str, data: bytes | None) -> bytes:
-    """``data``, the bytes of the configuration file ``path``: refused when it names
-    other files or programs."""
-    if data is not None and any(word in data.lower() for word in _ELSEWHERE):
-        raise _Unsure(f"{path} names other files or programs")
-    return b"-" if data is None else data
-
-
-def _configs(h: Any, git: str) -> None:
-    """The system and global configuration files, and the global attributes file."""
-    home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    system = os.environ.get("GIT_CONFIG_SYSTEM")
-    prefix = os.path.dirname(os.path.dirname(os.path.realpath(git)))
-    paths = [system] if system else ["/etc/gitconfig", os.path.join(prefix, "etc", "gitconfig")]
-    glob = os.environ.get("GIT_CONFIG_GLOBAL")
-    paths += [glob] if glob else [os.path.join(home, ".gitconfig")]
-    paths += [os.path.join(xdg, "git", "config"), os.path.join(xdg, "git", "attributes")]
-    for path in paths:
-        h.update(f"\0{path}\0".encode() + _plain(path, _read(path)))
-
-
 def _repo(git_dir: str, h: Any, skip: frozenset[str] = frozenset()) -> None:
     """A repository's refs and config (branches_kept's ``_refs``; but the directories of
     refs ``skip`` names), and what else changes what git reads in it; raises OSError
@@ -298,17 +272,6 @@ def _repo(git_dir: str, h: Any, skip: frozenset[str] = frozenset()) -> None:
     for name in ("shallow", os.path.join("info", "grafts"), os.path.join("info", "attributes")):
         data = _read(os.path.join(git_dir, name))
         h.update(f"\0{name}\0".encode() + (b"-" if data is None else data))
-
-
-def _objects(objects: str, h: Any) -> None:
-    """The names of the packs and of the loose objects: what git's abbreviations are
-    unique among."""
-    for entry in sorted(os.listdir(objects)):
-        if entry == "pack" or (len(entry) == 2 and all(c in _HEX for c in entry)):
-            path = os.path.join(objects, entry)
-            if os.path.isdir(path):
-                listed = "/".join(sorted(os.listdir(path)))
-                h.update(f"\0{entry}\0{listed}".encode())
 
 
 def rerun(argv: list[str]) -> int | None:
