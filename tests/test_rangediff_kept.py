@@ -193,6 +193,35 @@ def test_what_the_answer_depends_on_changed_the_full_run_answers(
         assert tuple(now) != before[:3], change  # the change matters to the answer
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a directory to another user needs root")
+@pytest.mark.parametrize("whose", ["the checkout", "the project"])
+def test_a_work_tree_given_to_another_user_takes_the_full_run(tmp_path: Path, whose: str) -> None:
+    """git refuses a repository whose work tree's top directory is another user's, as one
+    whose git directory is ("dubious ownership"): the checkout (read for the snapshot of
+    the series before the rebase, the project having no repository) or the project's
+    own repository (its last commit that changed patches/ differs from them). The kept
+    answer said what git said before; the full run is the one to answer."""
+    project, runs = _ready(tmp_path)
+    if whose == "the project":
+        _project_repo(project, runs)
+        runs.said(project.root, *RD)  # it builds the committed version: keeps nothing
+        runs.said(project.root, *RD)
+    before = runs.said(project.root, *RD)
+    assert before[0] == 0 and before[3] == []  # kept
+    top = project.work if whose == "the checkout" else project.root
+    os.chown(top, 65534, -1)
+    try:
+        *now, calls = runs.said(project.root, *RD)
+        full = runs.full(project.root, *RD)
+    finally:
+        os.chown(top, os.getuid(), -1)
+    assert calls  # the full run, not the answer kept
+    assert tuple(now) == full
+    assert full != before[:3]  # git refused what it read before
+    if whose == "the checkout":
+        assert full[0] == 4 and "dubious ownership" in full[2], full
+
+
 @pytest.mark.parametrize(
     "env", [{"TTY_COMPATIBLE": "1"}, {"FORCE_COLOR": "1"}, {"SERIES_DEBUG": "1"}]
 )

@@ -250,6 +250,18 @@ def _objects(objects: str, h: Any) -> None:
                 h.update(f"\0{entry}\0{listed}".encode())
 
 
+def _owners(h: Any, *paths: str) -> None:
+    """Who owns each of ``paths`` (a repository's directory, its work tree's), and who this
+    user is to git. git refuses a repository ("dubious ownership") whose directory, or
+    whose work tree's top directory, is another user's, unless ``safe.directory`` in the
+    system or global configuration (:func:`_configs`) takes it; root's git takes the user
+    ``SUDO_UID`` names for its own. Raises OSError where a path cannot be read."""
+    sudo = os.environ.get("SUDO_UID") if os.geteuid() == 0 else None
+    h.update(f"\0owners\0{os.geteuid()}\0{sudo}".encode())
+    for path in paths:
+        h.update(f"\0{os.stat(path).st_uid}".encode())
+
+
 def digest(
     root: str,
     cache: str,

@@ -34,8 +34,11 @@ on stdout and stderr is kept in the per-user cache
 * of each repository it reads (the project's own when ``.git`` is there, the
   checkout's, the cache's): HEAD, ``packed-refs``, every loose ref (but the
   cache's ``refs/series/proven/``, which only an export reads),
-  ``config``, ``shallow``, ``info/grafts``, ``info/attributes`` and the
-  owner of the directory (git refuses a repository of another user);
+  ``config``, ``shallow``, ``info/grafts``, ``info/attributes``, and the
+  owners of its directory and of its work tree (the directory holding
+  ``.git``): git refuses a repository either of which is another user's
+  ("dubious ownership"), unless ``safe.directory`` in the configuration
+  files above takes it;
 * the cache's object store as names: its packs and its loose objects.
   ``git range-diff`` abbreviates commit ids to be unique among them, and the
   object ids it names are the ones the refs lead to (git's objects are
@@ -79,6 +82,7 @@ from series.stack.branches_kept import (
     _held,
     _identity,
     _objects,
+    _owners,
     _plain,
     _read,
     _refs,
@@ -179,7 +183,7 @@ def digest(root: str, cache: str, checkout: str, seen: Seen | None = None) -> st
             h.update(b"\0no project repository")
         _repo(os.path.join(where, ".git"), h)
         repo = os.path.join(cache, CACHE_REPO)
-        _repo(repo, h, _UNREAD)
+        _repo(repo, h, _UNREAD, bare=True)
         _objects(os.path.join(repo, "objects"), h)
     except OSError:
         return None
@@ -257,10 +261,12 @@ def _encoding(stream: object) -> str:
     return f"{getattr(stream, 'encoding', None)}/{getattr(stream, 'errors', None)}"
 
 
-def _repo(git_dir: str, h: Any, skip: frozenset[str] = frozenset()) -> None:
+def _repo(git_dir: str, h: Any, skip: frozenset[str] = frozenset(), bare: bool = False) -> None:
     """A repository's refs and config (branches_kept's ``_refs``; but the directories of
-    refs ``skip`` names), and what else changes what git reads in it; raises OSError
-    where that cannot be told from these files."""
+    refs ``skip`` names), and what else changes what git reads in it: its owners, the
+    git directory's and, unless it is ``bare``, its work tree's (the directory holding
+    ``.git``), whose owner git checks too. Raises OSError where that cannot be told from
+    these files."""
     if os.path.islink(git_dir) or not os.path.isdir(git_dir):
         raise _Unsure(f"{git_dir}: not a directory")
     for name in ("commondir", os.path.join("objects", "info", "alternates")):
@@ -268,7 +274,7 @@ def _repo(git_dir: str, h: Any, skip: frozenset[str] = frozenset()) -> None:
             raise _Unsure(f"{git_dir}: {name}")
     _refs(git_dir, h, skip)
     _plain(git_dir, _read(os.path.join(git_dir, "config")))
-    h.update(f"\0owner\0{os.stat(git_dir).st_uid}".encode())
+    _owners(h, git_dir, *(() if bare else (os.path.dirname(git_dir),)))
     for name in ("shallow", os.path.join("info", "grafts"), os.path.join("info", "attributes")):
         data = _read(os.path.join(git_dir, name))
         h.update(f"\0{name}\0".encode() + (b"-" if data is None else data))
