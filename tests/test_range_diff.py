@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from helpers import Project, git, make_project, replace_line
 from rebase_helpers import moving_project, resolve_p1
@@ -65,3 +68,31 @@ def test_since_a_commit_of_the_project_and_the_default(tmp_path: Path) -> None:
     assert set(kinds(data).values()) == {"unchanged"}
     code, _, err = project.run("range-diff", "--since", "no-such-commit")
     assert code == 2 and "not a commit" in err
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a directory to another user needs root")
+def test_a_project_repository_git_cannot_open_is_refused(tmp_path: Path) -> None:
+    """The project's directory given to another user: git refuses its repository ("dubious
+    ownership"). Taken for no repository, the range-diff compared with the series before
+    the last rebase, exit 0, where the project's last commit that changed patches/ is the
+    version to compare with: it says why it cannot, as it does of such a checkout."""
+    project = moving_project(tmp_path, conflict=True)
+    assert rebase(project)[0] == 3
+    resolve_p1(project.work)
+    assert project.run("rebase", "--continue")[0] == 0
+    root = project.root
+    git(root, "init", "-q")
+    (root / ".gitignore").write_text("work/\n.series/\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the series")
+    replace_line(root / "patches" / "perf-P3.patch", "+    return 909", "+    return 919")
+    assert "(the last commit that changed patches/)" in range_diff(project)["old"]
+    os.chown(root, 65534, -1)
+    try:
+        for args in ((), ("--since", "HEAD")):
+            code, out, err = project.run("range-diff", *args)
+            assert code == 4 and out == "", (args, out, err)
+            assert f"refusing to use the project repository {root}" in err
+            assert "dubious ownership" in err
+    finally:
+        os.chown(root, os.getuid(), -1)

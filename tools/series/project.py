@@ -278,11 +278,26 @@ class Series:
         return [PatchFile(p, self.patch_path(p)) for p in patches]
 
     def project_repo(self) -> Repo | None:
-        """The git repository the project itself lives in, when it is one."""
+        """The git repository the project itself lives in, when it is one.
+
+        Refused where its ``.git`` is there but git cannot open it (another user's
+        directory that ``safe.directory`` does not name: "dubious ownership"): taken
+        for no repository, ``series range-diff`` would compare with another version
+        than the one it names (docs/range-diff.md), saying nothing of why."""
+        from series.errors import RefusedError
         from series.git.repo import Repo
 
         repo = Repo(self.root)
-        return repo if repo.is_repo() else None
+        if repo.is_repo():
+            return repo
+        if repo.unopened is not None:
+            raise RefusedError(
+                f"refusing to use the project repository {self.root}: git cannot open it",
+                why=repo.unopened,
+                hint=f"`git -C {self.root} status` says the same; mend what it names, "
+                "then run the command again",
+            )
+        return None
 
     def checkout_path(self, directory: Path | None = None) -> Path:
         """Where the checkout is: ``directory`` (``--dir``), else the manifest's, resolved."""
