@@ -161,6 +161,36 @@ def test_what_the_answer_depends_on_changed_the_full_run_answers(
         assert tuple(now) != before, change  # the change matters to the answer
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a directory to another user needs root")
+@pytest.mark.parametrize("given", ["work", "work/.git"])
+def test_a_checkout_given_to_another_user_takes_the_full_run(tmp_path: Path, given: str) -> None:
+    """git refuses a repository whose work tree's top directory, or git directory, is
+    another user's ("dubious ownership"), unless ``safe.directory`` in the user's global
+    configuration names it: the owners and that file are in the digest, and the full run
+    answers each change of them."""
+    project, runs = _ready(tmp_path)
+    before = runs.said(project.root, *DRY)[:3]
+    assert before[0] == 0 and runs.said(project.root, *DRY)[3] == []  # kept
+    config = Path(runs.env["GIT_CONFIG_GLOBAL"])
+    mine = config.read_text()
+    path = project.root / given
+    os.chown(path, 65534, -1)
+    try:
+        *now, calls = runs.said(project.root, *DRY)
+        assert calls  # the full run, not the answer kept
+        assert tuple(now) == runs.full(project.root, *DRY)
+        assert now[0] == 4 and "dubious ownership" in now[2], now
+        config.write_text(f"{mine}[safe]\n\tdirectory = *\n")  # git takes it again
+        runs.said(project.root, *DRY)
+        again = runs.said(project.root, *DRY)
+        assert again[:3] == before and again[3] == []  # kept
+        config.write_text(mine)
+        *now, calls = runs.said(project.root, *DRY)
+        assert calls and now[0] == 4, now
+    finally:
+        os.chown(path, os.getuid(), -1)
+
+
 def test_the_options_parsed_without_argparse_are_argparses() -> None:
     for words in (
         ["branches", "--dry-run"],

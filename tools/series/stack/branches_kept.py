@@ -20,6 +20,13 @@ wrote on stdout and stderr is kept in the per-user cache
 * the checkout's refs read as files (HEAD, packed-refs, every loose ref:
   the branches, the one checked out, the state, the record) and its
   ``config``;
+* the owners of the checkout's directory, of its ``.git`` and of the
+  cache's repository, and who this user is to git (:func:`_owners`): git
+  refuses a repository or a work tree of another user ("dubious
+  ownership") unless ``safe.directory`` names it, in the files below;
+* git's system and global configuration files and its global attributes
+  file, as series.stack.rangediff_kept reads them, and
+  ``GIT_CONFIG_NOSYSTEM`` (:func:`_configs`);
 * the git the full run would start (its path, size and time);
 * in the cache, the pin's ref and the memo refs of the stack's steps
   (their names, a function of the pin, the patches and the code, are
@@ -35,11 +42,12 @@ files takes the full run: no entry, another digest, a ref that cannot
 be read as a file (reftable, a ``.git`` file), a link on the way to
 series.toml, a patch file, ``.series`` or the checkout, a temporary
 file of a killed series run to clear, another series command holding
-the project lock (the full run says so), a lock or record of a git
-command cut short in the checkout, a URL remembered as unreachable, a
-terminal on stdout or stderr (tables have boxes there), no git on PATH
-(the full run says so). An entry is
-kept only when the digest after the run is the one before it (nothing
+the project lock (the full run says so), a git configuration file that
+names other files or programs (``include``: :data:`_ELSEWHERE`), a lock
+or record of a git command cut short in the checkout, a URL remembered
+as unreachable, a terminal on stdout or stderr (tables have boxes
+there), no git on PATH (the full run says so). An entry is kept only
+when the digest after the run is the one before it (nothing
 changed under the run; a run that built or fetched keeps nothing, the
 next one does), no log line was written, the run did not fail, and
 series.toml as it is then parses to the manifest the run answered from
@@ -226,7 +234,10 @@ def _plain(path: str, data: bytes | None) -> bytes:
 
 
 def _configs(h: Any, git: str) -> None:
-    """The system and global configuration files, and the global attributes file."""
+    """The system and global configuration files, and the global attributes file; and
+    ``GIT_CONFIG_NOSYSTEM``, which has git read the system file or not (the variables
+    that name other files name the paths hashed)."""
+    h.update(f"\0nosystem\0{os.environ.get('GIT_CONFIG_NOSYSTEM')}".encode())
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     system = os.environ.get("GIT_CONFIG_SYSTEM")
@@ -292,6 +303,8 @@ def digest(
         legacy = _read(os.path.join(checkout, ".git", LEGACY_STATE))  # series 0.1's state
         h.update(b"\0legacy state\0" + (b"-" if legacy is None else legacy))
         repo = os.path.join(cache, CACHE_REPO)
+        _configs(h, git.split("\0", 1)[0])  # safe.directory, among the rest
+        _owners(h, os.path.join(checkout, ".git"), checkout, repo)
         for name in ("packed-refs", "config"):
             found = _read(os.path.join(repo, name))
             h.update(f"\0cache {name}\0".encode() + (b"-" if found is None else found))
