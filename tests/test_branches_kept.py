@@ -118,6 +118,18 @@ def _memo(p: Project, c: Path) -> None:
     git(repo, "update-ref", name, p.commit)  # a memo ref moved: the full run takes it
 
 
+def _objects(p: Project, c: Path) -> None:
+    # the cache's packs and loose objects gone (a clean-up of the user's), and the upstream
+    # with them: the pin's objects cannot be had again (the refs are all still there)
+    objects = c / "upstream.git" / "objects"
+    gone = p.root.parent / "objects-gone"
+    gone.mkdir()
+    for found in objects.glob("*/*"):
+        if found.parent.name != "info":
+            found.rename(gone / found.name)
+    p.upstream.rename(p.root.parent / "upstream-gone")
+
+
 def _temp(p: Project, c: Path) -> None:
     (p.root / "patches" / ".series-tmp-999999-perf-P1.patch.x").write_text("killed mid-write")
 
@@ -137,6 +149,7 @@ CHANGES: dict[str, Callable[[Project, Path], None]] = {
     "the pin in the cache": _pin,
     "a memo ref in the cache": _memo,
     "a temporary file to clear": _temp,
+    "the cache's objects": _objects,
 }
 
 
@@ -157,6 +170,8 @@ def test_what_the_answer_depends_on_changed_the_full_run_answers(
         assert tuple(now) == runs.full(project.root, *DRY), change
     if change == "a temporary file to clear":
         assert not leftover  # the full run cleared it
+    if change == "the cache's objects":
+        assert now[0] == 1, now  # the pin cannot be had: no ok
     if change not in ("a memo ref in the cache", "a temporary file to clear"):
         assert tuple(now) != before, change  # the change matters to the answer
 

@@ -31,7 +31,13 @@ wrote on stdout and stderr is kept in the per-user cache
 * in the cache, the pin's ref and the memo refs of the stack's steps
   (their names, a function of the pin, the patches and the code, are
   kept with the entry), as loose files and ``packed-refs``, and its
-  ``config``.
+  ``config``;
+* the cache's object store as names, its packs and its loose objects
+  (:func:`_objects`, as series.stack.rangediff_kept's): a ref there says
+  nothing of whether the objects it leads to are still there, and with
+  a pack or a loose object gone the full run fetches the pin again, or
+  fails where it cannot. The names are enough: git's objects are named
+  by their content.
 
 ``series branches --dry-run`` (with ``--json``, ``--prefix P``,
 ``--alone``, ``--prune``, ``--force`` and ``-C DIR`` only, in a pipe:
@@ -252,7 +258,8 @@ def _configs(h: Any, git: str) -> None:
 
 def _objects(objects: str, h: Any) -> None:
     """The names of the packs and of the loose objects: what git's abbreviations are
-    unique among."""
+    unique among (a range-diff's), and which objects are still there (the refs say
+    nothing of it)."""
     for entry in sorted(os.listdir(objects)):
         if entry == "pack" or (len(entry) == 2 and all(c in _HEX for c in entry)):
             path = os.path.join(objects, entry)
@@ -315,6 +322,7 @@ def digest(
                 listed[where] = set(os.listdir(where)) if os.path.isdir(where) else set()
             found = _read(os.path.join(where, name)) if name in listed[where] else None
             h.update(f"\0{ref}\0".encode() + (b"-" if found is None else found))
+        _objects(os.path.join(repo, "objects"), h)
     except OSError:
         return None
     return h.hexdigest()
