@@ -21,8 +21,10 @@ import pytest
 from helpers import GitShim, Project, git, modules_in, series_probe
 from rebase_helpers import moving_project, resolve_p1
 from series.builder.memo import MEMO
+from series.errors import Exit
 from series.refnames import REBASE_LAST
 from series.stack import rangediff_kept
+from test_kept_wrapper_git import named_git
 from test_rebase import rebase
 
 RD = ("range-diff",)
@@ -382,6 +384,26 @@ def test_another_git_behind_a_wrapper_takes_the_full_run(tmp_path: Path) -> None
     *now, calls = runs.said(project.root, *RD)
     assert calls, "another git behind the wrapper: the full run"
     assert tuple(now) == tuple(before[:3])
+
+
+def test_git_python_s_git_grown_old_is_refused_not_answered(tmp_path: Path) -> None:
+    """The digest holds ``GIT_PYTHON_GIT_EXECUTABLE``'s value, not the git it names, which
+    the full run checks up front (series.git.version). main: that git grown old behind
+    the same name, the answer kept was said, exit 0, where the full run refuses it. Now
+    a range-diff with the variable set is the full run."""
+    project, runs = _ready(tmp_path)
+    named = tmp_path / "named-git"
+    named_git(named, "git version 2.39.5")
+    runs.env["GIT_PYTHON_GIT_EXECUTABLE"] = str(named)
+    first = runs.said(project.root, *RD)
+    assert first[0] == 0, first[2]
+    again = runs.said(project.root, *RD)
+    assert again[:3] == first[:3] and again[3]  # the full run: git asked
+    named_git(named, "git version 2.20.0")
+    code, out, err, _ = runs.said(project.root, *RD)
+    assert code == Exit.FAILED, (code, out, err)
+    assert f"{named} (the git GIT_PYTHON_GIT_EXECUTABLE names) says" in err, err
+    assert out == ""
 
 
 def test_the_memo_keys_take_a_patch_file_digest_only_for_the_bytes_it_was_taken_of(

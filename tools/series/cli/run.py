@@ -95,8 +95,9 @@ def run(
 
 def _git_new_enough() -> None:
     """Refuse a git older than series needs, before the project is locked or anything
-    written (series.git.version: a record in the per-user cache, no git process when the
-    git on PATH is known)."""
+    written: the git on PATH and the one GIT_PYTHON_GIT_EXECUTABLE names, whose first use
+    a command answered from what was kept never reaches (series.git.version: a record in
+    the per-user cache, no git process when the git is known)."""
     check_git(default_cache_dir())
 
 

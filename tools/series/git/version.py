@@ -11,6 +11,14 @@ anything: by ``series.cli.run`` before the project is locked, and by the git
 layer before any git process starts (:func:`ensure`, a check once per process
 and per git executable).
 
+Two gits may run: the one first on ``PATH``, which series starts itself,
+and the one ``GIT_PYTHON_GIT_EXECUTABLE`` names, which GitPython starts
+(series.git.run). The check up front (:func:`check`) looks at both: a
+command that starts no process through GitPython (a re-run of ``apply``
+or ``status`` answered from what was verified or kept) would otherwise
+say "ok" where the full run, reaching GitPython, refuses its git. The
+refusal names which of the two it is.
+
 What ``git version`` said is remembered in the per-user cache
 (``git-version``), keyed by the git that ``PATH`` leads to: its resolved path,
 device, inode, size, modification and change times. A git installed, upgraded
@@ -44,6 +52,7 @@ NEEDS = (
     "merge-tree --write-tree --stdin (git 2.39), cat-file --batch-command (2.36) and "
     "configuration given in the environment (GIT_CONFIG_COUNT, 2.31)"
 )
+ENV = "GIT_PYTHON_GIT_EXECUTABLE"  # the git GitPython starts (series.git.run._executable)
 RECORD = "git-version"  # in the per-user cache directory
 _KEPT = 8  # verdicts kept: one per git a user's PATHs lead to
 
@@ -52,32 +61,43 @@ _store: list[Path] = []  # where the verdicts are remembered (set by :func:`chec
 
 
 class GitTooOld(SeriesError):
-    """The git on PATH is older than series needs, or says no version series can read."""
+    """The git on PATH, or the one GIT_PYTHON_GIT_EXECUTABLE names (``named``), is older
+    than series needs, or says no version series can read."""
 
-    def __init__(self, path: str, said: str, version: str | None) -> None:
+    def __init__(self, path: str, said: str, version: str | None, named: bool = False) -> None:
         need = ".".join(map(str, MINIMUM))
         what = f"git {version} is too old" if version else "cannot tell which version git is"
+        which = f"the git {ENV} names" if named else "the git first on PATH"
+        way = f"install git {need} or later (or put one first on PATH)"
+        if named:
+            way = f"set {ENV} to git {need} or later (or unset it)"
         super().__init__(
             f"{what}: series needs git {need} or later",
-            why=f"{path} (the git first on PATH) says: {said.strip() or '(nothing)'}\n"
+            why=f"{path} ({which}) says: {said.strip() or '(nothing)'}\n"
             f"series uses {NEEDS}; an older git refuses them, or ignores what keeps "
             "the patch files series writes the same; nothing was changed",
-            hint=f"install git {need} or later (or put one first on PATH), then run the "
-            "command again",
+            hint=f"{way}, then run the command again",
         )
         self.path = path
         self.version = version
 
 
 def check(store: Path | None) -> None:
-    """Refuse an old git up front: :func:`ensure`, remembering verdicts in ``store``."""
+    """Refuse an old git up front: :func:`ensure` of the git on PATH and, when
+    ``GIT_PYTHON_GIT_EXECUTABLE`` is set, of the one it names (the module's docstring),
+    remembering verdicts in ``store``."""
     if store is not None:
         _store[:] = [store]
     ensure()
+    named = os.environ.get(ENV)
+    if named:
+        ensure(named)
 
 
 def ensure(executable: str = "git") -> None:
     """Raise :class:`GitTooOld` unless ``executable`` (as ``PATH`` finds it) is new enough.
+    ``executable``: ``git``, or what ``GIT_PYTHON_GIT_EXECUTABLE`` names (the refusal
+    says which).
 
     No git found: nothing is said here (the start of git says it: GitMissing);
     nor when git would wait for ever on a configuration file it reads first (the
@@ -103,7 +123,7 @@ def ensure(executable: str = "git") -> None:
     said, version = ask(found)
     if version is None or version < MINIMUM:
         shown = ".".join(map(str, version)) if version is not None else None
-        raise GitTooOld(found, said, shown)
+        raise GitTooOld(found, said, shown, named=executable != "git")
     _good.add(key)
     if kept:
         _remember(key, said.strip())

@@ -52,7 +52,9 @@ the project lock (the full run says so), a git configuration file that
 names other files or programs (``include``: :data:`_ELSEWHERE`), a lock
 or record of a git command cut short in the checkout, a URL remembered
 as unreachable, a terminal on stdout or stderr (tables have boxes
-there), no git on PATH (the full run says so). An entry is kept only
+there), no git on PATH (the full run says so), ``GIT_PYTHON_GIT_EXECUTABLE``
+set (the git GitPython starts, which the full run checks up front,
+series.git.version, and no kept answer knows). An entry is kept only
 when the digest after the run is the one before it (nothing
 changed under the run; a run that built or fetched keeps nothing, the
 next one does), no log line was written, the run did not fail, and
@@ -106,7 +108,9 @@ RECORDS = "series-git-"  # series.git.leftovers
 LEGACY_STATE = os.path.join("series", "state.json")  # series.checkout.LEGACY_STATE
 _FLAGS = {"--dry-run": "dry_run", "--json": "json", "--alone": "alone", "--prune": "prune"}
 _FLAGS["--force"] = "force"
-_FULL = ("SERIES_DEBUG", "SERIES_FAULT_")  # a log asked for, a fault injected: the full run
+# A log asked for, a fault injected, GitPython's own git named (series.git.version checks
+# it up front; no kept answer starts it, nor knows it by its file): the full run.
+_FULL = ("SERIES_DEBUG", "SERIES_FAULT_", "GIT_PYTHON_GIT_EXECUTABLE")
 
 
 def words(argv: list[str]) -> tuple[str | None, dict[str, Any]] | None:
@@ -652,10 +656,12 @@ def write(path: str, text: str) -> None:
 def may_keep(out: object, err: object) -> bool:
     """Whether a run writing to the streams ``out`` and ``err`` may keep what it wrote for
     a kept answer (branches --dry-run, range-diff): not when a log is asked for (``-v``,
-    ``SERIES_DEBUG``: lines a kept answer would not write), a fault is injected, or either
-    stream is a terminal (colour, width: kept answers are said to pipes and files only)."""
+    ``SERIES_DEBUG``: lines a kept answer would not write), a fault is injected,
+    ``GIT_PYTHON_GIT_EXECUTABLE`` is set (no kept answer is taken then: :data:`_FULL`), or
+    either stream is a terminal (colour, width: kept answers are said to pipes and files
+    only)."""
     if "logging" in sys.modules:
         return False
-    if any(name.startswith(("SERIES_DEBUG", "SERIES_FAULT_")) for name in os.environ):
+    if any(name.startswith(_FULL) for name in os.environ):
         return False
     return not (terminal(out) or terminal(err))

@@ -52,7 +52,9 @@ or programs (``include``, ``attributesFile``, ``orderFile``, ``mailmap``,
 a temporary file of a killed series run to clear, another series command
 holding the project lock, a git command of series' cut short in the checkout,
 a URL remembered as unreachable, a terminal on stdout or stderr, no git on
-PATH, ``SERIES_DEBUG`` or a fault injected. An entry is kept only when the
+PATH, ``SERIES_DEBUG`` or a fault injected, ``GIT_PYTHON_GIT_EXECUTABLE`` set
+(the digest holds the variable, not the file it names, whose git the full run
+checks up front: series.git.version). An entry is kept only when the
 digest after the run is the one before it (a run that built a stack wrote
 objects: it keeps nothing, the next one does), the pins were found in the
 cache (not resolved anew), no log line was written, and series.toml as it is

@@ -42,8 +42,10 @@ checkout or a patch file (series.known), a temporary file of a killed series run
 to clear (series.project), what verified leaves to the full run (a git command
 in progress or cut short, an export journal, refs not readable as files), a
 repository variable in the environment (series.git.run strips those before git
-runs), ``-v``, ``SERIES_DEBUG`` or an injected fault, no lock file yet, a git
-that failed or found a change.
+runs), ``-v``, ``SERIES_DEBUG`` or an injected fault, ``GIT_PYTHON_GIT_EXECUTABLE``
+set (the git GitPython starts, which the full run checks up front,
+series.git.version: this answer starts only the git on PATH), no lock file yet, a
+git that failed or found a change.
 
 It imports what series.stack.branches_kept does, series.git.ref_files and
 series.git.child and series.git.inprogress: not pathlib, json, re, hashlib or the git
@@ -63,6 +65,7 @@ from series.git.inprogress import blocking, in_progress, unreadable
 from series.git.ref_files import files_key
 from series.plain import NotPlain, read_plain
 from series.stack.branches_kept import (
+    _FULL,  # a log asked for, a fault injected, GitPython's own git named: the full run
     _git,
     _unsafe,
     cache_dir,
@@ -95,7 +98,6 @@ BUSY = ("index.lock", "series/state.json")
 RECORDS = "series-git-"  # series.git.leftovers: a git command of series' cut short
 # series.git.worktree.Worktree.dirty(read_only=True)
 STATUS = ("git", "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all")
-_FULL = ("SERIES_DEBUG", "SERIES_FAULT_")  # a log asked for, a fault injected: the full run
 FIELDS = (
     *("format", "root", "where", "checkout", "branch", "named", "key", "verified", "git"),
     *("identities", "stderr", "stdout"),
