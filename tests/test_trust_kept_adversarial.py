@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import GitShim, Project, series_process
+from helpers import GitShim, Project, git, make_project, series_process
 from rebase_helpers import moving_project, resolve_p1
 from series import help_kept
 from series.stack import branches_kept, rangediff_kept, verified_kept
@@ -178,3 +178,36 @@ def test_four_helps_at_once_keep_one_whole_entry(tmp_path: Path) -> None:
     (entry,) = (tmp_path / "cache" / help_kept.DIR).iterdir()
     found = branches_kept.read_entry(str(entry), help_kept.FIELDS, help_kept.FORMAT)
     assert found is not None and found["text"] == outs[0]
+
+
+@pytest.mark.parametrize("command", ["apply", "status"])
+def test_a_ref_moved_under_a_linked_directory_of_refs_is_seen(tmp_path: Path, command: str) -> None:
+    """``.git/refs/heads`` of the checkout a link to a directory elsewhere: git follows it
+    and works as ever. main: the digest of the checkout's refs (series.git.ref_files.
+    files_key, of apply's kept answer, its verified record and status's kept report)
+    walked them with ``os.walk``, which neither reads a linked directory nor refuses it:
+    with the branch moved back one commit, apply said "up to date ... (branch series at"
+    the old tip) and left it there, and status said its kept report. Now a link among
+    the refs makes the digest decline: the full run answers (apply moves the branch
+    back; status says what it says with nothing kept)."""
+    project = make_project(tmp_path)
+    shim = GitShim(tmp_path)
+    shim.run(project.root, "apply")
+    heads = project.work / ".git" / "refs" / "heads"
+    elsewhere = tmp_path / "heads"
+    heads.rename(elsewhere)
+    heads.symlink_to(elsewhere)
+    tip = git(project.work, "rev-parse", "series")
+    for _ in range(2):  # the second would be answered from what the first kept
+        shim.run(project.root, command)
+    if command == "apply":
+        git(project.work, "reset", "-q", "--hard", "HEAD~1")
+        code, out, err, _ = shim.said(project.root, command)
+        assert code == 0, err
+        assert "up to date" not in out + err, (out, err)
+        assert git(project.work, "rev-parse", "series") == tip
+        return
+    git(project.work, "update-ref", "refs/heads/series", "HEAD~1")
+    said = shim.said(project.root, command)
+    shutil.rmtree(shim.cache / "status", ignore_errors=True)  # none kept, with the fix
+    assert said[:3] == shim.said(project.root, command)[:3]  # the full run's answer

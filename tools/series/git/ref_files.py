@@ -1,5 +1,9 @@
 """A checkout's refs (and index) read as files, as a digest: series.git.refs.files_key.
 
+A link among the loose refs (to a file or to a directory) is refused (None: git is
+asked): git follows it, and a digest that did not read where it leads would stay the
+same while a ref under it moved.
+
 Apart from series.git.refs (which imports the git layer) so that a re-run
 answered before the CLI is imported (series.stack.verified_kept) computes
 the same digest: it imports only series.plain (``os``) and ``_blake2`` (hashlib's ``blake2b``,
@@ -15,6 +19,10 @@ import stat
 from _blake2 import blake2b
 
 from series.plain import read_plain
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def files_key(work_tree: str, *, index: bool = True) -> str | None:
@@ -40,11 +48,7 @@ def files_key(work_tree: str, *, index: bool = True) -> str | None:
         ):
             path = os.path.join(git_dir, name)
             digest.update(f"{name}\0".encode() + (_bytes(path) if os.path.isfile(path) else b"-"))
-        for where, dirs, files in os.walk(os.path.join(git_dir, "refs")):
-            dirs.sort()
-            for name in sorted(files):
-                path = os.path.join(where, name)
-                digest.update(f"\0{os.path.relpath(path, git_dir)}\0".encode() + _bytes(path))
+        _loose(os.path.join(git_dir, "refs"), "refs/", digest)
         if index:  # its bytes: a size, time and inode can be kept by a write in place
             data = _bytes(os.path.join(git_dir, "index"))
             digest.update(b"\0index\0" + blake2b(data).digest())
@@ -55,6 +59,31 @@ def files_key(work_tree: str, *, index: bool = True) -> str | None:
 
 def _bytes(path: str) -> bytes:
     return read_plain(path)  # a FIFO, a link (git's own are files): OSError, ask git
+
+
+def _loose(directory: str, rel: str, digest: Any) -> None:
+    """Every loose ref under ``directory`` (``rel`` from the git directory) into ``digest``:
+    a directory's files by name, then its directories by name (``os.walk``'s order).
+    Raises OSError at a link, to a file or to a directory: git follows a linked
+    directory of refs, which ``os.walk`` neither reads nor refuses, so a ref moved
+    under one left the digest as it was (series.stack.branches_kept's walk refuses
+    them too), and at anything but a file or a directory (read_plain)."""
+    with os.scandir(directory) as found:
+        entries = sorted(found, key=_name)
+    below = []
+    for entry in entries:
+        if entry.is_symlink():
+            raise OSError(f"{entry.path}: a link")
+        if entry.is_dir(follow_symlinks=False):
+            below.append(entry)
+        else:
+            digest.update(f"\0{rel}{entry.name}\0".encode() + _bytes(entry.path))
+    for entry in below:
+        _loose(entry.path, f"{rel}{entry.name}/", digest)
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 def loose_refs(git_dir: str, prefix: str = "refs/") -> dict[str, str] | None:

@@ -324,7 +324,9 @@ def files_key(work_tree: Path, *, index: bool = True) -> str | None:
     files of its ``.git`` directory hold them: while the
     digest is the same, no ref moved and the index was not written, so an
     answer computed from them still holds (series.status_memo). None where
-    that cannot be told from files (no ``.git`` directory, reftable refs).
+    that cannot be told from files (no ``.git`` directory, reftable refs, a link among
+    the loose refs: git follows a linked directory of refs, which a walk of the
+    directories would not read).
     ``index=False``: the refs alone, for a caller that asks ``git status``
     about the index anyway (a ``git status`` may rewrite it, unchanged).
     """

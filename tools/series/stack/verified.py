@@ -20,7 +20,7 @@ index then holds another tree than HEAD). Any of those takes the full
 run, which refuses (apply) or notes them (export) as before.
 
 The digest cannot be told, and the full run goes on, when a ref cannot
-be read from files (reftable), a lock or a record of a git command cut
+be read from files (reftable, a link among the loose refs), a lock or a record of a git command cut
 short (series.git.leftovers) is in the git directory, a git rebase, am,
 merge, cherry-pick, revert or bisect is in progress (series.git.inprogress),
 or an export journal waits. An entry
