@@ -540,6 +540,67 @@ def test_series_own_code_rewritten_with_its_size_and_time_kept_is_seen(tmp_path:
     assert git(project.work, "log", "--format=%s", "-3", "series").splitlines() == ["new"] * 3
 
 
+def test_series_own_code_under_a_linked_subpackage_is_seen(tmp_path: Path) -> None:
+    """series/stack a link to a directory elsewhere (Python imports through it). main:
+    series.code.code_digest walked the package without following a linked directory, so
+    a module edited there left the digest as it was, and apply's kept answer said what
+    the old code said. Now the link is followed: the new code's words."""
+    project = make_project(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(Path(series.__file__).parent, code / "series", ignore=_pycache)
+    elsewhere = tmp_path / "stack"
+    (code / "series" / "stack").rename(elsewhere)
+    (code / "series" / "stack").symlink_to(elsewhere)
+    env = {**GitShim(tmp_path).env, "PYTHONPATH": str(code)}
+
+    def until(words: str) -> None:
+        """apply, until it says ``words`` (the answer verified, then kept): a module
+        written within RACY_NS counts by its bytes, then by its identity once settled,
+        so one run in between may be the full one. Never the old code's words."""
+        for _ in range(6):
+            done = _series(project, env, "apply")
+            assert done.returncode == 0, done.stderr
+            if words in done.stderr:
+                return
+            assert "nothing changed since" not in done.stderr, done.stderr
+        raise AssertionError(f"never said {words!r}")
+
+    until("nothing changed since the last apply")
+    verified = elsewhere / "verified.py"
+    text = verified.read_text()
+    assert text.count('f"nothing changed since the last {command}') == 1
+    verified.write_text(text.replace("nothing changed since", "nothing new since"))
+    until("nothing new since the last apply")
+
+
+def test_the_digest_follows_links_in_the_package_and_ends_at_a_cycle(tmp_path: Path) -> None:
+    """A linked directory is walked as Python imports it; a link back to a directory the
+    walk is in (a cycle), or to one walked already, counts by where it leads: the walk
+    ends, and a module edited anywhere it reaches changes the digest."""
+    package, outside = tmp_path / "package", tmp_path / "outside"
+    package.mkdir()
+    outside.mkdir()
+    (package / "a.py").write_text("A = 1\n")
+    (outside / "b.py").write_text("B = 1\n")
+    (package / "sub").symlink_to(outside)
+    (package / "again").symlink_to(outside)  # walked already: counted by where it leads
+    (outside / "up").symlink_to(package)  # a cycle
+    (outside / "root").symlink_to("/")  # a cycle too, through the root
+
+    def digest() -> list[bytes]:
+        said: list[bytes] = []
+        now = time.time_ns()
+        real = str(package.resolve())
+        known_module._modules(str(package), real, said, now, now - known_module.RACY_NS, {real})
+        return said
+
+    before = digest()
+    assert any(b"b.py" in item for item in before)
+    assert digest() == before
+    (outside / "b.py").write_text("B = 2\n")  # within the tick: counted by its bytes
+    assert digest() != before
+
+
 def test_a_module_changed_within_a_tick_of_the_digest_counts_by_its_bytes(
     tmp_path: Path,
 ) -> None:

@@ -10,6 +10,12 @@ times: a write in place changes the change time, which ``os.utime`` cannot
 set back, and a file replaced has another inode), or by its bytes when that
 identity is not safely in the past (git's "racily clean" rule,
 :func:`module_key`).
+
+A link in the package, to a module or to a directory of them, is followed, as
+Python's import follows it: the modules it leads to are series' code as much as
+the rest. A linked directory that holds the directory being walked (a cycle), or
+one walked already, is not walked again: it counts by where it leads, and its
+modules where they were counted.
 """
 
 from __future__ import annotations
@@ -37,19 +43,37 @@ def code_digest() -> bytes:
         return _DIGEST[0]
     said = [__version__.encode()]
     now = time.time_ns()
-    _modules(os.path.dirname(os.path.realpath(__file__)), said, now, now - RACY_NS)
+    package = os.path.dirname(os.path.realpath(__file__))
+    _modules(package, package, said, now, now - RACY_NS, {package})
     _DIGEST.append(blake2b(b"\0".join(said)).digest())
     return _DIGEST[0]
 
 
-def _modules(directory: str, said: list[bytes], now: int, racy: int) -> None:
-    """Each module under ``directory`` (``__pycache__`` aside), by :func:`module_key`."""
+def _modules(
+    directory: str, real: str, said: list[bytes], now: int, racy: int, walked: set[str]
+) -> None:
+    """Each module under ``directory`` (``__pycache__`` aside), by :func:`module_key`.
+
+    ``real``: the directory's resolved path; ``walked``: the resolved paths of the
+    directories walked so far. A link to a directory is followed (main skipped it: a
+    module edited under a linked subpackage left the digest as it was, and a kept
+    answer said what the old code said), but to one that holds ``real`` (a cycle) or
+    one walked already: that link counts by where it leads (the module's docstring)."""
     with os.scandir(directory) as found:
         entries = sorted(found, key=lambda entry: entry.name)
     for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            if entry.name != "__pycache__":
-                _modules(entry.path, said, now, racy)
+        if entry.is_dir():  # a link too: Python's import follows it
+            if entry.name == "__pycache__":
+                continue
+            below = os.path.join(real, entry.name)
+            if entry.is_symlink():
+                below = os.path.realpath(entry.path)
+                held = real == below or real.startswith(below.rstrip(os.sep) + os.sep)
+                if held or below in walked:
+                    said.append(f"{entry.path}\0link\0{below}".encode())
+                    continue
+            walked.add(below)
+            _modules(entry.path, below, said, now, racy, walked)
         elif entry.name.endswith(".py"):
             stat = os.stat(entry.path)  # scandir's stat has no inode or ctime everywhere
             if stat.st_ctime_ns >= racy:  # rare: module_key reads the bytes
