@@ -16,6 +16,7 @@ no one else may write, whole, of this format and this digest.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -115,3 +116,46 @@ def test_the_entry_of_another_width_swapped_in_is_not_printed(tmp_path: Path) ->
     (other,) = (p for p in (cache / help_kept.DIR).iterdir() if p != entry)
     entry.write_bytes(other.read_bytes())  # the narrow text under the wide one's name
     assert _help(cache) == wide
+
+
+def _ended(cache: Path, way: str, words: tuple[str, ...]) -> tuple[int, str]:
+    """Exit code and stderr of ``series WORDS`` with stdout closed (``>&-``) or into a
+    pipe whose reader is gone (``| true``, which exits at once)."""
+    argv = shlex.join([sys.executable, "-m", "series", *words])
+    ended = "$?" if way == "closed" else "${PIPESTATUS[0]}"
+    line = f"{argv} {'>&-' if way == 'closed' else '| true'}; echo {ended} >&2"
+    env = {**os.environ, "SERIES_CACHE_DIR": str(cache)}
+    proc = subprocess.run(
+        ["bash", "-c", line], capture_output=True, text=True, timeout=120, check=False, env=env
+    )
+    *said, code = proc.stderr.splitlines(keepends=True)
+    return int(code), "".join(said)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [("--help",), ("--version",), ("-C", ".", "--version"), ("list", "--help")],
+    ids=lambda words: " ".join(words),
+)
+@pytest.mark.parametrize("way", ["closed", "pipe"])
+def test_help_with_stdout_closed_or_its_reader_gone_ends_as_the_full_run(
+    tmp_path: Path, way: str, words: tuple[str, ...]
+) -> None:
+    """main: ``series --help`` answered from the text kept wrote it with a bare
+    ``sys.stdout.write``: with stdout closed, an AttributeError traceback, exit 1, where
+    the CLI (argparse) wrote the help on stderr, exit 0; with its reader gone, a
+    BrokenPipeError traceback, exit 1, where the CLI said nothing and exited 0 (and
+    ``series --version``, answered before the CLI too, did the same). Now the text, kept
+    or not, is written one way: on stderr when there is no stdout, exit 0, as argparse
+    does; a reader gone ends with 141 and nothing said, as every command ends (docs/
+    workflow.md), argparse's own helps too."""
+    cache = tmp_path / "cache"
+    full = _ended(cache, way, words)
+    if words == ("--help",):
+        assert len(list((cache / help_kept.DIR).iterdir())) == 1  # kept: said again below
+    assert _ended(cache, way, words) == full
+    if way == "closed":
+        assert full[0] == 0
+        assert full[1].startswith("series " if "--version" in words else "usage: series")
+    else:
+        assert full == (141, "")

@@ -23,7 +23,9 @@ answer it: it needs nothing the CLI imports; so is a ``series branches
 (series.stack.rangediff_kept), and a ``series apply`` that nothing changed
 since the last one verified (series.stack.verified_kept: one ``git
 status``, ended with series as in the CLI), and ``series --help`` as the
-CLI printed it last (series.help_kept).
+CLI printed it last (series.help_kept). ``--version`` and the help are
+written as the CLI writes them (series.stack.branches_kept.say_text): on
+stderr when there is no stdout, and exit 141 when the reader went away.
 
 stdout and stderr escape what their encoding cannot hold (a commit subject
 with "é" under an ASCII locale prints as ``\\xe9``) instead of ending the
@@ -144,15 +146,17 @@ def _kept(stops: list[_signal.Signals]) -> int | None:
     """The exit status of a command answered without the CLI (the module's docstring
     says which), or None: the CLI runs it."""
     if sys.argv[1:] == ["--version"]:  # what argparse prints, without importing the CLI
-        sys.stdout.write(f"series {__version__}\n")
-        return 0
+        from series.stack.branches_kept import say_text
+
+        return say_text(f"series {__version__}\n")  # as the CLI writes it (no stdout, a pipe)
     if "--help" in sys.argv[1:4] or "-h" in sys.argv[1:4]:  # as the CLI printed it, if kept
         from series.help_kept import recall, words
 
         text = recall() if words(sys.argv[1:]) else None
         if text is not None:
-            sys.stdout.write(text)
-            return 0
+            from series.stack.branches_kept import say_text
+
+            return say_text(text)  # as series.cli writes it: no stdout, a reader gone
     if sys.argv[-1] == "apply" and len(sys.argv) in (2, 4):  # [-C DIR] apply: a re-run
         code = _verified(sys.argv[1:], stops)
         if code is not None:

@@ -11,7 +11,9 @@ own start-up (issue 23). So the CLI keeps the text it printed
 (:func:`keep`) in the per-user cache (``help/<digest>``), and
 series.entry, for ``series --help`` (or ``-h``) alone, writes the text
 kept under the digest of now (:func:`recall`) without importing the CLI
-(:func:`words`: also after ``-C DIR``, which changes nothing in the help).
+(:func:`words`: also after ``-C DIR``, which changes nothing in the help),
+as the CLI writes it (series.stack.branches_kept.say_text, both: on stderr
+with no stdout, exit 141 when the reader went away).
 Any other command line, a digest with no text kept, or a text that cannot
 be read, is the CLI's to answer. The text is written whole, or not at all
 (a temporary file renamed into place).
@@ -35,6 +37,8 @@ from _blake2 import blake2b
 
 from series.code import code_digest
 from series.stack.branches_kept import cache_dir, read_entry, seal, write
+from series.stack.branches_kept import gone as gone  # series.cli writes through these
+from series.stack.branches_kept import say_text as say_text
 
 FORMAT = 2  # 1: the text alone, unsealed
 DIR = "help"

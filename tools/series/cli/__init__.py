@@ -117,12 +117,12 @@ def plain(words: Sequence[str]) -> argparse.Namespace | None:
 
 def _help() -> int:
     """``series --help``: argparse's, as its ``-h`` action prints it; kept (series.help_kept)."""
-    from series.help_kept import keep
+    from series.help_kept import keep, say_text
 
-    full = parser()
-    full.print_help()
-    keep(full.format_help())
-    return 0
+    text = parser().format_help()  # what print_help writes
+    code = say_text(text)  # as series.entry writes the text kept: no stdout, a reader gone
+    keep(text)
+    return code
 
 
 def _asks_help(words: list[str]) -> bool:
@@ -158,6 +158,10 @@ def main(
             args = parser().parse_args(words)
         except SystemExit as exc:  # argparse: --help and --version exit 0
             return int(exc.code or 0)
+        except BrokenPipeError:  # their reader went away (series.cli.parse): 141, quietly
+            from series.help_kept import gone
+
+            return gone()
         except BadUsage as exc:
             (err or sys.stderr).write(exc.usage + exc.text + "\n")
             if "--json" in words:

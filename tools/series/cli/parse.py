@@ -12,6 +12,7 @@ shutil, is a few ms of such a run).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from series import __version__
@@ -32,10 +33,27 @@ class BadUsage(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error comes back to ``main`` (for the --json envelope)."""
+    """argparse, but a usage error comes back to ``main`` (for the --json envelope), and
+    a help or version whose reader went away ends with 141, as every command does."""
 
     def error(self, message: str) -> NoReturn:
         raise BadUsage(self, message)
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """argparse's, but a reader gone (``BrokenPipeError``) reaches series.cli.main,
+        which ends with 141 quietly, where argparse said nothing and exited 0 (and the
+        help kept for series.entry, which writes it as series.stack.branches_kept.
+        say_text, ended otherwise). No stream at all (stdout closed): stderr; any other
+        failure to write: nothing said, as argparse."""
+        stream = file or sys.stderr
+        if message and stream is not None:
+            try:
+                stream.write(message)
+                stream.flush()
+            except BrokenPipeError:
+                raise
+            except OSError:  # argparse's: any other failure to write is not said
+                pass
 
 
 class CommandParser(argparse.ArgumentParser):

@@ -599,12 +599,41 @@ def say(stdout: str, stderr: str) -> int:
         sys.stdout.write(stdout)
         sys.stdout.flush()
     except BrokenPipeError:
-        try:  # noqa: SIM105 (contextlib: its import, collections', on kept answers)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        return BROKEN_PIPE
+        return gone()
     return 0
+
+
+def say_text(text: str) -> int:
+    """Write ``text`` (what argparse prints: the help, the version) as the CLI writes it
+    (series.cli: the same function, and argparse's own through series.cli.parse): on
+    stdout, or on stderr when there is no stdout at all (closed, ``>&-``: argparse's
+    choice); and the exit status: 0, or :data:`BROKEN_PIPE` when the reader went away,
+    quietly, as every command ends then (docs/workflow.md)."""
+    if sys.stdout is None:
+        try:
+            if sys.stderr is not None:
+                sys.stderr.write(text)
+        except OSError:
+            pass
+        return 0
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return gone()
+    except OSError:  # as argparse (series.cli.parse): any other failure is not said
+        pass
+    return 0
+
+
+def gone() -> int:
+    """The reader of stdout went away: stdout pointed at /dev/null (flushing it at exit
+    cannot complain again), and :data:`BROKEN_PIPE`, as series.cli.run ends."""
+    try:  # noqa: SIM105 (contextlib: its import, collections', on kept answers)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return BROKEN_PIPE
 
 
 class Tee:
