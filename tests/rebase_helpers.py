@@ -57,17 +57,29 @@ def manifest(project: Project) -> dict[str, Any]:
 BACKUP = "refs/series/backup/"
 
 
+def abort_copy(path: Path, kept: Path) -> bool:
+    """Whether ``path`` is in a copy ``--abort`` kept (``.series/backups/<kind>-abort-*``)."""
+    return path.is_relative_to(kept) and path.relative_to(kept).parts[0].split("-")[1] == "abort"
+
+
 def snapshot(project: Project) -> dict[str, Any]:
     """Everything a rebase may touch: project files, checkout refs, HEAD, index, files.
 
     Backup refs are left out: ``--abort`` adds one when the checkout held
-    work of the user's (tests/test_trust_commits.py checks them).
+    work of the user's; so are the copies it keeps under ``.series/backups/``
+    of project files that differed from the rebase's snapshot, the user's
+    edits or what a rebase's end cut short had written (tests/test_trust_commits.py
+    checks both).
     """
     work = project.work
+    kept = project.root / ".series" / "backups"
     files = {
         str(p.relative_to(project.root)): p.read_bytes()
         for p in sorted(project.root.rglob("*"))
-        if p.is_file() and ".git" not in p.parts and "resolutions" not in p.parts
+        if p.is_file()
+        and ".git" not in p.parts
+        and "resolutions" not in p.parts
+        and not (abort_copy(p, kept))
     }
     return {
         "files": files,

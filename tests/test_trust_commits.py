@@ -207,6 +207,35 @@ def test_what_is_staged_apart_from_the_files_at_a_stop_survives_abort_and_skip(
         assert git(work, "rev-parse", f"{ref}~") == git(work, "rev-parse", f"{ref}^2~")
 
 
+def test_project_files_edited_by_hand_at_a_stop_are_kept_by_abort(tmp_path: Path) -> None:
+    """series.toml (its hand-kept keys) and a patch file edited during a rebase or an edit,
+    then ``--abort``: they were put back from the snapshot and the edits were gone, with
+    no copy and no word of it."""
+    for kind in ("rebase", "edit"):
+        if kind == "rebase":
+            project = stopped(tmp_path / kind)
+        else:
+            project = applied(tmp_path / kind)
+            code, _, err = project.run("edit", "P2")
+            assert code == 0, err
+        root = project.root
+        patch = sorted((root / "patches").glob("*.patch"))[0]
+        before = {p: p.read_bytes() for p in (root / "series.toml", patch)}
+        with (root / "series.toml").open("a") as toml:
+            toml.write("# a note kept by hand\n")
+        with patch.open("a") as text:
+            text.write("# edited by hand\n")
+        code, out, err = project.run(kind, "--abort")
+        assert code == 0, err
+        assert {p: p.read_bytes() for p in before} == before  # put back, as abort promises
+        found = re.search(rf"kept in (\.series/backups/{kind}-abort-\S+)", out + err)
+        assert found, out + err
+        copies = root / found.group(1)
+        assert (copies / "series.toml").read_text().endswith("# a note kept by hand\n")
+        copied = copies / patch.relative_to(root)
+        assert copied.read_text().endswith("# edited by hand\n")
+
+
 def test_a_plain_stop_aborted_or_skipped_keeps_nothing(tmp_path: Path) -> None:
     for action in ("--abort", "--skip"):
         project = stopped(tmp_path / action.strip("-"))
@@ -217,6 +246,7 @@ def test_a_plain_stop_aborted_or_skipped_keeps_nothing(tmp_path: Path) -> None:
         assert not users(refs.split())
         # a rebase that ends (--skip) keeps the series it replaced, as git's ORIG_HEAD
         assert len(refs.split()) == (1 if action == "--skip" else 0), refs
+        assert "kept in .series/backups" not in out + err  # no project file was changed
 
 
 def test_export_keeps_the_commits_it_rewrites(tmp_path: Path) -> None:

@@ -160,6 +160,37 @@ def _outside(base: Path, full: Path, why: str, reading: bool, hint: str = "") ->
     )
 
 
+def backup_dir(root: Path, what: str) -> Path:
+    """A new ``.series/backups/<what>-<time>`` in ``root`` (``-2``, ``-3`` ... when that
+    name is taken), not made yet."""
+    import time
+
+    stamp = time.strftime(f"{what}-%Y%m%dT%H%M%SZ", time.gmtime())
+    backups = root / ".series" / "backups"
+    candidate, n = backups / stamp, 1
+    while candidate.exists():
+        n += 1
+        candidate = backups / f"{stamp}-{n}"
+    return candidate
+
+
+def keep_copies(root: Path, paths: list[Path], what: str) -> Path | None:
+    """Copies of ``paths`` (files in ``root`` about to be replaced or removed) in a new
+    :func:`backup_dir`, each at its place there; that directory relative to ``root``, or
+    None when there is nothing to copy. A copy that fails raises before the caller has
+    changed anything."""
+    if not paths:
+        return None
+    import shutil
+
+    backup = backup_dir(root, what)
+    for path in paths:
+        target = confined(root, backup / path.relative_to(root))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    return backup.relative_to(root)
+
+
 def remove(path: Path, *, within: Path) -> bool:
     """Delete the file ``path`` (confined to ``within``) if it exists; was there one?"""
     confined(within, path)

@@ -25,7 +25,14 @@ from pathlib import Path
 
 from series import faults
 from series.errors import RefusedError, SeriesError
-from series.files import clear_stale_temps, confined, remove, replace_all, write_atomic
+from series.files import (
+    backup_dir,
+    clear_stale_temps,
+    confined,
+    remove,
+    replace_all,
+    write_atomic,
+)
 from series.plain import NotPlain, read_plain
 from series.records import NamedTuple
 
@@ -49,7 +56,7 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
     for path in changes:
         confined(root, path)
     clear_stale_temps(*{path.parent for path in changes})  # an export killed before renames
-    backup = _backup_dir(root)
+    backup = backup_dir(root, "export")
     confined(root, root / JOURNAL)
     rel = {path: path.relative_to(root) for path in changes}
     created = [rel[p] for p in changes if not p.exists()]
@@ -184,13 +191,3 @@ def refuse_if_interrupted(root: Path, action: str) -> None:
         hint=f"run `series export` to finish it (the checkout still has the commits), or "
         f"restore the old files: cp -a {backup}/. . && rm {JOURNAL}",
     )
-
-
-def _backup_dir(root: Path) -> Path:
-    stamp = time.strftime("export-%Y%m%dT%H%M%SZ", time.gmtime())
-    backups = root / ".series" / "backups"
-    candidate, n = backups / stamp, 1
-    while candidate.exists():
-        n += 1
-        candidate = backups / f"{stamp}-{n}"
-    return candidate

@@ -129,7 +129,10 @@ def abort(
         written = [series.root / file for _, file in series.named()]  # no parse when known
         journal = export_files.interrupted(series.root)  # an edit's end (an export) cut short
         written += [series.root / str(p) for p in (journal or {}).get("created", [])]
-        changed = restore_project(repo, series.root, st.saved, written)
+        # any file that differs is kept first: the user's edits during the rebase (or
+        # what its end, cut short, had written: it cannot be told from them by its bytes)
+        what = f"{st.kind}-abort"
+        changed, copies = restore_project(repo, series.root, st.saved, written, what)
         repo.objects.warm(rest=True)  # cat-file ends while the files move: nothing more
         if journal is not None:
             export_files.finish(series.root)
@@ -143,6 +146,7 @@ def abort(
     ui.result(
         f"{st.kind} aborted: {checkout.path} is back on {checkout.branch} at {tip[:12]}{moved}; "
         f"{changed} project file(s) restored"
+        + (f"; the files it replaced are kept in {copies}" if copies else "")
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from series.digests import blob_id
-from series.files import confined, confined_all, remove, write_atomic
+from series.files import confined, confined_all, keep_copies, remove, write_atomic
 from series.git.ident import Ident
 from series.git.repo import Repo
 
@@ -38,11 +38,20 @@ def saved_files(repo: Repo, saved: str) -> dict[str, bytes]:
     return {path: blobs[oid] for path, oid in files.items()}
 
 
-def restore_project(repo: Repo, root: Path, saved: str, written: list[Path]) -> int:
+def restore_project(
+    repo: Repo, root: Path, saved: str, written: list[Path], what: str
+) -> tuple[int, Path | None]:
     """Put the snapshot's files back; delete those of ``written`` it does not have.
 
-    Returns how many files it changed. Files that already match are not
-    touched, so it can run again after an interruption. A file matches when
+    Returns how many files it changed, and where the files it replaced or
+    deleted are kept: before any is written, each is copied under a new
+    ``.series/backups/<what>-<time>/`` (series.files ``keep_copies``), since
+    they may hold what the user wrote by hand during the rebase or edit
+    (series.toml's hand-kept keys, a patch file edited), which the command
+    would otherwise throw away (or what a rebase's end, cut short, had
+    written: its bytes cannot tell them apart); None when none differed.
+    Files that already match are not touched, so it can run again after an
+    interruption (which keeps again what still differs). A file matches when
     its bytes hash to the snapshot's blob id (git's own object id of those
     bytes): only the blobs of the files that differ are read from git.
     """
@@ -50,6 +59,9 @@ def restore_project(repo: Repo, root: Path, saved: str, written: list[Path]) -> 
     # all before any is written; each path once (the snapshot's files are mostly ``written``)
     confined_all(root, dict.fromkeys([root / rel for rel in files] + written))
     stale = {rel: oid for rel, oid in files.items() if _blob_id(root / rel, oid) != oid}
+    extra = [p for p in written if p.relative_to(root).as_posix() not in files and p.is_file()]
+    present = [root / rel for rel in stale if (root / rel).is_file()]
+    kept = keep_copies(root, present + extra, what)
     blobs = repo.objects.read_blobs(sorted(set(stale.values()))) if stale else {}
     changed = 0
     for rel, oid in stale.items():
@@ -58,7 +70,7 @@ def restore_project(repo: Repo, root: Path, saved: str, written: list[Path]) -> 
     for path in written:
         if path.relative_to(root).as_posix() not in files and remove(path, within=root):
             changed += 1
-    return changed
+    return changed, kept
 
 
 def _blob_id(path: Path, like: str) -> str | None:
