@@ -21,6 +21,10 @@ from __future__ import annotations
 import os
 from stat import S_ISREG
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 _FOLLOW = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 _FLAGS = _FOLLOW | os.O_NOFOLLOW
 
@@ -57,3 +61,34 @@ def read_plain(path: str | os.PathLike[str], *, mine: bool = False, follow: bool
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def plain_tree(directory: str, rel: str, digest: Any, skip: frozenset[str] = frozenset()) -> None:
+    """Every file under ``directory`` into ``digest``, its name (``rel`` and the path below)
+    and bytes: a git directory's loose refs (``rel`` ``refs/``), for the digests of the
+    kept answers (series.git.ref_files, series.stack.branches_kept). In ``os.walk``'s order (a directory's files by name, then its directories by name),
+    without its generator and each file without a buffered reader (``os.walk`` cost most
+    of a kept answer's digest of a cache with a hundred refs); the directories named in
+    ``skip`` (``refs/x/``) left out. Raises OSError at a link, to a file or to a
+    directory (git follows a linked directory of refs, which ``os.walk`` neither reads nor
+    refuses: a ref moved under one left a digest as it was), and at what is neither file
+    nor directory: what git makes of them is for a full run to find."""
+    with os.scandir(directory) as found:
+        entries = sorted(found, key=_name)
+    below = []
+    for entry in entries:
+        if entry.is_symlink():
+            raise OSError(f"{entry.path}: a link")
+        if entry.is_dir(follow_symlinks=False):
+            below.append(entry)
+            continue
+        if not entry.is_file(follow_symlinks=False):  # a FIFO would hold the answer
+            raise OSError(f"{entry.path}: not a file")
+        digest.update(f"\0{rel}{entry.name}\0".encode() + read_plain(entry.path))
+    for entry in below:
+        if f"{rel}{entry.name}/" not in skip:
+            plain_tree(entry.path, f"{rel}{entry.name}/", digest, skip)
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name

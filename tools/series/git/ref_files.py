@@ -18,11 +18,11 @@ import os
 import stat
 from _blake2 import blake2b
 
-from series.plain import read_plain
+from series.plain import plain_tree, read_plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 
 def files_key(work_tree: str, *, index: bool = True) -> str | None:
@@ -48,7 +48,7 @@ def files_key(work_tree: str, *, index: bool = True) -> str | None:
         ):
             path = os.path.join(git_dir, name)
             digest.update(f"{name}\0".encode() + (_bytes(path) if os.path.isfile(path) else b"-"))
-        _loose(os.path.join(git_dir, "refs"), "refs/", digest)
+        plain_tree(os.path.join(git_dir, "refs"), "refs/", digest)
         if index:  # its bytes: a size, time and inode can be kept by a write in place
             data = _bytes(os.path.join(git_dir, "index"))
             digest.update(b"\0index\0" + blake2b(data).digest())
@@ -59,31 +59,6 @@ def files_key(work_tree: str, *, index: bool = True) -> str | None:
 
 def _bytes(path: str) -> bytes:
     return read_plain(path)  # a FIFO, a link (git's own are files): OSError, ask git
-
-
-def _loose(directory: str, rel: str, digest: Any) -> None:
-    """Every loose ref under ``directory`` (``rel`` from the git directory) into ``digest``:
-    a directory's files by name, then its directories by name (``os.walk``'s order).
-    Raises OSError at a link, to a file or to a directory: git follows a linked
-    directory of refs, which ``os.walk`` neither reads nor refuses, so a ref moved
-    under one left the digest as it was (series.stack.branches_kept's walk refuses
-    them too), and at anything but a file or a directory (read_plain)."""
-    with os.scandir(directory) as found:
-        entries = sorted(found, key=_name)
-    below = []
-    for entry in entries:
-        if entry.is_symlink():
-            raise OSError(f"{entry.path}: a link")
-        if entry.is_dir(follow_symlinks=False):
-            below.append(entry)
-        else:
-            digest.update(f"\0{rel}{entry.name}\0".encode() + _bytes(entry.path))
-    for entry in below:
-        _loose(entry.path, f"{rel}{entry.name}/", digest)
-
-
-def _name(entry: os.DirEntry[str]) -> str:
-    return entry.name
 
 
 def loose_refs(git_dir: str, prefix: str = "refs/") -> dict[str, str] | None:

@@ -85,7 +85,7 @@ from stat import S_ISREG
 
 from series.code import RACY_NS, code_digest
 from series.git.itself import MINIMUM, ask, is_git_itself
-from series.plain import read_plain
+from series.plain import plain_tree, read_plain
 from series.terminal import terminal
 
 _READ = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO opens at once (then refused)
@@ -193,35 +193,7 @@ def _refs(git_dir: str, digest: Any, skip: frozenset[str] = frozenset()) -> None
     for name in ("HEAD", "packed-refs", "config"):
         data = _read(os.path.join(git_dir, name))
         digest.update(f"{name}\0".encode() + (b"-" if data is None else data))
-    _loose(os.path.join(git_dir, "refs"), "refs/", digest, skip)
-
-
-def _loose(directory: str, rel: str, digest: Any, skip: frozenset[str]) -> None:
-    """The refs under ``directory`` (``rel`` from the git directory) into ``digest``, in
-    ``os.walk``'s order (a directory's files by name, then its directories by name),
-    without its generator and each file without a buffered reader: ``os.walk`` cost
-    most of a kept answer's digest of a cache with a hundred refs. A link raises
-    OSError, and so does what is neither file nor directory: what git makes of them is
-    for the full run to find."""
-    with os.scandir(directory) as found:
-        entries = sorted(found, key=_name)
-    below = []
-    for entry in entries:
-        if entry.is_symlink():
-            raise OSError(f"{entry.path}: a link")
-        if entry.is_dir(follow_symlinks=False):
-            below.append(entry)
-            continue
-        if not entry.is_file(follow_symlinks=False):  # a FIFO would hold the answer
-            raise OSError(f"{entry.path}: not a file")
-        digest.update(f"\0{rel}{entry.name}\0".encode() + read_plain(entry.path))
-    for entry in below:
-        if f"{rel}{entry.name}/" not in skip:
-            _loose(entry.path, f"{rel}{entry.name}/", digest, skip)
-
-
-def _name(entry: os.DirEntry[str]) -> str:
-    return entry.name
+    plain_tree(os.path.join(git_dir, "refs"), "refs/", digest, skip)
 
 
 # What the kept answers' digests read besides refs (this one's and rangediff_kept's).
