@@ -66,9 +66,10 @@ def read_plain(path: str | os.PathLike[str], *, mine: bool = False, follow: bool
 def plain_tree(directory: str, rel: str, digest: Any, skip: frozenset[str] = frozenset()) -> None:
     """Every file under ``directory`` into ``digest``, its name (``rel`` and the path below)
     and bytes: a git directory's loose refs (``rel`` ``refs/``), for the digests of the
-    kept answers (series.git.ref_files, series.stack.branches_kept). In ``os.walk``'s order (a directory's files by name, then its directories by name),
-    without its generator and each file without a buffered reader (``os.walk`` cost most
-    of a kept answer's digest of a cache with a hundred refs); the directories named in
+    kept answers (series.git.ref_files, series.stack.branches_kept). In ``os.walk``'s
+    order (a directory's files by name, then its directories by name), without its
+    generator and each file without a buffered reader (``os.walk`` cost most of a kept
+    answer's digest of a cache with a hundred refs); the directories named in
     ``skip`` (``refs/x/``) left out. Raises OSError at a link, to a file or to a
     directory (git follows a linked directory of refs, which ``os.walk`` neither reads nor
     refuses: a ref moved under one left a digest as it was), and at what is neither file
