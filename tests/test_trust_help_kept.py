@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import git, make_project
 from series import help_kept
 from series.stack import branches_kept
 
@@ -159,3 +160,41 @@ def test_help_with_stdout_closed_or_its_reader_gone_ends_as_the_full_run(
         assert full[1].startswith("series " if "--version" in words else "usage: series")
     else:
         assert full == (141, "")
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_command_with_a_standard_stream_closed_does_its_work_and_ends_as_git_does(
+    tmp_path: Path, stream: str
+) -> None:
+    """main: with stdout closed (``>&-``) each command wrote its report to None: after
+    its work was done (apply applied), an AttributeError traceback and exit 1. Now what
+    it would print goes nowhere, as git's does (``git status >&-`` ends with 0), and the
+    exit status is the command's: apply, its re-run answered from what was kept, list
+    and status each end with 0, nothing of Python said."""
+    project = make_project(tmp_path)
+    cache = tmp_path / "cache"
+    closed = ">&-" if stream == "stdout" else "2>&-"
+    for words in (("apply",), ("apply",), ("list",), ("status",), ("status", "--json")):
+        argv = shlex.join([sys.executable, "-m", "series", "-C", str(project.root), *words])
+        code, said = _closed_run(argv, closed, cache)
+        assert code == 0, (words, said)
+        assert "Traceback" not in said, (words, said)
+    assert git(project.work, "rev-parse", "series") == git(project.work, "rev-parse", "HEAD")
+    assert git(project.work, "rev-parse", "refs/series/synced") == git(
+        project.work, "rev-parse", "series"
+    )
+
+
+def _closed_run(argv: str, closed: str, cache: Path) -> tuple[int, str]:
+    """Exit status of ``argv`` with one standard stream closed, and what the other said."""
+    line = f"{argv} {closed}; echo $? > status"
+    proc = subprocess.run(
+        ["bash", "-c", line],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cache.parent,
+        env={**os.environ, "SERIES_CACHE_DIR": str(cache)},
+    )
+    return int((cache.parent / "status").read_text()), proc.stdout + proc.stderr

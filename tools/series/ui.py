@@ -108,6 +108,13 @@ class Grid:
         return table
 
 
+def _nowhere() -> IO[str]:
+    """Where a closed standard stream's text goes (``series apply >&-``: Python makes it
+    None): nowhere, as git's output then (git ends with 0). The command does its work, and
+    its exit status says how it went; what it would have printed is lost, as asked."""
+    return open(os.devnull, "w", encoding="utf-8")
+
+
 class Ui:
     def __init__(
         self,
@@ -116,8 +123,8 @@ class Ui:
         *,
         keep_json: bool = False,
     ) -> None:
-        self.out = Stream(out or sys.stdout)
-        self.err = Stream(err or sys.stderr)
+        self.out = Stream(out or sys.stdout or _nowhere())
+        self.err = Stream(err or sys.stderr or _nowhere())
         self.keep_json = keep_json  # cli.main prints the payload in the envelope
         self.payload: dict[str, Any] | None = None
 

@@ -567,9 +567,11 @@ def say(stdout: str, stderr: str) -> int:
     """Write a kept answer (its stderr, then its stdout), and the exit status: 0, or
     :data:`BROKEN_PIPE` when the reader went away (``| head``), as series.cli.run ends."""
     try:
-        sys.stderr.write(stderr)
-        sys.stdout.write(stdout)
-        sys.stdout.flush()
+        if sys.stderr is not None:  # closed (``2>&-``): said nowhere, as the full run
+            sys.stderr.write(stderr)
+        if sys.stdout is not None:
+            sys.stdout.write(stdout)
+            sys.stdout.flush()
     except BrokenPipeError:
         return gone()
     return 0
