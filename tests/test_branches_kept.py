@@ -194,7 +194,7 @@ def test_a_checkout_given_to_another_user_takes_the_full_run(tmp_path: Path, giv
         *now, calls = runs.said(project.root, *DRY)
         assert calls  # the full run, not the answer kept
         assert tuple(now) == runs.full(project.root, *DRY)
-        assert now[0] == 4 and "dubious ownership" in now[2], now
+        assert now[0] == 4 and "dubious ownership" in str(now[2]), now
         config.write_text(f"{mine}[safe]\n\tdirectory = *\n")  # git takes it again
         runs.said(project.root, *DRY)
         again = runs.said(project.root, *DRY)

@@ -183,8 +183,7 @@ def uncommitted(
         return _unborn(repo, what, known, on)
     base = repo.objects.tree_of(head)
     index = repo.index  # its module imported while git status runs
-    changed, apart = repo.worktree.changes(started)
-    entries = index.staged(apart)  # the index's own entries of those paths
+    changed, entries = repo.worktree.changed(started)  # and the index's own entries
     trees = [base, *known]
     if not entries and index.files_are(base, changed, trees):  # told from the files
         return ()

@@ -310,21 +310,6 @@ class Index(Part):
                 self._run.git_input(*argv, data=data, env=literal)
             return self.write_tree(env)
 
-    def staged(self, paths: Sequence[str]) -> list[str]:
-        """The ``update-index --index-info`` lines of the index's entries of ``paths`` (stage
-        0: what is staged, not a conflict's stages), for :meth:`rewrite`."""
-        if not paths:
-            return []
-        literal = {**HERMETIC, "GIT_LITERAL_PATHSPECS": "1"}
-        out = self._run.git("ls-files", "-s", "-z", "--", *paths, env=literal)
-        lines = []
-        for entry in out.split("\0"):
-            meta, _, path = entry.partition("\t")
-            fields = meta.split()
-            if len(fields) == 3 and fields[2] == "0":
-                lines.append(f"{fields[0]} {fields[1]}\t{path}")
-        return lines
-
     def files_are(self, start: str, changed: Sequence[str], trees: Sequence[str]) -> bool:
         """Whether :meth:`files_tree` of ``start`` and ``changed`` is one of ``trees``,
         told from the files themselves: no process, no object written.

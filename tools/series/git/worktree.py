@@ -69,29 +69,40 @@ class Worktree(Part):
         out = self._run.git(*argv, light=read_only)
         return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
-    def changed(self, started: Started | None = None) -> list[str]:
+    def changed(self, started: Started | None = None) -> tuple[list[str], list[str]]:
         """Every path whose file or index entry differs from HEAD's tree, and the untracked
-        ones (not ignored): the only paths a snapshot of the files on HEAD has to read.
+        ones (not ignored): the only paths a snapshot of the files on HEAD has to read; and
+        the index's own entries (``update-index --index-info`` lines, stage 0) of the paths
+        among them staged apart from their files: the index entry differs from HEAD's and
+        the file from that entry (staged, then changed, deleted or restored in the work
+        tree), so the files alone do not hold what was staged. Unmerged paths are not among
+        them (their stages are a conflict's); where there is none, no process more.
 
         Read without writing the index (its stat data answers for unchanged files),
         with the ignore rules ``Index.files_tree`` has (HERMETIC). ``started``: that
         ``git status``, started earlier by :meth:`start_changed`.
         """
-        return self.changes(started)[0]
-
-    def changes(self, started: Started | None = None) -> tuple[list[str], list[str]]:
-        """:meth:`changed`, and the paths among them staged apart from their files: the
-        index entry differs from HEAD's and the file from that entry (staged, then changed,
-        deleted or restored in the work tree), so the files alone do not hold what was
-        staged. Unmerged paths are not among them (their stages are a conflict's)."""
         if started is None:
             refuse_blocking(leftovers.git_dir(self.path))
             out = self._run.git(*_CHANGED, env=HERMETIC)
         else:
             out = started.result()
         entries = [entry for entry in out.split("\0") if len(entry) > 3]
-        apart = {e[3:] for e in entries if e[0] in "MAT" and e[1] in "MDT"}
-        return sorted({entry[3:] for entry in entries}), sorted(apart)
+        apart = sorted({e[3:] for e in entries if e[0] in "MAT" and e[1] in "MDT"})
+        return sorted({entry[3:] for entry in entries}), self._staged(apart)
+
+    def _staged(self, paths: Sequence[str]) -> list[str]:
+        if not paths:
+            return []
+        literal = {**HERMETIC, "GIT_LITERAL_PATHSPECS": "1"}
+        out = self._run.git("ls-files", "-s", "-z", "--", *paths, env=literal)
+        lines = []
+        for entry in out.split("\0"):
+            meta, _, path = entry.partition("\t")
+            fields = meta.split()
+            if len(fields) == 3 and fields[2] == "0":
+                lines.append(f"{fields[0]} {fields[1]}\t{path}")
+        return lines
 
     def start_changed(self) -> Started | None:
         """:meth:`changed`'s ``git status``, started now (series.git.run.start) for the
