@@ -160,9 +160,9 @@ def test_refs_read_from_their_files_are_for_each_refs_answer_or_gits(tmp_path: P
     calls: list[str] = []
     real = repo.refs.under
 
-    def asked(prefix: str) -> dict[str, str]:
+    def asked(prefix: str, *more: str) -> dict[str, str]:
         calls.append(prefix)
-        return real(prefix)
+        return real(prefix, *more)
 
     repo.refs.under = asked  # type: ignore[method-assign]
 

@@ -52,6 +52,7 @@ def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
 
 
 GIT = "git_in_progress"
+REPLACE_PREFIX = "refs/replace/"
 
 
 def _git_in_progress(checkout: Checkout) -> dict[str, str] | None:
@@ -81,6 +82,7 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
         "interrupted_move": False,
         "rebase": None,
         "backups": [],
+        "replaced": [],
     }
     state = checkout.state() if checkout.exists() else None
     if state is None:
@@ -110,9 +112,16 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
     ]
     report["drift"] = _drift(series, checkout, state)
     report["interrupted_move"] = move is not None or cut is not None
+    listed = sorted(repo.refs.under(BACKUP_PREFIX, REPLACE_PREFIX).items())
     report["backups"] = [
-        {"ref": ref, "commit": commit}
-        for ref, commit in sorted(repo.refs.under(BACKUP_PREFIX).items())
+        {"ref": ref, "commit": commit} for ref, commit in listed if ref.startswith(BACKUP_PREFIX)
+    ]
+    # What git shows in place of an object, which series does not read (series.git.run's
+    # environment): named, as git log in the checkout shows the replacements.
+    report["replaced"] = [
+        {"object": ref.removeprefix(REPLACE_PREFIX), "by": by}
+        for ref, by in listed
+        if ref.startswith(REPLACE_PREFIX)
     ]
     rebase = rebase_state.load(repo)
     if rebase is not None:

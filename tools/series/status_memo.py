@@ -51,6 +51,7 @@ KEYS = frozenset(
         "interrupted_move",
         "rebase",
         "backups",
+        "replaced",
         "next",
     }
 )
@@ -110,7 +111,7 @@ def _valid(report: object) -> bool:
     if not isinstance(report, dict) or set(report) != KEYS:
         return False
     checkout, drift = report["checkout"], report["drift"]
-    lists = ("patches", "unexported", "uncommitted", "backups")
+    lists = ("patches", "unexported", "uncommitted", "backups", "replaced")
     return (
         isinstance(checkout, dict)
         and isinstance(drift, dict)

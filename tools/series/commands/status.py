@@ -67,6 +67,12 @@ def _lines(r: dict[str, Any]) -> list[str]:
             f"backups:    {len(r['backups'])} ref(s) of kept work, newest {newest} "
             f"(git -C {c['path']} log REF)"
         )
+    if r["replaced"]:
+        lines.append(
+            f"replaced:   {len(r['replaced'])} object(s) by refs/replace/ in the checkout, "
+            "not read by series: it reads the objects themselves "
+            f"(git -C {c['path']} --no-replace-objects log)"
+        )
     rb = r["rebase"]
     if rb is not None:
         done = sum(1 for s in rb["steps"] if s["status"] != "pending")

@@ -168,9 +168,9 @@ class Refs(Part):
         found = self._run.lookup(ref)
         return found[0] if found else None
 
-    def under(self, prefix: str) -> dict[str, str]:
-        """refname -> object id of every ref under ``prefix``."""
-        return _listed(self._run.git(*_UNDER, prefix))
+    def under(self, prefix: str, *more: str) -> dict[str, str]:
+        """refname -> object id of every ref under ``prefix`` (and each of ``more``)."""
+        return _listed(self._run.git(*_UNDER, prefix, *more))
 
     def under_later(self, prefix: str) -> Listing:
         """:meth:`under`, its ``for-each-ref`` started now, beside series (within

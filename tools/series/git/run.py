@@ -991,9 +991,16 @@ def net_timeout() -> int:
 
 
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
-    """What a git process gets on top of series' environment: the transports, then ``extra``."""
+    """What a git process gets on top of series' environment: the transports, no replace
+    refs, then ``extra``.
+
+    ``GIT_NO_REPLACE_OBJECTS``: series names commits and trees by id and keeps records by
+    id, so git reads the objects themselves, never what ``refs/replace/`` puts in their
+    place (its diffs never did: series.git.diffs). A replacement read by some commands
+    and not by others listed every patch as drifting, and export wrote the replacement's
+    content into patch files while the branch's commits did not hold it."""
     allowed = os.environ.get("GIT_ALLOW_PROTOCOL") or ALLOWED_PROTOCOLS
-    return {"GIT_ALLOW_PROTOCOL": allowed, **(extra or {})}
+    return {"GIT_ALLOW_PROTOCOL": allowed, "GIT_NO_REPLACE_OBJECTS": "1", **(extra or {})}
 
 
 _calls = 0
