@@ -1,4 +1,4 @@
-"""A replace ref (``git replace``) in the checkout or the cache changes nothing series answers.
+"""A replace ref or a graft in the checkout or the cache changes nothing series answers.
 
 git reads ``refs/replace/<id>`` as "show this other object wherever <id> is
 asked for", unless ``GIT_NO_REPLACE_OBJECTS`` is set. series names every
@@ -8,9 +8,12 @@ files each commit touched), and its diffs already ran without replacements
 commands it ran in the checkout honoured them. With P1's commit replaced by
 another, `status` listed every patch as drifting from patches/ while saying
 0 unexported, and `export` refused: "branch series does not sit on the
-upstream base" (it does). series now runs every git with
-``GIT_NO_REPLACE_OBJECTS``: it reads the objects themselves, as its diffs
-did, and says so where it reports on the checkout (`status`).
+upstream base" (it does). ``.git/info/grafts`` (git's older way of giving
+a commit other parents) did the same: with P2 grafted onto the pin, export
+dropped P1 and folded its change into P2's file. series now runs every git
+with ``GIT_NO_REPLACE_OBJECTS`` and an empty ``GIT_GRAFT_FILE``: it reads
+the objects themselves, as its diffs did, and says so where it reports on
+the checkout (`status`).
 """
 
 from __future__ import annotations
@@ -142,3 +145,30 @@ def test_a_rebase_with_a_replace_ref_in_the_checkout_moves_the_commits_themselve
         )
 
     assert rebased(tmp_path / "replaced", True) == rebased(tmp_path / "plain", False)
+
+
+def test_a_graft_in_the_checkout_changes_nothing_series_says_or_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``.git/info/grafts`` giving P2's commit the pin as its parent (P1 gone from git's
+    history): status, export, check-conflicts and apply as without it, but for status's
+    note. On main export dropped P1 (its file removed) and wrote P1's change into P2's
+    file; status listed every patch as drifting."""
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(tmp_path / "plain-cache"))
+    plain_said, plain_patches, plain_tree = _answers(_applied(tmp_path / "plain"))
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(tmp_path / "grafted-cache"))
+    project = _applied(tmp_path / "grafted")
+    commits = git(project.work, "rev-list", "--reverse", "HEAD").split()
+    grafts = project.work / ".git" / "info" / "grafts"
+    grafts.parent.mkdir(exist_ok=True)
+    grafts.write_text(f"{commits[2]} {commits[0]}\n")
+    said, patches, tree = _answers(project)
+    assert patches == plain_patches
+    assert tree.split()[0] == plain_tree.split()[0]
+    note = [line for line in said[0][2].splitlines() if "info/grafts" in line]
+    assert note and "1 commit(s)" in note[0], said[0]
+    assert [line for line in said[0][2].splitlines() if line not in note] == (
+        plain_said[0][2].splitlines()
+    )
+    assert said[1:] == plain_said[1:]
+    assert grafts.read_text() == f"{commits[2]} {commits[0]}\n"  # the user's graft kept

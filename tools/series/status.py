@@ -15,6 +15,7 @@ from series.errors import SeriesError
 from series.git import leftovers
 from series.git.inprogress import in_progress
 from series.git.worktree import refuse_blocking
+from series.plain import read_plain
 
 TYPE_CHECKING = False  # typing is not imported at run time (only for mypy)
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
         "rebase": None,
         "backups": [],
         "replaced": [],
+        "grafted": [],
     }
     state = checkout.state() if checkout.exists() else None
     if state is None:
@@ -123,6 +125,7 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
         for ref, by in listed
         if ref.startswith(REPLACE_PREFIX)
     ]
+    report["grafted"] = _grafted(checkout)
     rebase = rebase_state.load(repo)
     if rebase is not None:
         report["rebase"] = {
@@ -148,6 +151,18 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
             )
     report["next"] = _next(report)
     return report
+
+
+def _grafted(checkout: Checkout) -> list[str]:
+    """The commits ``info/grafts`` gives other parents in git's eyes (not in series',
+    series.git.run's environment), read from the file: none where it cannot be read."""
+    where = leftovers.git_dir(checkout.path)
+    try:
+        text = read_plain(str(where / "info" / "grafts")) if where is not None else b""
+    except OSError:
+        return []
+    lines = text.decode("ascii", "replace").splitlines()
+    return [line.split()[0] for line in lines if line.strip() and not line.startswith("#")]
 
 
 def _drift(series: Series, checkout: Checkout, state: CheckoutState) -> dict[str, Any]:

@@ -52,6 +52,7 @@ KEYS = frozenset(
         "rebase",
         "backups",
         "replaced",
+        "grafted",
         "next",
     }
 )
@@ -111,7 +112,7 @@ def _valid(report: object) -> bool:
     if not isinstance(report, dict) or set(report) != KEYS:
         return False
     checkout, drift = report["checkout"], report["drift"]
-    lists = ("patches", "unexported", "uncommitted", "backups", "replaced")
+    lists = ("patches", "unexported", "uncommitted", "backups", "replaced", "grafted")
     return (
         isinstance(checkout, dict)
         and isinstance(drift, dict)

@@ -73,6 +73,11 @@ def _lines(r: dict[str, Any]) -> list[str]:
             "not read by series: it reads the objects themselves "
             f"(git -C {c['path']} --no-replace-objects log)"
         )
+    if r["grafted"]:
+        lines.append(
+            f"grafted:    {len(r['grafted'])} commit(s) given other parents by "
+            ".git/info/grafts, not read by series: it reads the commits themselves"
+        )
     rb = r["rebase"]
     if rb is not None:
         done = sum(1 for s in rb["steps"] if s["status"] != "pending")

@@ -992,15 +992,20 @@ def net_timeout() -> int:
 
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     """What a git process gets on top of series' environment: the transports, no replace
-    refs, then ``extra``.
+    refs and no grafts, then ``extra``.
 
-    ``GIT_NO_REPLACE_OBJECTS``: series names commits and trees by id and keeps records by
-    id, so git reads the objects themselves, never what ``refs/replace/`` puts in their
-    place (its diffs never did: series.git.diffs). A replacement read by some commands
-    and not by others listed every patch as drifting, and export wrote the replacement's
-    content into patch files while the branch's commits did not hold it."""
+    series names commits and trees by id and keeps records by id, so git reads the
+    objects themselves, never what ``refs/replace/`` puts in their place
+    (``GIT_NO_REPLACE_OBJECTS``) nor the parents ``info/grafts`` gives a commit
+    (``GIT_GRAFT_FILE``: an empty file); its diffs never did (series.git.diffs). Read by
+    some commands and not by others, a replacement listed every patch as drifting and
+    export wrote its content into patch files the branch's commits did not hold; a graft
+    made export drop a patch and fold its change into the next one's file."""
     allowed = os.environ.get("GIT_ALLOW_PROTOCOL") or ALLOWED_PROTOCOLS
-    return {"GIT_ALLOW_PROTOCOL": allowed, "GIT_NO_REPLACE_OBJECTS": "1", **(extra or {})}
+    return {"GIT_ALLOW_PROTOCOL": allowed, **_OBJECTS_THEMSELVES, **(extra or {})}
+
+
+_OBJECTS_THEMSELVES = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
 
 
 _calls = 0
