@@ -22,7 +22,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from series.errors import SeriesError
+from series.errors import RefusedError, SeriesError
 from series.git import leftovers
 from series.git.inprogress import unreadable
 from series.git.run import HERMETIC, EnvironmentFault, GitFailed, Part, refuse_not_plain
@@ -129,6 +129,7 @@ class Worktree(Part):
         spent 39 ms in the kernel, 14 ms in git): the workers share it out when
         a core is free, and only add their start when none is (:func:`core_idle`).
         """
+        self._refuse_ignored_in_the_way(new)
         workers = ["-c", f"checkout.workers={0 if parallel else 1}"]  # 0: one per core
         argv = ["read-tree", "--reset", "-u", new] if old is None else ["read-tree", "-m", "-u"]
         try:
@@ -141,10 +142,53 @@ class Worktree(Part):
         :meth:`Moving.wait` waits for it. The caller works meanwhile on what the move does
         not touch (``series rebase --abort``: the project files). ``parallel``: with the
         workers when a core is idle (:func:`core_idle`) as git starts."""
+        self._refuse_ignored_in_the_way(new)
         parallel = parallel and core_idle()
         workers = f"checkout.workers={0 if parallel else 1}"  # 0: one per core
         started = self._run.start("-c", workers, "read-tree", "--reset", "-u", new)
         return Moving(self, started, new)
+
+    def _refuse_ignored_in_the_way(self, new: str) -> None:
+        """Refuse a move to ``new`` that would write over a file git ignores.
+
+        ``read-tree -u`` (``-m`` and ``--reset``) writes over an ignored file (or
+        directory) at a path ``new`` tracks and the index does not, silently, where it
+        refuses to for any other untracked file; and ``git status``, which series' backups
+        of the user's work read, does not list it. One ``diff-index`` (the paths the move
+        adds); a ``check-ignore`` only when one of them is there.
+        """
+        out = self._run.git("diff-index", "--cached", "-z", "--no-renames", "--diff-filter=D", new)
+        there: set[str] = set()
+        for path in out.split("\0")[1::2]:  # ":MODE MODE OID OID D", then the path
+            parts = path.split("/")
+            for end in range(1, len(parts) + 1):  # or a file (a link) where it needs a directory
+                at = "/".join(parts[:end])
+                try:
+                    mode = os.lstat(self.path / at).st_mode
+                except OSError:  # not there (or not to be seen: git fails there itself)
+                    break
+                if end == len(parts) or not stat.S_ISDIR(mode):
+                    there.add(at)
+                    break
+        if not there:
+            return
+        # 0: some are ignored, as git prints them (quoted where unusual); 1: none. (-z would
+        # need --stdin. A list past the system's limit fails before any move.)
+        status, found, err = self._run.git_status("check-ignore", "--no-index", "--", *there)
+        if status not in (0, 1):
+            raise GitFailed(["check-ignore"], status, err, cwd=self.path)
+        ignored = sorted(found.splitlines())
+        if ignored:
+            raise RefusedError(
+                f"refusing to move the files of {self.path} to {new[:12]}",
+                why=f"git would write over {len(ignored)} path(s) it ignores (.gitignore, "
+                ".git/info/exclude) and that no commit or backup holds: "
+                + ", ".join(ignored[:10])
+                + (" ..." if len(ignored) > 10 else ""),
+                hint="move them out of the way (or `git add -f` them), then run the command "
+                "again; where the branch moved already (`series status`: interrupted), "
+                "the command run again finishes the move",
+            )
 
     def _move_failed(self, new: str, exc: GitFailed) -> SeriesError:
         return SeriesError(
@@ -248,6 +292,7 @@ class Worktree(Part):
             lines = "".join(f"{mode} {oid}\t{path}\n" for path, (mode, oid) in done.items())
             self._run.git_input("update-index", "--index-info", data=lines.encode())
         self._run.git_status("update-index", "-q", "--refresh")  # read-tree -m trusts stat data
+        self._refuse_ignored_in_the_way(target)  # what it wrote is in the index now
         try:
             self._run.git(*move.argv)
         except GitFailed as exc:

@@ -1,0 +1,95 @@
+"""A file git ignores is never overwritten by a move of the checkout's files.
+
+git takes an ignored file (``.gitignore``, ``.git/info/exclude``) for one it
+may throw away: ``read-tree -u`` (``-m`` and ``--reset``) writes over one at
+a path the new tree tracks, silently, where it refuses to for any other
+untracked file. series' snapshot of the user's work (``git status``) does not
+list ignored files either. On main, a local ``pkg/settings.local`` (ignored)
+was replaced by P3's file of that name when ``series apply`` took P3 in, or
+``rebase --abort`` / ``--skip`` put back a series that holds it: its content
+gone, nothing said. Every move now refuses first, naming the paths, and
+changes nothing (or, where the branch moved already, leaves the move for the
+command run again to finish, as after a kill).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import DEFAULT_SPECS, PatchSpec, Project, git, make_project
+from rebase_helpers import commit_upstream
+
+LOCAL = "pkg/settings.local"
+MINE = "my own settings, in no commit\n"
+SPECS = [
+    *DEFAULT_SPECS[:2],
+    PatchSpec("P3", "settings: a local file", {}, new_files={LOCAL: "from P3\n"}),
+]
+
+
+def _project(tmp: Path, *, conflict: bool = False) -> Project:
+    project = make_project(tmp, SPECS)
+    if conflict:
+        up = project.upstream
+        commit_upstream(up, "pkg/core.py", "return 1\n", "return -1\n", "core: f1 returns -1")
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    return project
+
+
+def _ignored_in_the_way(project: Project) -> Path:
+    """``*.local`` ignored (info/exclude), and a file of the user's at P3's path."""
+    exclude = project.work / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_text("*.local\n")
+    local = project.work / LOCAL
+    local.write_text(MINE)
+    assert LOCAL not in git(project.work, "status", "--porcelain")  # git shows nothing of it
+    return local
+
+
+def _refused(code: int, out: str, err: str) -> None:
+    assert code == 4, (out, err)
+    assert LOCAL in err and "ignore" in err, err
+
+
+def test_apply_refuses_to_write_over_an_ignored_file_and_finishes_once_it_is_moved(
+    tmp_path: Path,
+) -> None:
+    project = _project(tmp_path)
+    code, _, err = project.run("apply", "--to", "P2")
+    assert code == 0, err
+    local = _ignored_in_the_way(project)
+    _refused(*project.run("apply"))
+    assert local.read_text() == MINE
+    local.rename(tmp_path / "settings.local")
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    assert local.read_text() == "from P3\n"
+    assert git(project.work, "status", "--porcelain") == ""
+    code, out, _ = project.run("status")
+    assert "applied:    3 of 3" in out and "interrupted" not in out
+
+
+@pytest.mark.parametrize("how", ["--abort", "--skip"])
+def test_abort_and_skip_refuse_to_write_over_an_ignored_file(tmp_path: Path, how: str) -> None:
+    """Stopped at P1 (conflict): P3's file is not in the checkout; one of the user's,
+    ignored, is there. ``--abort`` (back to the series, P3's file with it) and ``--skip``
+    (P2 and P3 replayed, the branch moved, then the files) refuse; moved away, the same
+    command ends as it would have (--skip's refusal came after the branch moved: run
+    again, it finishes the move)."""
+    project = _project(tmp_path, conflict=True)
+    code, _, _ = project.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+    assert code == 3  # stopped at P1's conflict
+    assert not (project.work / LOCAL).exists()
+    local = _ignored_in_the_way(project)
+    _refused(*project.run("rebase", how))
+    assert local.read_text() == MINE
+    local.rename(tmp_path / "settings.local")
+    code, _, err = project.run("rebase", how)  # --skip: the end's move finished
+    assert code == 0, err
+    assert local.read_text() == "from P3\n"
+    assert git(project.work, "status", "--porcelain") == ""
+    assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
