@@ -93,3 +93,29 @@ def test_abort_and_skip_refuse_to_write_over_an_ignored_file(tmp_path: Path, how
     assert local.read_text() == "from P3\n"
     assert git(project.work, "status", "--porcelain") == ""
     assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
+
+
+@pytest.mark.parametrize("how", ["--abort", "--skip"])
+def test_abort_and_skip_refuse_to_remove_a_repository_of_the_users(
+    tmp_path: Path, how: str
+) -> None:
+    """Stopped at P1, a repository of the user's (``git init`` and a commit) at P3's path:
+    ``--abort`` and ``--skip`` (``read-tree --reset -u``: git removes an untracked
+    directory where the tree has a file) refuse. On main both removed it, its ``.git``
+    and its files, and said the changes were kept (the snapshot held only its commit id,
+    a gitlink: the commit is in no repository any more)."""
+    project = _project(tmp_path, conflict=True)
+    code, _, _ = project.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+    assert code == 3
+    nested = project.work / LOCAL
+    nested.mkdir()
+    git(nested, "init", "-q")
+    (nested / "precious").write_text(MINE)
+    git(nested, "add", "precious")
+    git(nested, "commit", "-qm", "a repository of its own")
+    head = git(nested, "rev-parse", "HEAD")
+    code, out, err = project.run("rebase", how)
+    assert code == 4, (out, err)
+    assert LOCAL in err and "repositor" in err, err
+    assert (nested / "precious").read_text() == MINE
+    assert git(nested, "rev-parse", "HEAD") == head

@@ -52,6 +52,10 @@ def refuse_blocking(git_dir: Path | None) -> None:
         refuse_not_plain(found, "plain file", "git status")
 
 
+def _some(paths: Sequence[str]) -> str:
+    return ", ".join(paths[:10]) + (" ..." if len(paths) > 10 else "")
+
+
 class Worktree(Part):
     """The files of a work tree: the user's checkout, and the linked ones series owns."""
 
@@ -129,7 +133,7 @@ class Worktree(Part):
         spent 39 ms in the kernel, 14 ms in git): the workers share it out when
         a core is free, and only add their start when none is (:func:`core_idle`).
         """
-        self._refuse_ignored_in_the_way(new)
+        self._refuse_what_is_in_the_way(new)
         workers = ["-c", f"checkout.workers={0 if parallel else 1}"]  # 0: one per core
         argv = ["read-tree", "--reset", "-u", new] if old is None else ["read-tree", "-m", "-u"]
         try:
@@ -142,20 +146,23 @@ class Worktree(Part):
         :meth:`Moving.wait` waits for it. The caller works meanwhile on what the move does
         not touch (``series rebase --abort``: the project files). ``parallel``: with the
         workers when a core is idle (:func:`core_idle`) as git starts."""
-        self._refuse_ignored_in_the_way(new)
+        self._refuse_what_is_in_the_way(new)
         parallel = parallel and core_idle()
         workers = f"checkout.workers={0 if parallel else 1}"  # 0: one per core
         started = self._run.start("-c", workers, "read-tree", "--reset", "-u", new)
         return Moving(self, started, new)
 
-    def _refuse_ignored_in_the_way(self, new: str) -> None:
-        """Refuse a move to ``new`` that would write over a file git ignores.
+    def _refuse_what_is_in_the_way(self, new: str) -> None:
+        """Refuse a move to ``new`` that would write over what no backup can hold.
 
         ``read-tree -u`` (``-m`` and ``--reset``) writes over an ignored file (or
         directory) at a path ``new`` tracks and the index does not, silently, where it
         refuses to for any other untracked file; and ``git status``, which series' backups
-        of the user's work read, does not list it. One ``diff-index`` (the paths the move
-        adds); a ``check-ignore`` only when one of them is there.
+        of the user's work read, does not list it. ``--reset`` (--abort, --skip) removes
+        an untracked directory where ``new`` has a file: one holding a repository of its
+        own (a ``.git``: git status shows the directory, not its files, and a snapshot
+        holds only its commit's id) was deleted with its history. One ``diff-index`` (the
+        paths the move adds); a ``check-ignore`` only when one of them is there.
         """
         out = self._run.git("diff-index", "--cached", "-z", "--no-renames", "--diff-filter=D", new)
         there: set[str] = set()
@@ -178,17 +185,27 @@ class Worktree(Part):
         if status not in (0, 1):
             raise GitFailed(["check-ignore"], status, err, cwd=self.path)
         ignored = sorted(found.splitlines())
+        nested = sorted(p for p in there if os.path.lexists(self.path / p / ".git"))
+        if not ignored and not nested:
+            return
+        why = []
         if ignored:
-            raise RefusedError(
-                f"refusing to move the files of {self.path} to {new[:12]}",
-                why=f"git would write over {len(ignored)} path(s) it ignores (.gitignore, "
-                ".git/info/exclude) and that no commit or backup holds: "
-                + ", ".join(ignored[:10])
-                + (" ..." if len(ignored) > 10 else ""),
-                hint="move them out of the way (or `git add -f` them), then run the command "
-                "again; where the branch moved already (`series status`: interrupted), "
-                "the command run again finishes the move",
+            why.append(
+                f"git would write over {len(ignored)} path(s) it ignores (.gitignore, "
+                f".git/info/exclude) and that no commit or backup holds: {_some(ignored)}"
             )
+        if nested:
+            why.append(
+                f"git would remove {len(nested)} repositor(ies) of their own (a .git in "
+                f"them), with their history, where the files go: {_some(nested)}"
+            )
+        raise RefusedError(
+            f"refusing to move the files of {self.path} to {new[:12]}",
+            why="; ".join(why),
+            hint="move them out of the way (or `git add -f` them), then run the command "
+            "again; where the branch moved already (`series status`: interrupted), "
+            "the command run again finishes the move",
+        )
 
     def _move_failed(self, new: str, exc: GitFailed) -> SeriesError:
         return SeriesError(
@@ -292,7 +309,7 @@ class Worktree(Part):
             lines = "".join(f"{mode} {oid}\t{path}\n" for path, (mode, oid) in done.items())
             self._run.git_input("update-index", "--index-info", data=lines.encode())
         self._run.git_status("update-index", "-q", "--refresh")  # read-tree -m trusts stat data
-        self._refuse_ignored_in_the_way(target)  # what it wrote is in the index now
+        self._refuse_what_is_in_the_way(target)  # what it wrote is in the index now
         try:
             self._run.git(*move.argv)
         except GitFailed as exc:
