@@ -1,0 +1,78 @@
+"""Records in the per-user cache that are well formed, valid, and wrong
+(docs/hardening.md, "What series remembers to skip work", rows 400 and up).
+
+Earlier rounds damaged records (torn, truncated, a FIFO, a link, another user's);
+these write records a reader cannot tell from good ones by their shape: what an
+older or newer series sharing the cache, or one run under another configuration,
+kept there. An answer that rests on such a record must be the answer of an empty
+cache, or a refusal: never a wrong "ok".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from helpers import Project, git, make_project, replace_line
+
+
+def _cache() -> Path:
+    return Path(os.environ["SERIES_CACHE_DIR"])
+
+
+def _conflicting_next(project: Project) -> str:
+    """An upstream ``next`` whose one commit rewrites the line P1 changes (P1 conflicts
+    with it), and touches only pkg/core.py, as P1 does: its id."""
+    up = project.upstream
+    git(up, "checkout", "-q", "-b", "next")
+    replace_line(up / "pkg/core.py", "return 1\n", "return 7\n")
+    git(up, "commit", "-qam", "upstream: f1 returns 7")
+    commit = git(up, "rev-parse", "HEAD")
+    git(up, "checkout", "-q", "-")
+    return commit
+
+
+def _kept_patch_id(commit: str) -> tuple[Path, dict[str, object]]:
+    """The patchids shard that holds ``commit``, and its record."""
+    path = _cache() / "patchids" / f"{commit[:2]}.json"
+    record = json.loads(path.read_text())
+    assert commit in record["commits"], record
+    return path, record
+
+
+def test_a_kept_patch_id_shared_with_a_patch_is_asked_of_git_before_it_drops_it(
+    tmp_path: Path,
+) -> None:
+    """A patchids record naming, for an upstream commit, the patch-id of P1: what an
+    older series kept when a `* -diff` in the checkout's info/attributes made every diff
+    of pkg/core.py "Binary files differ" (one patch-id for all), before row 155. main
+    took it as git's: check-conflicts said P1 "already-upstream", "ok: the series fits",
+    exit 0, where P1 conflicts; `rebase --drop-merged` dropped P1 from the series."""
+    project = make_project(tmp_path)
+    upstream_commit = _conflicting_next(project)
+    assert project.run("apply")[0] == 0
+    code, fresh, err = project.run("check-conflicts", "--onto", "next")
+    assert code == 3, err  # the answer of an empty cache: P1 conflicts
+    assert "P1 conflicts on next" in fresh and "P1  #1000  already-upstream" not in fresh
+    p1 = git(project.work, "rev-parse", "series~2")
+    _, mine = _kept_patch_id(p1)
+    path, record = _kept_patch_id(upstream_commit)
+    wrong = mine["commits"][p1]  # type: ignore[index]
+    record["commits"][upstream_commit] = wrong  # type: ignore[index]
+    path.write_text(json.dumps(record, sort_keys=True))
+
+    code, out, err = project.run("check-conflicts", "--onto", "next")
+    assert code == 3, out + err
+    assert "P1 conflicts on next" in out and "ok: the series fits" not in out
+    assert "P1  #1000  already-upstream" not in out
+    assert "patch-id" in err and upstream_commit[:12] in err  # the record is said untrusted
+    right = json.loads(path.read_text())["commits"][upstream_commit]
+    assert right != wrong  # rewritten with git's answer
+
+    path.write_text(json.dumps(record, sort_keys=True))  # poisoned again, then a rebase
+    code, out, err = project.run("rebase", "--onto", "next", "--drop-merged")
+    assert code == 3, out + err
+    assert "rebase stopped: P1" in err and "upstream holds all of P1" not in err
+    assert (project.root / "patches" / "perf-P1.patch").exists()
+    assert project.run("rebase", "--abort")[0] == 0
