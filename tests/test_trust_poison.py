@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
-from helpers import Project, git, make_project, replace_line
+from helpers import Project, git, make_project, replace_line, series_process
 
 
 def _cache() -> Path:
@@ -76,3 +78,48 @@ def test_a_kept_patch_id_shared_with_a_patch_is_asked_of_git_before_it_drops_it(
     assert "rebase stopped: P1" in err and "upstream holds all of P1" not in err
     assert (project.root / "patches" / "perf-P1.patch").exists()
     assert project.run("rebase", "--abort")[0] == 0
+
+
+def test_a_kept_git_verdict_is_taken_only_for_a_version_this_series_needs(
+    tmp_path: Path,
+) -> None:
+    """The cache's ``git-version`` line for the git first on PATH (a copy of the real
+    binary, git itself: its verdict is kept), saying ``git version 2.38.1``: what a series
+    that needs less (an older one, before merge-tree --stdin; or a later one that no
+    longer needs it) keeps for a git it found new enough, in the cache both share. main
+    took any line of the right key as "new enough" and went on with that git, never
+    asking it: this series asks again, and keeps what git says."""
+    real = shutil.which("git")
+    assert real is not None
+    project = make_project(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    binary = bin_dir / "git"
+    shutil.copy2(os.path.realpath(real), binary)
+    trace = tmp_path / "trace"
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "GIT_TRACE": str(trace),
+    }
+    code, _, err = series_process(project.root, "apply", env=env)
+    assert code == 0, err
+    record = _cache() / "git-version"
+    lines = record.read_text().splitlines()
+    mine = [line for line in lines if line.startswith(os.path.realpath(binary) + "\t")]
+    assert len(mine) == 1 and mine[0].endswith("\tgit version " + _said(real)), lines
+    key = mine[0].rpartition("\t")[0]
+    record.write_text(f"{key}\tgit version 2.38.1\n")  # another series' verdict
+    trace.unlink()
+
+    code, _, err = series_process(project.root, "status", env=env)
+    assert code == 0, err
+    asked = [line for line in trace.read_text().splitlines() if "built-in: git version" in line]
+    assert len(asked) == 1, asked  # git asked again: 2.38.1 is not new enough for series
+    assert record.read_text().splitlines()[0] == f"{key}\tgit version {_said(real)}"
+
+
+def _said(real: str) -> str:
+    """The version the real git says (``2.39.5``)."""
+    out = subprocess.run([real, "version"], capture_output=True, text=True, check=True).stdout
+    return out.strip().removeprefix("git version ")

@@ -24,7 +24,10 @@ What ``git version`` said is remembered in the per-user cache
 device, inode, size, modification and change times. A git installed, upgraded
 or replaced at that path is another file and is asked again; a git first on
 PATH elsewhere is another key. Only a new-enough verdict is kept: a refusal
-asks again each time.
+asks again each time. The record keeps what git said, and that is read
+again against this series' own minimum: the cache is shared by every
+series of the user, and one that needs less keeps "new enough" for a git
+this one refuses.
 
 A verdict is kept only for a file that is git itself as far as its file can
 say: a binary executable (ELF, Mach-O) whose resolved name is ``git``. A
@@ -41,7 +44,7 @@ from __future__ import annotations
 import os
 
 from series.errors import SeriesError
-from series.git.itself import MINIMUM, ask, is_git_itself
+from series.git.itself import MINIMUM, ask, is_git_itself, parse
 from series.plain import read_plain
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
@@ -113,7 +116,7 @@ def ensure(executable: str = "git") -> None:
     if key is None or key in _good:
         return
     kept = is_git_itself(found)
-    if kept and key in _recall():
+    if kept and _new_enough(_recall().get(key)):
         _good.add(key)
         return
     from series.git.inprogress import config_blocking  # rule 12: only before git is asked
@@ -152,15 +155,27 @@ def _key(path: str) -> str | None:
     return f"{real}\t{st.st_dev}\t{st.st_ino}\t{st.st_size}\t{st.st_mtime_ns}\t{st.st_ctime_ns}"
 
 
-def _recall() -> set[str]:
-    """The keys of gits remembered as new enough."""
+def _recall() -> dict[str, str]:
+    """What each git remembered said to ``git version``, by key."""
     if not _store:
-        return set()
+        return {}
     try:
         text = read_plain(_store[0] / RECORD).decode(errors="replace")
     except OSError:
-        return set()
-    return {line.rpartition("\t")[0] for line in text.splitlines() if line.count("\t") == 6}
+        return {}
+    lines = (line.rpartition("\t") for line in text.splitlines() if line.count("\t") == 6)
+    return {key: said for key, _, said in lines}
+
+
+def _new_enough(said: str | None) -> bool:
+    """Whether a remembered ``git version`` says a git this series can use.
+
+    The record is shared by every series that uses this cache: an older one that
+    needed less, or a later one that needs less, keeps "new enough" for a git
+    this one refuses. So what git said is read again against this series' own
+    :data:`MINIMUM`; anything else (another version, no version) asks git."""
+    version = parse(said) if said is not None else None
+    return version is not None and version >= MINIMUM
 
 
 def _remember(key: str, said: str) -> None:
