@@ -123,3 +123,39 @@ def _said(real: str) -> str:
     """The version the real git says (``2.39.5``)."""
     out = subprocess.run([real, "version"], capture_output=True, text=True, check=True).stdout
     return out.strip().removeprefix("git version ")
+
+
+def _loose(repo: Path, commit_ish: str, path: str) -> Path:
+    """The loose file of the blob at ``path`` in ``commit_ish`` of the cache's ``repo``."""
+    blob = git(repo, "rev-parse", f"{commit_ish}:{path}")
+    file = repo / "objects" / blob[:2] / blob[2:]
+    assert file.is_file(), f"{blob} is not loose in {repo}"
+    return file
+
+
+def test_a_loose_object_of_the_cache_holding_another_object_is_refused(tmp_path: Path) -> None:
+    """The cache repository's loose file of next's pkg/core.py holding the pin's (another
+    valid object's whole, compressed bytes: what a disk may leave after a crash, blocks of
+    a freed object under a new file's name). git 2.39 reads a loose object without
+    checking its bytes against its name: main merged the pin's file where next has its
+    own, and said "ok: the series fits", exit 0, where P1 conflicts with next."""
+    project = make_project(tmp_path)
+    upstream_next = _conflicting_next(project)
+    assert project.run("apply")[0] == 0
+    code, out, err = project.run("check-conflicts", "--onto", "next")
+    assert code == 3 and "P1 conflicts on next" in out, out + err
+    repo = _cache() / "upstream.git"
+    theirs = _loose(repo, upstream_next, "pkg/core.py")
+    pin = _loose(repo, project.commit, "pkg/core.py")
+    theirs.chmod(0o644)
+    theirs.write_bytes(pin.read_bytes())
+
+    # As its own process: the check is once per process and cache repository.
+    code, out, err = series_process(project.root, "check-conflicts", "--onto", "next")
+    assert code == 1, out + err
+    assert "ok: the series fits" not in out
+    assert f"the git repository {repo} is damaged" in err, err
+    assert str(theirs.relative_to(repo)) in err and f"delete {repo}" in err, err
+    shutil.rmtree(repo)  # the way on the hint gives
+    code, out, err = series_process(project.root, "check-conflicts", "--onto", "next")
+    assert code == 3 and "P1 conflicts on next" in out, out + err

@@ -17,6 +17,7 @@ from series.digests import sha1
 from series.errors import InternalError
 from series.git.ident import Ident
 from series.git.run import HERMETIC, Part, input_file, scratch_dir
+from series.plain import read_plain
 
 
 class Objects(Part):
@@ -274,6 +275,58 @@ def loose(objects: Path) -> int:
     except OSError:  # no objects directory, or one removed meanwhile: none counted
         pass
     return count
+
+
+def misnamed_loose(objects: Path) -> tuple[str, str] | None:
+    """The first loose object of the objects directory ``objects`` whose file does not
+    hold the object its name says: its path under ``objects`` and what it holds (the id
+    of that other object, or why it holds none); None when every one holds its own.
+
+    git 2.39 reads a loose object without checking its bytes against its name: a file
+    holding another valid object's whole compressed bytes (a disk's stale blocks under
+    a new file's name after a crash) is merged, diffed and packed as if it were the
+    object named, and says nothing. Each file is inflated and hashed here (zlib and
+    sha1, no git: what ``git fsck`` checks of a loose object, without its walk of
+    every object the refs reach); git's own temporary files (other names) are not
+    looked at, nor a file removed meanwhile (a ``repack -d``); a file that is no plain
+    file is named (series.plain.read_plain: nothing waits on a FIFO).
+    """
+    try:
+        with os.scandir(objects) as top:
+            fans = sorted(e.name for e in top if len(e.name) == 2 and e.is_dir())
+    except OSError:
+        return None
+    if not fans:  # all packed, as after a build (series.upstream.pack_cache)
+        return None
+    # Only here, and only with loose objects: OpenSSL's sha1 hashes megabytes several
+    # times as fast as series.digests' own.
+    import hashlib
+    import zlib
+
+    for fan in fans:
+        try:
+            with os.scandir(objects / fan) as entries:
+                names = sorted(e.name for e in entries if len(e.name) in (38, 62))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                data = read_plain(objects / fan / name)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                return f"{fan}/{name}", f"unreadable: {exc.strerror or type(exc).__name__}"
+            inflate = zlib.decompressobj()
+            try:
+                raw = inflate.decompress(data)
+            except zlib.error:
+                return f"{fan}/{name}", "not a compressed object"
+            if not inflate.eof or inflate.unused_data:
+                return f"{fan}/{name}", "cut short, or with bytes after its object"
+            digest = hashlib.sha1(raw) if len(name) == 38 else hashlib.sha256(raw)
+            if digest.hexdigest() != fan + name:
+                return f"{fan}/{name}", f"object {digest.hexdigest()}"
+    return None
 
 
 _FEW = 16  # at most this many blobs read one request at a time from the long-lived cat-file

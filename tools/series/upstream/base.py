@@ -18,8 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from series.errors import SeriesError
-from series.git.objects import loose
+from series.git.objects import loose, misnamed_loose
 from series.git.repo import Repo  # not through series.git: it imports every part
+from series.git.run import EnvironmentFault
 from series.locks import attempt
 from series.logs import debug
 from series.manifest import Upstream
@@ -36,10 +37,39 @@ class Base(NamedTuple):
 
 
 def cache_repo(cache_dir: Path) -> Repo:
+    """The cache repository of ``cache_dir``, made when missing; its loose objects
+    checked once per process (:func:`check_loose`)."""
     path = cache_dir / "upstream.git"
     if not (path / "HEAD").is_file():
         Repo.init(path, bare=True)
+    check_loose(path)
     return Repo(path)
+
+
+_checked: set[Path] = set()  # the cache repositories whose loose objects this process checked
+
+
+def check_loose(path: Path) -> None:
+    """Refuse the cache repository at ``path`` when a loose object's file holds another
+    object than its name says (series.git.objects.misnamed_loose): git would read it as
+    the object named, merge it and pack it, and an answer would rest on it. Checked once
+    per process, before its first use: what the process writes there itself is git's.
+    The packs are not read here: git checks a pack against its index as it opens it.
+    Costs the listing of the fan-out directories (none when all is packed, as after a
+    build: :func:`pack_cache`), and the inflating and hashing of each loose object."""
+    if path in _checked:
+        return
+    bad = misnamed_loose(path / "objects")
+    if bad is not None:
+        name, holds = bad
+        raise EnvironmentFault(
+            "corrupt",
+            path,
+            f"the git repository {path} is damaged",
+            why=f"objects/{name} does not hold the object its name says ({holds})",
+            hint=f"delete {path} and run the command again",
+        )
+    _checked.add(path)
 
 
 def pin_kept(repo: Repo, commit: str) -> bool:
