@@ -16,6 +16,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from helpers import Project, git, make_project, replace_line, series_process
 
 
@@ -159,3 +161,46 @@ def test_a_loose_object_of_the_cache_holding_another_object_is_refused(tmp_path:
     shutil.rmtree(repo)  # the way on the hint gives
     code, out, err = series_process(project.root, "check-conflicts", "--onto", "next")
     assert code == 3 and "P1 conflicts on next" in out, out + err
+
+
+def test_files_kept_by_commit_are_git_s_whatever_a_checkout_s_replace_refs_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebase in a checkout whose own ``git replace --graft`` gives an upstream commit
+    another parent (the user's, to stitch history) kept, under that commit's id in the
+    per-user cache, the files of its diff against that parent (main: README.md too,
+    where the commit changes pkg/core.py alone). Another project that shares the cache
+    then took those files for the commit's own: its check-conflicts said P3 "already
+    upstream" without the patch-id evidence (its carrier's files no longer P3's), where
+    an empty cache names the carrier. The files of a commit are now read without the
+    repository's replace refs and grafts (its objects by id, as diffs are)."""
+    project = make_project(tmp_path / "a")
+    up = project.upstream
+    git(up, "checkout", "-q", "-b", "next")
+    replace_line(up / "README.md", "tiny upstream\n", "tiny upstream, read me\n")
+    git(up, "commit", "-qam", "upstream: README")
+    replace_line(up / "pkg/core.py", "return 9\n", "return 909\n")  # P3, as upstream took it
+    git(up, "commit", "-qam", "upstream: f9 returns 909")
+    carrier = git(up, "rev-parse", "HEAD")
+    git(up, "checkout", "-q", "-")
+    other = tmp_path / "b"
+    shutil.copytree(project.root, other)  # the second project, as the first was
+    second = Project(other, up, project.commit)
+
+    assert project.run("apply")[0] == 0
+    git(project.work, "fetch", "-q", str(up), "next:refs/remotes/up/next")
+    git(project.work, "replace", "--graft", carrier, project.commit)  # the user's own
+    code, _, err = project.run("rebase", "--onto", "next")
+    assert code == 0, err
+    kept = json.loads((_cache() / "commitfiles" / f"{carrier[:2]}.json").read_text())
+    assert kept["commits"][carrier] == ["pkg/core.py"], kept
+
+    assert second.run("apply")[0] == 0
+    argv = ("check-conflicts", "--onto", "next", "--no-matrix", "--json")
+    code, shared, err = second.run(*argv)
+    assert code == 0, err
+    monkeypatch.setenv("SERIES_CACHE_DIR", str(tmp_path / "cold"))
+    code, cold, err = second.run(*argv)
+    assert code == 0, err
+    assert json.loads(shared)["onto"] == json.loads(cold)["onto"]
+    assert carrier in cold

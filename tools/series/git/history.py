@@ -156,13 +156,19 @@ class History(Part):
 
     def files_of(self, commits: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """commit -> the files it changes against its first parent, as :meth:`log_files`
-        lists them, with one ``log --no-walk --stdin`` (a merge: none)."""
+        lists them, with one ``log --no-walk --stdin`` (a merge: none).
+
+        Read by id through an empty repository (``Runner.no_attributes``): the commit's
+        own parent, never the one the repository's replace refs or grafts give it. What
+        this answers is kept in the per-user cache by commit id (series.upstream.rangelog)
+        and read by every project that shares it."""
         if not commits:
             return {}
         argv = ["-c", "core.quotePath=false", "log", "--no-walk=unsorted", "--stdin"]
         argv += ["--no-renames", "--name-only", "--format=%x01%H"]
         data = ("\n".join(commits) + "\n").encode()
-        out = self._run.git_input(*argv, data=data, env=HERMETIC).decode("utf-8", "surrogateescape")
+        env = self._run.no_attributes()
+        out = self._run.git_input(*argv, data=data, env=env).decode("utf-8", "surrogateescape")
         found: dict[str, tuple[str, ...]] = {}
         for chunk in out.split("\x01")[1:]:
             head, _, rest = chunk.partition("\n")
