@@ -238,6 +238,8 @@ _FAULTS = (  # (kind, git's words); the first that matches a line wins
 
 # a git killed by SIGXFSZ: -25 from Python, 128 + 25 through a shell (a wrapper on PATH)
 _SIZE_LIMIT = (-_signal.SIGXFSZ, 128 + _signal.SIGXFSZ)
+# a git child killed so (a fetch's unpack-objects or index-pack), as its parent says it
+_CHILD_SIZE_LIMIT = re.compile(rf"died of signal {int(_signal.SIGXFSZ)}$")
 
 
 def _fsize_limit() -> str:
@@ -277,11 +279,15 @@ def environment_fault(
     status. Only git's own wording of faults in the machine (locks, disk,
     permissions, damaged objects) counts, and a git killed by SIGXFSZ (a
     file size limit, ``ulimit -f``: it says nothing, its status is -25, or
-    153 through a shell); anything else stays an internal error.
+    153 through a shell), or a child of git's so killed (a fetch's
+    ``unpack-objects``: git says it "died of signal 25"); anything else stays
+    an internal error.
     """
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     context = f"\n(while: {doing})" if doing else ""
-    if status in _SIZE_LIMIT or any("File too large" in line for line in lines):
+    if status in _SIZE_LIMIT or any(
+        "File too large" in line or _CHILD_SIZE_LIMIT.search(line) for line in lines
+    ):
         named = str(repo) if repo is not None else "a git repository"
         said = lines[-1] if lines else f"nothing (killed by SIGXFSZ, exit status {status})"
         return EnvironmentFault(
