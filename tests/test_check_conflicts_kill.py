@@ -72,3 +72,43 @@ def test_a_file_size_limit_during_the_onto_fetch_is_named_not_a_missing_revision
     assert "cannot find next" not in err and "check the revision name" not in err, err
     code, out, err = series_process(root, *ONTO)
     assert code == Exit.CONFLICT and report(out) == wanted, err
+
+
+def _sample(names: list[str]) -> list[int]:
+    """The steps to kill at: the first of each kind (a write counted as one kind, whatever
+    its file), every step of alone.json's write, and the last two."""
+    kinds: dict[str, int] = {}
+    for n, name in enumerate(names, 1):
+        kind = name.split(" ", 1)[0] + name.rpartition(":")[2] if ".json" in name else name
+        kinds.setdefault(kind, n)
+    alone = [n for n, name in enumerate(names, 1) if "alone.json" in name]
+    return sorted({*kinds.values(), *alone, len(names) - 1, len(names)})
+
+
+def _leftovers(root: Path) -> list[Path]:
+    return [*root.rglob(".series-tmp-*"), *_cache().rglob(".series-tmp-*")]
+
+
+def test_check_conflicts_onto_killed_at_each_kind_of_step_then_the_same_report(
+    tmp_path: Path,
+) -> None:
+    """From an empty cache (the most it writes: the cache repository made, the pin and
+    ``next`` fetched, the stack built, every record written), killed at the first step of
+    each kind, and at each step of its last write: the next run's report and exit code
+    are the unkilled run's, and no temporary file of the killed run stays."""
+    case = replay_case(tmp_path)
+    root = case.project.root
+    shutil.rmtree(_cache(), ignore_errors=True)
+    clean = series(root, *ONTO, debug=True)
+    assert clean.returncode == Exit.CONFLICT, clean.stderr[-2000:]
+    wanted, names = report(clean.stdout), step_names(clean)
+    steps = _sample(names)
+    assert len(steps) > 20 and any("git merge-tree" == names[n - 1] for n in steps)
+    for n in steps:
+        shutil.rmtree(_cache())
+        killed = series(root, *ONTO, kill_at=n)
+        assert killed.returncode == -9, (n, killed.stderr[-2000:])
+        again = series(root, *ONTO)
+        assert again.returncode == Exit.CONFLICT, (n, names[n - 1], again.stderr[-2000:])
+        assert report(again.stdout) == wanted, (n, names[n - 1])
+        assert not _leftovers(root), (n, names[n - 1], _leftovers(root))

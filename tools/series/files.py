@@ -19,7 +19,9 @@ commit either.
 
 Temporary files are named ``.series-tmp-<pid>-<name>.<random>``, so what a
 killed run left is recognisable: :func:`clear_stale_temps` removes those
-whose process is gone (every command does, for the project's directories).
+whose process is gone (every command does, for the project's directories;
+the first write of a process in a directory of the per-user cache does, for
+that directory).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from series.errors import Exit, SeriesError
 from series.pids import alive
 
 TEMP_PREFIX = ".series-tmp-"
+_swept: set[Path] = set()  # the cache's directories this process has cleared of temps
 
 
 def confined(root: Path, path: Path, *, reading: bool = False) -> Path:
@@ -212,6 +215,9 @@ def write_atomic(
         confined(within, path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
+    if within is None and path.parent not in _swept:  # the cache: no command sweeps it
+        _swept.add(path.parent)
+        clear_stale_temps(path.parent)
     fd, tmp = _mkstemp(path)
     try:
         with os.fdopen(fd, "wb") as fh:
