@@ -23,9 +23,11 @@ import pytest
 
 from conflict_helpers import Case, make_case
 from helpers import series_process
+from rebase_helpers import moving_project
 from series.errors import Exit
 from test_check_conflicts import REPLAY_SPECS, _next_branch
 from test_rebase_kill import step_names
+from test_trust_lock import Held, _no_process_left, run
 from test_trust_recover import series
 
 ONTO = ["check-conflicts", "--json", "--onto", "next"]
@@ -112,3 +114,27 @@ def test_check_conflicts_onto_killed_at_each_kind_of_step_then_the_same_report(
         assert again.returncode == Exit.CONFLICT, (n, names[n - 1], again.stderr[-2000:])
         assert report(again.stdout) == wanted, (n, names[n - 1])
         assert not _leftovers(root), (n, names[n - 1], _leftovers(root))
+
+
+@pytest.mark.usefixtures("_no_process_left")
+def test_a_rebase_that_ends_while_check_conflicts_runs_is_named_not_a_disk_fault(
+    tmp_path: Path,
+) -> None:
+    """check-conflicts takes no lock (it writes only the cache): held at its first git
+    call (series.toml read, the pin not yet fetched, no patch file read) while a rebase
+    onto ``main``, which carries P3, runs to its end and deletes P3's patch file. main:
+    "file operation failed on patches/perf-P3.patch ... the operating system refused the
+    write (a full disk, ...)", exit 1: a read, of a file another command had removed."""
+    project = moving_project(tmp_path / "p", carries_p3=True)
+    shutil.rmtree(_cache())  # the pin is fetched first: git calls before any patch is read
+    held = Held(project, tmp_path / "go", 1, "check-conflicts")
+    rebase = run(project, "rebase", "--onto", "main", "--upstream", str(project.upstream))
+    assert rebase.returncode == 0, rebase.stderr
+    assert not (project.root / "patches/perf-P3.patch").exists()
+    code, err = held.release()
+    assert code == Exit.FAILED, err
+    assert "changed while check-conflicts ran" in err and "series.toml" in err, err
+    assert "full disk" not in err and "refused the write" not in err, err
+    assert "run it again" in err, err
+    after = run(project, "check-conflicts")
+    assert after.returncode == 0 and "ok: the series fits" in after.stdout, after.stderr
