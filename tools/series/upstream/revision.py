@@ -12,6 +12,7 @@ commits that touched a patch's files, are looked for there.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from pathlib import Path
 from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, LogEntry, RefMoved, Repo
 from series.manifest import Sdist, Upstream
+from series.pids import alive
 from series.upstream.base import Base
 from series.upstream.fetch import DEPTH, Policy, Want, fetch
 from series.upstream.pin import pin_refspecs, resolve
@@ -230,13 +232,29 @@ def _range(repo: Repo, pin: str, rev: str, real: str | None) -> tuple[list[str],
 
 
 def drop_scratch(repo: Repo, prefix: str, say: Callable[[str], None]) -> None:
-    """Delete the run's scratch refs; runs in a ``finally``, so it never raises."""
+    """Delete the run's scratch refs, and those of runs that were killed (their process
+    is gone: named in the prefix, :func:`scratch_prefix`), found in the same listing;
+    runs in a ``finally``, so it never raises."""
+    found = repo.refs.under(SCRATCH)
     try:
         with repo.refs.transaction("series check-conflicts: drop scratch refs") as txn:
-            for name, old in repo.refs.under(prefix).items():
-                txn.delete(name, old)
+            for name, old in found.items():
+                if name.startswith(prefix):
+                    txn.delete(name, old)
     except RefMoved as exc:
         say(
             f"warning: could not delete the scratch refs {prefix}* in {repo.path}: "
             f"{exc.why.splitlines()[0]} (they are safe to delete by hand)"
         )
+    killed = {n: old for n, old in found.items() if not n.startswith(prefix) and _gone(n)}
+    if killed:  # another run sweeping them too may have: theirs to delete as well
+        with contextlib.suppress(RefMoved):
+            with repo.refs.transaction("series check-conflicts: drop the scratch refs of killed runs") as txn:
+                for name, old in killed.items():
+                    txn.delete(name, old)
+
+
+def _gone(name: str) -> bool:
+    """Whether the run that made the scratch ref ``name`` no longer runs."""
+    pid = name[len(SCRATCH) :].partition("-")[0]
+    return pid.isdigit() and not alive(int(pid))
