@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,8 @@ from series.errors import Exit
 from series.upstream.refs import SCRATCH
 from test_check_conflicts import REPLAY_SPECS, _next_branch
 from test_rebase_kill import step_names
-from test_trust_lock import Held, _no_process_left, run
+from test_shallow import real_project
+from test_trust_lock import Held, _no_process_left, run  # noqa: F401 (a fixture)
 from test_trust_recover import series
 
 ONTO = ["check-conflicts", "--json", "--onto", "next"]
@@ -145,3 +145,30 @@ def test_a_rebase_that_ends_while_check_conflicts_runs_is_named_not_a_disk_fault
     assert "run it again" in err, err
     after = run(project, "check-conflicts")
     assert after.returncode == 0 and "ok: the series fits" in after.stdout, after.stderr
+
+
+def test_the_real_series_onto_master_of_the_shared_clone_killed_at_a_sample_of_steps(
+    tmp_path: Path, shared_upstream: Path, project_copy: Path
+) -> None:
+    """The real series and the shared shallow clone of keras, from an empty cache, killed
+    at each of its fetches (the pin, then master with the history the range needs: the
+    clone's ``shallow`` file written), at its first merge and at its last two steps: the
+    next run's report is the unkilled run's, and nothing of the killed run stays."""
+    project = real_project(tmp_path, project_copy)
+    root = project.root
+    argv = ["check-conflicts", "--source", "git", "--no-matrix", "--json"]
+    argv += ["--upstream", str(shared_upstream), "--onto", "master"]
+    shutil.rmtree(_cache(), ignore_errors=True)
+    clean = series(root, *argv, debug=True)
+    assert clean.returncode in (0, Exit.CONFLICT), clean.stderr[-3000:]
+    wanted, names = (clean.returncode, report(clean.stdout)), step_names(clean)
+    fetches = [n for n, name in enumerate(names, 1) if name == "git fetch"]
+    merge = names.index("git merge-tree") + 1
+    steps = sorted({*fetches, merge, len(names) - 1, len(names)})
+    assert len(fetches) >= 2, names
+    for n in steps:
+        shutil.rmtree(_cache())
+        assert series(root, *argv, kill_at=n).returncode == -9, n
+        again = series(root, *argv)
+        assert (again.returncode, report(again.stdout)) == wanted, (n, again.stderr[-2000:])
+        assert not _leftovers(root), (n, _leftovers(root))

@@ -247,11 +247,13 @@ def drop_scratch(repo: Repo, prefix: str, say: Callable[[str], None]) -> None:
             f"{exc.why.splitlines()[0]} (they are safe to delete by hand)"
         )
     killed = {n: old for n, old in found.items() if not n.startswith(prefix) and _gone(n)}
-    if killed:  # another run sweeping them too may have: theirs to delete as well
-        with contextlib.suppress(RefMoved):
-            with repo.refs.transaction("series check-conflicts: drop the scratch refs of killed runs") as txn:
-                for name, old in killed.items():
-                    txn.delete(name, old)
+    if not killed:
+        return
+    reason = "series check-conflicts: drop the scratch refs of killed runs"
+    # another run sweeping them at once may have deleted them first: no error
+    with contextlib.suppress(RefMoved), repo.refs.transaction(reason) as txn:
+        for name, old in killed.items():
+            txn.delete(name, old)
 
 
 def _gone(name: str) -> bool:
