@@ -172,3 +172,35 @@ def test_the_real_series_onto_master_of_the_shared_clone_killed_at_a_sample_of_s
         again = series(root, *argv)
         assert (again.returncode, report(again.stdout)) == wanted, (n, again.stderr[-2000:])
         assert not _leftovers(root), (n, _leftovers(root))
+
+
+def test_a_fetch_of_the_onto_revision_cut_short_is_fetched_again_not_trusted(
+    tmp_path: Path,
+) -> None:
+    """``next`` adds a directory whose tree is larger than a file size limit, so git's
+    unpack-objects writes the commits and small trees, then is killed at that tree: the
+    cache holds ``next``'s commit without its history whole, as after a full disk or a kill
+    in the fetch. main: every later run took the commit for fetched (a warm run fetches
+    nothing) and failed, "internal error: git log ... unable to read tree", for ever."""
+    case = replay_case(tmp_path)
+    up, root = case.project.upstream, case.project.root
+    git(up, "checkout", "-q", "next")
+    for i in range(60):
+        (up / "gen").mkdir(exist_ok=True)
+        (up / "gen" / f"module_{i:03d}.py").write_text(f"VALUE = {i}\n")
+    git(up, "add", "-A")
+    git(up, "commit", "-qm", "gen: many modules")
+    git(up, "checkout", "-q", "main")
+    code, out, err = series_process(root, *ONTO)
+    assert code == Exit.CONFLICT, err
+    wanted = report(out)
+    shutil.rmtree(_cache())
+    assert series_process(root, "check-conflicts")[0] == 0  # the pin and the stack kept
+    code, _, err = series_process(root, "check-conflicts", "--onto", "next", limit=1000)
+    assert code == Exit.FAILED and "file size limit exceeded (ulimit -f)" in err, err
+    tip = git(up, "rev-parse", "next")
+    assert git(_cache() / "upstream.git", "cat-file", "-t", tip) == "commit"  # cut short
+    for _ in range(2):
+        code, out, err = series_process(root, *ONTO)
+        assert code == Exit.CONFLICT and "internal error" not in err, err
+        assert report(out) == wanted

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import Exit, SeriesError, UsageError
+from series.files import write_atomic
 from series.git import ZERO, LogEntry, RefMoved, Repo
 from series.manifest import Sdist, Upstream
 from series.pids import alive
@@ -30,6 +31,7 @@ from series.upstream.rangelog import range_log
 from series.upstream.refs import SCRATCH
 
 SCAN_LIMIT = 2000  # upstream commits read when REV shares no history with the pin
+INCOMPLETE = "series-incomplete"  # in a git directory: the fetches that did not end
 
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
 
@@ -114,9 +116,19 @@ def _fetch(
     wanted = f"{scratch}onto"
     pin_specs = [] if real is None or repo.objects.has(real) else pin_refspecs(pinned)
     known, deepen_pin, exclude = _remote_commits(repo, source, rev, pinned, real)
+    # A commit here whose fetch did not end (a full disk, a kill) may lack its trees:
+    # only a fetch, whose connectivity check git does, makes it whole.
+    mark = _incomplete(repo, known) if known is not None else None
+    here = (
+        known is not None
+        and not (mark is not None and os.path.lexists(mark))
+        and repo.objects.rev(known) == known
+    )
+    if mark is not None and not (here and not pin_specs):
+        write_atomic(mark, b"", within=None, durable=False)
 
     def have() -> bool:
-        if known is None or pin_specs or repo.objects.rev(known) != known:
+        if not here or pin_specs or known is None:
             return False
         # Here already (a warm run): name it, fetch nothing.
         old = repo.refs.value(wanted)
@@ -129,12 +141,14 @@ def _fetch(
         tries.append([f"+{rev}:{wanted}"])
     policy = Policy(
         # A commit here already is fetched without a depth: one would cut its history.
-        depth=None if known and repo.objects.has(known) else DEPTH,
+        depth=None if here else DEPTH,
         deepen_to=real,
         exclude=exclude,
         every_ref_under=scratch if _HEX.match(rev) else None,
     )
     fetched = fetch(repo, Want(source, wanted, tries), policy, have=have)
+    if fetched.ok and mark is not None:
+        mark.unlink(missing_ok=True)  # whole now (git checked what it had)
     commit = (
         repo.objects.rev(wanted)
         if fetched.ok
@@ -150,6 +164,18 @@ def _fetch(
             hint="name a branch, a tag or a commit id for --onto",
         )
     return commit
+
+
+def _incomplete(repo: Repo, commit: str) -> Path | None:
+    """The mark, in the git directory of ``repo`` (the cache repository, or a checkout a
+    rebase fetches into), of a fetch of ``commit`` that has not ended (written before it,
+    removed once it succeeded): while it is there, objects of the commit found in the
+    repository are not taken for the whole commit. None where the git directory is not
+    ``.git`` or the repository itself (a linked work tree): no mark, as before."""
+    dot_git = repo.path / ".git"
+    if dot_git.is_dir():
+        return dot_git / INCOMPLETE / commit
+    return repo.path / INCOMPLETE / commit if (repo.path / "HEAD").is_file() else None
 
 
 def _remote_commits(
