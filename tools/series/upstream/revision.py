@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import Exit, SeriesError, UsageError
-from series.files import write_atomic
 from series.git import ZERO, LogEntry, RefMoved, Repo
 from series.manifest import Sdist, Upstream
 from series.pids import alive
@@ -125,7 +124,8 @@ def _fetch(
         and repo.objects.rev(known) == known
     )
     if mark is not None and not (here and not pin_specs):
-        write_atomic(mark, b"", within=None, durable=False)
+        mark.parent.mkdir(exist_ok=True)  # an empty file made at once: no temporary file
+        mark.touch()
 
     def have() -> bool:
         if not here or pin_specs or known is None:
