@@ -57,6 +57,20 @@ def report(out: str) -> dict[str, Any]:
     return data
 
 
+def _limited_onto(root: Path, limit: int) -> tuple[dict[str, Any], str]:
+    """The report of ``--onto next`` on a cold cache; then, the cache emptied and the pin
+    and the stack kept again, ``--onto next`` under a file size limit of ``limit``
+    bytes: it fails naming the limit. That report, and the failed run's stderr."""
+    code, out, err = series_process(root, *ONTO)
+    assert code == Exit.CONFLICT, err
+    wanted = report(out)
+    shutil.rmtree(_cache())
+    assert series_process(root, "check-conflicts")[0] == 0  # the pin and the stack kept
+    code, _, err = series_process(root, "check-conflicts", "--onto", "next", limit=limit)
+    assert code == Exit.FAILED and "file size limit exceeded (ulimit -f)" in err, err
+    return wanted, err
+
+
 def test_a_file_size_limit_during_the_onto_fetch_is_named_not_a_missing_revision(
     tmp_path: Path,
 ) -> None:
@@ -64,14 +78,7 @@ def test_a_file_size_limit_during_the_onto_fetch_is_named_not_a_missing_revision
     git's unpack-objects is killed by SIGXFSZ, and git fetch says only that it died."""
     case = replay_case(tmp_path)
     root = case.project.root
-    code, out, err = series_process(root, *ONTO)
-    assert code == Exit.CONFLICT, err
-    wanted = report(out)
-    shutil.rmtree(_cache())
-    assert series_process(root, "check-conflicts")[0] == 0  # the pin and the stack kept
-    code, _, err = series_process(root, "check-conflicts", "--onto", "next", limit=0)
-    assert code == Exit.FAILED, err
-    assert "file size limit exceeded (ulimit -f)" in err, err
+    wanted, err = _limited_onto(root, 0)
     assert "cannot find next" not in err and "check the revision name" not in err, err
     code, out, err = series_process(root, *ONTO)
     assert code == Exit.CONFLICT and report(out) == wanted, err
@@ -191,13 +198,7 @@ def test_a_fetch_of_the_onto_revision_cut_short_is_fetched_again_not_trusted(
     git(up, "add", "-A")
     git(up, "commit", "-qm", "gen: many modules")
     git(up, "checkout", "-q", "main")
-    code, out, err = series_process(root, *ONTO)
-    assert code == Exit.CONFLICT, err
-    wanted = report(out)
-    shutil.rmtree(_cache())
-    assert series_process(root, "check-conflicts")[0] == 0  # the pin and the stack kept
-    code, _, err = series_process(root, "check-conflicts", "--onto", "next", limit=1000)
-    assert code == Exit.FAILED and "file size limit exceeded (ulimit -f)" in err, err
+    wanted, err = _limited_onto(root, 1000)
     tip = git(up, "rev-parse", "next")
     assert git(_cache() / "upstream.git", "cat-file", "-t", tip) == "commit"  # cut short
     for _ in range(2):
