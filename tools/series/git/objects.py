@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from series.digests import sha1
+from series.digests import sha1, sha256
 from series.errors import InternalError
 from series.git.ident import Ident
 from series.git.run import HERMETIC, Part, input_file, scratch_dir
@@ -298,9 +298,8 @@ def misnamed_loose(objects: Path) -> tuple[str, str] | None:
         return None
     if not fans:  # all packed, as after a build (series.upstream.pack_cache)
         return None
-    # Only here, and only with loose objects: OpenSSL's sha1 hashes megabytes several
-    # times as fast as series.digests' own.
-    import hashlib
+    # Only here, and only with loose objects. series.digests' sha1, not hashlib's: hashlib
+    # loads OpenSSL, a few ms of a --skip or --continue (tests/test_speed_skip_continue.py).
     import zlib
 
     for fan in fans:
@@ -323,7 +322,7 @@ def misnamed_loose(objects: Path) -> tuple[str, str] | None:
                 return f"{fan}/{name}", "not a compressed object"
             if not inflate.eof or inflate.unused_data:
                 return f"{fan}/{name}", "cut short, or with bytes after its object"
-            digest = hashlib.sha1(raw) if len(name) == 38 else hashlib.sha256(raw)
+            digest = sha1(raw) if len(name) == 38 else sha256(raw)
             if digest.hexdigest() != fan + name:
                 return f"{fan}/{name}", f"object {digest.hexdigest()}"
     return None
