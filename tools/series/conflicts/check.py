@@ -43,28 +43,16 @@ def check(
     merge_mode: str,
 ) -> dict[str, Any]:
     """The whole report as the ``--json`` dict (docs/check-conflicts.md)."""
-    try:
-        return _check(series, ui, onto, url, source, matrix, merge_mode)
-    except FileNotFoundError:  # a patch file gone under the run: another command's work?
-        _refuse_changed(series, {})
-        raise
-
-
-def _check(
-    series: Series,
-    ui: Ui,
-    onto: str | None,
-    url: str | None,
-    source: str | None,
-    matrix: bool,
-    merge_mode: str,
-) -> dict[str, Any]:
     started = time.perf_counter()
     repo = series.cache
     # One entry into series.upstream: the pin now, REV once the stack is built.
     with series.upstream(ui, url).onto(onto, source=source, into=repo) as found:
         base = found.base
-        stacked = build_stack(series, base.commit)
+        try:  # the patch files read, once
+            stacked = build_stack(series, base.commit)
+        except FileNotFoundError:  # one gone under the run: another command's work?
+            _refuse_changed(series, {})
+            raise
         built = len(stacked.nodes) - 1
         ui.status(
             f"stack: {built} of {len(stacked.steps)} patches on {base.commit[:12]}"
