@@ -119,3 +119,23 @@ def test_abort_and_skip_refuse_to_remove_a_repository_of_the_users(
     assert LOCAL in err and "repositor" in err, err
     assert (nested / "precious").read_text() == MINE
     assert git(nested, "rev-parse", "HEAD") == head
+
+
+def test_abort_goes_on_over_a_link_to_a_repository_elsewhere(tmp_path: Path) -> None:
+    """A link at P3's path to a repository outside the checkout is no repository there:
+    ``--abort`` replaces the link (the snapshot keeps it) and the repository it pointed
+    to is as it was (the check of row 258 looks at the directory itself, not through a
+    link)."""
+    project = _project(tmp_path, conflict=True)
+    code, _, _ = project.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+    assert code == 3
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    git(elsewhere, "init", "-q")
+    (elsewhere / "precious").write_text(MINE)
+    (project.work / LOCAL).symlink_to(elsewhere)
+    code, out, err = project.run("rebase", "--abort")
+    assert code == 0, (out, err)
+    assert (project.work / LOCAL).read_text() == "from P3\n"
+    assert (elsewhere / "precious").read_text() == MINE and (elsewhere / ".git").is_dir()
+    assert "refs/series/backup/" in out + err  # the link, kept in the snapshot

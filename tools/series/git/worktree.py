@@ -52,6 +52,15 @@ def refuse_blocking(git_dir: Path | None) -> None:
         refuse_not_plain(found, "plain file", "git status")
 
 
+def _repository_here(path: Path) -> bool:
+    """Whether ``path`` is a directory (not a link to one: git removes only the link, and
+    a snapshot keeps it) holding a repository of its own (a ``.git``)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode) and os.path.lexists(path / ".git")
+    except OSError:
+        return False
+
+
 def _some(paths: Sequence[str]) -> str:
     return ", ".join(paths[:10]) + (" ..." if len(paths) > 10 else "")
 
@@ -185,7 +194,7 @@ class Worktree(Part):
         if status not in (0, 1):
             raise GitFailed(["check-ignore"], status, err, cwd=self.path)
         ignored = sorted(found.splitlines())
-        nested = sorted(p for p in there if os.path.lexists(self.path / p / ".git"))
+        nested = sorted(p for p in there if _repository_here(self.path / p))
         if not ignored and not nested:
             return
         why = []
