@@ -282,6 +282,54 @@ def test_branches_waits_for_a_writer_but_its_dry_run_does_not(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr
 
 
+# -- two projects, two locks, one new checkout directory -----------------------------------
+
+
+def _without_last_patch(project: Project, root: Path) -> Project:
+    """A copy of ``project`` whose series.toml lists all but its last patch: another stack."""
+    other = copy(project, root)
+    manifest = other.root / "series.toml"
+    text = manifest.read_text()
+    manifest.write_text(text[: text.rindex("[[patch]]")])
+    return other
+
+
+@pytest.mark.parametrize("same", [True, False], ids=["same stack", "another stack"])
+def test_two_projects_applying_into_one_new_directory_lose_neither_checkout(
+    tmp_path: Path, same: bool
+) -> None:
+    """Two projects (each its own lock) apply into one new ``--dir`` at once: the first
+    held just before its complete checkout is renamed into place, the second run
+    meanwhile. The first then finds the directory taken. The same stack: it keeps the
+    other's checkout and removes its own copy, exit 0. Another stack: refused, exit 4,
+    naming where its complete checkout is, the other's untouched (with the refusal
+    gone, apply said "applied" over a checkout that did not hold its stack)."""
+    project = make_project(tmp_path / "p")
+    target = tmp_path / "shared-work"
+    assert run(project, "apply", "--dir", str(tmp_path / "warm")).returncode == 0
+    # the last git call before the rename (a warm cache: the same calls each run)
+    last = git_calls(project, "apply", "--dir", str(tmp_path / "counted"))
+    first = Held(project, tmp_path / "go", last, "apply", "--dir", str(target))
+    other = copy(project, tmp_path / "q") if same else _without_last_patch(project, tmp_path / "q")
+    proc = run(other, "apply", "--dir", str(target))
+    assert proc.returncode == 0, proc.stderr
+    theirs = git(target, "rev-parse", "HEAD")
+    code, err = first.release()
+    built = [p for p in tmp_path.iterdir() if p.name.startswith(".shared-work.series-new-")]
+    assert git(target, "rev-parse", "HEAD") == theirs  # the other's checkout, untouched
+    if same:
+        assert code == 0, err
+        assert "made" in err and "meanwhile, with the same stack" in err, err
+        assert built == []
+        return
+    assert code == 4, err
+    assert f"{target} was made by another command while this apply ran" in err, err
+    assert len(built) == 1 and f"complete in {built[0]}" in err, (built, err)
+    mine = git(tmp_path / "counted", "rev-parse", "HEAD")
+    assert git(built[0], "rev-parse", "HEAD") == mine != theirs
+    assert git(built[0], "status", "--porcelain") == ""
+
+
 # -- readers, and a lock left by a killed run ---------------------------------------------
 
 
