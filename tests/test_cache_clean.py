@@ -56,7 +56,8 @@ def test_clean_removes_what_series_rebuilds_and_says_how_much(tmp_path: Path) ->
     assert code == 0, err
     assert "removed upstream.git (" in err and "kept mine.txt: not made by series" in err
     assert f"from {cache}; the project was not touched" in out
-    assert sorted(p.name for p in cache.iterdir()) == ["mine.txt", "upstream.lock"]
+    # the locks another run may hold stay (the checkouts' ones: series.project)
+    assert sorted(p.name for p in cache.iterdir()) == ["checkouts", "mine.txt", "upstream.lock"]
     assert files(project.root) == before  # the project, its checkout and its git dir
     assert git(project.work, "rev-parse", "series") == tip
 
@@ -76,7 +77,7 @@ def test_clean_knows_every_directory_series_writes(tmp_path: Path) -> None:
     for argv in (("status",), ("list",), ("check-conflicts", "--onto", "main")):
         code, _, err = project.run(*argv)
         assert code == 0, err
-    made = {p.name for p in cache.iterdir()} - {"upstream.lock", "mine.txt"}
+    made = {p.name for p in cache.iterdir()} - {"upstream.lock", "checkouts", "mine.txt"}
     assert {"status", "patchids", "commitfiles"} <= made, made
 
     code, out, err = project.run("cache", "clean", "--json")
@@ -84,7 +85,8 @@ def test_clean_knows_every_directory_series_writes(tmp_path: Path) -> None:
     data = json.loads(out)
     assert data["kept"] == ["mine.txt"], data["kept"]
     assert {e["path"] for e in data["removed"]} == made
-    assert sorted(p.name for p in cache.iterdir()) == ["mine.txt", "upstream.lock"]
+    # the locks another run may hold stay (the checkouts' ones: series.project)
+    assert sorted(p.name for p in cache.iterdir()) == ["checkouts", "mine.txt", "upstream.lock"]
 
 
 def test_a_cache_that_is_or_holds_the_project_is_refused(

@@ -298,12 +298,15 @@ def _without_last_patch(project: Project, root: Path) -> Project:
 def test_two_projects_applying_into_one_new_directory_lose_neither_checkout(
     tmp_path: Path, same: bool
 ) -> None:
-    """Two projects (each its own lock) apply into one new ``--dir`` at once: the first
-    held just before its complete checkout is renamed into place, the second run
-    meanwhile. The first then finds the directory taken. The same stack: it keeps the
-    other's checkout and removes its own copy, exit 0. Another stack: refused, exit 4,
-    naming where its complete checkout is, the other's untouched (with the refusal
-    gone, apply said "applied" over a checkout that did not hold its stack)."""
+    """Two projects (each its own project lock) apply into one new ``--dir`` at once: the
+    first held before its last git call, its complete checkout built beside the directory,
+    not yet renamed into place. With one per-user cache, the checkout's lock makes the
+    second refuse at once (``SERIES_LOCK_TIMEOUT=0``), naming the first. With a cache of
+    its own (no lock shared), the second makes the directory; the first then finds it
+    taken. The same stack: it keeps the other's checkout and removes its own copy, exit
+    0. Another stack: refused, exit 4, naming where its complete checkout is, the
+    other's untouched (with that refusal gone, apply said "applied" over a checkout
+    that did not hold its stack)."""
     project = make_project(tmp_path / "p")
     target = tmp_path / "shared-work"
     assert run(project, "apply", "--dir", str(tmp_path / "warm")).returncode == 0
@@ -311,7 +314,12 @@ def test_two_projects_applying_into_one_new_directory_lose_neither_checkout(
     last = git_calls(project, "apply", "--dir", str(tmp_path / "counted"))
     first = Held(project, tmp_path / "go", last, "apply", "--dir", str(target))
     other = copy(project, tmp_path / "q") if same else _without_last_patch(project, tmp_path / "q")
-    proc = run(other, "apply", "--dir", str(target))
+    proc = run(other, "apply", "--dir", str(target), SERIES_LOCK_TIMEOUT="0")
+    assert proc.returncode == 1 and "the checkout's lock" in proc.stderr, proc.stderr
+    assert f"pid {first.pid}: `series -C {project.root} apply --dir" in proc.stderr
+    assert not target.exists()
+    own_cache = str(tmp_path / "other-cache")
+    proc = run(other, "apply", "--dir", str(target), SERIES_CACHE_DIR=own_cache)
     assert proc.returncode == 0, proc.stderr
     theirs = git(target, "rev-parse", "HEAD")
     code, err = first.release()
@@ -328,6 +336,49 @@ def test_two_projects_applying_into_one_new_directory_lose_neither_checkout(
     mine = git(tmp_path / "counted", "rev-parse", "HEAD")
     assert git(built[0], "rev-parse", "HEAD") == mine != theirs
     assert git(built[0], "status", "--porcelain") == ""
+
+
+def test_two_projects_applying_into_one_checkout_at_once_take_turns(tmp_path: Path) -> None:
+    """Two projects (each its own project lock) apply into one existing checkout
+    (``--dir``), the first held before each of its git calls in turn, the second run
+    meanwhile without waiting (``SERIES_LOCK_TIMEOUT=0``). main: held at the 9th or
+    10th call, both said "applied" and the checkout was left with the second's branch
+    and the first's files, staged. Now the checkout's own lock (in the per-user cache,
+    by its real path) makes them take turns: the second either ran before the first
+    took the checkout (then the first applies over it) or refuses, exit 1, naming the
+    first; the first always ends "applied" with the checkout at its stack, clean."""
+    project = make_project(tmp_path / "p")
+    target = tmp_path / "shared-work"
+    assert run(project, "apply", "--dir", str(target)).returncode == 0
+    other = _without_last_patch(project, tmp_path / "q")
+    replace_line(project.root / "patches/perf-P2.patch", "VALUE_5 = 55", "VALUE_5 = 56")
+    template = tmp_path / "template"
+    shutil.copytree(target, template, symlinks=True)
+    for name in ("warm", "counted"):  # counted with the edited stack built: as each run
+        shutil.copytree(target, tmp_path / name, symlinks=True)
+    assert run(project, "apply", "--dir", str(tmp_path / "warm")).returncode == 0
+    counted = tmp_path / "counted"
+    total = git_calls(project, "apply", "--dir", str(counted))
+    mine = git(counted, "rev-parse", "HEAD")
+    outcomes = set()
+    for n in range(1, total + 1):
+        shutil.rmtree(target)
+        shutil.copytree(template, target, symlinks=True)
+        first = Held(project, tmp_path / f"go{n}", n, "apply", "--dir", str(target))
+        second = run(other, "apply", "--dir", str(target), SERIES_LOCK_TIMEOUT="0")
+        code, err = first.release()
+        assert code == 0, (n, err)
+        if second.returncode == 1:
+            assert "gave up waiting" in second.stderr and "the checkout's lock" in second.stderr
+            assert f"pid {first.pid}: `series -C {project.root} apply --dir" in second.stderr
+        else:
+            assert second.returncode == 0, (n, second.stderr)
+        outcomes.add(second.returncode)
+        assert git(target, "rev-parse", "HEAD") == mine, n
+        assert git(target, "rev-parse", "refs/heads/series") == mine, n
+        assert git(target, "status", "--porcelain") == "", n
+        assert "VALUE_5 = 56" in (target / "pkg/util.py").read_text(), n
+    assert outcomes == {0, 1} or outcomes == {1}, outcomes
 
 
 # -- readers, and a lock left by a killed run ---------------------------------------------

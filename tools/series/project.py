@@ -6,7 +6,13 @@ that writes (the checkout, series.toml, patches/ or resolutions/) first
 takes the project lock (``.series/lock``) for its whole run, then reads
 the manifest, so two writers never interleave and the second sees what
 the first left; a command that only reads never waits for it, and says
-when a writer is running (what it reads may change under it). Commands get
+when a writer is running (what it reads may change under it). A writer also
+locks each checkout it names (:meth:`Series.checkout_path`), in the per-user
+cache (``checkouts/<sha256 of its real path>.lock``): two projects whose
+``--dir`` (or ``[series] checkout``) names one checkout are two project
+locks, and their commands wrote the one checkout at once (an apply held
+half way and another project's apply run meanwhile both said "applied",
+leaving the branch of one and the files of the other). Commands get
 everything from it: the pinned upstream base (:meth:`Series.pin`, which
 also prints the one status line saying where it came from), the stack
 built on it (:meth:`Series.stack`, memoised), the checkout
@@ -34,6 +40,7 @@ from pathlib import Path
 
 from series import known as kept
 from series import logs
+from series.digests import sha256
 from series.errors import SeriesError
 from series.files import clear_stale_temps, confined
 from series.locks import exclusive, holder
@@ -56,6 +63,9 @@ __all__ = ["FileStat", "MailInfo", "Series", "default_cache_dir", "find_root"]
 # checkout alike), in the directory .gitignore keeps out of the project's git.
 LOCK = Path(".series") / "lock"
 _LOCKED = "the project lock: one command at a time writes the checkout or the series"
+# The checkout locks, in the per-user cache (series cache clean leaves them).
+CHECKOUT_LOCKS = "checkouts"
+_CHECKOUT_LOCKED = "the checkout's lock: one command at a time writes it, whatever its project"
 # A project that cannot take its lock file can have nothing written in it.
 _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
@@ -116,6 +126,8 @@ class Series:
         # where what tomllib reads of series.toml is kept (series.manifest_kept), or None
         self._parses: Path | None = cache_dir if keep_parse else None
         self._pins: dict[tuple[str | None, str | None], Base] = {}
+        # A writing session's lock of each checkout it names (None: a reader's session)
+        self._hold: Callable[[Path], None] | None = None
 
     @property
     def manifest(self) -> Manifest:
@@ -215,7 +227,10 @@ class Series:
                 # .series/ linked out of the project must not get the lock file
                 lock = confined(root, root / LOCK, reading=not writes)
                 _lock(stack, lock, writes=writes, command=command, say=say)
-            yield cls.load(root, missing_ok=missing_ok, known=known, keep_parse=keep_parse)
+            series = cls.load(root, missing_ok=missing_ok, known=known, keep_parse=keep_parse)
+            if writes:
+                series._hold = _checkout_locks(stack, series.cache_dir, command, say)
+            yield series
 
     # -- the prologue every command shares ------------------------------------
     @cached_property
@@ -300,10 +315,14 @@ class Series:
         return None
 
     def checkout_path(self, directory: Path | None = None) -> Path:
-        """Where the checkout is: ``directory`` (``--dir``), else the manifest's, resolved."""
+        """Where the checkout is: ``directory`` (``--dir``), else the manifest's, resolved;
+        locked for the rest of a writing session (the module's docstring), once named."""
         if directory is None:
             directory = self.root / self.checkout_where()
-        return directory.resolve()
+        path = directory.resolve()
+        if self._hold is not None:  # a writer: no other command writes it from here on
+            self._hold(path)
+        return path
 
     def checkout_where(self) -> str:
         """``[series] checkout`` as the manifest says it (relative to the root)."""
@@ -347,8 +366,30 @@ def _bytes(path: Path) -> bytes | None:
         return None
 
 
+def _checkout_locks(
+    stack: ExitStack, cache_dir: Path, command: str, say: Callable[[str], None]
+) -> Callable[[Path], None]:
+    """What locks a checkout (by its real path) once for the session ``stack``."""
+    held: set[str] = set()
+
+    def hold(path: Path) -> None:
+        key = sha256(os.fsencode(path)).hexdigest()
+        if key not in held:
+            held.add(key)
+            lock = cache_dir / CHECKOUT_LOCKS / f"{key}.lock"
+            _lock(stack, lock, writes=True, command=command, say=say, what=_CHECKOUT_LOCKED)
+
+    return hold
+
+
 def _lock(
-    stack: ExitStack, path: Path, *, writes: bool, command: str, say: Callable[[str], None]
+    stack: ExitStack,
+    path: Path,
+    *,
+    writes: bool,
+    command: str,
+    say: Callable[[str], None],
+    what: str = _LOCKED,
 ) -> None:
     if not writes:
         held = holder(path)
@@ -359,7 +400,7 @@ def _lock(
             )
         return
     try:
-        stack.enter_context(exclusive(path, say=say, what=_LOCKED, command=command))
+        stack.enter_context(exclusive(path, say=say, what=what, command=command))
     except OSError as exc:
         if exc.errno not in _READ_ONLY:
             raise

@@ -67,6 +67,7 @@ def run(
     series: Series, ui: Ui, *, action: str, dry_run: bool = False, as_json: bool = False
 ) -> Exit:
     from series.locks import exclusive
+    from series.project import CHECKOUT_LOCKS
 
     cache = series.cache_dir.absolute()
     _check_place(cache, series.root.resolve())
@@ -74,12 +75,12 @@ def run(
         found: list[dict[str, Any]] = []
         kept: list[str] = []
     elif dry_run:
-        found, kept = _survey(cache)
+        found, kept = _survey(cache, CHECKOUT_LOCKS)
     else:
         _check_idle(cache)
         with exclusive(cache / UPSTREAM_LOCK, say=ui.status, what="cleaning the cache"):
             _check_idle(cache, upstream=False)  # a test may have started meanwhile
-            found, kept = _survey(cache)
+            found, kept = _survey(cache, CHECKOUT_LOCKS)
             for entry in found:
                 _remove(cache / entry["path"])
     total = sum(e["bytes"] for e in found)
@@ -163,12 +164,14 @@ def _held(lock: Path) -> bool:
         os.close(fd)
 
 
-def _survey(cache: Path) -> tuple[list[dict[str, Any]], list[str]]:
+def _survey(cache: Path, locks: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The entries series made (``ENTRIES``) and the names it did not; neither the
+    upstream lock nor the checkout locks (``locks``), which another run may hold."""
     found, kept = [], []
     for path in sorted(cache.iterdir()):
         if path.name in ENTRIES:
             found.append({"path": path.name, "bytes": _bytes(path), "what": ENTRIES[path.name]})
-        elif path.name != UPSTREAM_LOCK:
+        elif path.name not in (UPSTREAM_LOCK, locks):
             kept.append(path.name)
     return found, kept
 
