@@ -1,0 +1,173 @@
+"""Refusals no test reached: each one's guard was turned off in turn (a mutation sweep of
+every ``raise RefusedError``, 2026-12-04) and the suite still passed.
+
+Each case here is the situation the refusal is for, on a real repository: the
+command refuses (exit 4) naming what is wrong, and changes nothing, where without the
+refusal it said "ok" over a result that was not the user's (docs/hardening.md rows
+602-607).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import Project, git, make_project
+from test_branches import heads, setup
+from test_edit import edit_project
+from test_trust_lock import run
+
+REFUSED = 4
+
+
+def _files(project_root: Path) -> dict[str, bytes]:
+    """series.toml and the patch files."""
+    found = {p.name: p.read_bytes() for p in sorted((project_root / "patches").glob("*.patch"))}
+    found["series.toml"] = (project_root / "series.toml").read_bytes()
+    return found
+
+
+def snapshot(project: Project) -> tuple[object, ...]:
+    """The project's files (not .series/), the checkout's refs, HEAD, index and files."""
+    work = project.work
+    files = {
+        str(p.relative_to(project.root)): p.read_bytes()
+        for p in sorted(project.root.rglob("*"))
+        if p.is_file() and ".git" not in p.parts and ".series" not in p.parts
+    }
+    refs = git(work, "for-each-ref", "--format=%(refname) %(objectname)")
+    head = (work / ".git" / "HEAD").read_text()
+    return files, refs, head, git(work, "ls-files", "-s"), git(work, "status", "--porcelain")
+
+
+# -- export ------------------------------------------------------------------------------
+
+
+def test_export_refuses_a_branch_with_a_merge_commit(tmp_path: Path) -> None:
+    """A merge on the branch (a colleague's work merged with ``--no-ff``): without the
+    refusal, export wrote the merge as a patch of its own (perf-P4-merge-branch-side.patch,
+    "Merge branch 'side'") and series.toml, exit 0 (row 602)."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    assert project.run("export")[0] == 0
+    work = project.work
+    git(work, "checkout", "-q", "-b", "side", "series~1")
+    (work / "pkg" / "side.py").write_text("SIDE = 1\n")
+    git(work, "add", "pkg/side.py")
+    git(work, "commit", "-qm", "side: a module of a colleague's")
+    git(work, "checkout", "-q", "series")
+    git(work, "merge", "-q", "--no-ff", "-m", "Merge branch 'side'", "side")
+    before = _files(project.root)
+    code, _, err = project.run("export")
+    assert code == REFUSED, err
+    assert "refusing to export: the branch has merge commits" in err, err
+    assert "linearise" in err
+    assert _files(project.root) == before
+
+
+def test_export_refuses_a_branch_that_does_not_sit_on_the_base(tmp_path: Path) -> None:
+    """The branch reset to a line of its own (an orphan commit, as a mistaken ``git
+    checkout --orphan`` and commit leaves it): without the refusal, an internal error
+    (a traceback, exit 70) (row 603)."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    assert project.run("export")[0] == 0
+    work = project.work
+    git(work, "checkout", "-q", "--orphan", "elsewhere")
+    git(work, "commit", "-qm", "a line of its own")
+    git(work, "branch", "-f", "series", "elsewhere")
+    git(work, "checkout", "-q", "series")
+    before = _files(project.root)
+    code, _, err = project.run("export")
+    assert code == REFUSED, err
+    assert "does not sit on the upstream base" in err, err
+    assert _files(project.root) == before
+
+
+# -- edit --continue -----------------------------------------------------------------------
+
+
+def test_edit_continue_refuses_a_fixup_commit_made_at_the_stop(tmp_path: Path) -> None:
+    """``git commit --fixup`` at an edit stop: without the refusal, --continue replayed
+    the later patches over it, and only the edit's closing export refused the fixup
+    (exit 4, "were never squashed"), naming no stop to go back to (row 604)."""
+    project = edit_project(tmp_path)
+    work = project.work
+    assert project.run("edit", "P2")[0] == 0
+    util = work / "pkg" / "util.py"
+    util.write_text(util.read_text().replace("VALUE_9 = 9\n", "VALUE_9 = 99\n"))
+    git(work, "commit", "-qa", "--fixup", "HEAD")
+    stopped = snapshot(project)
+    code, _, err = project.run("edit", "--continue")
+    assert code == REFUSED, err
+    assert "a fixup commit at the stop" in err and "commit --amend" in err, err
+    assert snapshot(project) == stopped
+    assert project.run("edit", "--abort")[0] == 0
+
+
+def test_edit_continue_refuses_a_head_moved_off_the_patches_before_the_stop(
+    tmp_path: Path,
+) -> None:
+    """At the stop, HEAD detached at the pin and a commit made there (the patch before
+    the stop, P1, is no longer below it): without the refusal, --continue replayed the
+    later patches onto that commit and stopped at P4's conflict with it, exit 3, as
+    though the user had made the new series so (row 605)."""
+    project = edit_project(tmp_path)
+    work = project.work
+    assert project.run("edit", "P2")[0] == 0
+    git(work, "checkout", "-q", "--detach", "refs/series/base")
+    (work / "pkg" / "new.py").write_text("NEW = 1\n")
+    git(work, "add", "pkg/new.py")
+    git(work, "commit", "-qm", "new: a module")
+    stopped = snapshot(project)
+    code, _, err = project.run("edit", "--continue")
+    assert code == REFUSED, err
+    assert "no longer stands on the patches before P2" in err, err
+    assert snapshot(project) == stopped
+
+
+def test_edit_refuses_to_start_over_an_interrupted_export(tmp_path: Path) -> None:
+    """An export killed half way (its journal in .series/): the refusal names it and the
+    way on (``series export`` finishes it); without it, edit was refused for the
+    commits the export had not written yet, naming neither (row 606)."""
+    project = edit_project(tmp_path)
+    work = project.work
+    util = work / "pkg" / "util.py"
+    util.write_text(util.read_text().replace("VALUE_9 = 9\n", "VALUE_9 = 99\n"))
+    git(work, "commit", "-qa", "--amend", "--no-edit")
+    journal = project.root / ".series" / "export-journal.json"
+    for n in range(1, 100):  # the first step at which a killed export leaves its journal
+        killed = run(project, "export", SERIES_FAULT_KILL_AT=str(n))
+        assert killed.returncode == -9, (n, killed.stderr)
+        if journal.exists():
+            break
+    assert journal.exists()
+    stopped = snapshot(project)
+    code, _, err = project.run("edit", "P2")
+    assert code == REFUSED, err
+    assert "an export was interrupted" in err and "series export" in err, err
+    assert snapshot(project) == stopped
+    assert project.run("export")[0] == 0  # the way on
+    assert project.run("edit", "P2")[0] == 0
+
+
+# -- branches --push ----------------------------------------------------------------------
+
+HOOK = "#!/bin/sh\necho 'branch protection: no pushes today' >&2\nexit 1\n"
+
+
+def test_a_push_the_remote_declines_is_said_so_not_ok(tmp_path: Path) -> None:
+    """The remote's pre-receive hook declines every push (a branch protection): without
+    the refusal, ``branches --push`` said it was pushing 4 branches and ended with exit
+    0, and the remote had none of them (row 607)."""
+    project, remote = setup(tmp_path)
+    hook = Path(remote) / "hooks" / "pre-receive"
+    hook.write_text(HOOK)
+    hook.chmod(0o755)
+    code, _, err = project.run("branches", "--push", remote)
+    assert code == REFUSED, err
+    assert f"{remote} refused the push: nothing was pushed" in err, err
+    assert "pre-receive hook declined" in err, err
+    assert heads(remote) == {}
+    hook.unlink()
+    assert project.run("branches", "--push", remote)[0] == 0  # the way on
+    assert set(heads(remote)) == set(heads(project.work)) - {"series"}
