@@ -128,6 +128,9 @@ class Series:
         self._pins: dict[tuple[str | None, str | None], Base] = {}
         # A writing session's lock of each checkout it names (None: a reader's session)
         self._hold: Callable[[Path], None] | None = None
+        # each patch file's bytes as a build read them, by patch id (None: two builds read
+        # two contents), for the checks without the lock to read again (series.unchanged)
+        self.read: dict[str, bytes | None] = {}
 
     @property
     def manifest(self) -> Manifest:
@@ -279,6 +282,10 @@ class Series:
         files = self.patch_files(list(self.manifest.patches) if patches is None else patches)
         cache = self.cache
         built = memo.build(cache, base, files) if memoised else build(cache, base, files)
+        for item, data in zip(files, built.data, strict=False):
+            was = self.read.setdefault(item.patch.id, data)
+            if was != data:
+                self.read[item.patch.id] = None
         if built.reused < len(built.steps) or built.failure is not None:
             pack_cache(cache, self.cache_dir)  # this build wrote objects
         return built
