@@ -20,7 +20,9 @@ OPTIONS = (patch_ids("lint"), ENVELOPE)
 def run(series: Series, ui: Ui, *, ids: list[str] | None = None, as_json: bool = False) -> Exit:
     from series.checkout import warn_unexported
     from series.runs.lint import emit, lint
+    from series.unchanged import one_state
 
     warn_unexported(series.checkout(), ui)
-    reports = lint(series, ui, series.select(ids))
+    with one_state(series, "lint"):  # it takes no lock: nothing reported of a mix
+        reports = lint(series, ui, series.select(ids))
     return emit(ui, reports, as_json=as_json)

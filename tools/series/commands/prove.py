@@ -42,13 +42,15 @@ def run(
     from series.runs.prove import finish, plan_proofs
     from series.runs.prove_report import emit
     from series.runs.schedule import run_jobs
+    from series.unchanged import one_state
 
     jobs = jobs_or_cores(jobs)
     patches = series.select(ids)
-    ctx = context(series, ui)
-    targets = plan_proofs(ctx, patches)
-    planned = [job for target in targets for job in target.jobs]
-    what = f"proving {len(targets)} patch(es)"
-    results = run_jobs(ctx, ui, planned, jobs, use_cache, what)
-    reports = [finish(t, results) for t in targets]
+    with one_state(series, "prove"):  # it takes no lock: nothing reported of a mix
+        ctx = context(series, ui)
+        targets = plan_proofs(ctx, patches)
+        planned = [job for target in targets for job in target.jobs]
+        what = f"proving {len(targets)} patch(es)"
+        results = run_jobs(ctx, ui, planned, jobs, use_cache, what)
+        reports = [finish(t, results) for t in targets]
     return emit(ui, reports, (ctx.pin_commit, ctx.pin_tree, ctx.env_id), as_json=as_json)

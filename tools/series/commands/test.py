@@ -85,6 +85,7 @@ def run(
     from series.runs.schedule import execute
     from series.runs.shard import costs, plan_json, show_plan, split
     from series.runs.shard import parse as parse_shard
+    from series.unchanged import one_state
 
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}", hint=f"use one of: {', '.join(MODES)}")
@@ -119,10 +120,11 @@ def run(
         selected = [p for p in selected if part is None or shards[p.id] == part.index]
         ui.status(f"shard {shard}: {len(selected)} patch(es), balanced by {by}")
     warn_unexported(series.checkout(), ui)
-    ctx = context(series, ui)
-    targets = plan(ctx, selected, mode)
-    results = execute(ctx, ui, targets, jobs, use_cache)
-    reports = [finish(t, results) for t in targets]
+    with one_state(series, "test"):  # it takes no lock: nothing reported of a mix
+        ctx = context(series, ui)
+        targets = plan(ctx, selected, mode)
+        results = execute(ctx, ui, targets, jobs, use_cache)
+        reports = [finish(t, results) for t in targets]
     pin = (ctx.pin_commit, ctx.pin_tree, ctx.env_id)
     return emit(ui, reports, mode, pin, as_json=as_json, junit=junit)
 

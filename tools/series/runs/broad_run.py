@@ -21,6 +21,7 @@ from series.runs.plan import Context
 from series.runs.schedule import run_jobs
 from series.runs.shard import Costs, Shard, split
 from series.ui import Ui
+from series.unchanged import one_state
 
 if TYPE_CHECKING:
     from series.project import Series
@@ -39,6 +40,31 @@ class Options:
 
 
 def run(series: Series, ui: Ui, ctx: Context, options: Options) -> Exit:
+    with one_state(series, "test"):  # it takes no lock: nothing reported of a mix
+        tip, planned, shards, by = _planned(series, ui, ctx, options)
+        if not options.list_only:
+            jobs = [j for p in planned for j in (p.pin, p.stack) if j is not None]
+            what = (
+                f"broad suite: {len(planned)} part(s) on the pin and on "
+                f"{len(options.patches)} patch(es)"
+            )
+            results = run_jobs(ctx, ui, jobs, options.jobs, options.use_cache, what)
+            report = broad.conclude(broad.BroadReport(options.directories, planned), results)
+    if options.list_only:
+        return _show_plan(ui, planned, shards, by, options)
+    objects = ctx.repo.objects
+    stack = {
+        "patches": [p.id for p in options.patches],
+        "commit": tip,
+        "tree": objects.tree_of(tip),
+    }
+    return emit(ui, report, ctx, stack, options, by)
+
+
+def _planned(
+    series: Series, ui: Ui, ctx: Context, options: Options
+) -> tuple[str, list[broad.PartPlan], dict[str, int], str]:
+    """The stack's tip, the parts planned (a shard's only), the split and what balanced it."""
     built = series.stack(ctx.pin_commit, options.patches)
     if built.failure is not None:
         raise SeriesError(
@@ -54,26 +80,18 @@ def run(series: Series, ui: Ui, ctx: Context, options: Options) -> Exit:
     broad.check_directories(options.directories, pin_files, stack_files)
     part_list = broad.parts(options.directories, pin_files, stack_files)
     planned = broad.plan_parts(ctx, tip, objects.tree_of(tip), part_list)
+    shards: dict[str, int] = {}
     by = "all"
     if options.shard is not None or options.list_only:
         shards, by = split(
             _costs(planned), options.shard, _shard_mode(options), series.cache_dir / "tests"
         )
         if options.list_only:
-            return _show_plan(ui, planned, shards, by, options)
+            return tip, planned, shards, by
         assert options.shard is not None
         planned = [p for p in planned if shards[p.part.name] == options.shard.index]
         ui.status(f"shard {options.shard.index}/{options.shard.count}: {len(planned)} part(s)")
-    jobs = [j for p in planned for j in (p.pin, p.stack) if j is not None]
-    what = f"broad suite: {len(planned)} part(s) on the pin and on {len(options.patches)} patch(es)"
-    results = run_jobs(ctx, ui, jobs, options.jobs, options.use_cache, what)
-    report = broad.conclude(broad.BroadReport(options.directories, planned), results)
-    stack = {
-        "patches": [p.id for p in options.patches],
-        "commit": tip,
-        "tree": objects.tree_of(tip),
-    }
-    return emit(ui, report, ctx, stack, options, by)
+    return tip, planned, shards, by
 
 
 def _shard_mode(options: Options) -> str:
