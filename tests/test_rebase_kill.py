@@ -45,14 +45,17 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import series as series_package
 from helpers import Project, git
 from rebase_helpers import moving_project, resolve_p1, snapshot
+from series.code import RACY_NS
 
 
 def series(
@@ -121,12 +124,37 @@ def keep_template(root: Path, template: Path) -> None:
 
     What a run finds in the cache (the new pin kept already, the patch-ids of
     upstream commits) spares it git calls, so every run starts from the cache
-    the counted run had: each has the same steps.
+    the counted run had: each has the same steps. And every run, the counted
+    one first, reads the cache with the same digest of series' own code
+    (:func:`settle_code`).
     """
+    settle_code()
     shutil.copytree(root, template, symlinks=True)
     live = Path(os.environ["SERIES_CACHE_DIR"])
     if live.is_dir():
         shutil.copytree(live, _cache_beside(template), symlinks=True)
+
+
+def settle_code() -> None:
+    """Wait until no module of series changed within series.code.RACY_NS of now.
+
+    Records in the cache are kept under a digest of series' code (series.code), in
+    which a module changed within RACY_NS of a run counts by its bytes and, once
+    settled, by its identity: a run in that window and a run after it find different
+    records for the same code. A module written just before the test (an edit, a
+    checkout or a stash in the clone) so gave the counted run a record (``known/``)
+    that every later run missed and wrote again, two steps more, and the run meant
+    to finish (``kill_at=total + 1``) was killed. Waited for once, before the counted
+    run: none of the runs after it is in that window (unless series' code changes
+    while the test runs).
+    """
+    package = Path(series_package.__file__).parent
+    newest = max(
+        path.stat().st_ctime_ns for path in package.rglob("*.py") if "__pycache__" not in path.parts
+    )
+    left = newest + RACY_NS - time.time_ns()
+    if left >= 0:
+        time.sleep(left / 1e9 + 0.05)
 
 
 def _cache_beside(template: Path) -> Path:
