@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers import Project, git, make_project
+from rebase_helpers import moving_project
 from test_branches import heads, setup
 from test_edit import edit_project
 from test_trust_lock import run
@@ -171,3 +172,44 @@ def test_a_push_the_remote_declines_is_said_so_not_ok(tmp_path: Path) -> None:
     hook.unlink()
     assert project.run("branches", "--push", remote)[0] == 0  # the way on
     assert set(heads(remote)) == set(heads(project.work)) - {"series"}
+
+
+# -- rebase --onto ----------------------------------------------------------------------
+
+
+def test_a_rebase_is_not_started_over_one_stopped_with_head_back_on_the_branch(
+    tmp_path: Path,
+) -> None:
+    """A rebase stopped at P1's conflict, and the user back on the branch (``git switch
+    series``, the conflict thrown away with ``--force``): another ``rebase --onto`` is
+    refused, the stopped one named, its state kept for --abort (row 608). Refusal off:
+    the state's compare-and-swap stopped it later, exit 1, "moved while series was
+    working ... someone else changed it meanwhile", naming no rebase in progress."""
+    project = moving_project(tmp_path, conflict=True)
+    work = project.work
+    assert project.run("rebase", "--onto", "main")[0] == 3
+    git(work, "switch", "-q", "--force", "series")
+    state = git(work, "for-each-ref", "refs/series/rebase/")
+    code, _, err = project.run("rebase", "--onto", "main")
+    assert code == REFUSED, err
+    assert "a rebase is already in progress in" in err and "--abort" in err, err
+    assert git(work, "for-each-ref", "refs/series/rebase/") == state
+    code, _, err = project.run("rebase", "--abort")
+    assert code == 0, err
+
+
+def test_a_rebase_is_not_started_with_head_off_the_branch(tmp_path: Path) -> None:
+    """HEAD on a branch of the user's (``git switch -c mine``, a commit there): ``rebase
+    --onto`` refuses, naming the branch it works on, and changes nothing (row 609).
+    Refusal off: the series rebased with HEAD on ``mine``, exit 0."""
+    project = moving_project(tmp_path)
+    work = project.work
+    git(work, "switch", "-q", "-c", "mine")
+    (work / "pkg" / "mine.py").write_text("MINE = 1\n")
+    git(work, "add", "pkg/mine.py")
+    git(work, "commit", "-qm", "mine: a module")
+    before = snapshot(project)
+    code, _, err = project.run("rebase", "--onto", "main")
+    assert code == REFUSED, err
+    assert "is not on branch series" in err and "switch series" in err, err
+    assert snapshot(project) == before
