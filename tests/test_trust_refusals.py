@@ -213,3 +213,38 @@ def test_a_rebase_is_not_started_with_head_off_the_branch(tmp_path: Path) -> Non
     assert code == REFUSED, err
     assert "is not on branch series" in err and "switch series" in err, err
     assert snapshot(project) == before
+
+
+def test_a_rebase_is_not_started_from_a_checkout_that_holds_part_of_the_series(
+    tmp_path: Path,
+) -> None:
+    """P3 does not apply (its context edited in its file): the checkout holds P1 and P2.
+    ``rebase --onto`` refuses, naming what is applied and what series.toml lists, and
+    changes nothing: P3 and its file stay in the series (row 610). Refusal off: "2
+    patches onto main", exit 0, and P3 gone from series.toml (its file left behind)."""
+    project = moving_project(tmp_path)
+    patch = project.root / "patches" / "perf-P3.patch"
+    patch.write_text(patch.read_text().replace("-    return 9", "-    return 99"))
+    assert project.run("apply")[0] == 3
+    before = snapshot(project)
+    code, _, err = project.run("rebase", "--onto", "main")
+    assert code == REFUSED, err
+    assert "does not hold the whole series" in err and "applied: P1, P2" in err, err
+    assert snapshot(project) == before
+
+
+def test_a_rebase_is_not_started_over_patch_files_changed_since_the_apply(
+    tmp_path: Path,
+) -> None:
+    """P2's patch file edited by hand after the apply (not taken into the checkout):
+    ``rebase --onto`` refuses, saying so and the two ways on, and changes nothing: the
+    edit is neither lost nor taken unseen (row 611). Refusal off: the checkout's P2,
+    not the edited file, rebased and exported, exit 0."""
+    project = moving_project(tmp_path)
+    patch = project.root / "patches" / "perf-P2.patch"
+    patch.write_text(patch.read_text().replace("+VALUE_5 = 55", "+VALUE_5 = 56"))
+    before = snapshot(project)
+    code, _, err = project.run("rebase", "--onto", "main")
+    assert code == REFUSED, err
+    assert "patches/ differ from the checkout" in err and "series apply" in err, err
+    assert snapshot(project) == before
