@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers import Project, git, make_project
-from rebase_helpers import moving_project
+from rebase_helpers import moving_project, resolve_p1
 from test_branches import heads, setup
 from test_edit import edit_project
 from test_trust_lock import run
@@ -248,3 +248,39 @@ def test_a_rebase_is_not_started_over_patch_files_changed_since_the_apply(
     assert code == REFUSED, err
     assert "patches/ differ from the checkout" in err and "series apply" in err, err
     assert snapshot(project) == before
+
+
+# -- a rebase or an edit taken up again ----------------------------------------------------
+
+
+def test_a_stopped_rebase_is_not_taken_up_once_its_branch_moved(tmp_path: Path) -> None:
+    """At a stop, P1 resolved, the branch moved (``git branch -f series series~1``: a
+    commit of the series gone from it): ``--continue`` refuses, saying where it was and
+    is, and changes nothing (row 612). Refusal off: the resolution recorded, the replay
+    made, then the branch's compare-and-swap failed at the end, exit 1, "someone else
+    changed it meanwhile"."""
+    project = moving_project(tmp_path, conflict=True)
+    work = project.work
+    assert project.run("rebase", "--onto", "main")[0] == 3
+    resolve_p1(work)
+    git(work, "branch", "-f", "series", "series~1")
+    before = snapshot(project)
+    code, _, err = project.run("rebase", "--continue")
+    assert code == REFUSED, err
+    assert "branch series moved since the rebase began" in err and "--abort" in err, err
+    assert snapshot(project) == before
+
+
+def test_an_edit_is_not_taken_up_by_the_rebase_command(tmp_path: Path) -> None:
+    """An edit stopped at P2: ``series rebase --continue`` (or ``--skip``) refuses,
+    naming the edit and its own command, and changes nothing (row 613). Refusal off: an
+    internal error (a traceback, exit 70)."""
+    project = edit_project(tmp_path)
+    assert project.run("edit", "P2")[0] == 0
+    before = snapshot(project)
+    for action in ("--continue", "--skip"):
+        code, _, err = project.run("rebase", action)
+        assert code == REFUSED, err
+        assert "a `series edit` is in progress" in err and "series edit --continue" in err
+        assert snapshot(project) == before
+    assert project.run("edit", "--continue")[0] == 0
