@@ -1,7 +1,9 @@
-"""The checks that take no lock (test, lint, prove) while a writer ends: no report of a mix.
+"""The checks that take no lock (test, lint, prove, bench, scorecard) while a writer ends:
+no report of a mix.
 
-``series test``, ``lint`` and ``prove`` write only the per-user cache, so
-they take no project lock (series.project), and an export or a rebase's
+``series test``, ``lint``, ``prove``, ``bench`` and ``scorecard`` write only
+the per-user cache, so they take no project lock (series.project), and an
+export or a rebase's
 end may rewrite series.toml and patches/ while they run: series.toml, read
 as the run starts, and the patch files, read once the pin is there, are
 then of two states of the project. Each run is held at its first git call
@@ -14,23 +16,27 @@ state before, P2 fails every check (a test it breaks, an unused import, no
 test of its own); the export amends P2 so that it passes them and adds P3,
 which fails them (no subset in series.toml, a subject of no area, no test,
 a fixture it breaks). Neither state is ok; the old list of patches with the
-new P2 is (main: exit 0 for each).
+new P2 is (main: exit 0 for each). ``bench`` and ``scorecard`` time and trace
+Keras, so theirs is built on the real pin, the sdist, in the same way (one
+patch, one change in Dense).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from helpers import PatchSpec, git, write
+from helpers import PatchSpec, Project, git, replace_line, write
 from rebase_helpers import moving_project, resolve_p1
 from series.errors import Exit
 from test_prove import OPS_PY, PROVE_SPECS
-from test_trust_lock import Held, _no_process_left, run  # noqa: F401 (a fixture)
+from test_trust_lock import Held, _no_process_left, argv, env, run  # noqa: F401 (a fixture)
 from tinytests import OPS, make_tiny_project
 
 SPECS = [
@@ -146,3 +152,89 @@ def test_a_project_left_alone_is_reported_as_before(tmp_path: Path) -> None:
         held = Held(project, tmp_path / f"go-{check[0]}", 1, *check)
         got, err = held.release()
         assert got == code and "changed while" not in err, err
+
+
+# -- bench and scorecard: the same, on the real Keras pin ------------------------------
+
+DENSE = "keras/src/layers/core/dense.py"
+RETURN = "        return x\n\n    def compute_output_shape"
+WRONG = "        return x + 1\n\n    def compute_output_shape"  # outputs differ from the pin's
+BREAK = "        _ = x.sum().item()\n" + RETURN  # a graph break under torch.compile
+READERS = [(("bench", "--quick", "--workload", "dense"), WRONG), (("scorecard",), BREAK)]
+SLOW = 900  # seconds: they time and trace Keras; only so that a broken run fails
+
+
+def _keras_project(tmp_path: Path, keras_cache: Path, project_copy: Path, edit: str) -> Project:
+    """This project's pin (its sdist copied from the session's cache: no download) and
+    its first patch, P1, applied, then ``edit`` in Dense.call amended into P1 and
+    exported: the state before."""
+    root = tmp_path / "project"
+    root.mkdir()
+    text = (project_copy / "series.toml").read_text().replace('source = "auto"', 'source = "sdist"')
+    second = text.index("\n[[patch]]\n", text.index("\n[[patch]]\n") + 1)
+    (root / "series.toml").write_text(text[: second + 1])
+    p1 = tomllib.loads(text)["patch"][0]["file"]
+    (root / "patches").mkdir()
+    shutil.copy2(project_copy / p1, root / p1)
+    if (keras_cache / "sdist").is_dir():
+        shutil.copytree(keras_cache / "sdist", Path(os.environ["SERIES_CACHE_DIR"]) / "sdist")
+    project = Project(root, root, "")
+    assert run(project, "apply").returncode == 0
+    replace_line(project.work / DENSE, RETURN, edit)
+    git(project.work, "commit", "-q", "-a", "--amend", "--no-edit")
+    export = run(project, "export")
+    assert export.returncode == 0, export.stderr
+    return project
+
+
+def _amend_p1_and_add_p2(work: Path, edit: str) -> None:
+    """In the checkout: ``edit`` in P1 made a comment, which neither the outputs nor the
+    graphs see; then a new commit that makes ``edit`` again."""
+    dense = work / DENSE
+    replace_line(dense, edit, "        # changed\n" + RETURN)
+    git(work, "commit", "-q", "-a", "--amend", "--no-edit")
+    replace_line(dense, RETURN, edit)
+    git(work, "commit", "-q", "-a", "-m", "layers: dense, changed again")
+
+
+def _slow(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv(project, *args), capture_output=True, text=True, env=env(), timeout=SLOW
+    )
+
+
+@pytest.mark.keras
+@pytest.mark.parametrize(("check", "edit"), READERS, ids=("bench", "scorecard"))
+def test_bench_and_scorecard_held_while_an_export_ends_report_no_ok_of_the_mix(
+    tmp_path: Path, keras_cache: Path, project_copy: Path, check: tuple[str, ...], edit: str
+) -> None:
+    """P1 gives other outputs than the pin (bench) or adds a graph break (scorecard):
+    exit 1. The export makes that a comment in P1 and adds P2 with it: exit 1 again. The
+    old list of patches (P1 alone) with the new P1, a comment, is the one ok (main: exit
+    0, the comparison or the trace of a stack that was never the project's). The state
+    after, held with no writer, is answered as any run: the read-again refuses a change
+    only."""
+    project = _keras_project(tmp_path, keras_cache, project_copy, edit)
+    before = _slow(project, *check)
+    assert before.returncode == Exit.FAILED, before.stdout + before.stderr
+    chart = project.root / ".series/bench/bench.png"
+    drawn = chart.stat().st_mtime_ns if chart.exists() else None
+    _fetch_the_pin_first()
+    held = Held(project, tmp_path / "go", 1, *check)
+    _amend_p1_and_add_p2(project.work, edit)
+    export = run(project, "export")
+    assert export.returncode == 0, export.stderr
+    code, out, err = _release(held)
+    assert code == Exit.FAILED, out + err
+    assert f"series.toml changed while {check[0]} ran" in err and "run it again" in err, err
+    assert not out and "note:" not in err, out + err  # no table, no note
+    assert (chart.stat().st_mtime_ns if chart.exists() else None) == drawn  # no chart
+    _fetch_the_pin_first()  # the state after, held the same way with no writer: its answer
+    code, out, err = _release(Held(project, tmp_path / "again", 1, *check))
+    assert code == Exit.FAILED and "changed while" not in err, out + err
+
+
+def _release(held: Held) -> tuple[int, str, str]:
+    held.go.touch()
+    out, err = held.proc.communicate(timeout=SLOW)
+    return held.proc.returncode, out, err

@@ -1,11 +1,12 @@
 """One state of the project, or no report: what a check without the lock read, read again.
 
-check-conflicts, test, lint and prove write only the per-user cache, so
-they take no project lock (series.project), and a command that writes
-series.toml and patches/ (a rebase's end, an export) may end while they
-run: series.toml, read as the run starts, and the patch files, read once
-the pin is there, could then be of two states of the project, and the
-report of neither (docs/hardening.md, rows 302 and 500-505). So the work
+check-conflicts, test, lint, prove, bench and scorecard write only the
+per-user cache, so they take no project lock (series.project), and a
+command that writes series.toml and patches/ (a rebase's end, an export)
+may end while they run: series.toml, read as the run starts, and the patch
+files, read once the pin is there, could then be of two states of the
+project, and the report of neither (docs/hardening.md, rows 302, 500-505
+and 510-511). So the work
 of such a run is done within :func:`one_state`: at its end the run reads
 series.toml and every patch file the stack was built from
 (``Series.read``) again, and anything else than what it read is refused,

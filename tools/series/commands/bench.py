@@ -14,7 +14,7 @@ from series.errors import Exit, UsageError
 
 if TYPE_CHECKING:
     from series.project import Series
-    from series.runs.bench import Arm
+    from series.runs.bench import Arm, Profile
     from series.ui import Ui
 
 EPILOG = (
@@ -85,6 +85,7 @@ def run(
         write_chart,
     )
     from series.runs.bench.arms import plan
+    from series.unchanged import one_state
 
     if rounds is not None and rounds < 3:
         raise UsageError(
@@ -99,18 +100,22 @@ def run(
             f"unknown workload {unknown[0]!r}",
             hint=f"the workloads are: {', '.join(WORKLOADS)}",
         )
-    arms = plan(series, ui, ids, alone=profile is None, quick=quick and profile is None)
-    for line in arms.skipped:
-        ui.status(f"note: {line}")
     cache = series.cache_dir / "bench"
     if profile is not None:
-        return _profile(ui, [arms.states[0], arms.states[-1]], profile, cache, device, as_json)
+        with one_state(series, "bench"):  # it takes no lock: nothing reported of a mix
+            arms = plan(series, ui, ids, alone=False)
+            found = _profile([arms.states[0], arms.states[-1]], profile, cache, device)
+        _notes(ui, arms.skipped)
+        return _show_profiles(ui, found, as_json)
     # The default chart goes into the project's .series/: not through a link out of it.
     target = chart or confined(series.root, series.root / ".series" / "bench" / "bench.png")
-    report = run_bench(
-        arms.arms, workloads or None, cache_dir=cache, pairs=arms.pairs, rounds=rounds,
-        quick=quick, progress=ui.status,
-    )  # fmt: skip
+    with one_state(series, "bench"):  # it takes no lock: nothing reported of a mix
+        arms = plan(series, ui, ids, quick=quick)
+        report = run_bench(
+            arms.arms, workloads or None, cache_dir=cache, pairs=arms.pairs, rounds=rounds,
+            quick=quick, progress=ui.status,
+        )  # fmt: skip
+    _notes(ui, arms.skipped)  # of the one state too: not "does not apply" of a mix
     write_chart(report, target)
     if as_json:
         ui.json({**report_json(report), "chart": str(target), "skipped": arms.skipped})
@@ -123,15 +128,23 @@ def run(
     return Exit(int(report.exit_code))
 
 
-def _profile(
-    ui: Ui, arms: list[Arm], workload: str, cache: Path, device: str, as_json: bool
-) -> Exit:
-    from series.runs.bench import profile_json, render_profile, run_profile
+def _notes(ui: Ui, skipped: list[str]) -> None:
+    for line in skipped:
+        ui.status(f"note: {line}")
+
+
+def _profile(arms: list[Arm], workload: str, cache: Path, device: str) -> list[Profile]:
+    from series.runs.bench import run_profile
     from series.runs.bench.arms import PIN
 
     if arms[0].name != PIN or len(arms) < 2:
         raise UsageError("nothing to profile: no patch applies on the pin")
-    found = [run_profile(arm, workload, cache_dir=cache, device=device) for arm in arms]
+    return [run_profile(arm, workload, cache_dir=cache, device=device) for arm in arms]
+
+
+def _show_profiles(ui: Ui, found: list[Profile], as_json: bool) -> Exit:
+    from series.runs.bench import profile_json, render_profile
+
     if as_json:
         ui.json({"profiles": [profile_json(p) for p in found]})
     else:

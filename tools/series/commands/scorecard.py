@@ -45,16 +45,18 @@ def run(
 ) -> Exit:
     from series.runs.bench import render_scorecard, run_scorecard, scorecard_json
     from series.runs.bench.arms import plan
+    from series.unchanged import one_state
 
-    arms = plan(series, ui, ids, alone=False)
-    for line in arms.skipped:
+    with one_state(series, "scorecard"):  # it takes no lock: nothing reported of a mix
+        arms = plan(series, ui, ids, alone=False)
+        names = {n for pair in arms.pairs for n in (pair.baseline, pair.candidate)}
+        states = [s for s in arms.states if not ids or s.name in names]
+        report = run_scorecard(
+            states, cache_dir=series.cache_dir / "bench", jobs=jobs, device=device,
+            progress=ui.status,
+        )  # fmt: skip
+    for line in arms.skipped:  # of the one state too: not "does not apply" of a mix
         ui.status(f"note: {line}")
-    names = {n for pair in arms.pairs for n in (pair.baseline, pair.candidate)}
-    states = [s for s in arms.states if not ids or s.name in names]
-    report = run_scorecard(
-        states, cache_dir=series.cache_dir / "bench", jobs=jobs, device=device,
-        progress=ui.status,
-    )  # fmt: skip
     if as_json:
         ui.json(scorecard_json(report))
     else:
