@@ -3,10 +3,9 @@ no report of a mix.
 
 ``series test``, ``lint``, ``prove``, ``bench`` and ``scorecard`` write only
 the per-user cache, so they take no project lock (series.project), and an
-export or a rebase's
-end may rewrite series.toml and patches/ while they run: series.toml, read
-as the run starts, and the patch files, read once the pin is there, are
-then of two states of the project. Each run is held at its first git call
+export or a rebase's end may rewrite series.toml and patches/ while they
+run: series.toml, read as the run starts, and the patch files, read once the
+pin is there, are then of two states of the project. Each run is held at its first git call
 (``SERIES_FAULT_PAUSE_AT``; the pin fetched again first, so that no patch
 file is read yet; released through a file: no sleep decides the order), the
 writer runs to its end meanwhile, then the run is let go.
