@@ -15,6 +15,7 @@ is asserted (the bounds below only keep a broken run from hanging).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -379,6 +380,48 @@ def test_two_projects_applying_into_one_checkout_at_once_take_turns(tmp_path: Pa
         assert git(target, "status", "--porcelain") == "", n
         assert "VALUE_5 = 56" in (target / "pkg/util.py").read_text(), n
     assert outcomes == {0, 1} or outcomes == {1}, outcomes
+
+
+# -- a lock file that is no plain file -----------------------------------------------------
+
+
+def _lock_path(project: Project, which: str) -> Path:
+    cache = Path(os.environ["SERIES_CACHE_DIR"])
+    if which == "upstream.lock":
+        return cache / "upstream.lock"
+    if which == "project":
+        return project.root / ".series" / "lock"
+    work = os.fsencode((project.root / "work").resolve())
+    return cache / "checkouts" / f"{hashlib.sha256(work).hexdigest()}.lock"
+
+
+@pytest.mark.parametrize("make", ["link", "fifo"])
+@pytest.mark.parametrize("which", ["upstream.lock", "checkout", "project"])
+def test_a_lock_file_that_is_a_link_or_a_fifo_is_refused_and_nothing_written_through(
+    tmp_path: Path, which: str, make: str
+) -> None:
+    """A link (to a file of the user's, outside the project) or a FIFO where series keeps
+    a lock file: the cache's upstream.lock, a checkout's lock, the project lock. main: the
+    holder's record was written into the file the link named, then the file emptied (a
+    ``~/.bashrc`` there would be lost); the project lock's link is refused by its
+    confinement already. Now: exit 4, naming the file and the way on (rm it), nothing
+    written through it; once it is removed, the command runs."""
+    project = make_project(tmp_path / "p")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    lock = _lock_path(project, which)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    if make == "link":
+        lock.symlink_to(victim)
+    else:
+        os.mkfifo(lock)
+    proc = run(project, "apply")
+    confined = (which, make) == ("project", "link")  # refused as leading out: exit 2
+    assert proc.returncode == (2 if confined else 4), proc.stderr
+    assert f"{lock}" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert victim.read_text() == "precious\n"
+    lock.unlink()
+    assert run(project, "apply").returncode == 0
 
 
 # -- readers, and a lock left by a killed run ---------------------------------------------

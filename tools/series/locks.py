@@ -11,20 +11,27 @@ A lock that another run holds is waited for, with one line saying who holds
 it, and given up after a bound (``SERIES_LOCK_TIMEOUT`` seconds, default
 300; 0 refuses at once): a stuck run must not make every later command hang
 in silence.
+
+A lock file is a plain file series made: one that is a link, a FIFO or a
+device is refused, naming it, and never opened through (series writes its
+record into the file and empties it when it lets go: through a link, the
+file the link names, wherever it is).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from series.errors import SeriesError
+from series.errors import RefusedError, SeriesError
 from series.records import NamedTuple
 
 # A shared-lock probe (``holder``) makes a taker's first try fail for an
@@ -86,7 +93,7 @@ def exclusive(
     ``command``: the command line recorded as the holder (default: this process's).
     """
     lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open(lock)
     try:
         _acquire(fd, lock, say, what)
         try:
@@ -105,7 +112,7 @@ def attempt(lock: Path) -> Iterator[bool]:
     """:func:`exclusive` without waiting: True within it when the lock was free and is now
     held, False when another run holds it (for work that may be left to another time)."""
     lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open(lock)
     try:
         if not _try(fd):
             yield False
@@ -123,11 +130,13 @@ def attempt(lock: Path) -> Iterator[bool]:
 
 def holder(lock: Path) -> Holder | None:
     """Who holds ``lock`` now, or None when nobody does; never waits, never creates it."""
-    try:
-        fd = os.open(lock, os.O_RDONLY)
+    try:  # no link followed, no FIFO waited on: no one's lock (the writer refuses it)
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -136,6 +145,31 @@ def holder(lock: Path) -> Holder | None:
         return None
     finally:
         os.close(fd)
+
+
+def _open(lock: Path) -> int:
+    """``lock`` opened to be locked, created if missing: a plain file, never a link (the
+    module's docstring); else refused."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW: the last part is a symbolic link
+            _refuse(lock, "a symbolic link")
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        _refuse(lock, "not a plain file")
+    return fd
+
+
+def _refuse(lock: Path, what: str) -> None:
+    raise RefusedError(
+        f"refusing to take the lock {lock}: it is {what}",
+        why="series makes its lock files as plain files, writes who holds one into it and "
+        "empties it when done: through a link, into the file the link names",
+        hint=f"see what it is (ls -l '{lock}'); if no program of yours put it there, remove "
+        f"it (rm '{lock}'), then run the command again",
+    )
 
 
 def _record(fd: int, command: str) -> None:
