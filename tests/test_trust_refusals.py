@@ -40,6 +40,15 @@ def snapshot(project: Project) -> tuple[object, ...]:
     return files, refs, head, git(work, "ls-files", "-s"), git(work, "status", "--porcelain")
 
 
+def refused(project: Project, *argv: str) -> str:
+    """``series ARGV`` in ``project``: refused (exit 4), nothing changed; its stderr."""
+    before = snapshot(project)
+    code, _, err = project.run(*argv)
+    assert code == REFUSED, err
+    assert snapshot(project) == before
+    return err
+
+
 # -- export ------------------------------------------------------------------------------
 
 
@@ -208,11 +217,8 @@ def test_a_rebase_is_not_started_with_head_off_the_branch(tmp_path: Path) -> Non
     (work / "pkg" / "mine.py").write_text("MINE = 1\n")
     git(work, "add", "pkg/mine.py")
     git(work, "commit", "-qm", "mine: a module")
-    before = snapshot(project)
-    code, _, err = project.run("rebase", "--onto", "main")
-    assert code == REFUSED, err
+    err = refused(project, "rebase", "--onto", "main")
     assert "is not on branch series" in err and "switch series" in err, err
-    assert snapshot(project) == before
 
 
 def test_a_rebase_is_not_started_from_a_checkout_that_holds_part_of_the_series(
@@ -226,11 +232,8 @@ def test_a_rebase_is_not_started_from_a_checkout_that_holds_part_of_the_series(
     patch = project.root / "patches" / "perf-P3.patch"
     patch.write_text(patch.read_text().replace("-    return 9", "-    return 99"))
     assert project.run("apply")[0] == 3
-    before = snapshot(project)
-    code, _, err = project.run("rebase", "--onto", "main")
-    assert code == REFUSED, err
+    err = refused(project, "rebase", "--onto", "main")
     assert "does not hold the whole series" in err and "applied: P1, P2" in err, err
-    assert snapshot(project) == before
 
 
 def test_a_rebase_is_not_started_over_patch_files_changed_since_the_apply(
@@ -243,11 +246,8 @@ def test_a_rebase_is_not_started_over_patch_files_changed_since_the_apply(
     project = moving_project(tmp_path)
     patch = project.root / "patches" / "perf-P2.patch"
     patch.write_text(patch.read_text().replace("+VALUE_5 = 55", "+VALUE_5 = 56"))
-    before = snapshot(project)
-    code, _, err = project.run("rebase", "--onto", "main")
-    assert code == REFUSED, err
+    err = refused(project, "rebase", "--onto", "main")
     assert "patches/ differ from the checkout" in err and "series apply" in err, err
-    assert snapshot(project) == before
 
 
 # -- a rebase or an edit taken up again ----------------------------------------------------
@@ -264,11 +264,8 @@ def test_a_stopped_rebase_is_not_taken_up_once_its_branch_moved(tmp_path: Path) 
     assert project.run("rebase", "--onto", "main")[0] == 3
     resolve_p1(work)
     git(work, "branch", "-f", "series", "series~1")
-    before = snapshot(project)
-    code, _, err = project.run("rebase", "--continue")
-    assert code == REFUSED, err
+    err = refused(project, "rebase", "--continue")
     assert "branch series moved since the rebase began" in err and "--abort" in err, err
-    assert snapshot(project) == before
 
 
 def test_an_edit_is_not_taken_up_by_the_rebase_command(tmp_path: Path) -> None:
