@@ -31,6 +31,7 @@ from series.stack import rebase_state as rstate
 from series.stack.diffclass import UNCHANGED, classify_diffs, differing_files
 from series.stack.part_notes import records
 from series.stack.rebase_plan import DROP_REASONS, Action, Outcome, RebaseState
+from series.stack.snapshot import keep_edited
 from series.ui import Grid, Ui
 from series.upstream import pin_kept
 
@@ -92,7 +93,12 @@ def finish(
             raise
         data = {a.id: d for (a, _), d in zip(kept, exported, strict=True)}
         half = len(kept) // 2 if cut else 0
-        _write(series, repo, st, kept, data, (old, text, dropped), half, reads)
+        copies = _write(series, repo, st, kept, data, (old, text, dropped), half, reads)
+        if copies is not None:
+            ui.status(
+                f"series.toml or patch files edited since the rebase began are kept in {copies}"
+                " (the rebased series replaced them)"
+            )
         backed = writing.commit()
         if backed is not None:
             ui.status(backed.describe(checkout.path))
@@ -129,11 +135,13 @@ def _write(
     new: tuple[Mapping[str, Patch], str, list[Dropped]],
     half: int,
     reads: _Reads,
-) -> None:
+) -> Path | None:
     """The exported ``data`` checked (:class:`_Verify`, ``half``) while patches/ and
     series.toml are staged and flushed; renamed into place only once checked. ``new``:
     the old patches' records, series.toml's new text, the dropped patches' records.
-    ``reads`` starts the summary's diffs once the check passed."""
+    ``reads`` starts the summary's diffs once the check passed. Before the renames, the
+    files they replace that were edited since the rebase began are copied aside
+    (series.stack.snapshot ``keep_edited``): where, or None."""
     old, text, dropped = new
     verifying = _Verify(repo, st, [data[a.id] for a, _ in kept], half)
     try:
@@ -144,10 +152,12 @@ def _write(
     try:
         verifying.check()
         reads.start({o.new: data[a.id] for a, o in kept})
+        copies = keep_edited(repo, series.root, st.saved, list(staged.changes), "rebase")
     except BaseException:
         staged.discard()
         raise
     staged.commit()
+    return copies
 
 
 def _manifest(

@@ -73,6 +73,27 @@ def restore_project(
     return changed, kept
 
 
+def keep_edited(repo: Repo, root: Path, saved: str, paths: list[Path], what: str) -> Path | None:
+    """Copies of those of ``paths`` (files about to be replaced or removed) whose bytes are
+    not the snapshot's: edited by hand since it was taken (series.toml's hand-kept keys, a
+    patch file edited, one added), kept under a new ``.series/backups/<what>-<time>/``
+    (series.files ``keep_copies``) before anything is written; None when none was.
+
+    A rebase's end writes patches/ and series.toml from the snapshot (made again, the same
+    bytes, after a kill): what the user wrote there meanwhile is kept as ``--abort`` keeps
+    it. A file that already holds what the end writes is not in ``paths`` (the end, cut
+    short, had written it): nothing of the user's to keep.
+    """
+    files = repo.objects.small_tree_files(saved)  # no ls-tree: the long-lived cat-file
+    like = next(iter(files.values()))  # series.toml is there: its id's length is the hash's
+    edited = [
+        p
+        for p in paths
+        if p.is_file() and _blob_id(p, like) != files.get(p.relative_to(root).as_posix())
+    ]
+    return keep_copies(root, edited, what)
+
+
 def _blob_id(path: Path, like: str) -> str | None:
     """The id git gives the bytes of the file ``path`` as a blob (the hash of ``like``'s
     length: SHA-1, or SHA-256 in such a repository); None when it is not a file."""
