@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from helpers import git
+from helpers import DEFAULT_SPECS, PatchSpec, git, make_project
 from rebase_helpers import moving_project, resolve_p1
 from test_edit import edit_project
 from test_rebase import rebase
@@ -106,3 +106,31 @@ def test_a_commit_on_the_detached_head_after_an_edit_end_killed_stays_on_head(
     project.run("edit", "--continue")
     holders = git(work, "for-each-ref", "--contains", mine, "--format=%(refname)")
     assert git(work, "rev-parse", "HEAD") == mine or holders, holders
+
+
+CONF = "pkg/conf"  # a file of the user's, ignored, where P3 makes a directory
+P3_IN_A_DIRECTORY = [
+    *DEFAULT_SPECS[:2],
+    PatchSpec("P3", "conf: a package", {}, new_files={f"{CONF}/settings.py": "from P3\n"}),
+]
+
+
+def test_apply_refuses_to_replace_an_ignored_file_where_a_patch_makes_a_directory(
+    tmp_path: Path,
+) -> None:
+    """An ignored file of the user's (``pkg/conf``, in ``.git/info/exclude``) where P3
+    adds ``pkg/conf/settings.py``: git's move replaces the file by the directory, silently.
+    The check looked at each leading directory of a path the move adds; with only the
+    full path looked at, ``series apply`` took P3 in and the file was gone (row 703)."""
+    project = make_project(tmp_path, P3_IN_A_DIRECTORY)
+    assert project.run("apply", "--to", "P2")[0] == 0
+    exclude = project.work / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_text(f"/{CONF}\n")
+    mine = project.work / CONF
+    mine.write_text("my own settings, in no commit\n")
+    assert git(project.work, "status", "--porcelain") == ""  # git shows nothing of it
+    code, _, err = project.run("apply")
+    assert code == 4, err
+    assert CONF in err and "ignore" in err, err
+    assert mine.read_text() == "my own settings, in no commit\n"
