@@ -17,7 +17,9 @@ from helpers import DEFAULT_SPECS, PatchSpec, git, make_project
 from rebase_helpers import moving_project, resolve_p1
 from test_edit import edit_project
 from test_rebase import rebase
+from test_rebase_kill import start_args
 from test_trust_lock import run
+from test_trust_recover import big_move_project, kill_in_the_move
 
 KEPT_IN = re.compile(r"kept in (\.series/backups/\S+?)(?:[;:,)\s]|$)")
 
@@ -134,3 +136,25 @@ def test_apply_refuses_to_replace_an_ignored_file_where_a_patch_makes_a_director
     assert code == 4, err
     assert CONF in err and "ignore" in err, err
     assert mine.read_text() == "my own settings, in no commit\n"
+
+
+def test_a_move_cut_short_is_not_finished_over_an_ignored_file_put_there_since(
+    tmp_path: Path,
+) -> None:
+    """A rebase killed with its git inside its final move (pkg/gen/ half written), then an
+    ignored file of the user's at a path the move has not written yet: the next ``apply``
+    finishes the move first (series.git.worktree ``finish_move``), and refuses, exit 4,
+    naming it; with that check off, git's move wrote over the file (row 704)."""
+    project = big_move_project(tmp_path / "p")
+    kill_in_the_move(project, start_args(project))
+    last = "pkg/gen/m119.py"  # git writes pkg/gen/ in order and stalled half way
+    mine = project.work / last
+    assert not mine.exists()
+    exclude = project.work / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_text(f"/{last}\n")
+    mine.write_text("my own, in no commit\n")
+    code, _, err = project.run("apply")
+    assert code == 4, err
+    assert last in err and "ignore" in err, err
+    assert mine.read_text() == "my own, in no commit\n"
