@@ -16,6 +16,7 @@ from pathlib import Path
 from helpers import DEFAULT_SPECS, PatchSpec, git, make_project
 from rebase_helpers import moving_project, resolve_p1
 from test_edit import edit_project
+from test_edit_kill import amend_p2
 from test_rebase import rebase
 from test_rebase_kill import start_args
 from test_trust_lock import run
@@ -90,9 +91,7 @@ def test_a_commit_on_the_detached_head_after_an_edit_end_killed_stays_on_head(
     project = edit_project(tmp_path)
     work = project.work
     assert project.run("edit", "P2")[0] == 0
-    util = work / "pkg" / "util.py"
-    util.write_text(util.read_text().replace("VALUE_9 = 9\n", "VALUE_9 = 99\n"))
-    git(work, "commit", "-qa", "--amend", "--no-edit")
+    amend_p2(project)
     for n in range(1, 200):  # the first step after the end's transaction, before HEAD moves
         killed = run(project, "edit", "--continue", SERIES_FAULT_KILL_AT=str(n))
         assert killed.returncode == -9, (n, killed.stderr)
