@@ -415,6 +415,9 @@ def test_a_lock_file_that_is_a_link_or_a_fifo_is_refused_and_nothing_written_thr
         lock.symlink_to(victim)
     else:
         os.mkfifo(lock)
+    if which == "upstream.lock":  # cleaning the cache looks at it first (main: a FIFO
+        proc = run(project, "cache", "clean")  # there made it wait for ever)
+        assert proc.returncode == 4 and f"{lock}" in proc.stderr, proc.stderr
     proc = run(project, "apply")
     confined = (which, make) == ("project", "link")  # refused as leading out: exit 2
     assert proc.returncode == (2 if confined else 4), proc.stderr
@@ -455,3 +458,18 @@ def test_a_lock_file_left_by_a_killed_run_is_not_a_held_lock(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr
     assert "waiting" not in proc.stderr
     assert lock.read_text() == ""  # a run that ends clears its record
+
+
+def test_a_fifo_among_the_test_slots_locks_does_not_hold_up_cache_clean(tmp_path: Path) -> None:
+    """A FIFO where a ``series test`` work tree's lock is (``worktrees/*.lock``): main's
+    ``cache clean`` opened it to see whether a test run held it, and waited for ever for a
+    writer. Now it is no one's lock: the clean goes on (exit 0) and removes it with the
+    work trees."""
+    project = make_project(tmp_path / "p")
+    assert run(project, "apply").returncode == 0
+    slots = Path(os.environ["SERIES_CACHE_DIR"]) / "worktrees"
+    slots.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(slots / "slot-0.lock")
+    proc = run(project, "cache", "clean")
+    assert proc.returncode == 0, proc.stderr
+    assert not slots.exists()

@@ -147,8 +147,8 @@ def _check_idle(cache: Path, *, upstream: bool = True) -> None:
 
 
 def _held(lock: Path) -> bool:
-    try:
-        fd = os.open(lock, os.O_RDONLY)
+    try:  # a link is not followed nor a FIFO waited on: the lock itself refuses them
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
     try:
