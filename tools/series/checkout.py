@@ -168,6 +168,16 @@ class Checkout:
     def tip(self) -> str | None:
         return self.repo.objects.rev(self.branch_ref)
 
+    def check_move(self, tip: str) -> None:
+        """Before a command that ends by moving the files to ``tip`` writes anything
+        visible (patches/, series.toml, refs): refuse where a file of the user's is in the
+        way of that move, as the move would (series.git.worktree ``checkout_tree``). Only a
+        move from a detached HEAD (a rebase's end) needs it: ``read-tree --reset`` writes
+        over an untracked file, where ``-m`` refuses (and an edit's end refuses any
+        untracked file before)."""
+        if not self.on_branch():
+            self.repo.worktree.checkout_tree(None, tip, dry_run=True)
+
     def on_branch(self) -> bool:
         """Whether HEAD is the series branch: read from HEAD's file where it names the
         branch as git's files backend writes it ("ref: refs/heads/..."), else asked of git

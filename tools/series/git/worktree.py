@@ -130,7 +130,9 @@ class Worktree(Part):
         """Stash every uncommitted change, untracked files included."""
         self._run.git("stash", "push", "--include-untracked", "-m", message)
 
-    def checkout_tree(self, old: str | None, new: str, *, parallel: bool = True) -> None:
+    def checkout_tree(
+        self, old: str | None, new: str, *, parallel: bool = True, dry_run: bool = False
+    ) -> None:
         """Move index and work tree from commit ``old`` to ``new``.
 
         A two-tree ``read-tree -m -u`` touches only files that differ and
@@ -141,8 +143,12 @@ class Worktree(Part):
         the create: ``read-tree --reset -u`` of the 128 files of an abort at P18
         spent 39 ms in the kernel, 14 ms in git): the workers share it out when
         a core is free, and only add their start when none is (:func:`core_idle`).
+        ``dry_run``: only the refusal of what is in the way, nothing moved (a command that
+        checks before it writes anything; the move checks again).
         """
         self._refuse_what_is_in_the_way(new)
+        if dry_run:
+            return
         workers = ["-c", f"checkout.workers={0 if parallel else 1}"]  # 0: one per core
         argv = ["read-tree", "--reset", "-u", new] if old is None else ["read-tree", "-m", "-u"]
         try:
@@ -150,40 +156,53 @@ class Worktree(Part):
         except GitFailed as exc:
             raise self._move_failed(new, exc) from None
 
-    def start_reset(self, new: str, *, parallel: bool = False) -> Moving:
+    def start_reset(self, new: str, *, kept: bool, parallel: bool = False) -> Moving:
         """``checkout_tree(None, new, parallel=...)`` started now (series.git.run.start):
         :meth:`Moving.wait` waits for it. The caller works meanwhile on what the move does
         not touch (``series rebase --abort``: the project files). ``parallel``: with the
-        workers when a core is idle (:func:`core_idle`) as git starts."""
-        self._refuse_what_is_in_the_way(new)
+        workers when a core is idle (:func:`core_idle`) as git starts. ``kept``: the
+        untracked files are in the caller's snapshot (``_refuse_what_is_in_the_way``)."""
+        self._refuse_what_is_in_the_way(new, kept=kept)
         parallel = parallel and core_idle()
         workers = f"checkout.workers={0 if parallel else 1}"  # 0: one per core
         started = self._run.start("-c", workers, "read-tree", "--reset", "-u", new)
         return Moving(self, started, new)
 
-    def _refuse_what_is_in_the_way(self, new: str) -> None:
-        """Refuse a move to ``new`` that would write over what no backup can hold.
+    def _refuse_what_is_in_the_way(self, new: str, *, kept: bool = False) -> None:
+        """Refuse a move to ``new`` that would write over what no backup holds.
 
         ``read-tree -u`` (``-m`` and ``--reset``) writes over an ignored file (or
-        directory) at a path ``new`` tracks and the index does not, silently, where it
-        refuses to for any other untracked file; and ``git status``, which series' backups
-        of the user's work read, does not list it. ``--reset`` (--abort, --skip) removes
-        an untracked directory where ``new`` has a file: one holding a repository of its
-        own (a ``.git``: git status shows the directory, not its files, and a snapshot
-        holds only its commit's id) was deleted with its history. One ``diff-index`` (the
-        paths the move adds); a ``check-ignore`` only when one of them is there.
+        directory) at a path ``new`` tracks and the index does not, silently; and ``git
+        status``, which series' backups of the user's work read, does not list it.
+        ``--reset`` (git 2.39) writes over any untracked file there too, and removes an
+        untracked directory where ``new`` has a file, with what it holds: one holding a
+        repository of its own (a ``.git``: git status shows the directory, not its files,
+        and a snapshot holds only its commit's id) was deleted with its history; a file
+        made at a rebase stop where a later patch adds one was replaced when
+        ``--continue`` ended the rebase (the end moves a detached HEAD with ``--reset``).
+        ``-m`` refuses those itself, after series has moved the branch: refused here
+        first, in series' words, for both. ``kept``: the caller's snapshot of the user's
+        work (``git status --untracked-files=all``, series.backup) holds the untracked
+        files that are not ignored: only ignored ones and repositories are refused. A
+        file that holds what the move writes there loses nothing. One ``diff-index`` (the
+        paths the move adds); more only when one of them is there.
         """
         out = self._run.git("diff-index", "--cached", "-z", "--no-renames", "--diff-filter=D", new)
+        fields = out.split("\0")
+        blobs = {}  # path -> the regular file's blob that ``new`` writes there
         there: set[str] = set()
-        for path in out.split("\0")[1::2]:  # ":MODE MODE OID OID D", then the path
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+            head = meta.split()  # ":MODE MODE OID OID D", then the path
+            if len(head) == 5 and head[0] in (":100644", ":100755"):
+                blobs[path] = head[2]
             parts = path.split("/")
             for end in range(1, len(parts) + 1):  # or a file (a link) where it needs a directory
                 at = "/".join(parts[:end])
                 try:
-                    mode = os.lstat(self.path / at).st_mode
+                    st_mode = os.lstat(self.path / at).st_mode
                 except OSError:  # not there (or not to be seen: git fails there itself)
                     break
-                if end == len(parts) or not stat.S_ISDIR(mode):
+                if end == len(parts) or not stat.S_ISDIR(st_mode):
                     there.add(at)
                     break
         if not there:
@@ -195,9 +214,18 @@ class Worktree(Part):
             raise GitFailed(["check-ignore"], status, err, cwd=self.path)
         ignored = sorted(found.splitlines())
         nested = sorted(p for p in there if _repository_here(self.path / p))
-        if not ignored and not nested:
+        inside, untracked = self._untracked_in(sorted(set(there) - set(nested)), blobs)
+        ignored = sorted({*ignored, *inside})
+        if kept:
+            untracked = []
+        if not ignored and not nested and not untracked:
             return
         why = []
+        if untracked:
+            why.append(
+                f"{len(untracked)} untracked path(s) are where the move writes files, and git "
+                f"would write over them: {_some(untracked)}"
+            )
         if ignored:
             why.append(
                 f"git would write over {len(ignored)} path(s) it ignores (.gitignore, "
@@ -215,6 +243,27 @@ class Worktree(Part):
             "again; where the branch moved already (`series status`: interrupted), "
             "the command run again finishes the move",
         )
+
+    def _untracked_in(
+        self, paths: Sequence[str], blobs: dict[str, str]
+    ) -> tuple[list[str], list[str]]:
+        """Of ``paths`` (each a file, link or directory where a move writes), the ignored
+        files inside those that are directories, and the paths holding an untracked file
+        git does not ignore (a file that is what the move writes there excepted: ``blobs``).
+        Tracked files are the move's to change; git's pathspecs taken literally."""
+        if not paths:
+            return [], []
+        literal = {**HERMETIC, "GIT_LITERAL_PATHSPECS": "1"}
+        every = self._run.git("ls-files", "-z", "--others", "--", *paths, env=literal)
+        plain = self._run.git(
+            "ls-files", "-z", "--others", "--exclude-standard", "--", *paths, env=literal
+        )
+        shown = {f for f in plain.split("\0") if f}
+        inside = sorted(f for f in every.split("\0") if f and f not in shown)
+        held = [p for p in paths if any(f == p or f.startswith(p + "/") for f in shown)]
+        same = self._file_blobs([p for p in held if p in blobs])
+        untracked = [p for p in held if p not in blobs or same.get(p) != blobs[p]]
+        return inside, untracked
 
     def _move_failed(self, new: str, exc: GitFailed) -> SeriesError:
         return SeriesError(

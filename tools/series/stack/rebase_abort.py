@@ -120,7 +120,7 @@ def abort(
     # finished first). The state's deletion is handed to an update-ref started meanwhile,
     # and written to it only once the move is done: the state goes last, and a kill
     # before leaves it.
-    moving = repo.worktree.start_reset(tip, parallel=True)
+    moving = repo.worktree.start_reset(tip, kept=True, parallel=True)
     txn = repo.refs.begin(f"series {st.kind}: abort")
     try:
         rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them

@@ -373,7 +373,7 @@ def _skip(
         if at[0] is not None:  # keep_stop's transaction detached HEAD there if it was not
             run.head = at if at[0] == st.current else (st.current, None)
         run.ui.status(f"  {st.plan[s.index].id:<4} skipped; series.toml will record why")
-        run.moving = run.repo.worktree.start_reset(st.current)  # drive waits for it
+        run.moving = run.repo.worktree.start_reset(st.current, kept=True)  # drive waits for it
     except BaseException:
         walk.close()
         raise

@@ -1,0 +1,167 @@
+"""A file of the user's where a move of the checkout writes one is never written over.
+
+``git read-tree --reset -u`` (git 2.39) writes over an untracked file at a path the
+new tree tracks and the index does not, and removes an untracked directory where the
+new tree has a file, with what it holds; ``read-tree -m -u`` refuses those. series
+ends a rebase (``--continue``, ``--skip``) from a detached HEAD with ``--reset``: on
+main, a file made at a rebase stop where a later patch adds one was replaced by the
+patch's, exit 0, nothing said (``--skip`` had kept it in its snapshot; docs/hardening.md
+listed the case as "Not covered"). ``git rebase --continue`` refuses there. Now every
+move refuses first, naming the paths, and the end of a rebase refuses before it writes
+anything. ``--abort`` keeps such a file in its snapshot of the stop (as ``--skip``
+does), but not an ignored file inside such a directory: both refuse that.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import GitShim, Project, git
+from test_trust_ignored import LOCAL, _project
+
+MINE = "mine, in no commit\n"
+STATE = "refs/series/rebase/state"
+
+
+def _stopped(tmp: Path) -> Project:
+    """Stopped at P1's conflict: P3's file (``LOCAL``) is not in the checkout yet."""
+    project = _project(tmp, conflict=True)
+    code, _, err = project.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+    assert code == 3, err
+    assert not (project.work / LOCAL).exists()
+    return project
+
+
+def _resolve(project: Project) -> None:
+    (project.work / "pkg" / "core.py").write_text("def f1():\n    return -1\n")
+    git(project.work, "add", "pkg/core.py")
+
+
+def _written(project: Project) -> dict[str, bytes]:
+    """What a refused end must not have changed: series.toml, patches/, the refs (a
+    backup ref apart: ``--skip`` keeps what the stop held before it walks on)."""
+    files = {"series.toml": (project.root / "series.toml").read_bytes()}
+    for patch in sorted((project.root / "patches").iterdir()):
+        files[patch.name] = patch.read_bytes()
+    refs = git(project.work, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
+    files["refs"] = "\n".join(r for r in refs if "/backup/" not in r).encode()
+    return files
+
+
+def _refused(result: tuple[int, str, str], path: str = LOCAL) -> None:
+    code, out, err = result
+    assert code == 4, (out, err)
+    assert "refusing to move the files" in err and path in err, err
+    assert "untracked" in err or "ignore" in err, err
+
+
+@pytest.mark.parametrize("how", ["--continue", "--skip"])
+def test_the_end_of_a_rebase_refuses_to_write_over_a_file_made_at_the_stop(
+    tmp_path: Path, how: str
+) -> None:
+    """The file refused before the end writes anything (the rebase still stopped, patches/,
+    series.toml and the refs as they were); moved away, the same command ends the rebase."""
+    project = _stopped(tmp_path)
+    if how == "--continue":
+        _resolve(project)
+    local = project.work / LOCAL
+    local.write_text(MINE)
+    before = _written(project)
+    _refused(project.run("rebase", how))
+    assert local.read_text() == MINE
+    assert _written(project) == before
+    local.rename(tmp_path / "mine")
+    code, _, err = project.run("rebase", how)
+    assert code == 0, err
+    assert local.read_text() == "from P3\n"
+    assert git(project.work, "status", "--porcelain") == ""
+    assert git(project.work, "for-each-ref", STATE) == ""
+
+
+@pytest.mark.parametrize("kind", ["directory", "link"])
+def test_a_directory_or_a_link_where_the_end_writes_a_file_is_refused(
+    tmp_path: Path, kind: str
+) -> None:
+    """An untracked directory holding a file, or a link to a file outside the checkout,
+    at P3's path (main: the directory removed with its file; the link replaced)."""
+    project = _stopped(tmp_path)
+    _resolve(project)
+    local = project.work / LOCAL
+    outside = tmp_path / "outside.txt"
+    outside.write_text(MINE)
+    if kind == "directory":
+        local.mkdir()
+        (local / "notes.txt").write_text(MINE)
+    else:
+        local.symlink_to(outside)
+    _refused(project.run("rebase", "--continue"))
+    if kind == "directory":
+        assert (local / "notes.txt").read_text() == MINE
+    else:
+        assert local.is_symlink() and local.read_text() == MINE
+    assert outside.read_text() == MINE
+    assert git(project.work, "for-each-ref", STATE) != ""
+
+
+def test_a_file_holding_what_the_patch_adds_is_no_refusal(tmp_path: Path) -> None:
+    """Nothing would be lost: the end goes on (as a move finished after a kill does)."""
+    project = _stopped(tmp_path)
+    _resolve(project)
+    (project.work / LOCAL).write_text("from P3\n")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    assert git(project.work, "status", "--porcelain") == ""
+    assert git(project.work, "for-each-ref", STATE) == ""
+
+
+@pytest.mark.parametrize("how", ["--abort", "--skip"])
+def test_an_ignored_file_inside_a_directory_in_the_way_is_refused_by_abort_and_skip(
+    tmp_path: Path, how: str
+) -> None:
+    """``--abort`` and ``--skip`` keep the stop's untracked files in a snapshot, which
+    holds no ignored file: one inside a directory where P3 writes a file (the directory
+    itself not ignored) was removed with it on main, the command saying what it kept."""
+    project = _stopped(tmp_path)
+    exclude = project.work / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_text("*.bak\n")
+    local = project.work / LOCAL
+    local.mkdir()
+    (local / "notes.bak").write_text(MINE)
+    assert "notes.bak" not in git(project.work, "status", "--porcelain", "-uall")
+    _refused(project.run("rebase", how), "notes.bak")
+    assert (local / "notes.bak").read_text() == MINE
+    (local / "notes.bak").rename(tmp_path / "notes.bak")
+    local.rmdir()
+    code, _, err = project.run("rebase", how)
+    assert code == 0, err
+    assert local.read_text() == "from P3\n"
+
+
+def test_abort_keeps_a_plain_file_in_the_way_in_its_snapshot_and_goes_on(tmp_path: Path) -> None:
+    """``--abort`` keeps the stop's untracked files under a backup ref before it moves
+    (row 123): a file at P3's path is no refusal there, and is in what it kept."""
+    project = _stopped(tmp_path)
+    (project.work / LOCAL).write_text(MINE)
+    code, out, err = project.run("rebase", "--abort")
+    assert code == 0, err
+    assert (project.work / LOCAL).read_text() == "from P3\n"
+    (ref,) = git(project.work, "for-each-ref", "--format=%(refname)", "refs/series/backup/").split()
+    assert ref in out + err
+    assert git(project.work, "show", f"{ref}:{LOCAL}") == MINE.rstrip("\n")
+
+
+def test_the_check_before_the_end_moves_nothing(tmp_path: Path) -> None:
+    """The end's check of what is in the way (before it writes anything) is no move: an
+    end that fails after it (here git's ``format-patch``, failing) leaves the files as
+    the stop had them, P3's file not written, the rebase stopped."""
+    project = _stopped(tmp_path)
+    _resolve(project)
+    shim = GitShim(tmp_path, 'case "$*" in *format-patch*) echo failing >&2; exit 1;; esac\n')
+    code, _, err, calls = shim.said(project.root, "rebase", "--continue")
+    assert code != 0 and any("format-patch" in c for c in calls), err
+    assert not (project.work / LOCAL).exists()
+    assert git(project.work, "for-each-ref", STATE) != ""
+    assert git(project.work, "status", "--porcelain") == "M  pkg/core.py"
