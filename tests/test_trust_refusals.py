@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import Project, git, make_project
+from helpers import GitShim, Project, git, make_project
 from rebase_helpers import moving_project, resolve_p1
-from test_branches import heads, setup
+from test_branches import amend_p2, colleague_pushes, heads, setup
 from test_edit import edit_project
 from test_trust_lock import run
 
@@ -181,6 +181,28 @@ def test_a_push_the_remote_declines_is_said_so_not_ok(tmp_path: Path) -> None:
     hook.unlink()
     assert project.run("branches", "--push", remote)[0] == 0  # the way on
     assert set(heads(remote)) == set(heads(project.work)) - {"series"}
+
+
+def test_a_forced_push_whose_backup_cannot_be_fetched_changes_nothing(tmp_path: Path) -> None:
+    """``--force`` over a colleague's commit on the remote keeps it first: when the fetch
+    of it fails (a git shim fails that fetch alone), nothing is pushed, no branch moves
+    here or there, and the refusal says how to go on (row 616; with the refusal off:
+    exit 0, their commit replaced with no backup)."""
+    project, remote = setup(tmp_path)
+    assert project.run("branches", "--push", remote)[0] == 0
+    theirs = colleague_pushes(tmp_path, remote, "perf-P2")
+    amend_p2(project)
+    before = snapshot(project)
+    shim = GitShim(tmp_path, f'case "$*" in *fetch*" {remote} "*) echo down >&2; exit 128;; esac\n')
+    code, _, err, calls = shim.said(project.root, "branches", "--push", remote, "--force")
+    assert code == REFUSED, err
+    assert any(c.startswith("fetch") and remote in c for c in calls), calls
+    assert "cannot keep a backup of the remote branches" in err and "nothing was pushed" in err
+    assert "perf-P2" in err and "--force` again" in err, err
+    assert heads(remote)["perf-P2"] == theirs
+    assert snapshot(project) == before
+    assert project.run("branches", "--push", remote, "--force")[0] == 0  # the way on
+    assert git(project.work, "rev-parse", "refs/series/backup/remote/perf-P2") == theirs
 
 
 # -- rebase --onto ----------------------------------------------------------------------

@@ -296,8 +296,14 @@ def _write(
         )
         ok, err = repo.remote.fetch_heads(opts.push, [i.ref for i in forced_remote])
         if not ok:
+            names = ", ".join(i.branch for i in forced_remote)
             raise RefusedError(
-                f"cannot keep a backup of the remote branches of {opts.push}", why=err
+                f"cannot keep a backup of the remote branches of {opts.push}: nothing was pushed",
+                why=f"{err.strip()}\n--force replaces {names} there, and keeps the commits it "
+                "replaces first (refs/series/backup/remote/); their fetch failed, so no "
+                "branch changed, here or there",
+                hint=f"run `series branches --push {opts.push} --force` again once "
+                f"{opts.push} answers; without --force, series replaces no one's commits",
             )
         backups += [(f"{REMOTE_BACKUP}{i.branch}", i.remote_old or "") for i in forced_remote]
     backups += [(f"{LOCAL_BACKUP}{i.branch}", i.old or "") for i in outcome.items if i.forced]
