@@ -8,8 +8,9 @@ main, a file made at a rebase stop where a later patch adds one was replaced by 
 patch's, exit 0, nothing said (``--skip`` had kept it in its snapshot; docs/hardening.md
 listed the case as "Not covered"). ``git rebase --continue`` refuses there. Now every
 move refuses first, naming the paths, and the end of a rebase refuses before it writes
-anything. ``--abort`` keeps such a file in its snapshot of the stop (as ``--skip``
-does), but not an ignored file inside such a directory: both refuse that.
+patches/, series.toml or a ref. ``--abort`` keeps such a file in its snapshot of the
+stop (as ``--skip`` does), but not an ignored file inside such a directory: both refuse
+that.
 """
 
 from __future__ import annotations
