@@ -1,9 +1,11 @@
 """Work trees: the only part of series that writes files git tracks.
 
 Two kinds: the user's checkout (moved with ``read-tree -m -u``, which
-touches only files that differ and refuses to overwrite local changes) and
-the linked work trees series owns for running tests (moved with a forced
-checkout after a clean). Everything else in series works on objects.
+touches only files that differ and refuses to overwrite local changes, or
+``--reset`` where the index is not the move's start, which does not refuse:
+what is in the way is refused first) and the linked work trees series owns
+for running tests (moved with a forced checkout after a clean). Everything
+else in series works on objects.
 
 A move of the checkout that was cut short (series killed with its git, or
 git failing on a full disk) is recorded (series.git.leftovers: the record
@@ -136,7 +138,10 @@ class Worktree(Part):
         """Move index and work tree from commit ``old`` to ``new``.
 
         A two-tree ``read-tree -m -u`` touches only files that differ and
-        refuses to overwrite local changes; a fresh repository takes --reset.
+        refuses to overwrite local changes; ``old`` None (a fresh repository, the
+        end of a rebase from a detached HEAD) takes ``--reset``, which writes over
+        them and over untracked files: the caller has checked the tracked ones, and
+        what is in the way is refused here (``_refuse_what_is_in_the_way``).
         ``parallel``: git writes the files with a worker process per core (when
         more than 100 change); without, in its own process, as ``git rebase
         --abort`` does. Writing a file is mostly the kernel's work (the unlink,
