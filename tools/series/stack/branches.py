@@ -300,7 +300,7 @@ def _write(
             raise RefusedError(
                 f"cannot keep a backup of the remote branches of {opts.push}: nothing was pushed",
                 why=f"{err.strip()}\n--force replaces {names} there, and keeps the commits it "
-                "replaces first (refs/series/backup/remote/); their fetch failed, so no "
+                f"replaces first ({REMOTE_BACKUP}); their fetch failed, so no "
                 "branch changed, here or there",
                 hint=f"run `series branches --push {opts.push} --force` again once "
                 f"{opts.push} answers; without --force, series replaces no one's commits",
