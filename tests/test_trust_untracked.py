@@ -15,6 +15,8 @@ that.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -166,3 +168,68 @@ def test_the_check_before_the_end_moves_nothing(tmp_path: Path) -> None:
     assert not (project.work / LOCAL).exists()
     assert git(project.work, "for-each-ref", STATE) != ""
     assert git(project.work, "status", "--porcelain") == "M  pkg/core.py"
+
+
+def test_a_repository_deep_in_a_directory_in_the_way_is_refused_by_abort(tmp_path: Path) -> None:
+    """``--abort`` keeps the stop's untracked files in its snapshot, which holds only the
+    commit id of a repository of the user's: one two levels down in a directory at P3's
+    path was removed with its history on main (exit 0, the command saying what it kept).
+    Only a ``.git`` right at that path was refused."""
+    project = _stopped(tmp_path)
+    nested = project.work / LOCAL / "d" / "sub"
+    nested.mkdir(parents=True)
+    git(nested, "init", "-q")
+    (nested / "x").write_text(MINE)
+    git(nested, "add", "x")
+    git(nested, "commit", "-qm", "mine")
+    code, out, err = project.run("rebase", "--abort")
+    assert code == 4, (out, err)
+    assert "refusing to move the files" in err and "repositor" in err, err
+    assert f"{LOCAL}/d/sub" in err, err
+    assert git(nested, "log", "--format=%s") == "mine"
+    (project.work / LOCAL).rename(tmp_path / "mine")
+    code, _, err = project.run("rebase", "--abort")
+    assert code == 0, err
+    assert (project.work / LOCAL).read_text() == "from P3\n"
+
+
+def _fifo_at(project: Project, kind: str) -> Path:
+    """A FIFO of the user's at P3's path, or in a directory there (nothing else in it)."""
+    local = project.work / LOCAL
+    if kind == "in a directory":
+        local.mkdir()
+        os.mkfifo(local / "pipe")
+        return local / "pipe"
+    os.mkfifo(local)
+    return local
+
+
+@pytest.mark.parametrize("kind", ["at the path", "in a directory"])
+@pytest.mark.parametrize("how", ["apply", "--continue", "--abort"])
+def test_a_fifo_where_a_move_writes_a_file_is_refused(tmp_path: Path, how: str, kind: str) -> None:
+    """git status lists no FIFO (no snapshot holds one), and ``read-tree --reset -u``
+    writes over one, or removes the directory holding it; ``-m`` removes such a directory
+    too, and refuses a FIFO at the path itself, after series had moved the branch (main:
+    "the files are partly moved", exit 1, a failed move recorded). Refused first, naming
+    it; moved away, the same command finishes."""
+    if how == "apply":
+        project = _project(tmp_path)
+        code, _, err = project.run("apply", "--to", "P2")
+        assert code == 0, err
+        argv = ["apply"]
+    else:
+        project = _stopped(tmp_path)
+        if how == "--continue":
+            _resolve(project)
+        argv = ["rebase", how]
+    fifo = _fifo_at(project, kind)
+    code, out, err = project.run(*argv)
+    assert code == 4, (out, err)
+    assert "refusing to move the files" in err and "FIFO" in err, err
+    assert str(fifo.relative_to(project.work)) in err and "partly moved" not in err, err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    (project.work / LOCAL).rename(tmp_path / "mine")
+    code, _, err = project.run(*argv)
+    assert code == 0, err
+    assert (project.work / LOCAL).read_text() == "from P3\n"
+    assert git(project.work, "status", "--porcelain") == ""

@@ -19,9 +19,10 @@ content) cannot be told from an edit, and is left to the user.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from series.errors import RefusedError, SeriesError
@@ -54,13 +55,36 @@ def refuse_blocking(git_dir: Path | None) -> None:
         refuse_not_plain(found, "plain file", "git status")
 
 
-def _repository_here(path: Path) -> bool:
-    """Whether ``path`` is a directory (not a link to one: git removes only the link, and
-    a snapshot keeps it) holding a repository of its own (a ``.git``)."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode) and os.path.lexists(path / ".git")
-    except OSError:
-        return False
+def _kept_by_nothing(root: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Of ``paths`` (each where a move writes a file), the repositories of their own at
+    or below those that are directories, and what is no file, link or directory (a FIFO,
+    a socket, a device) at or below them: neither is in a snapshot of the user's work (git
+    status shows a repository as a directory, and a snapshot holds only its commit's id; it
+    lists no FIFO), and ``read-tree -u`` writes over them or removes them with the
+    directory that holds them (``--reset`` always, ``-m`` where git sees nothing else
+    there). Links are not followed; a directory that cannot be read is git's to fail on."""
+    nested, special = [], []
+    for top in paths:
+        try:
+            mode = os.lstat(root / top).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISDIR(mode):
+            if not stat.S_ISREG(mode) and not stat.S_ISLNK(mode):
+                special.append(top)
+            continue
+        for where, dirs, files in os.walk(root / top):
+            at = Path(where).relative_to(root).as_posix()
+            if ".git" in dirs or ".git" in files:
+                nested.append(at)
+                dirs.clear()
+                continue
+            for name in files:
+                with contextlib.suppress(OSError):
+                    mode = os.lstat(os.path.join(where, name)).st_mode
+                    if not stat.S_ISREG(mode) and not stat.S_ISLNK(mode):
+                        special.append(f"{at}/{name}")
+    return sorted(nested), sorted(special)
 
 
 def _some(paths: Sequence[str]) -> str:
@@ -181,14 +205,16 @@ class Worktree(Part):
         status``, which series' backups of the user's work read, does not list it.
         ``--reset`` (git 2.39) writes over any untracked file there too, and removes an
         untracked directory where ``new`` has a file, with what it holds: one holding a
-        repository of its own (a ``.git``: git status shows the directory, not its files,
-        and a snapshot holds only its commit's id) was deleted with its history; a file
+        repository of its own (a ``.git``, at any depth: git status shows the directory,
+        not its files, and a snapshot holds only its commit's id) was deleted with its
+        history; a FIFO there (or in such a directory: git status lists none, and ``-m``
+        removes a directory that holds nothing else) was replaced silently; a file
         made at a rebase stop where a later patch adds one was replaced when
         ``--continue`` ended the rebase (the end moves a detached HEAD with ``--reset``).
         ``-m`` refuses those itself, after series has moved the branch: refused here
         first, in series' words, for both. ``kept``: the caller's snapshot of the user's
         work (``git status --untracked-files=all``, series.backup) holds the untracked
-        files that are not ignored: only ignored ones and repositories are refused. A
+        files that are not ignored: only ignored ones, repositories and FIFOs are refused. A
         file that holds what the move writes there loses nothing. One ``diff-index`` (the
         paths the move adds); more only when one of them is there.
         """
@@ -218,12 +244,12 @@ class Worktree(Part):
         if status not in (0, 1):
             raise GitFailed(["check-ignore"], status, err, cwd=self.path)
         ignored = sorted(found.splitlines())
-        nested = sorted(p for p in there if _repository_here(self.path / p))
+        nested, special = _kept_by_nothing(self.path, there)
         inside, untracked = self._untracked_in(sorted(set(there) - set(nested)), blobs)
         ignored = sorted({*ignored, *inside})
         if kept:
             untracked = []
-        if not ignored and not nested and not untracked:
+        if not ignored and not nested and not untracked and not special:
             return
         why = []
         if untracked:
@@ -240,6 +266,12 @@ class Worktree(Part):
             why.append(
                 f"git would remove {len(nested)} repositor(ies) of their own (a .git in "
                 f"them), with their history, where the files go: {_some(nested)}"
+            )
+        if special:
+            why.append(
+                f"git would write over {len(special)} path(s) that are no file, link or "
+                f"directory (a FIFO, a socket, a device), or remove them with the directory "
+                f"that holds them, where the files go: {_some(special)}"
             )
         raise RefusedError(
             f"refusing to move the files of {self.path} to {new[:12]}",
