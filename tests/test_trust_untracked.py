@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import GitShim, Project, git
-from test_trust_ignored import LOCAL, _project
+from helpers import GitShim, PatchSpec, Project, git, make_project
+from rebase_helpers import commit_upstream
+from test_trust_ignored import LOCAL, SPECS, _project
 
 MINE = "mine, in no commit\n"
 STATE = "refs/series/rebase/state"
@@ -233,3 +234,89 @@ def test_a_fifo_where_a_move_writes_a_file_is_refused(tmp_path: Path, how: str, 
     assert code == 0, err
     assert (project.work / LOCAL).read_text() == "from P3\n"
     assert git(project.work, "status", "--porcelain") == ""
+
+
+def _stop_refused(result: tuple[int, str, str], command: str, sid: str) -> None:
+    """Refused at a stop saved already: it names the stop and the command that writes it
+    (main: "run the command again", which is refused, one being in progress)."""
+    code, out, err = result
+    assert code == 4, (out, err)
+    assert f"stopped at {sid}" in err and f"`{command} --continue` writes the stop" in err, err
+    assert "run the command again" not in err, err
+
+
+def test_a_first_stop_refused_names_continue_which_writes_it(tmp_path: Path) -> None:
+    """Upstream adds ``pkg/upstream.local``, which the user has, ignored: ``--onto`` stops
+    at P1's conflict and saves the stop, then the move to it refuses. ``--onto`` again
+    is refused (a rebase in progress); once the file is moved away, ``--continue`` writes
+    the stop's conflict."""
+    project = _project(tmp_path)
+    up = project.upstream
+    commit_upstream(up, "pkg/core.py", "return 1\n", "return -1\n", "core: f1 returns -1")
+    (up / "pkg" / "upstream.local").write_text("upstream's\n")
+    git(up, "add", "pkg/upstream.local")
+    git(up, "commit", "-qm", "settings: upstream's")
+    (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
+    local = project.work / "pkg" / "upstream.local"
+    local.write_text(MINE)
+    onto = ["rebase", "--onto", "main", "--upstream", str(up)]
+    _stop_refused(project.run(*onto), "series rebase", "P1")
+    assert local.read_text() == MINE
+    code, _, err = project.run(*onto)
+    assert code == 4 and "already in progress" in err, err
+    local.rename(tmp_path / "mine")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 3 and "conflict: pkg/core.py" in err, err
+    assert "<<<<<<<" in (project.work / "pkg" / "core.py").read_text()
+    assert local.read_text() == "upstream's\n"
+
+
+def test_a_later_stop_refused_by_continue_names_continue_which_writes_it(tmp_path: Path) -> None:
+    """At P1's stop the user makes ``pkg/added.py``, which P2 (conflicting too) adds:
+    ``--continue`` records P1, saves P2's stop, and the move to it refuses."""
+    specs = [
+        *SPECS[:1],
+        PatchSpec(
+            "P2",
+            "util: VALUE_5 is 55, and a new module",
+            {"pkg/util.py": ("VALUE_5 = 5\n", "VALUE_5 = 55\n")},
+            new_files={"pkg/added.py": "from P2\n"},
+        ),
+    ]
+    project = make_project(tmp_path, specs)
+    up = project.upstream
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    commit_upstream(up, "pkg/core.py", "return 1\n", "return -1\n", "core: f1 returns -1")
+    commit_upstream(up, "pkg/util.py", "VALUE_5 = 5\n", "VALUE_5 = -5\n", "util: VALUE_5")
+    code, _, err = project.run("rebase", "--onto", "main", "--upstream", str(up))
+    assert code == 3, err
+    _resolve(project)
+    added = project.work / "pkg" / "added.py"
+    added.write_text(MINE)
+    _stop_refused(project.run("rebase", "--continue"), "series rebase", "P2")
+    assert added.read_text() == MINE
+    added.rename(tmp_path / "mine")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 3 and "conflict: pkg/util.py" in err, err
+    assert added.read_text() == "from P2\n"
+
+
+def test_an_edit_stop_refused_names_continue_which_moves_the_files(tmp_path: Path) -> None:
+    """P4 drops P3's ``pkg/settings.local``; the user keeps an own one there, ignored.
+    ``series edit P3`` saves its stop, then the move back to P3 (which writes the file)
+    refuses; once it is moved away, ``edit --continue`` moves the files to the stop."""
+    project = _project(tmp_path)
+    git(project.work, "rm", "-q", LOCAL)
+    git(project.work, "commit", "-qm", "settings: no local file")
+    code, _, err = project.run("export")
+    assert code == 0, err
+    (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
+    local = project.work / LOCAL
+    local.write_text(MINE)
+    _stop_refused(project.run("edit", "P3"), "series edit", "P3")
+    assert local.read_text() == MINE
+    local.rename(tmp_path / "mine")
+    code, out, err = project.run("edit", "--continue")
+    assert code == 0 and "now moved" in out + err, (out, err)
+    assert local.read_text() == "from P3\n"

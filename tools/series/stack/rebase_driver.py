@@ -40,7 +40,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 
 from series.checkout import Checkout
-from series.errors import ConflictError
+from series.errors import ConflictError, RefusedError
 from series.git.history import CommitInfo, LogEntry
 from series.git.ident import Ident
 from series.git.mergetree import MergeStream, TreeMerge
@@ -479,15 +479,39 @@ def _halt(run: Run, state: RebaseState, steps: Steps) -> None:
         _stop_transaction(repo, state, run.head, steps.blob_writer())
     finally:
         steps.close()  # no more merges: the stream ends before the checkout moves
+    try:
+        if stop.kind == "conflict":
+            write_conflict(repo, stop)
+        else:
+            repo.worktree.checkout_tree(stop.written_from, repo.objects.tree_of(state.current))
+    except RefusedError as exc:
+        raise _stop_not_written(run, state, exc) from None
     if stop.kind == "conflict":
-        write_conflict(repo, stop)
         raise conflict_error(run, state)
-    repo.worktree.checkout_tree(stop.written_from, repo.objects.tree_of(state.current))
     cmd, where = state.command, run.checkout.path
     run.ui.result(
         f"edit: stopped at {state.stopped_at} (HEAD in {where}); change it with `git commit "
         f"--amend`, add patches after it with `git commit`, then `{cmd} --continue` "
         f"(or `{cmd} --abort`)"
+    )
+
+
+def _stop_not_written(run: Run, state: RebaseState, exc: RefusedError) -> RefusedError:
+    """The move to a stop refused (a file of the user's in its way, series.git.worktree),
+    after the stop was saved and HEAD detached there: the stop stands with nothing of it in
+    the files, as a kill between the two leaves it, and ``--continue`` writes them then
+    (series.stack.rebase_resume ``_finish_stop``, series.stack.edit_finish
+    ``stop_cut_short``). The move's own hint, "run the command again", was wrong there:
+    ``--onto`` or ``series edit`` again is refused, one being in progress."""
+    cmd, sid, where = state.command, state.stopped_at, run.checkout.path
+    assert state.stop is not None
+    what = "its conflict" if state.stop.kind == "conflict" else f"the files of {sid}"
+    return RefusedError(
+        f"{state.kind} stopped at {sid}, but refusing to write {what} into {where}",
+        why=f"{exc.why}\nthe stop is saved (HEAD detached at {state.current[:12]}); nothing "
+        "of it is in the files yet",
+        hint=f"move them out of the way (or `git add -f` them), then `{cmd} --continue` "
+        f"writes the stop; or `{cmd} --abort`",
     )
 
 
