@@ -320,3 +320,35 @@ def test_an_edit_stop_refused_names_continue_which_moves_the_files(tmp_path: Pat
     code, out, err = project.run("edit", "--continue")
     assert code == 0 and "now moved" in out + err, (out, err)
     assert local.read_text() == "from P3\n"
+
+
+@pytest.mark.parametrize("kind", ["ignored", "fifo"])
+def test_the_end_of_an_edit_refuses_before_it_writes(tmp_path: Path, kind: str) -> None:
+    """At an edit stop at P2 the user puts an ignored file (or a FIFO: neither is refused
+    there as uncommitted) where P3 writes one. main wrote patches/, series.toml and the
+    refs, deleted the edit's state, then refused the move: the export's journal stayed,
+    and ``series apply`` refused ("an export was interrupted") after an ``edit --continue``
+    that said the edit had finished. Now refused first, nothing written."""
+    project = _project(tmp_path)
+    code, _, err = project.run("edit", "P2")
+    assert code == 0, err
+    local = project.work / LOCAL
+    if kind == "ignored":
+        (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
+        local.write_text(MINE)
+    else:
+        os.mkfifo(local)
+    before = _written(project)
+    code, out, err = project.run("edit", "--continue")
+    assert code == 4, (out, err)
+    assert "refusing to move the files" in err and LOCAL in err, err
+    assert _written(project) == before
+    assert git(project.work, "for-each-ref", STATE) != ""
+    assert not (project.root / ".series" / "export-journal.json").exists()
+    local.rename(tmp_path / "mine")
+    code, _, err = project.run("edit", "--continue")
+    assert code == 0, err
+    assert local.read_text() == "from P3\n"
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    assert git(project.work, "status", "--porcelain") == ""

@@ -37,7 +37,14 @@ if TYPE_CHECKING:
 
 
 def finish_edit(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> None:
-    """Export the edited series and end the edit, in export's transaction."""
+    """Export the edited series and end the edit, in export's transaction.
+
+    A file of the user's where the edited series writes one (ignored, a FIFO: any other
+    untracked file was refused at the stop) is refused before anything is written, as at
+    a rebase's end (``Checkout.check_move``): the move after the transaction refused it
+    only once patches/, series.toml and the refs were the edited series' and the edit's
+    state was gone, the export's journal left behind."""
+    checkout.check_move(st.current)  # the edited series' tree (export changes no tree)
     repo = checkout.repo
     journal = export_files.interrupted(series.root)
     if journal is not None:  # an end killed after writing files: start it again
