@@ -352,3 +352,70 @@ def test_the_end_of_an_edit_refuses_before_it_writes(tmp_path: Path, kind: str) 
     code, _, err = project.run("apply")
     assert code == 0, err
     assert git(project.work, "status", "--porcelain") == ""
+
+
+def _series_files(project: Project) -> dict[str, bytes]:
+    """series.toml, patches/ and the branch (a rebase's own refs apart: its start saves
+    them before it walks)."""
+    files = {p.name: p.read_bytes() for p in sorted((project.root / "patches").iterdir())}
+    files["series.toml"] = (project.root / "series.toml").read_bytes()
+    files["branch"] = git(project.work, "rev-parse", "refs/heads/series").encode()
+    return files
+
+
+def test_a_rebase_that_never_stopped_refuses_before_its_end_writes(tmp_path: Path) -> None:
+    """Upstream adds ``pkg/upstream.local``, which the user has, ignored; no patch
+    conflicts. main wrote patches/, series.toml and the branch, then the move (``-m``,
+    from the branch) refused, saying "run the command again": ``--onto`` again was
+    refused (the checkout differing from the moved branch); only ``series apply``
+    finished. Now refused before the end writes, naming ``--continue``, which ends it."""
+    project = make_project(tmp_path)
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    up = project.upstream
+    (up / "pkg" / "upstream.local").write_text("upstream's\n")
+    git(up, "add", "pkg/upstream.local")
+    git(up, "commit", "-qm", "settings: upstream's")
+    (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
+    local = project.work / "pkg" / "upstream.local"
+    local.write_text(MINE)
+    before = _series_files(project)
+    code, out, err = project.run("rebase", "--onto", "main", "--upstream", str(up))
+    assert code == 4, (out, err)
+    assert "pkg/upstream.local" in err and "`series rebase --continue` ends the rebase" in err
+    assert local.read_text() == MINE
+    assert _series_files(project) == before
+    local.rename(tmp_path / "mine")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    assert local.read_text() == "upstream's\n"
+    assert git(project.work, "status", "--porcelain") == ""
+    assert git(project.work, "for-each-ref", STATE) == ""
+
+
+def test_an_edit_that_never_stopped_refuses_before_its_end_writes(tmp_path: Path) -> None:
+    """P4 drops P3's ``pkg/settings.local``; the user keeps an own one there, ignored;
+    ``series edit --drop P4`` (no stop) would write P3's back: refused before its end
+    writes (main: after, "run the command again"), naming ``edit --continue``."""
+    project = _project(tmp_path)
+    git(project.work, "rm", "-q", LOCAL)
+    git(project.work, "commit", "-qm", "settings: no local file")
+    code, _, err = project.run("export")
+    assert code == 0, err
+    assert "P4" in (project.root / "series.toml").read_text()
+    (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
+    local = project.work / LOCAL
+    local.write_text(MINE)
+    before = _series_files(project)
+    code, out, err = project.run("edit", "--drop", "P4")
+    assert code == 4, (out, err)
+    assert LOCAL in err and "`series edit --continue` ends the edit" in err, err
+    assert local.read_text() == MINE
+    assert _series_files(project) == before
+    local.rename(tmp_path / "mine")
+    code, _, err = project.run("edit", "--continue")
+    assert code == 0, err
+    assert local.read_text() == "from P3\n"
+    assert git(project.work, "status", "--porcelain") == ""
+    assert not [p for p in (project.root / "patches").iterdir() if "P4" in p.name]
+    assert "P4" not in (project.root / "series.toml").read_text()

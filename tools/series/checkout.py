@@ -31,7 +31,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from series import backup, refnames
@@ -168,18 +168,22 @@ class Checkout:
     def tip(self) -> str | None:
         return self.repo.objects.rev(self.branch_ref)
 
-    def check_move(self, tip: str, listed: Mapping[str, str]) -> None:
+    def check_move(self, tip: str, *, then: str) -> None:
         """Before a command that ends by moving the files to ``tip`` writes anything
         visible (patches/, series.toml, refs): refuse where a file of the user's is in the
-        way of that move, as the move would (series.git.worktree ``checkout_tree``). Only a
-        move from a detached HEAD (a rebase's end) needs it: ``read-tree --reset`` writes
-        over an untracked file, where ``-m`` refuses (and an edit's end refuses any
-        untracked file before). HEAD read from its file as :meth:`prepare_write` reads it
-        (``listed``: every ref under refs/), git asked only where that cannot tell."""
-        refs = self.repo.refs
-        read = refs.head_and_ref_read(self.repo.git_dir, listed)
-        if (read or refs.head_and_ref())[1] != self.branch_ref:
+        way of that move, as the move would (series.git.worktree ``checkout_tree``), and
+        not once the branch has moved: from a detached HEAD (a stop) ``read-tree --reset``
+        writes over an untracked file; from the branch (a rebase or edit that never
+        stopped) ``-m`` refused an ignored file or a FIFO there only after patches/,
+        series.toml and the refs were written. ``then``: what goes on once the path is
+        free (the move's own hint, "run the command again", is refused where that command
+        began the rebase or edit: one is in progress)."""
+        try:
             self.repo.worktree.checkout_tree(None, tip, dry_run=True)
+        except RefusedError as exc:
+            raise RefusedError(
+                exc.message, why=exc.why, hint=f"move them out of the way, then {then}"
+            ) from None
 
     def on_branch(self) -> bool:
         """Whether HEAD is the series branch: read from HEAD's file where it names the

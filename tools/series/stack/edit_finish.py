@@ -44,7 +44,8 @@ def finish_edit(series: Series, ui: Ui, checkout: Checkout, st: RebaseState) -> 
     a rebase's end (``Checkout.check_move``): the move after the transaction refused it
     only once patches/, series.toml and the refs were the edited series' and the edit's
     state was gone, the export's journal left behind."""
-    checkout.check_move(st.current)  # the edited series' tree (export changes no tree)
+    # the edited series' tree (export changes no tree)
+    checkout.check_move(st.current, then=f"`{st.command} --continue` ends the edit")
     repo = checkout.repo
     journal = export_files.interrupted(series.root)
     if journal is not None:  # an end killed after writing files: start it again

@@ -232,7 +232,10 @@ def _prepare_move(
     # The rebase's refs to delete, and what keeps commits: from their loose files where
     # those hold them all (as --skip and --abort read them), else one for-each-ref.
     listed = repo.refs.under_read(repo.git_dir, "refs/")
-    checkout.check_move(tip, listed)  # a file of the user's in the way: refused before any write
+    # a file of the user's in the way: refused before any write
+    cmd = st.command
+    then = f"`{cmd} --continue` ends the rebase (after a refused --skip: `{cmd} --skip`)"
+    checkout.check_move(tip, then=then)
     return checkout.prepare_write(
         "rebase",
         prior=checkout.state(),
