@@ -15,6 +15,7 @@ that.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from helpers import GitShim, PatchSpec, Project, git, make_project
-from rebase_helpers import commit_upstream
+from rebase_helpers import commit_upstream, resolve_p1
 from test_trust_ignored import LOCAL, SPECS, _project
 
 MINE = "mine, in no commit\n"
@@ -419,3 +420,51 @@ def test_an_edit_that_never_stopped_refuses_before_its_end_writes(tmp_path: Path
     assert git(project.work, "status", "--porcelain") == ""
     assert not [p for p in (project.root / "patches").iterdir() if "P4" in p.name]
     assert "P4" not in (project.root / "series.toml").read_text()
+
+
+@pytest.mark.parametrize("how", ["apply", "--continue"])
+def test_a_link_a_cut_move_had_written_is_taken_as_moved(tmp_path: Path, how: str) -> None:
+    """P4 adds a link, ``pkg/alias.py``; the move to it (``apply`` from P3: ``read-tree
+    -m``; the end of a rebase's ``--continue``: ``--reset``) fails once git has written the
+    link (a git that exits 1 there: a kill, or a full disk, leaves the same). main took
+    only regular files as moved: ``series status`` listed the link as uncommitted, and
+    the command run again refused it as an untracked file of the user's ("move them out
+    of the way"; git's ``-m`` refused it before), every time. Now the link, the target's,
+    is taken as moved: status lists nothing, the command run again finishes the move."""
+    project = make_project(tmp_path)
+    if how == "--continue":
+        up = project.upstream
+        commit_upstream(up, "pkg/core.py", "return 1\n", "return -1\n", "core: f1 returns -1")
+    code, _, err = project.run("apply")
+    assert code == 0, err
+    alias = project.work / "pkg" / "alias.py"
+    alias.symlink_to("core.py")
+    git(project.work, "add", "pkg/alias.py")
+    git(project.work, "commit", "-qm", "pkg: an alias")
+    code, _, err = project.run("export")
+    assert code == 0, err
+    if how == "apply":
+        code, _, err = project.run("apply", "--to", "P3")
+        assert code == 0, err
+        argv = ["apply"]
+    else:
+        code, _, err = project.run("rebase", "--onto", "main", "--upstream", str(up))
+        assert code == 3, err
+        resolve_p1(project.work)
+        argv = ["rebase", "--continue"]
+    assert not alias.is_symlink()
+    shim = GitShim(
+        tmp_path,
+        'case "$*" in *read-tree*-u*) ln -s core.py pkg/alias.py; echo cut >&2; exit 1;; esac\n',
+    )
+    code, _, err, _ = shim.said(project.root, *argv)
+    assert code == 1 and "could not move the files" in err, err
+    assert alias.is_symlink()
+    code, out, err = project.run("status", "--json")
+    assert code == 0, err
+    assert json.loads(out)["uncommitted"] == [], out
+    code, out, err = project.run(*argv)
+    assert code == 0, err
+    assert "finished moving the files" in err, err
+    assert os.readlink(alias) == "core.py"
+    assert git(project.work, "status", "--porcelain") == ""

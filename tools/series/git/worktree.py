@@ -87,6 +87,23 @@ def _kept_by_nothing(root: Path, paths: Iterable[str]) -> tuple[list[str], list[
     return sorted(nested), sorted(special)
 
 
+def _link_blobs(root: Path, paths: Iterable[str], like: str) -> dict[str, str]:
+    """The blob id of each symbolic link of ``paths`` (its target's bytes, as git keeps a
+    link), others left out. Hashed here: ``hash-object`` reads the file a link leads to.
+    ``like``: an object id of the repository (40 hex digits: SHA-1, else SHA-256)."""
+    import hashlib  # only where a move writes a link
+
+    algorithm = hashlib.sha1 if len(like) == 40 else hashlib.sha256
+    found = {}
+    for path in paths:
+        try:
+            target = os.readlink(os.fsencode(root / path))
+        except OSError:  # not a link (or gone)
+            continue
+        found[path] = algorithm(b"blob %d\0" % len(target) + target).hexdigest()
+    return found
+
+
 def _some(paths: Sequence[str]) -> str:
     return ", ".join(paths[:10]) + (" ..." if len(paths) > 10 else "")
 
@@ -221,11 +238,14 @@ class Worktree(Part):
         out = self._run.git("diff-index", "--cached", "-z", "--no-renames", "--diff-filter=D", new)
         fields = out.split("\0")
         blobs = {}  # path -> the regular file's blob that ``new`` writes there
+        links = {}  # path -> the link's
         there: set[str] = set()
         for meta, path in zip(fields[0::2], fields[1::2], strict=False):
             head = meta.split()  # ":MODE MODE OID OID D", then the path
             if len(head) == 5 and head[0] in (":100644", ":100755"):
                 blobs[path] = head[2]
+            elif len(head) == 5 and head[0] == ":120000":
+                links[path] = head[2]
             parts = path.split("/")
             for end in range(1, len(parts) + 1):  # or a file (a link) where it needs a directory
                 at = "/".join(parts[:end])
@@ -245,7 +265,7 @@ class Worktree(Part):
             raise GitFailed(["check-ignore"], status, err, cwd=self.path)
         ignored = sorted(found.splitlines())
         nested, special = _kept_by_nothing(self.path, there)
-        inside, untracked = self._untracked_in(sorted(set(there) - set(nested)), blobs)
+        inside, untracked = self._untracked_in(sorted(set(there) - set(nested)), blobs, links)
         ignored = sorted({*ignored, *inside})
         if kept:
             untracked = []
@@ -282,11 +302,12 @@ class Worktree(Part):
         )
 
     def _untracked_in(
-        self, paths: Sequence[str], blobs: dict[str, str]
+        self, paths: Sequence[str], blobs: dict[str, str], links: dict[str, str]
     ) -> tuple[list[str], list[str]]:
         """Of ``paths`` (each a file, link or directory where a move writes), the ignored
         files inside those that are directories, and the paths holding an untracked file
-        git does not ignore (a file that is what the move writes there excepted: ``blobs``).
+        git does not ignore (a file, or a link, that is what the move writes there
+        excepted: ``blobs``, ``links``; one a move cut short had written is no user's).
         Tracked files are the move's to change; git's pathspecs taken literally."""
         if not paths:
             return [], []
@@ -299,7 +320,12 @@ class Worktree(Part):
         inside = sorted(f for f in every.split("\0") if f and f not in shown)
         held = [p for p in paths if any(f == p or f.startswith(p + "/") for f in shown)]
         same = self._file_blobs([p for p in held if p in blobs])
-        untracked = [p for p in held if p not in blobs or same.get(p) != blobs[p]]
+        if links:
+            same |= _link_blobs(
+                self.path, [p for p in held if p in links], next(iter(links.values()))
+            )
+        wanted = {**blobs, **links}
+        untracked = [p for p in held if p not in wanted or same.get(p) != wanted[p]]
         return inside, untracked
 
     def _move_failed(self, new: str, exc: GitFailed) -> SeriesError:
@@ -340,11 +366,13 @@ class Worktree(Part):
         """The files the cut move had written: path -> (mode, blob) of its target.
 
         Only paths the move changes whose file is exactly the target's
-        content (and executable bit); any other file is left as it is.
+        content (and executable bit; a link, its target); any other file is
+        left as it is.
         """
         if "--reset" in move.argv:  # it is run again whole
             return {}
-        changes = [c for c in self._move_changes(move.argv[-1]) if c[1].startswith("100")]
+        every = self._move_changes(move.argv[-1])
+        changes = [c for c in every if c[1].startswith("100")]
         blobs = self._file_blobs([path for path, _, _, _ in changes])
         done = {}
         for path, mode, oid, _ in changes:
@@ -352,6 +380,11 @@ class Worktree(Part):
                 executable = bool(os.lstat(self.path / path).st_mode & stat.S_IXUSR)
                 if executable == (mode == "100755"):
                     done[path] = (mode, oid)
+        # a link written already: git's -m refuses it as untracked where the index lacks it
+        links = [c for c in every if c[1] == "120000"]
+        if links:
+            found = _link_blobs(self.path, [c[0] for c in links], links[0][2])
+            done |= {path: (mode, oid) for path, mode, oid, _ in links if found.get(path) == oid}
         return done
 
     def half_moved(self, target: str) -> set[str]:
@@ -364,6 +397,8 @@ class Worktree(Part):
         """
         changes = self._move_changes(target)
         blobs = self._file_blobs([path for path, _, _, _ in changes])
+        if changes:  # a link written already, or not replaced yet
+            blobs |= _link_blobs(self.path, [c[0] for c in changes], changes[0][2])
         return {
             path
             for path, _, oid, old in changes
