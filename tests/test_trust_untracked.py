@@ -272,9 +272,8 @@ def test_a_first_stop_refused_names_continue_which_writes_it(tmp_path: Path) -> 
     assert local.read_text() == "upstream's\n"
 
 
-def test_a_later_stop_refused_by_continue_names_continue_which_writes_it(tmp_path: Path) -> None:
-    """At P1's stop the user makes ``pkg/added.py``, which P2 (conflicting too) adds:
-    ``--continue`` records P1, saves P2's stop, and the move to it refuses."""
+def _two_conflicts(tmp: Path) -> Project:
+    """Stopped at P1's conflict; P2 conflicts too, and adds ``pkg/added.py``."""
     specs = [
         *SPECS[:1],
         PatchSpec(
@@ -284,7 +283,7 @@ def test_a_later_stop_refused_by_continue_names_continue_which_writes_it(tmp_pat
             new_files={"pkg/added.py": "from P2\n"},
         ),
     ]
-    project = make_project(tmp_path, specs)
+    project = make_project(tmp, specs)
     up = project.upstream
     code, _, err = project.run("apply")
     assert code == 0, err
@@ -292,6 +291,13 @@ def test_a_later_stop_refused_by_continue_names_continue_which_writes_it(tmp_pat
     commit_upstream(up, "pkg/util.py", "VALUE_5 = 5\n", "VALUE_5 = -5\n", "util: VALUE_5")
     code, _, err = project.run("rebase", "--onto", "main", "--upstream", str(up))
     assert code == 3, err
+    return project
+
+
+def test_a_later_stop_refused_by_continue_names_continue_which_writes_it(tmp_path: Path) -> None:
+    """At P1's stop the user makes ``pkg/added.py``, which P2 (conflicting too) adds:
+    ``--continue`` records P1, saves P2's stop, and the move to it refuses."""
+    project = _two_conflicts(tmp_path)
     _resolve(project)
     added = project.work / "pkg" / "added.py"
     added.write_text(MINE)
@@ -468,3 +474,24 @@ def test_a_link_a_cut_move_had_written_is_taken_as_moved(tmp_path: Path, how: st
     assert "finished moving the files" in err, err
     assert os.readlink(alias) == "core.py"
     assert git(project.work, "status", "--porcelain") == ""
+
+
+def test_status_at_a_stop_never_written_names_continue(tmp_path: Path) -> None:
+    """``--skip`` at P1's stop walks to P2's conflict, whose move a FIFO at P2's new
+    ``pkg/added.py`` refuses: the stop saved, nothing of it in the files, nothing for git
+    status to show. main's ``series status`` took that for "a `series rebase --skip` cut
+    short, or the files reset" and named only ``--skip`` (which drops P2) and ``--abort``.
+    It names ``--continue`` now, which writes P2's conflict once the FIFO is moved."""
+    project = _two_conflicts(tmp_path)
+    fifo = project.work / "pkg" / "added.py"
+    os.mkfifo(fifo)
+    _stop_refused(project.run("rebase", "--skip"), "series rebase", "P2")
+    code, out, err = project.run("status", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["uncommitted"] == [] and data["rebase"]["stopped_at"] == "P2", out
+    assert "`series rebase --continue` writes its conflict" in data["next"], data["next"]
+    fifo.rename(tmp_path / "pipe")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 3 and "conflict: pkg/util.py" in err, err
+    assert fifo.read_text() == "from P2\n"

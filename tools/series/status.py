@@ -142,12 +142,16 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
             "next": rebase.next_step,
         }
         if rebase.stop is not None and rebase.stop.kind != "edit" and not report["uncommitted"]:
-            sid = report["rebase"]["stopped_at"]
+            # a stop saved but never written (its move refused: a file of the user's in
+            # the way; or cut short) looks the same: --continue writes it, or says to skip
+            sid, cmd = report["rebase"]["stopped_at"], rebase.command
             report["rebase"]["next"] = (
-                f"the checkout holds nothing of {sid} (no conflicts, no changes: a "
-                "`series rebase --skip` was cut short, or the files were reset): "
-                f"`series rebase --skip` drops {sid} (series.toml records it), "
-                "`series rebase --abort` undoes the whole rebase"
+                f"the checkout holds nothing of {sid} (no conflicts, no changes): "
+                f"`{cmd} --continue` writes its conflict where the stop was never written "
+                "(a file of yours was in the way, or a run was cut short); where a "
+                f"`{cmd} --skip` was cut short, or the files were reset, `{cmd} --skip` "
+                f"drops {sid} (series.toml records it); `{cmd} --abort` undoes the whole "
+                f"{rebase.kind}"
             )
     report["next"] = _next(report)
     return report
