@@ -23,8 +23,11 @@ from pathlib import Path
 import pytest
 
 from helpers import GitShim, PatchSpec, Project, git, make_project
-from rebase_helpers import commit_upstream, resolve_p1
+from rebase_helpers import commit_upstream, moving_project, resolve_p1
+from test_edit import edit_project
+from test_edit_kill import amend_p2
 from test_trust_ignored import LOCAL, SPECS, _project
+from test_trust_lock import run
 
 MINE = "mine, in no commit\n"
 STATE = "refs/series/rebase/state"
@@ -495,3 +498,47 @@ def test_status_at_a_stop_never_written_names_continue(tmp_path: Path) -> None:
     code, _, err = project.run("rebase", "--continue")
     assert code == 3 and "conflict: pkg/util.py" in err, err
     assert fifo.read_text() == "from P2\n"
+
+
+@pytest.mark.parametrize("kind", ["rebase", "edit"])
+def test_an_end_cut_short_is_not_finished_over_a_file_changed_since(
+    tmp_path: Path, kind: str
+) -> None:
+    """``--continue`` killed after its last transaction (the branch moved, the state gone,
+    HEAD still detached at the stop, the files the stop's), then an edit of the user's to
+    a tracked file: the next ``--continue`` finishes the end with ``read-tree --reset``,
+    which writes over changed files. A check keeps it from that; with the check off, no
+    test failed ("the rebase had finished", exit 0, the edit gone). With it, main said
+    "no rebase in progress" (exit 2) while ``series status`` named ``--continue``: now
+    a refusal, naming the file and how to finish (stash, ``--continue``, stash pop)."""
+    if kind == "rebase":
+        project = moving_project(tmp_path, conflict=True)
+        code, _, err = project.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+        assert code == 3, err
+        resolve_p1(project.work)
+    else:
+        project = edit_project(tmp_path)
+        assert project.run("edit", "P2")[0] == 0
+        amend_p2(project)
+    work = project.work
+    for n in range(1, 200):  # the first step after the end's transaction, before HEAD moves
+        killed = run(project, kind, "--continue", SERIES_FAULT_KILL_AT=str(n))
+        assert killed.returncode == -9, (n, killed.stderr)
+        ended = git(work, "for-each-ref", STATE) == ""
+        if ended and git(work, "rev-parse", "--symbolic-full-name", "HEAD") == "HEAD":
+            break
+    else:
+        raise AssertionError("no kill left the end half done")
+    readme = work / "README.md"
+    readme.write_text(MINE)
+    code, out, err = project.run(kind, "--continue")
+    assert code == 4, (out, err)
+    assert "files changed since it was cut short" in err and "README.md" in err, err
+    assert "stash" in err, err
+    assert readme.read_text() == MINE
+    git(work, "stash", "-q")
+    code, out, err = project.run(kind, "--continue")
+    assert code == 0 and "had finished" in out, (out, err)
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    git(work, "stash", "pop", "-q")
+    assert readme.read_text() == MINE

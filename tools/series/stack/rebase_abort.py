@@ -216,10 +216,13 @@ def _finish_interrupted_end(checkout: Checkout, ui: Ui, kind: str = "rebase") ->
 
     The transaction moved the branch and deleted the state; HEAD may still
     be detached where the last stop left it, and the files where the
-    resolution (or the edit) left them. Only when nothing is unstaged or
-    unmerged, the branch is what the command wrote (synced; after a rebase,
-    which keeps ``last``), and HEAD's commits are kept (on the branch, or
-    under the backup ref the end made of what the user committed).
+    resolution (or the edit) left them. Only when the branch is what the
+    command wrote (synced; after a rebase, which keeps ``last``), and HEAD's
+    commits are kept (on the branch, or under the backup ref the end made of
+    what the user committed); refused where a file differs from the index or
+    an entry is unmerged since: the move is a ``read-tree --reset``, which
+    writes over them (saying "no rebase in progress" there, as before, named
+    no way to finish it).
     """
     repo = checkout.repo
     state = checkout.state()
@@ -239,7 +242,16 @@ def _finish_interrupted_end(checkout: Checkout, ui: Ui, kind: str = "rebase") ->
     ):
         return False
     if repo.worktree.unmerged() or not repo.worktree.files_match_index():
-        return False
+        where, branch = checkout.path, checkout.branch
+        raise RefusedError(
+            f"refusing to finish the end of the {kind} in {where}: files changed since "
+            "it was cut short",
+            why=f"its last step moved branch {branch} (the {kind} is over); the files are "
+            "still the stop's, and these changed since (moving them would write over "
+            "them):\n" + "\n".join(repo.worktree.dirty()[:10]),
+            hint=f"put them away (`git -C {where} stash`), then `series {kind} --continue` "
+            f"moves the files to {branch}; `git -C {where} stash pop` brings them back",
+        )
     repo.worktree.checkout_tree(None, tip)
     repo.refs.set_head(checkout.branch_ref)
     return True
