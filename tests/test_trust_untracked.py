@@ -542,3 +542,53 @@ def test_an_end_cut_short_is_not_finished_over_a_file_changed_since(
     assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
     git(work, "stash", "pop", "-q")
     assert readme.read_text() == MINE
+
+
+UNREADABLE = {
+    "--continue": (
+        '*"hash-object --stdin-paths")',
+        "fatal: could not open 'pkg/settings.local' for reading: Permission denied",
+    ),
+    "apply --force": ('*"stash push"*)', 'error: open("pkg/settings.local"): Permission denied'),
+}
+
+
+@pytest.mark.parametrize("how", list(UNREADABLE))
+def test_a_file_in_the_way_that_cannot_be_read_is_named_so(tmp_path: Path, how: str) -> None:
+    """A file of the user's at P3's path that the user cannot read. The tests run as root,
+    who reads every file: git answers here as it does then (the end's check hashes the
+    file; ``apply --force`` stashes it). Nothing is written over (tried as an unprivileged
+    user on a real unreadable file: ``--continue``, ``--abort``, ``--skip`` and ``apply
+    --force`` each stopped before any move, the file kept). main said "permission denied
+    writing in WORK", "make it writable by you": the wrong permission."""
+    pattern, said = UNREADABLE[how]
+    if how == "--continue":
+        project = _stopped(tmp_path)
+        _resolve(project)
+        argv = ["rebase", "--continue"]
+    else:
+        project = _project(tmp_path)
+        code, _, err = project.run("apply", "--to", "P2")
+        assert code == 0, err
+        argv = ["apply", "--force"]
+    local = project.work / LOCAL
+    local.write_text(MINE)
+    shim = GitShim(tmp_path, f"case \"$*\" in {pattern} echo '{said}' >&2; exit 128;; esac\n")
+    code, out, err, _ = shim.said(project.root, *argv)
+    assert code != 0, (out, err)
+    assert "permission denied reading a file" in err and "readable by you" in err, err
+    assert "writable" not in err, err
+    assert local.read_text() == MINE
+
+
+def test_a_file_operation_refused_is_not_said_to_be_a_write() -> None:
+    """What ``cli.main`` says for an ``OSError`` no command caught: ``rebase --abort``'s
+    snapshot reading an untracked file the user cannot read (tried as an unprivileged
+    user) was said to be "the operating system refused the write (a full disk, ...)"."""
+    import errno
+
+    from series.errors import os_error
+
+    said = os_error(PermissionError(errno.EACCES, "Permission denied", "work/notes.txt"))
+    assert "not readable by you" in said.render(), said.render()
+    assert "refused the write" not in said.render(), said.render()

@@ -111,8 +111,8 @@ def os_error(exc: OSError) -> SeriesError:
         )
     return SeriesError(
         f"file operation failed on {where}: {exc.strerror or exc}",
-        why="the operating system refused the write (a full disk, a read-only or "
-        "unwritable directory, or a path that is not a directory)",
+        why="the operating system refused it (a file not readable by you, a full disk, "
+        "a read-only or unwritable directory, or a path that is not a directory)",
         hint="free some space or fix the permissions, then run the command again; "
         "files series writes are replaced whole (temporary file + rename), so none was "
         "left half written",

@@ -222,6 +222,9 @@ class EnvironmentFault(SeriesError):
 # Patterns, compiled when first searched (re's cache): only a failed git command needs them,
 # and compiling them cost every command that imports this module about a millisecond.
 _LOCK = r"Unable to create '([^']+\.lock)': File exists"
+# git's words where it could not read a file: read_in_full's open ("error: open(...)"),
+# hash-object's "could not open '...' for reading"
+_READING = r"""for reading: Permission denied$|^(error: |fatal: )?open\("""
 _FAULTS = (  # (kind, git's words); the first that matches a line wins
     ("full", r"No space left on device|Disk quota exceeded"),
     ("read-only", r"Read-only file system"),
@@ -327,6 +330,18 @@ def environment_fault(
                 f"{named} is on a read-only file system",
                 why=git_said,
                 hint="remount it read-write or work on a writable copy, then run the command again",
+            )
+        if kind == "permission" and re.search(_READING, hit):
+            # a file git reads (an untracked file of the user's a snapshot or a check
+            # hashes, one it stashes): "writing" and "make it writable" sent the user
+            # to the wrong permission
+            return EnvironmentFault(
+                kind,
+                where,
+                f"permission denied reading a file in {named}",
+                why=git_said,
+                hint="make the file git names readable by you (ls -l), or move it away, "
+                "then run the command again",
             )
         if kind == "permission":
             return EnvironmentFault(
