@@ -12,11 +12,13 @@ situation the check is for, on a real repository, and fails with that check turn
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from helpers import git, make_project
+from helpers import Project, git, make_project
 
 
 @pytest.mark.parametrize("away", ["branch", "detached"])
@@ -42,3 +44,87 @@ def test_apply_force_with_head_off_the_branch_at_its_tip_moves_head_there(
         assert git(project.work, "rev-parse", "mine") == tip  # the user's branch stays
     code, out, err = project.run("apply")  # and a plain re-run is up to date
     assert code == 0 and "up to date" in out, err
+
+
+def test_export_with_head_off_the_branch_says_so_each_time(tmp_path: Path) -> None:
+    """HEAD detached past the branch, a commit of the user's on it, then ``export`` twice:
+    each run exports the branch only and says that HEAD's commit is not exported; the
+    second is not answered from what the first kept, which says nothing of HEAD (row
+    831)."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export"):
+        assert project.run(command)[0] == 0
+    git(project.work, "switch", "-q", "--detach")
+    git(project.work, "commit", "-q", "--allow-empty", "-m", "mine: not a patch")
+    before = project.patch_bytes()
+    for _ in range(2):
+        code, out, err = project.run("export")
+        assert code == 0, err
+        assert "1 commit(s) on HEAD are not exported" in err, err
+        assert "nothing changed since" not in err, err
+        assert "0 file(s) changed" in out, out
+    assert project.patch_bytes() == before
+
+
+def drift(project: Project) -> list[str]:
+    code, out, err = project.run("status", "--json")
+    assert code == 0, err
+    data: dict[str, Any] = json.loads(out)
+    assert data["drift"]["known"] is True, data["drift"]
+    patches: list[str] = data["drift"]["patches"]
+    return patches
+
+
+def edit_patch(project: Project, pid: str, old: str, new: str) -> None:
+    path = project.root / "patches" / f"perf-{pid}.patch"
+    text = path.read_text()
+    assert old in text, text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_status_drift_names_a_patch_whose_message_alone_was_edited(tmp_path: Path) -> None:
+    """P1's change edited in patches/ and P2's message only (its diff as it was): status
+    lists both as drift; P2's commit differs in its message, which apply then writes (row
+    832)."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    edit_patch(project, "P1", "+    return 101", "+    return 111")
+    edit_patch(project, "P2", "Why: test.", "Why: a better reason.")
+    assert drift(project) == ["P1", "P2"]
+    assert project.run("apply")[0] == 0
+    assert "a better reason" in git(project.work, "log", "-1", "--format=%B", "series~1")
+    assert drift(project) == []
+
+
+def test_status_drift_names_a_patch_whose_author_or_date_alone_was_edited(
+    tmp_path: Path,
+) -> None:
+    """P2's Date header edited in patches/, the rest as it was: status lists P2 as drift,
+    the first patch that differs, though its diff and message are the same; apply writes
+    the new date (row 833)."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    edit_patch(project, "P2", "Date: Mon, 2 Feb 2026 10:00:00", "Date: Tue, 3 Mar 2026 11:00:00")
+    assert drift(project) == ["P2"]
+    assert project.run("apply")[0] == 0
+    assert "2026-03-03" in git(project.work, "log", "-1", "--format=%ai", "series~1")
+    assert drift(project) == []
+
+
+def test_export_of_a_dropped_patch_whose_file_is_gone_counts_only_what_it_writes(
+    tmp_path: Path,
+) -> None:
+    """P3's commit dropped from the branch and its patch file already deleted by hand, then
+    ``export``: series.toml is the one file it changes, and it says so; it claims no
+    removal of a file that was not there (row 834)."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export"):
+        assert project.run(command)[0] == 0
+    git(project.work, "reset", "-q", "--hard", "series~1")
+    (project.root / "patches" / "perf-P3.patch").unlink()
+    code, out, err = project.run("export")
+    assert code == 0, err
+    assert "1 file(s) changed" in out, out + err
+    assert "perf-P3" not in err, err
+    assert "wrote series.toml" in err, err
+    assert "P3" not in (project.root / "series.toml").read_text()
