@@ -13,12 +13,15 @@ situation the check is for, on a real repository, and fails with that check turn
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helpers import Project, git, make_project
+from rebase_helpers import commit_upstream, moving_project
+from test_rebase import rebase
 
 
 @pytest.mark.parametrize("away", ["branch", "detached"])
@@ -128,3 +131,21 @@ def test_export_of_a_dropped_patch_whose_file_is_gone_counts_only_what_it_writes
     assert "perf-P3" not in err, err
     assert "wrote series.toml" in err, err
     assert "P3" not in (project.root / "series.toml").read_text()
+
+
+def test_the_end_of_a_rebase_says_which_patches_changed_their_context(tmp_path: Path) -> None:
+    """Upstream's ``main`` edits a line P2's hunk shows as context (``VALUE_7``), then
+    ``rebase --onto main``: the summary says P2's context changed and P1 and P3 are
+    unchanged; range-diff, asked after, says the same (row 835)."""
+    project = moving_project(tmp_path)
+    commit_upstream(project.upstream, "pkg/util.py", "VALUE_7 = 7\n", "VALUE_7 = 77\n", "util: 7")
+    code, out, err = rebase(project)
+    assert code == 0, err
+    rows = {line.split()[1]: line for line in out.splitlines() if re.match(r"\s*\d+\s+P\d", line)}
+    assert "context only" in rows["P2"], out
+    assert "unchanged" in rows["P1"] and "unchanged" in rows["P3"], out
+    code, out, err = project.run("range-diff")
+    assert code == 0, err
+    said = {line.split()[0]: line for line in out.splitlines() if re.match(r"P\d", line)}
+    assert "context only" in said["P2"], out
+    assert "unchanged" in said["P1"] and "unchanged" in said["P3"], out
