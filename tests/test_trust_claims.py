@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from helpers import Project, git, make_project
+from helpers import DEFAULT_SPECS, UPSTREAM_FILES, PatchSpec, Project, git, make_project
 from rebase_helpers import commit_upstream, moving_project
 from test_rebase import rebase
 
@@ -149,3 +149,35 @@ def test_the_end_of_a_rebase_says_which_patches_changed_their_context(tmp_path: 
     said = {line.split()[0]: line for line in out.splitlines() if re.match(r"P\d", line)}
     assert "context only" in said["P2"], out
     assert "unchanged" in said["P1"] and "unchanged" in said["P3"], out
+
+
+def test_a_patch_changed_in_a_file_git_quotes_is_not_said_unchanged(tmp_path: Path) -> None:
+    """P1 changes ``pkg/core.py`` and ``pkg/é.py`` (a name git quotes in its raw diff),
+    upstream changes the line P1 changes in ``pkg/é.py``; the rebase stops there and the
+    conflict is resolved with another line: range-diff says P1's content changed; the
+    file git names quoted is left out of no comparison (row 836)."""
+    files = {**UPSTREAM_FILES, "pkg/é.py": "".join(f"x{i} = {i}\n" for i in range(9))}
+    specs = [
+        PatchSpec(
+            "P1",
+            "two files",
+            {"pkg/core.py": ("return 1\n", "return 101\n"), "pkg/é.py": ("x4 = 4\n", "x4 = 44\n")},
+        ),
+        *DEFAULT_SPECS[1:],
+    ]
+    project = make_project(tmp_path, specs, files)
+    assert project.run("apply")[0] == 0
+    commit_upstream(project.upstream, "pkg/é.py", "x4 = 4\n", "x4 = -4\n", "é: x4")
+    code, _, err = rebase(project)
+    assert code == 3, err
+    resolved = project.work / "pkg" / "é.py"
+    resolved.write_text("".join(f"x{i} = {444 if i == 4 else i}\n" for i in range(9)))
+    git(project.work, "add", "pkg/é.py")
+    code, out, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    rows = {line.split()[1]: line for line in out.splitlines() if re.match(r"\s*\d+\s+P\d", line)}
+    assert "resolved (recorded)" in rows["P1"], out
+    code, out, err = project.run("range-diff")
+    assert code == 0, err
+    said = {line.split()[0]: line for line in out.splitlines() if re.match(r"P\d", line)}
+    assert "content changed" in said["P1"], out
