@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import series.status as series_status
 from helpers import DEFAULT_SPECS, UPSTREAM_FILES, PatchSpec, Project, git, make_project
 from rebase_helpers import commit_upstream, moving_project
 from test_rebase import rebase
@@ -181,3 +182,27 @@ def test_a_patch_changed_in_a_file_git_quotes_is_not_said_unchanged(tmp_path: Pa
     assert code == 0, err
     said = {line.split()[0]: line for line in out.splitlines() if re.match(r"P\d", line)}
     assert "content changed" in said["P1"], out
+
+
+def test_a_status_whose_inputs_changed_while_it_ran_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A patch file saved while status works (after it took the digest of what it reads,
+    before it reads the file: here, as its work begins), then saved back: the next status
+    reports the file as it is, no drift, not the report of the edit kept under the digest
+    of the bytes before it (row 837)."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    path = project.root / "patches" / "perf-P1.patch"
+    was = path.read_bytes()
+    real = series_status._work_out
+
+    def saved_meanwhile(*args: Any) -> dict[str, Any]:
+        path.write_bytes(was.replace(b"+    return 101", b"+    return 111"))
+        return real(*args)
+
+    monkeypatch.setattr(series_status, "_work_out", saved_meanwhile)
+    assert drift(project) == ["P1"]  # what it read
+    monkeypatch.setattr(series_status, "_work_out", real)
+    path.write_bytes(was)
+    assert drift(project) == []
