@@ -206,3 +206,34 @@ def test_a_status_whose_inputs_changed_while_it_ran_is_not_kept(
     monkeypatch.setattr(series_status, "_work_out", real)
     path.write_bytes(was)
     assert drift(project) == []
+
+
+def test_status_after_the_pin_was_moved_in_series_toml_says_so(tmp_path: Path) -> None:
+    """A quiet status kept, then series.toml's pin moved by hand to a later upstream commit
+    (its patch files as they were): status names the new pin and says the checkout is not
+    on it, not the report kept for the pin before (row 838)."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    assert drift(project) == []  # kept
+    later = commit_upstream(project.upstream, "README.md", "tiny upstream\n", "tiny\n", "docs")
+    toml = project.root / "series.toml"
+    toml.write_text(toml.read_text().replace(project.commit, later))
+    code, out, err = project.run("status", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["pin"]["commit"] == later
+    assert data["drift"]["pin"] is True, data["drift"]
+    assert "nothing to do" not in data["next"], data["next"]
+
+
+def test_status_drift_names_a_patch_that_no_longer_applies(tmp_path: Path) -> None:
+    """P3's patch file edited so that it no longer applies (the line it removes is not
+    the checkout's): status lists P3 as drift, not "nothing to do"; apply then says P3
+    does not apply (row 839)."""
+    project = make_project(tmp_path)
+    assert project.run("apply")[0] == 0
+    assert drift(project) == []
+    edit_patch(project, "P3", "-    return 9\n", "-    return 99999\n")
+    assert drift(project) == ["P3"]
+    code, _, err = project.run("apply")
+    assert code == 3 and "patch P3" in err, err
