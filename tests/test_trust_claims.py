@@ -14,15 +14,26 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import series
 import series.status as series_status
-from helpers import DEFAULT_SPECS, UPSTREAM_FILES, PatchSpec, Project, git, make_project
+from helpers import (
+    DEFAULT_SPECS,
+    UPSTREAM_FILES,
+    GitShim,
+    PatchSpec,
+    Project,
+    git,
+    make_project,
+)
 from rebase_helpers import commit_upstream, moving_project
 from test_rebase import rebase
+from test_trust_cache import _pycache, _series
 
 
 @pytest.mark.parametrize("away", ["branch", "detached"])
@@ -237,3 +248,28 @@ def test_status_drift_names_a_patch_that_no_longer_applies(tmp_path: Path) -> No
     assert drift(project) == ["P3"]
     code, _, err = project.run("apply")
     assert code == 3 and "patch P3" in err, err
+
+
+def test_a_status_kept_by_other_code_of_series_is_worked_out_again(tmp_path: Path) -> None:
+    """A quiet status kept, then series upgraded (a copy of its code whose report names the
+    checkout's source otherwise): the next status is the new code's report, not the one
+    the old code kept (its key holds series.code.code_digest, as the other records' do)
+    (row 840)."""
+    project = make_project(tmp_path)
+    code = tmp_path / "code"
+    shutil.copytree(Path(series.__file__).parent, code / "series", ignore=_pycache)
+    env = {**GitShim(tmp_path).env, "PYTHONPATH": str(code)}
+
+    def source() -> str:
+        said = _series(project, env, "status", "--json")
+        assert said.returncode == 0, said.stderr
+        found: str = json.loads(said.stdout)["checkout"]["source"]
+        return found
+
+    assert _series(project, env, "apply").returncode == 0
+    assert source() == "git" and source() == "git"  # worked out, then kept
+    status = code / "series" / "status.py"  # the upgrade: another report
+    text = status.read_text()
+    assert text.count('"source": state.source,') == 1
+    status.write_text(text.replace('"source": state.source,', '"source": "upgraded",'))
+    assert source() == "upgraded"
