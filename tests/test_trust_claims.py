@@ -273,3 +273,22 @@ def test_a_status_kept_by_other_code_of_series_is_worked_out_again(tmp_path: Pat
     assert text.count('"source": state.source,') == 1
     status.write_text(text.replace('"source": state.source,', '"source": "upgraded",'))
     assert source() == "upgraded"
+
+
+def test_check_conflicts_says_a_patch_that_changes_nothing_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """P2 an empty patch (a commit that changes no file), then ``check-conflicts --onto``
+    an upstream that moved: P2 is "empty" because it changes nothing, not because "its
+    changes are already in the revision", which would say upstream holds them (row 841)."""
+    specs = [DEFAULT_SPECS[0], PatchSpec("P2", "empty: a note", {}), DEFAULT_SPECS[2]]
+    project = make_project(tmp_path, specs)
+    assert project.run("apply")[0] == 0
+    commit_upstream(project.upstream, "pkg/util.py", "VALUE_20 = 20\n", "VALUE_20 = 2\n", "u")
+    code, out, err = project.run(
+        "check-conflicts", "--onto", "main", "--upstream", str(project.upstream), "--json"
+    )
+    assert code == 0, err
+    rows = {r["id"]: r for r in json.loads(out)["onto"]["patches"]}
+    assert (rows["P2"]["status"], rows["P2"]["replay"]) == ("empty", "empty"), rows["P2"]
+    assert rows["P2"]["note"] == "the patch changes nothing", rows["P2"]
