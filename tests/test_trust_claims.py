@@ -292,3 +292,16 @@ def test_check_conflicts_says_a_patch_that_changes_nothing_changes_nothing(
     rows = {r["id"]: r for r in json.loads(out)["onto"]["patches"]}
     assert (rows["P2"]["status"], rows["P2"]["replay"]) == ("empty", "empty"), rows["P2"]
     assert rows["P2"]["note"] == "the patch changes nothing", rows["P2"]
+
+
+def test_check_conflicts_does_not_say_all_apply_when_one_does_not(tmp_path: Path) -> None:
+    """P3's patch file edited so that it does not apply on the pin, then
+    ``check-conflicts --no-matrix``: exit 3, and the pin's table names P3; it does not
+    say that all patches apply in order (row 842)."""
+    project = make_project(tmp_path)
+    edit_patch(project, "P3", "-    return 9\n", "-    return 99999\n")
+    code, out, err = project.run("check-conflicts", "--no-matrix")
+    assert code == 3, err
+    assert "apply in order" not in out, out
+    assert re.search(r"^\s*3\s+P3\s", out, re.MULTILINE), out
+    assert "ok: the series fits" not in out, out
