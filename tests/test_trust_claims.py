@@ -32,6 +32,7 @@ from helpers import (
     make_project,
 )
 from rebase_helpers import commit_upstream, moving_project
+from test_branches import amend_p2, heads, setup
 from test_rebase import rebase
 from test_trust_cache import _pycache, _series
 
@@ -305,3 +306,39 @@ def test_check_conflicts_does_not_say_all_apply_when_one_does_not(tmp_path: Path
     assert "apply in order" not in out, out
     assert re.search(r"^\s*3\s+P3\s", out, re.MULTILINE), out
     assert "ok: the series fits" not in out, out
+
+
+@pytest.mark.parametrize("what", ["moved", "remote only", "deleted"])
+def test_branches_dry_run_says_what_would_change(tmp_path: Path, what: str) -> None:
+    """Branches made, then P2 amended in patches/ (P2's and P3's branches move), or
+    (pushed) P2's branch deleted on the remote only, or P3 taken out of series.toml (its
+    branch to delete, which only ``--prune`` does): ``branches --dry-run`` says how many
+    would change, and "nothing to change" only when nothing would; the run then does what
+    it said (rows 843-845)."""
+    project, remote = setup(tmp_path)
+    push = ["--push", remote] if what == "remote only" else []
+    assert project.run("branches", *push)[0] == 0
+    prune = []
+    if what == "moved":
+        amend_p2(project)
+        said = "dry run: 2 branch(es) would change; nothing was changed"
+    elif what == "remote only":
+        git(Path(remote), "branch", "-q", "-D", "perf-P2")
+        said = f"dry run: 1 branch(es) would change (and on {remote})"
+    else:
+        toml = project.root / "series.toml"
+        text = toml.read_text()
+        toml.write_text(text[: text.rindex("[[patch]]")])
+        code, out, err = project.run("branches", "--dry-run")
+        assert code == 0 and "nothing to change: every branch is up to date" in out, out + err
+        prune = ["--prune"]
+        said = "dry run: 1 branch(es) would change; nothing was changed"
+    before = heads(project.work), heads(remote)
+    code, out, err = project.run("branches", *push, *prune, "--dry-run")
+    assert code == 0, err
+    assert said in out, out
+    assert (heads(project.work), heads(remote)) == before
+    code, out, err = project.run("branches", *push, *prune)
+    assert code == 0, err
+    assert f"changed {2 if what == 'moved' else 1} branch(es)" in out, out
+    assert (heads(project.work), heads(remote)) != before
