@@ -33,8 +33,10 @@ from helpers import (
 )
 from rebase_helpers import commit_upstream, moving_project
 from test_branches import amend_p2, heads, setup
+from test_prove import PROVE_SPECS, prove_json
 from test_rebase import rebase
 from test_trust_cache import _pycache, _series
+from tinytests import make_tiny_project
 
 
 @pytest.mark.parametrize("away", ["branch", "detached"])
@@ -342,3 +344,15 @@ def test_branches_dry_run_says_what_would_change(tmp_path: Path, what: str) -> N
     assert code == 0, err
     assert f"changed {2 if what == 'moved' else 1} branch(es)" in out, out
     assert (heads(project.work), heads(remote)) != before
+
+
+def test_prove_fails_a_patch_whose_tests_break_with_it(tmp_path: Path) -> None:
+    """``prove P3`` alone, P3 a patch with which one of its tests fails (test_prove.py's
+    project): exit 1, P3 "broken tests" and failed, "FAILED: 1 of 1"; a broken test is not
+    a pass (row 846)."""
+    project = make_tiny_project(tmp_path, PROVE_SPECS)
+    code, patches, err = prove_json(project, "P3")
+    assert code == 1, err
+    assert patches["P3"]["status"] == "broken tests" and patches["P3"]["failed"] is True
+    code, out, err = project.run("prove", "P3")
+    assert code == 1 and "FAILED: 1 of 1 patch(es) flagged" in out, out + err
