@@ -356,3 +356,19 @@ def test_prove_fails_a_patch_whose_tests_break_with_it(tmp_path: Path) -> None:
     assert patches["P3"]["status"] == "broken tests" and patches["P3"]["failed"] is True
     code, out, err = project.run("prove", "P3")
     assert code == 1 and "FAILED: 1 of 1 patch(es) flagged" in out, out + err
+
+
+def test_series_test_fails_a_patch_with_no_subset_and_no_reason(tmp_path: Path) -> None:
+    """P1 (whose tests pass) given no subset in series.toml and no ``no_tests`` reason,
+    then ``test P1``: exit 1, P1 "no subset", "FAILED"; an untested patch is
+    not green (row 847)."""
+    project = make_tiny_project(tmp_path)
+    toml = project.root / "series.toml"
+    text = toml.read_text()
+    toml.write_text(re.sub(r"subset = \[[^\]]*\]", "subset = []", text, count=1))
+    code, out, err = project.run("test", "--json", "P1")
+    assert code == 1, err
+    (p1,) = json.loads(out)["patches"]
+    assert (p1["id"], p1["status"]) == ("P1", "no subset"), p1
+    code, out, err = project.run("test", "P1")
+    assert code == 1 and "FAILED" in out, out + err
