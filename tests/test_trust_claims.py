@@ -372,3 +372,32 @@ def test_series_test_fails_a_patch_with_no_subset_and_no_reason(tmp_path: Path) 
     assert (p1["id"], p1["status"]) == ("P1", "no subset"), p1
     code, out, err = project.run("test", "P1")
     assert code == 1 and "FAILED" in out, out + err
+
+
+def test_apply_force_back_to_the_tip_it_builds_records_it(tmp_path: Path) -> None:
+    """P3's commit reworded and exported, then its patch file and the branch put back as
+    they were before (the file's old bytes, ``reset --hard`` to the old tip): apply
+    refuses (the old P3 commit is not exported), ``apply --force`` builds the branch's
+    own tip and records it as synced, so that a plain apply then is up to date and
+    status counts nothing unexported (row 848)."""
+    project = make_project(tmp_path)
+    for command in ("apply", "export"):
+        assert project.run(command)[0] == 0
+    old_tip = git(project.work, "rev-parse", "series")
+    old_bytes = project.patch_bytes()
+    message = git(project.work, "log", "-1", "--format=%B").replace("Why: test.", "Why: new.")
+    git(project.work, "commit", "-q", "--amend", "-m", message)
+    assert project.run("export")[0] == 0
+    assert project.patch_bytes() != old_bytes
+    for name, data in old_bytes.items():
+        (project.root / "patches" / name).write_bytes(data)
+    git(project.work, "reset", "-q", "--hard", old_tip)
+    code, _, err = project.run("apply")
+    assert code == 4 and "never exported" in err, err
+    code, _, err = project.run("apply", "--force")
+    assert code == 0, err
+    assert git(project.work, "rev-parse", "series") == old_tip
+    code, out, err = project.run("apply")
+    assert code == 0 and "up to date" in out, err
+    code, out, err = project.run("status", "--json")
+    assert code == 0 and json.loads(out)["unexported"] == [], out
