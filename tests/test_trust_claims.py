@@ -401,3 +401,22 @@ def test_apply_force_back_to_the_tip_it_builds_records_it(tmp_path: Path) -> Non
     assert code == 0 and "up to date" in out, err
     code, out, err = project.run("status", "--json")
     assert code == 0 and json.loads(out)["unexported"] == [], out
+
+
+def test_a_checkout_made_a_link_out_of_the_project_is_not_answered_as_kept(
+    tmp_path: Path,
+) -> None:
+    """A re-run of apply answered before the CLI, then the checkout moved out of the
+    project and a link to it left in its place: ``series apply`` refuses the link, as the
+    full run does, and does not say "nothing changed" from the entry kept for the
+    checkout's path (row 849)."""
+    project = make_project(tmp_path)
+    shim = GitShim(tmp_path)
+    for _ in range(3):
+        code, _, err, _ = shim.said(project.root, "apply")
+        assert code == 0, err
+    assert "nothing changed since" in err and "not rebuilt" in err, err  # kept, taken
+    project.work.rename(tmp_path / "elsewhere")
+    project.work.symlink_to(tmp_path / "elsewhere")
+    code, out, err, _ = shim.said(project.root, "apply")
+    assert code == 2 and "outside the project" in err, out + err
