@@ -420,3 +420,20 @@ def test_a_checkout_made_a_link_out_of_the_project_is_not_answered_as_kept(
     project.work.symlink_to(tmp_path / "elsewhere")
     code, out, err, _ = shim.said(project.root, "apply")
     assert code == 2 and "outside the project" in err, out + err
+
+
+def test_a_git_status_that_fails_is_no_clean_answer(tmp_path: Path) -> None:
+    """A re-run of apply answered before the CLI, then the checkout's index damaged (its
+    bytes replaced): the kept answer's ``git status`` fails, printing nothing on stdout;
+    ``series apply`` does not say "nothing changed" from it, and exits non-zero (row
+    850)."""
+    project = make_project(tmp_path)
+    shim = GitShim(tmp_path)
+    for _ in range(3):
+        code, _, err, _ = shim.said(project.root, "apply")
+        assert code == 0, err
+    assert "nothing changed since" in err, err  # kept, taken
+    (project.work / ".git" / "index").write_bytes(b"not an index\n")
+    code, out, err, _ = shim.said(project.root, "apply")
+    assert code != 0 and "nothing changed since" not in err, out + err
+    assert "index file smaller than expected" in err, err  # git's words
