@@ -58,6 +58,18 @@ def _written(project: Project) -> dict[str, bytes]:
     return files
 
 
+def _ends_the_rebase(
+    project: Project, how: str, path: str = LOCAL, holds: str = "from P3\n"
+) -> None:
+    """``series rebase HOW`` ends the rebase: exit 0, ``path`` holding ``holds``, the
+    checkout clean, the rebase's state gone."""
+    code, _, err = project.run("rebase", how)
+    assert code == 0, err
+    assert (project.work / path).read_text() == holds
+    assert git(project.work, "status", "--porcelain") == ""
+    assert git(project.work, "for-each-ref", STATE) == ""
+
+
 def _refused(result: tuple[int, str, str], path: str = LOCAL) -> None:
     code, out, err = result
     assert code == 4, (out, err)
@@ -81,11 +93,7 @@ def test_the_end_of_a_rebase_refuses_to_write_over_a_file_made_at_the_stop(
     assert local.read_text() == MINE
     assert _written(project) == before
     local.rename(tmp_path / "mine")
-    code, _, err = project.run("rebase", how)
-    assert code == 0, err
-    assert local.read_text() == "from P3\n"
-    assert git(project.work, "status", "--porcelain") == ""
-    assert git(project.work, "for-each-ref", STATE) == ""
+    _ends_the_rebase(project, how)
 
 
 @pytest.mark.parametrize("kind", ["directory", "link"])
@@ -118,10 +126,7 @@ def test_a_file_holding_what_the_patch_adds_is_no_refusal(tmp_path: Path) -> Non
     project = _stopped(tmp_path)
     _resolve(project)
     (project.work / LOCAL).write_text("from P3\n")
-    code, _, err = project.run("rebase", "--continue")
-    assert code == 0, err
-    assert git(project.work, "status", "--porcelain") == ""
-    assert git(project.work, "for-each-ref", STATE) == ""
+    _ends_the_rebase(project, "--continue")
 
 
 @pytest.mark.parametrize("how", ["--abort", "--skip"])
@@ -396,11 +401,7 @@ def test_a_rebase_that_never_stopped_refuses_before_its_end_writes(tmp_path: Pat
     assert local.read_text() == MINE
     assert _series_files(project) == before
     local.rename(tmp_path / "mine")
-    code, _, err = project.run("rebase", "--continue")
-    assert code == 0, err
-    assert local.read_text() == "upstream's\n"
-    assert git(project.work, "status", "--porcelain") == ""
-    assert git(project.work, "for-each-ref", STATE) == ""
+    _ends_the_rebase(project, "--continue", "pkg/upstream.local", "upstream's\n")
 
 
 def test_an_edit_that_never_stopped_refuses_before_its_end_writes(tmp_path: Path) -> None:
