@@ -25,6 +25,7 @@ import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from series.digests import blob_id
 from series.errors import RefusedError, SeriesError
 from series.git import leftovers
 from series.git.inprogress import unreadable
@@ -90,17 +91,14 @@ def _kept_by_nothing(root: Path, paths: Iterable[str]) -> tuple[list[str], list[
 def _link_blobs(root: Path, paths: Iterable[str], like: str) -> dict[str, str]:
     """The blob id of each symbolic link of ``paths`` (its target's bytes, as git keeps a
     link), others left out. Hashed here: ``hash-object`` reads the file a link leads to.
-    ``like``: an object id of the repository (40 hex digits: SHA-1, else SHA-256)."""
-    import hashlib  # only where a move writes a link
-
-    algorithm = hashlib.sha1 if len(like) == 40 else hashlib.sha256
+    ``like``: an object id of the repository (its width: SHA-1 or SHA-256)."""
     found = {}
     for path in paths:
         try:
             target = os.readlink(os.fsencode(root / path))
         except OSError:  # not a link (or gone)
             continue
-        found[path] = algorithm(b"blob %d\0" % len(target) + target).hexdigest()
+        found[path] = blob_id(target, len(like))
     return found
 
 
