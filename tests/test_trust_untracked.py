@@ -254,6 +254,19 @@ def _stop_refused(result: tuple[int, str, str], command: str, sid: str) -> None:
     assert "run the command again" not in err, err
 
 
+def _upstream_adds_what_the_user_ignores(project: Project) -> Path:
+    """Upstream's next commit adds ``pkg/upstream.local``; the user has a file there,
+    ignored (``*.local`` in info/exclude), holding ``MINE``."""
+    up = project.upstream
+    (up / "pkg" / "upstream.local").write_text("upstream's\n")
+    git(up, "add", "pkg/upstream.local")
+    git(up, "commit", "-qm", "settings: upstream's")
+    (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
+    local = project.work / "pkg" / "upstream.local"
+    local.write_text(MINE)
+    return local
+
+
 def test_a_first_stop_refused_names_continue_which_writes_it(tmp_path: Path) -> None:
     """Upstream adds ``pkg/upstream.local``, which the user has, ignored: ``--onto`` stops
     at P1's conflict and saves the stop, then the move to it refuses. ``--onto`` again
@@ -262,12 +275,7 @@ def test_a_first_stop_refused_names_continue_which_writes_it(tmp_path: Path) -> 
     project = _project(tmp_path)
     up = project.upstream
     commit_upstream(up, "pkg/core.py", "return 1\n", "return -1\n", "core: f1 returns -1")
-    (up / "pkg" / "upstream.local").write_text("upstream's\n")
-    git(up, "add", "pkg/upstream.local")
-    git(up, "commit", "-qm", "settings: upstream's")
-    (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
-    local = project.work / "pkg" / "upstream.local"
-    local.write_text(MINE)
+    local = _upstream_adds_what_the_user_ignores(project)
     onto = ["rebase", "--onto", "main", "--upstream", str(up)]
     _stop_refused(project.run(*onto), "series rebase", "P1")
     assert local.read_text() == MINE
@@ -388,12 +396,7 @@ def test_a_rebase_that_never_stopped_refuses_before_its_end_writes(tmp_path: Pat
     code, _, err = project.run("apply")
     assert code == 0, err
     up = project.upstream
-    (up / "pkg" / "upstream.local").write_text("upstream's\n")
-    git(up, "add", "pkg/upstream.local")
-    git(up, "commit", "-qm", "settings: upstream's")
-    (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
-    local = project.work / "pkg" / "upstream.local"
-    local.write_text(MINE)
+    local = _upstream_adds_what_the_user_ignores(project)
     before = _series_files(project)
     code, out, err = project.run("rebase", "--onto", "main", "--upstream", str(up))
     assert code == 4, (out, err)
