@@ -75,6 +75,12 @@ SOURCES: dict[tuple[str, str], Source] = {
         "benchmarks.md",
         "The fixed cost of status, list, show and the no-op export and apply",
     ): script("ci/bench_commands.py --rounds 7 --only ..."),
+    ("benchmarks.md", "Where `rebase --skip`'s time goes (4d5c313)"): Source(
+        "by hand",
+        "ci/bench_commands.py's stop at P18, settled; series run under a wrapper that times "
+        "its steps (time.perf_counter around each function), GIT_TRACE2_EVENT for git's "
+        "processes, python -X importtime for the imports",
+    ),
     ("benchmarks.md", "`rebase --skip` and `--continue` against git's own (skip5)"): Source(
         "by hand",
         "ci/bench_commands.py's stop rows and settle, main's tree, this one and git's own "
