@@ -403,6 +403,7 @@ def test_a_full_disk_during_the_move_fails_clearly_and_the_next_command_finishes
     code, out, err = project.run("rebase", "--continue", *dir_args)
     assert code == 0, err
     assert "had finished" in out and "finished moving the files" in err
+    assert not (project.root / ".series" / "backups").exists()  # the empty files were git's
     (work / ".git" / "info" / "attributes").unlink()
     shutil.rmtree(project.work, ignore_errors=True)
     shutil.copytree(work, project.work, symlinks=True)  # result() reads ./work

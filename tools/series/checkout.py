@@ -19,7 +19,9 @@ holds the tree it was moving from) and finished by the next apply. A move
 cut short while git was writing the files (git killed with series, a full
 disk) is recorded in the git directory and finished first by every
 command that writes the checkout (:func:`finish_cut_move`): the files git
-had written are the target's, never counted as the user's changes.
+had written are the target's, never counted as the user's changes; an empty
+file there that may be git's or the user's (a move killed) is kept under the
+project's ``.series/backups/`` first.
 
 This module also holds the drift checks every command that writes runs
 first: uncommitted changes, unexported commits, another branch.
@@ -37,6 +39,7 @@ from pathlib import Path
 from series import backup, refnames
 from series.backup import Kept
 from series.errors import RefusedError, SeriesError
+from series.files import backup_dir, confined
 from series.git import leftovers
 from series.git.inprogress import in_progress
 from series.git.refs import Transaction
@@ -80,8 +83,11 @@ class CheckoutState(NamedTuple):
 class Checkout:
     """A ``series apply`` checkout: a git repository with a branch of the stack."""
 
-    def __init__(self, path: Path, branch: str) -> None:
+    def __init__(self, path: Path, branch: str, project: Path | None = None) -> None:
+        """``project``: the project's root (where :func:`finish_cut_move` keeps what it
+        cannot tell from the user's), None for a checkout being built."""
         self.path = path
+        self.project = project
         self.repo = Repo(path)
         self.branch = branch
         self.branch_ref = f"refs/heads/{branch}"
@@ -599,7 +605,7 @@ def finish_cut_move(checkout: Checkout, ui: Ui) -> bool:
     """
     if not checkout.exists():
         return False
-    target = checkout.repo.worktree.finish_move()
+    target = checkout.repo.worktree.finish_move(_keeper(checkout, ui))
     if target is not None:
         ui.status(
             f"finished moving the files of {checkout.path} to {target[:12]} "
@@ -609,6 +615,31 @@ def finish_cut_move(checkout: Checkout, ui: Ui) -> bool:
     if lock is not None:  # not series' own (those are gone by now): refuse before writing
         raise lock_fault(lock, checkout.path)
     return target is not None
+
+
+def _keeper(checkout: Checkout, ui: Ui) -> Callable[[Sequence[str]], None] | None:
+    """What keeps a copy of the empty files a cut move's finish cannot tell from the
+    user's (series.git.worktree), in a new ``.series/backups/cut-move-<time>/`` of the
+    project, each at its path in the checkout, and says where; None without a project."""
+    root = checkout.project
+    if root is None:
+        return None
+
+    def keep(paths: Sequence[str]) -> None:
+        import shutil
+
+        backup = backup_dir(root, "cut-move")
+        for path in paths:
+            copy = confined(root, backup / path)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(checkout.path / path, copy)  # empty: its mode and times kept
+        ui.status(
+            f"kept {len(paths)} empty file(s) found where the files of {checkout.path} were "
+            f"being moved in {backup.relative_to(root)}/ (git leaves one so when killed as "
+            "it writes it; one of yours made there since would look the same): " + ", ".join(paths)
+        )
+
+    return keep
 
 
 def finish_interrupted_move(checkout: Checkout, ui: Ui) -> bool:
@@ -665,7 +696,7 @@ def staging(checkout: Checkout) -> Checkout:
     new = path.parent / f"{prefix}{os.getpid()}"
     shutil.rmtree(new, ignore_errors=True)
     new.mkdir()  # a read-only or full file system fails here, as a clear OSError
-    return Checkout(new, checkout.branch)
+    return Checkout(new, checkout.branch, checkout.project)
 
 
 def move_in(built: Checkout, final: Checkout, ui: Ui) -> None:

@@ -339,7 +339,7 @@ class Series:
     def checkout(self, directory: Path | None = None) -> Checkout:
         from series.checkout import Checkout
 
-        return Checkout(self.checkout_path(directory), self.branch)
+        return Checkout(self.checkout_path(directory), self.branch, self.root)
 
     def select(self, ids: list[str] | None) -> list[Patch]:
         if not ids:

@@ -109,9 +109,11 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
     cut = checkout.interrupted_move(state)  # killed after the refs moved, before the files
     target = move.argv[-1] if move is not None else checkout.tip() if cut is not None else None
     half = repo.worktree.half_moved(target) if target is not None else set()
-    report["uncommitted"] = [
-        path for path in repo.worktree.dirty(read_only=True) if path not in half
-    ]
+    # (a path once: git lists one both staged and untracked, as a cut move leaves a path it
+    # adds, the index still the move's start, and a file of the user's made there since)
+    report["uncommitted"] = list(
+        dict.fromkeys(path for path in repo.worktree.dirty(read_only=True) if path not in half)
+    )
     report["drift"] = _drift(series, checkout, state)
     report["interrupted_move"] = move is not None or cut is not None
     listed = sorted(repo.refs.under(BACKUP_PREFIX, REPLACE_PREFIX).items())

@@ -23,6 +23,12 @@ the checkout then refuse, naming it: series.checkout.finish_cut_move). Records w
 are removed, except a record of ``read-tree -u`` (a move of the checkout's
 files cut short), which stays until the move is finished
 (:meth:`series.git.worktree.Worktree.finish_move`).
+
+A record's times are the evidence of what git wrote (the file system's clock, the
+one of every file's change time): a killed move's record has the time it began (its
+own, as :func:`begin` wrote it); one that failed is rewritten after git ended (its
+time then), keeping the time it began (``begun_ns``). A file made between the two is
+git's; one made before, or since, is not.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ class Record(NamedTuple):
     pid: int
     argv: list[str]
     mtime: float
+    began_ns: int | None = None  # when the git command began (None: a record without it)
+    ended_ns: int | None = None  # when it was seen to fail, git ended (None: killed)
 
 
 def verb(argv: Sequence[str]) -> str:
@@ -125,7 +133,9 @@ def end(record: Path | None, argv: Sequence[str], status: int) -> None:
     if status != 0 and is_move(argv):  # it ended: finished by the next command, this one's too
         try:
             data = json.loads(read_plain(record))
-            record.write_text(json.dumps({**data, "failed": True}) + "\n", encoding="utf-8")
+            begun = record.stat().st_mtime_ns  # as begin wrote it: before git started
+            data = {**data, "failed": True, "begun_ns": begun}
+            record.write_text(json.dumps(data) + "\n", encoding="utf-8")
         except (OSError, ValueError):
             pass
         return
@@ -146,11 +156,15 @@ def dead_records(where: Path) -> list[Record]:
         path = where / name
         try:
             data = json.loads(read_plain(path))  # a FIFO there: not series' record
-            pid, argv, mtime = int(data["pid"]), list(data["argv"]), path.stat().st_mtime
+            pid, argv, st = int(data["pid"]), list(data["argv"]), path.stat()
+            failed = bool(data.get("failed"))
+            begun = data.get("begun_ns") if failed else st.st_mtime_ns
+            began = None if begun is None else int(begun)
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if data.get("failed") or not alive(pid):
-            found.append(Record(path, pid, [str(a) for a in argv], mtime))
+        if failed or not alive(pid):
+            ended = st.st_mtime_ns if failed else None
+            found.append(Record(path, pid, [str(a) for a in argv], st.st_mtime, began, ended))
     return found
 
 

@@ -13,8 +13,12 @@ of the ``read-tree`` stays) and finished by :meth:`Worktree.finish_move`:
 the files git had already written are exactly the target's, so they are
 taken as moved, not as the user's changes; a file git created but could
 not fill (a full disk: it is left empty where content was due) is written
-again. A file git was killed in the middle of writing (part of its
-content) cannot be told from an edit, and is left to the user.
+again. Such a file is told from an empty one the user made there by its change
+time against the record's times (series.git.leftovers): git's was made while the
+move ran; one made before it began or since it failed is the user's, refused; one
+after a kill (no time it ended) is kept aside by the caller first. A file git was
+killed in the middle of writing (part of its content) cannot be told from an edit,
+and is left to the user.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from series.digests import blob_id
@@ -397,15 +401,20 @@ class Worktree(Part):
         blobs = self._file_blobs([path for path, _, _, _ in changes])
         if changes:  # a link written already, or not replaced yet
             blobs |= _link_blobs(self.path, [c[0] for c in changes], changes[0][2])
+        empty = self._empty_where_due(changes, blobs)
+        gits, _, unknown = self._cut_writes(leftovers.unfinished_move(self.path), empty)
         return {
             path
             for path, _, oid, old in changes
             if blobs.get(path) in (oid, old) or not os.path.lexists(self.path / path)
-        } | set(self._cut_writes(changes, blobs))
+        } | {*gits, *unknown}
 
     @staticmethod
-    def _cut_writes(changes: list[tuple[str, str, str, str]], blobs: dict[str, str]) -> list[str]:
-        """Files git created but could not fill (a full disk): empty where content was due."""
+    def _empty_where_due(
+        changes: list[tuple[str, str, str, str]], blobs: dict[str, str]
+    ) -> list[str]:
+        """Files empty where a move writes content (git creates a file, then fills it: a
+        full disk, or a kill between the two, leaves it so; or someone made it)."""
         return [
             path
             for path, mode, oid, old in changes
@@ -414,13 +423,42 @@ class Worktree(Part):
             and EMPTY_BLOB not in (oid, old)
         ]
 
-    def finish_move(self) -> str | None:
+    def _cut_writes(
+        self, move: leftovers.Record | None, empty: Sequence[str]
+    ) -> tuple[list[str], list[str], list[str]]:
+        """Of ``empty`` (:meth:`_empty_where_due`), git's, the user's, and those nothing
+        tells: each file's change time against ``move``'s record (series.git.leftovers).
+        git makes its files after the move began and before the record of its failure: one
+        made in between is git's; one made before it began (git creates the files it writes)
+        or since it failed is not. A move killed has no time it ended: a file made since it
+        began may be git's or the user's."""
+        began = move.began_ns if move is not None else None
+        ended = move.ended_ns if move is not None else None
+        gits, users, unknown = [], [], []
+        for path in empty:
+            try:
+                made = os.lstat(self.path / path).st_ctime_ns
+            except OSError:
+                continue
+            if (began is not None and made < began) or (ended is not None and made > ended):
+                users.append(path)
+            elif began is not None and ended is not None:
+                gits.append(path)
+            else:
+                unknown.append(path)
+        return gits, users, unknown
+
+    def finish_move(self, keep: Callable[[Sequence[str]], None] | None = None) -> str | None:
         """Finish a move of the checkout's files that was cut short; the commit it reached.
 
         Stale git locks of the killed run go first (series.git.leftovers),
+        the files git created and could not fill are removed (it writes them again),
         the files already moved are taken into the index, then the same
         ``read-tree`` runs again: it writes the rest, and refuses, as the
-        first did, where a file of the user's would be overwritten.
+        first did, where a file of the user's would be overwritten. An empty file
+        where content is due that is the user's (:meth:`_cut_writes`) is refused; one
+        that may be either (a move killed) is handed to ``keep`` (which keeps a copy,
+        and says where) before it is removed, or refused where there is no ``keep``.
         """
         move = leftovers.unfinished_move(self.path)
         if move is None:
@@ -430,7 +468,13 @@ class Worktree(Part):
         leftovers.clear_stale_locks(where)
         target = move.argv[-1]
         changes = self._move_changes(target) if "--reset" not in move.argv else []
-        for path in self._cut_writes(changes, self._file_blobs([c[0] for c in changes])):
+        blobs = self._file_blobs([c[0] for c in changes])
+        gits, users, unknown = self._cut_writes(move, self._empty_where_due(changes, blobs))
+        if users or (unknown and keep is None):
+            raise self._not_cut_writes(target, users, unknown)
+        if unknown and keep is not None:
+            keep(unknown)
+        for path in [*gits, *unknown]:
             (self.path / path).unlink()  # git writes it again
         done = self._moved_already(move)
         if done:
@@ -452,6 +496,30 @@ class Worktree(Part):
             if leftovers.is_move(record.argv):
                 record.path.unlink(missing_ok=True)
         return target
+
+    def _not_cut_writes(self, target: str, users: list[str], unknown: list[str]) -> RefusedError:
+        """The refusal of empty files where a cut move writes content that are not git's
+        (``users``), or that may not be (``unknown``: no ``keep`` for them)."""
+        why = []
+        if users:
+            why.append(
+                f"{len(users)} empty file(s) are where the move writes content, made since "
+                "the move was cut short (or before it began), so not by git, which made its "
+                f"files while it ran: {_some(users)}"
+            )
+        if unknown:
+            why.append(
+                f"{len(unknown)} empty file(s) are where the move writes content, made since "
+                "it began: git leaves such a file when killed as it writes it, and one of "
+                f"yours made there since looks the same: {_some(unknown)}"
+            )
+        return RefusedError(
+            f"refusing to finish moving the files of {self.path} to {target[:12]} "
+            "(an earlier series run was cut short while moving them)",
+            why="; ".join(why),
+            hint="move them out of the way (remove those that are not yours), then run the "
+            "command again: it finishes the move",
+        )
 
     def index_tree(self) -> str | None:
         """The tree the index holds now, or None when it has unmerged entries.
