@@ -19,6 +19,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from helpers import GitShim, PatchSpec, Project, git, make_project
 from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from test_edit import edit_project
 from test_edit_kill import amend_p2
+from test_json import SCHEMA, errors
 from test_trust_ignored import LOCAL, SPECS, _project
 from test_trust_lock import run
 
@@ -286,6 +288,55 @@ def test_a_first_stop_refused_names_continue_which_writes_it(tmp_path: Path) -> 
     assert code == 3 and "conflict: pkg/core.py" in err, err
     assert "<<<<<<<" in (project.work / "pkg" / "core.py").read_text()
     assert local.read_text() == "upstream's\n"
+
+
+@pytest.mark.parametrize("kind", ["rebase", "edit"])
+def test_status_at_a_stop_never_written_counts_nothing_of_it_as_yours(
+    tmp_path: Path, kind: str
+) -> None:
+    """The stop saved, then its move refused (rows 815, 817): HEAD is at the stop, the
+    index and files still the series'. main's ``series status`` counted their differences
+    from HEAD as uncommitted (four paths after the rebase, one after the edit) and advised
+    "resolve the conflicts" (or, at the edit, `git commit --amend`, which would fold P4's
+    change into P3). Now: nothing uncommitted, ``rebase.written`` false, and ``next``
+    names ``--continue``, which writes the stop once the file is out of the way."""
+    project = _project(tmp_path)
+    if kind == "rebase":
+        up = project.upstream
+        commit_upstream(up, "pkg/core.py", "return 1\n", "return -1\n", "core: f1 returns -1")
+        local = _upstream_adds_what_the_user_ignores(project)
+        argv, sid = ["rebase", "--onto", "main", "--upstream", str(up)], "P1"
+    else:
+        git(project.work, "rm", "-q", LOCAL)
+        git(project.work, "commit", "-qm", "settings: no local file")
+        assert project.run("export")[0] == 0
+        (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
+        local = project.work / LOCAL
+        local.write_text(MINE)
+        argv, sid = ["edit", "P3"], "P3"
+    _stop_refused(project.run(*argv), f"series {kind}", sid)
+    data = _status(project)
+    assert data["uncommitted"] == [] and data["rebase"]["written"] is False, data
+    said = data["next"]
+    assert "nothing of it is in the checkout" in said, said
+    assert f"`series {kind} --continue` writes" in said, said
+    assert "resolve the conflicts" not in said and "--amend" not in said, said
+    local.rename(tmp_path / "mine")
+    code, out, err = project.run(kind, "--continue")
+    assert code == (3 if kind == "rebase" else 0), (out, err)
+    data = _status(project)
+    assert data["rebase"]["written"] is True, data
+    assert ("resolve the conflicts" if kind == "rebase" else "--amend") in data["next"], data
+
+
+def _status(project: Project) -> dict[str, Any]:
+    """``series status --json``, checked against docs/json-schema.json."""
+    code, out, err = project.run("status", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert not errors(SCHEMA, data), errors(SCHEMA, data)
+    assert isinstance(data, dict)
+    return data
 
 
 def _two_conflicts(tmp: Path) -> Project:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from series.project import Series
+    from series.stack.rebase_plan import RebaseState
 
 
 def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
@@ -109,11 +110,12 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
     cut = checkout.interrupted_move(state)  # killed after the refs moved, before the files
     target = move.argv[-1] if move is not None else checkout.tip() if cut is not None else None
     half = repo.worktree.half_moved(target) if target is not None else set()
+    rebase = rebase_state.load(repo)
+    unwritten = rebase is not None and _stop_not_written(checkout, rebase)
     # (a path once: git lists one both staged and untracked, as a cut move leaves a path it
     # adds, the index still the move's start, and a file of the user's made there since)
-    report["uncommitted"] = list(
-        dict.fromkeys(path for path in repo.worktree.dirty(read_only=True) if path not in half)
-    )
+    dirty = repo.worktree.dirty(read_only=True, staged=not unwritten)
+    report["uncommitted"] = list(dict.fromkeys(path for path in dirty if path not in half))
     report["drift"] = _drift(series, checkout, state)
     report["interrupted_move"] = move is not None or cut is not None
     listed = sorted(repo.refs.under(BACKUP_PREFIX, REPLACE_PREFIX).items())
@@ -128,7 +130,6 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
         if ref.startswith(REPLACE_PREFIX)
     ]
     report["grafted"] = _grafted(checkout)
-    rebase = rebase_state.load(repo)
     if rebase is not None:
         report["rebase"] = {
             "kind": rebase.kind,
@@ -141,9 +142,12 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
             ],
             "stopped_at": rebase.stopped_at if rebase.stop else None,
             "files": list(rebase.stop.files) if rebase.stop else [],
+            "written": None if rebase.stop is None else not unwritten,
             "next": rebase.next_step,
         }
-        if rebase.stop is not None and rebase.stop.kind != "edit" and not report["uncommitted"]:
+        if unwritten:
+            report["rebase"]["next"] = _not_written_next(rebase)
+        elif rebase.stop is not None and rebase.stop.kind != "edit" and not report["uncommitted"]:
             # a stop saved but never written (its move refused: a file of the user's in
             # the way; or cut short) looks the same: --continue writes it, or says to skip
             sid, cmd = report["rebase"]["stopped_at"], rebase.command
@@ -157,6 +161,40 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
             )
     report["next"] = _next(report)
     return report
+
+
+def _stop_not_written(checkout: Checkout, rebase: RebaseState) -> bool:
+    """Whether the rebase's (or edit's) stop was saved and its files never written: the
+    move to it refused (a file of the user's in its way: series.stack.rebase_driver
+    ``_stop_not_written``) or cut short. HEAD is at the stop, and the index still holds the
+    tree the move was to go from (``written_from``), which is not HEAD's: a stop written and
+    then reset by the user leaves HEAD's tree there instead. Where ``written_from`` is
+    HEAD's tree the two look the same: the next step says both ways on."""
+    stop, repo = rebase.stop, checkout.repo
+    if stop is None or repo.refs.head() != rebase.current:
+        return False
+    if stop.written_from == repo.objects.tree_of(rebase.current):
+        return False
+    return repo.worktree.index_tree() == stop.written_from
+
+
+def _not_written_next(rebase: RebaseState) -> str:
+    """The way on from a stop never written (:func:`_stop_not_written`)."""
+    stop, sid, cmd, kind = rebase.stop, rebase.stopped_at, rebase.command, rebase.kind
+    assert stop is not None
+    if stop.kind == "edit":
+        what, after = f"the files of {sid}", f"; change {sid} only once they are"
+        skip = ""
+    else:
+        what = "the proposed remainder" if stop.proposal else "its conflict"
+        after, skip = "", f"`{cmd} --skip` drops {sid}, "
+    return (
+        f"the {kind} is stopped at {sid}, but nothing of it is in the checkout: the move of "
+        "the files there was refused (a file of yours in its way) or cut short, so they are "
+        "still those it moved from, and what git shows staged against HEAD (at the stop) is "
+        f"none of yours; `{cmd} --continue` writes {what} (it names a file in its way, to "
+        f"move out of it first){after}; or {skip}`{cmd} --abort` undoes the whole {kind}"
+    )
 
 
 def _grafted(checkout: Checkout) -> list[str]:

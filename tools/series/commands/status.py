@@ -86,12 +86,14 @@ def _lines(r: dict[str, Any]) -> list[str]:
             if rb["stopped_at"]
             else "interrupted"
         )
+        if rb["stop"] == "edit":
+            where = f"stopped at {rb['stopped_at']} for you to change it"
+        if rb["written"] is False:
+            where = f"stopped at {rb['stopped_at']}, nothing of it written into the checkout"
         if rb["kind"] == "edit":
             plan = " ".join(
                 f"{s['action']} {s['id']}" for s in rb["steps"] if s["action"] != "pick"
             )
-            if rb["stop"] == "edit":
-                where = f"stopped at {rb['stopped_at']} for you to change it"
             lines.append(f"edit:       {plan}: {done} of {len(rb['steps'])} done, {where}")
         else:
             lines.append(

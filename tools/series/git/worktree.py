@@ -113,19 +113,24 @@ def _some(paths: Sequence[str]) -> str:
 class Worktree(Part):
     """The files of a work tree: the user's checkout, and the linked ones series owns."""
 
-    def dirty(self, *, read_only: bool = False) -> list[str]:
+    def dirty(self, *, read_only: bool = False, staged: bool = True) -> list[str]:
         """Uncommitted changes: modified, staged and untracked (not ignored) paths.
 
         ``read_only``: the index is not refreshed on the way (no write, so
         a full disk or a lock left behind does not make it fail), and git
         is started without GitPython: it is all a status or a re-run
         answered from what was kept asks of git (series.git.child.plain).
+        ``staged`` False: not the paths whose only change is staged (the index unlike
+        HEAD, the file like the index): at a rebase stop saved but never written, HEAD
+        is the stop's, the index and files still the ones the rebase moved from.
         """
         refuse_blocking(leftovers.git_dir(self.path))
         optional = ["--no-optional-locks"] if read_only else []
-        argv = [*optional, "status", "--porcelain=v1", "-z", "--untracked-files=all"]
+        renames = [] if staged else ["--no-renames"]  # one entry a path: "XY PATH"
+        argv = [*optional, "status", "--porcelain=v1", "-z", "--untracked-files=all", *renames]
         out = self._run.git(*argv, light=read_only)
-        return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
+        entries = [entry for entry in out.split("\0") if len(entry) > 3]
+        return [entry[3:] for entry in entries if staged or entry[1] != " "]
 
     def changed(self, started: Started | None = None) -> tuple[list[str], list[str]]:
         """Every path whose file or index entry differs from HEAD's tree, and the untracked
