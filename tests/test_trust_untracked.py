@@ -647,3 +647,101 @@ def test_a_file_operation_refused_is_not_said_to_be_a_write() -> None:
     said = os_error(PermissionError(errno.EACCES, "Permission denied", "work/notes.txt"))
     assert "not readable by you" in said.render(), said.render()
     assert "refused the write" not in said.render(), said.render()
+
+
+def _exclude_local(project: Project) -> None:
+    (project.work / ".git" / "info" / "exclude").write_text("*.local\n*.bak\n")
+
+
+@pytest.mark.parametrize("where", ["at the path", "in a directory"])
+def test_git_add_f_offered_by_abort_lets_it_go_on(tmp_path: Path, where: str) -> None:
+    """``--abort`` keeps what is staged in its snapshot, so its refusal of an ignored file
+    in the way offers `git add -f`. main offered it, and ``--abort`` then failed with an
+    internal error (exit 70: its snapshot's ``git add`` refused the ignored path the
+    user had staged). Now the abort goes on, the file kept under the backup ref."""
+    project = _stopped(tmp_path)
+    _exclude_local(project)
+    local = project.work / LOCAL
+    if where == "in a directory":
+        local.mkdir()
+        mine = f"{LOCAL}/notes.bak"
+    else:
+        mine = LOCAL
+    (project.work / mine).write_text(MINE)
+    code, out, err = project.run("rebase", "--abort")
+    assert code == 4 and "(or `git add -f` them" in err, (out, err)
+    git(project.work, "add", "-f", mine)
+    code, out, err = project.run("rebase", "--abort")
+    assert code == 0, (out, err)
+    assert local.read_text() == "from P3\n"
+    (ref,) = git(project.work, "for-each-ref", "--format=%(refname)", "refs/series/backup/").split()
+    assert ref in out + err
+    assert git(project.work, "show", f"{ref}:{mine}") == MINE.rstrip("\n")
+
+
+def _refused_at_a_first_stop(tmp: Path) -> tuple[Project, tuple[int, str, str]]:
+    """Row 815: the stop at P1 saved, its move refused (``pkg/upstream.local``)."""
+    project = _project(tmp)
+    up = project.upstream
+    commit_upstream(up, "pkg/core.py", "return 1\n", "return -1\n", "core: f1 returns -1")
+    _upstream_adds_what_the_user_ignores(project)
+    return project, project.run("rebase", "--onto", "main", "--upstream", str(up))
+
+
+def _refused_by_apply(tmp: Path) -> tuple[Project, tuple[int, str, str]]:
+    project = _project(tmp)
+    assert project.run("apply", "--to", "P2")[0] == 0
+    _exclude_local(project)
+    (project.work / LOCAL).write_text(MINE)
+    return project, project.run("apply")
+
+
+def _refused_by_the_end(tmp: Path) -> tuple[Project, tuple[int, str, str]]:
+    project = _stopped(tmp)
+    _resolve(project)
+    _exclude_local(project)
+    (project.work / LOCAL).write_text(MINE)
+    return project, project.run("rebase", "--continue")
+
+
+def _repository_refused_by_abort(tmp: Path) -> tuple[Project, tuple[int, str, str]]:
+    project = _stopped(tmp)
+    nested = project.work / LOCAL / "sub"
+    nested.mkdir(parents=True)
+    git(nested, "init", "-q")
+    (nested / "x").write_text(MINE)
+    git(nested, "add", "x")
+    git(nested, "commit", "-qm", "mine")
+    return project, project.run("rebase", "--abort")
+
+
+def _fifo_refused_by_abort(tmp: Path) -> tuple[Project, tuple[int, str, str]]:
+    project = _stopped(tmp)
+    os.mkfifo(project.work / LOCAL)
+    return project, project.run("rebase", "--abort")
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        _refused_at_a_first_stop,
+        _refused_by_apply,
+        _refused_by_the_end,
+        _repository_refused_by_abort,
+        _fifo_refused_by_abort,
+    ],
+    ids=["a stop's write", "apply", "a rebase's end", "a repository", "a FIFO"],
+)
+def test_git_add_f_is_not_offered_where_it_would_not_let_the_command_go_on(
+    tmp_path: Path, refused: Any
+) -> None:
+    """Each refusal names a way on that works. main's move offered `git add -f` wherever
+    it refused, and it was no way on: at the stop never written (row 815) the staged
+    file made ``--continue`` take the index, the series' files and the user's, for P1's
+    resolution (exit 0, P2 and P3 dropped as empty); ``apply`` refused it as uncommitted;
+    at the end of a rebase (``Checkout.check_move``, which never offered it) it becomes
+    part of the stop's resolution; a repository is staged as its commit id alone (the
+    move still refused it), and git stages no FIFO."""
+    _, (code, out, err) = refused(tmp_path)
+    assert code == 4 and "move them out of the way" in err, (out, err)
+    assert "git add -f" not in err, err

@@ -183,7 +183,9 @@ class Checkout:
         stopped) ``-m`` refused an ignored file or a FIFO there only after patches/,
         series.toml and the refs were written. ``then``: what goes on once the path is
         free (the move's own hint, "run the command again", is refused where that command
-        began the rebase or edit: one is in progress)."""
+        began the rebase or edit: one is in progress). No `git add -f` in it: the file
+        staged at a rebase's last stop becomes part of that stop's resolution (the series
+        would carry it), and the end of an edit refuses it as a change not committed."""
         try:
             self.repo.worktree.checkout_tree(None, tip, dry_run=True)
         except RefusedError as exc:

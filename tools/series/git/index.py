@@ -306,7 +306,9 @@ class Index(Part):
             else:
                 data = b"".join(p.encode() + b"\0" for p in changed)
                 literal = {**env, "GIT_LITERAL_PATHSPECS": "1"}
-                argv = ["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"]
+                # -f: git status lists no ignored file but one the user staged (`git add
+                # -f`), which the scratch index, HEAD's, does not track: refused without it
+                argv = ["add", "-A", "-f", "--pathspec-from-file=-", "--pathspec-file-nul"]
                 self._run.git_input(*argv, data=data, env=literal)
             return self.write_tree(env)
 

@@ -92,6 +92,14 @@ def _kept_by_nothing(root: Path, paths: Iterable[str]) -> tuple[list[str], list[
     return sorted(nested), sorted(special)
 
 
+def _is_directory(path: Path) -> bool:
+    """Whether ``path`` is a directory itself (not a link to one)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _link_blobs(root: Path, paths: Iterable[str], like: str) -> dict[str, str]:
     """The blob id of each symbolic link of ``paths`` (its target's bytes, as git keeps a
     link), others left out. Hashed here: ``hash-object`` reads the file a link leads to.
@@ -270,7 +278,10 @@ class Worktree(Part):
         status, found, err = self._run.git_status("check-ignore", "--no-index", "--", *there)
         if status not in (0, 1):
             raise GitFailed(["check-ignore"], status, err, cwd=self.path)
-        ignored = sorted(found.splitlines())
+        # an ignored directory holds nothing itself: what is in it is told below (its
+        # ignored files, untracked ones, repositories, FIFOs), and a file in it staged
+        # (`git add -f`) is kept by the caller's snapshot or refused as a change
+        ignored = sorted(p for p in found.splitlines() if not _is_directory(self.path / p))
         nested, special = _kept_by_nothing(self.path, there)
         inside, untracked = self._untracked_in(sorted(set(there) - set(nested)), blobs, links)
         ignored = sorted({*ignored, *inside})
@@ -300,12 +311,18 @@ class Worktree(Part):
                 f"directory (a FIFO, a socket, a device), or remove them with the directory "
                 f"that holds them, where the files go: {_some(special)}"
             )
+        # `git add -f` lets only a command that keeps what is staged first go on (--abort,
+        # --skip: their snapshot holds it), and only for files: git adds a repository as
+        # its commit id alone, and no FIFO. Elsewhere the file staged is a change: apply
+        # refuses it as uncommitted, and at a stop it becomes part of the resolution.
+        add = kept and not nested and not special
         raise RefusedError(
             f"refusing to move the files of {self.path} to {new[:12]}",
             why="; ".join(why),
-            hint="move them out of the way (or `git add -f` them), then run the command "
-            "again; where the branch moved already (`series status`: interrupted), "
-            "the command run again finishes the move",
+            hint="move them out of the way"
+            + (" (or `git add -f` them: the command keeps what is staged first)" if add else "")
+            + ", then run the command again; where the branch moved already (`series "
+            "status`: interrupted), the command run again finishes the move",
         )
 
     def _untracked_in(

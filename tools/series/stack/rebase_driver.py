@@ -502,7 +502,10 @@ def _stop_not_written(run: Run, state: RebaseState, exc: RefusedError) -> Refuse
     the files, as a kill between the two leaves it, and ``--continue`` writes them then
     (series.stack.rebase_resume ``_finish_stop``, series.stack.edit_finish
     ``stop_cut_short``). The move's own hint, "run the command again", was wrong there:
-    ``--onto`` or ``series edit`` again is refused, one being in progress."""
+    ``--onto`` or ``series edit`` again is refused, one being in progress. Nor is `git add -f`
+    a way on here: the file staged at a stop never written makes the index no longer the
+    one the stop was to be written over, and ``--continue`` took it, with the series' files,
+    for the stop's resolution (P2 and P3 then dropped as empty)."""
     cmd, sid, where = state.command, state.stopped_at, run.checkout.path
     assert state.stop is not None
     what = "its conflict" if state.stop.kind == "conflict" else f"the files of {sid}"
@@ -510,8 +513,8 @@ def _stop_not_written(run: Run, state: RebaseState, exc: RefusedError) -> Refuse
         f"{state.kind} stopped at {sid}, but refusing to write {what} into {where}",
         why=f"{exc.why}\nthe stop is saved (HEAD detached at {state.current[:12]}); nothing "
         "of it is in the files yet",
-        hint=f"move them out of the way (or `git add -f` them), then `{cmd} --continue` "
-        f"writes the stop; or `{cmd} --abort`",
+        hint=f"move them out of the way, then `{cmd} --continue` writes the stop; or "
+        f"`{cmd} --abort`",
     )
 
 
