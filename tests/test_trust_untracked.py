@@ -745,3 +745,23 @@ def test_git_add_f_is_not_offered_where_it_would_not_let_the_command_go_on(
     _, (code, out, err) = refused(tmp_path)
     assert code == 4 and "move them out of the way" in err, (out, err)
     assert "git add -f" not in err, err
+
+
+@pytest.mark.parametrize("where", ["elsewhere", "in the way"])
+@pytest.mark.parametrize("how", ["--abort", "--skip"])
+def test_a_repository_with_no_commit_at_a_stop_is_no_internal_error(
+    tmp_path: Path, how: str, where: str
+) -> None:
+    """A repository of the user's with no commit yet (``git init``, a file in it) at a
+    stop: main's ``--abort`` and ``--skip`` failed with an internal error (exit 70: their
+    snapshot's ``git add`` cannot add it). It holds no commit to keep: left out of the
+    snapshot, and left alone by the move (elsewhere), or refused (in the way)."""
+    project = _stopped(tmp_path)
+    repo = project.work / ("scratch" if where == "elsewhere" else f"{LOCAL}/d")
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "notes.txt").write_text(MINE)
+    code, out, err = project.run("rebase", how)
+    assert code == (0 if where == "elsewhere" else 4), (out, err)
+    assert "internal error" not in err, err
+    assert (repo / "notes.txt").read_text() == MINE and (repo / ".git").is_dir()

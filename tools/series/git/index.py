@@ -29,6 +29,9 @@ from series.git.run import (
 )
 from series.records import NamedTuple
 
+# What git add says of a repository of its own that has no commit yet (git 2.39).
+_NO_COMMIT = re.compile(r"^error: '(.+)' does not have a commit checked out$", re.MULTILINE)
+
 
 class ApplyResult(NamedTuple):
     ok: bool
@@ -304,13 +307,28 @@ class Index(Part):
             if changed is None:
                 self._run.git("add", "-A", ".", env=env)
             else:
-                data = b"".join(p.encode() + b"\0" for p in changed)
-                literal = {**env, "GIT_LITERAL_PATHSPECS": "1"}
-                # -f: git status lists no ignored file but one the user staged (`git add
-                # -f`), which the scratch index, HEAD's, does not track: refused without it
-                argv = ["add", "-A", "-f", "--pathspec-from-file=-", "--pathspec-file-nul"]
-                self._run.git_input(*argv, data=data, env=literal)
+                self._add_listed(list(changed), env)
             return self.write_tree(env)
+
+    def _add_listed(self, paths: list[str], env: Mapping[str, str]) -> None:
+        """``git add -A`` of ``paths`` (as git status lists them) into the scratch index of
+        ``env``. -f: git status lists no ignored file but one the user staged (`git add
+        -f`), which the scratch index, HEAD's, does not track (refused without it). A
+        repository of its own with no commit yet (git status lists ``dir/``) git cannot
+        add, and failed the whole snapshot (exit 70): left out, as git names them (it
+        holds no commit to keep; a move refuses it where it is in the way)."""
+        literal = {**env, "GIT_LITERAL_PATHSPECS": "1"}
+        argv = ["add", "-A", "-f", "--pathspec-from-file=-", "--pathspec-file-nul"]
+        while paths:  # none left: no pathspec at all would add the whole tree
+            data = b"".join(p.encode() + b"\0" for p in paths)
+            try:
+                self._run.git_input(*argv, data=data, env=literal)
+                return
+            except GitFailed as exc:
+                empty = set(_NO_COMMIT.findall(exc.stderr)) & set(paths)
+                if not empty:
+                    raise
+                paths = [p for p in paths if p not in empty]
 
     def files_are(self, start: str, changed: Sequence[str], trees: Sequence[str]) -> bool:
         """Whether :meth:`files_tree` of ``start`` and ``changed`` is one of ``trees``,
