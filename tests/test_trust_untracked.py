@@ -747,6 +747,60 @@ def test_git_add_f_is_not_offered_where_it_would_not_let_the_command_go_on(
     assert "git add -f" not in err, err
 
 
+def _submodule_at(project: Project, tmp: Path) -> Path:
+    """A submodule's work tree of the user's (its ``.git`` a file naming its git directory,
+    kept elsewhere), with a commit, two levels down in a directory at P3's path."""
+    sub = project.work / LOCAL / "d" / "sub"
+    sub.mkdir(parents=True)
+    git(sub, "init", "-q", "--separate-git-dir", str(tmp / "sub.git"))
+    (sub / "x").write_text(MINE)
+    git(sub, "add", "x")
+    git(sub, "commit", "-qm", "mine")
+    assert (sub / ".git").is_file()
+    return sub
+
+
+@pytest.mark.parametrize("kind", ["socket at the path", "socket in a directory", "submodule"])
+@pytest.mark.parametrize("how", ["apply", "--continue", "--abort"])
+def test_a_socket_or_a_submodule_where_a_move_writes_a_file_is_refused(
+    tmp_path: Path, how: str, kind: str
+) -> None:
+    """A Unix socket (git status lists none, no snapshot holds one) at P3's path or alone
+    in a directory there, and a submodule's work tree (a ``.git`` file) deep in a directory
+    there: refused, not removed, by ``apply`` (the socket by its move, the submodule, which
+    git status shows, as uncommitted), the end of ``--continue`` and ``--abort``. Moved
+    away, the command finishes."""
+    if how == "apply":
+        project = _project(tmp_path)
+        assert project.run("apply", "--to", "P2")[0] == 0
+        argv = ["apply"]
+    else:
+        project = _stopped(tmp_path)
+        if how == "--continue":
+            _resolve(project)
+        argv = ["rebase", how]
+    local = project.work / LOCAL
+    if kind == "submodule":
+        sub = _submodule_at(project, tmp_path)
+        named = f"{LOCAL}/d/sub"
+    else:
+        if kind == "socket in a directory":
+            local.mkdir()
+        sock = local / "s" if local.is_dir() else local
+        os.mknod(sock, 0o600 | stat.S_IFSOCK)
+        named = str(sock.relative_to(project.work))
+    code, out, err = project.run(*argv)
+    assert code == 4 and named in err, (out, err)
+    if kind == "submodule":
+        assert git(sub, "log", "--format=%s") == "mine" and (sub / "x").read_text() == MINE
+    else:
+        assert stat.S_ISSOCK(os.lstat(sock).st_mode)
+    local.rename(tmp_path / "mine")
+    code, _, err = project.run(*argv)
+    assert code == 0, err
+    assert local.read_text() == "from P3\n"
+
+
 @pytest.mark.parametrize("where", ["elsewhere", "in the way"])
 @pytest.mark.parametrize("how", ["--abort", "--skip"])
 def test_a_repository_with_no_commit_at_a_stop_is_no_internal_error(
