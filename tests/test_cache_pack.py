@@ -285,7 +285,7 @@ def test_a_patch_applied_beside_a_packing_applies(
     diff = b"diff --git a/f b/f\nnew file mode 100644\n--- /dev/null\n+++ b/f\n"
     diff += b"@@ -0,0 +1 @@\n+racing\n"
     ran = _object_directory_gone(repo, b"racing\n", monkeypatch, once=True)
-    tree = Repo(repo).index.apply_exact(empty, diff)
+    _, tree = Repo(repo).index.rewrite_and_apply(empty, [], diff)
     assert tree is not None
     assert [c.split()[0] for c in ran if "apply" in c.split()] == ["apply", "apply"]
     assert Repo(repo).objects.tree_files(tree) == {"f": _hash(repo, ["racing\n"])[0]}

@@ -406,17 +406,6 @@ class Index(Part):
             raise
         return Applying(self._run, stack, calls, started, envs)
 
-    def apply_exact(
-        self, tree: str, diff: bytes, env: Mapping[str, str] | None = None
-    ) -> str | None:
-        """``tree`` with ``diff`` applied exactly (no fuzz, no 3-way), or None.
-
-        ``env``: a scratch-object environment ``tree`` lives in, if any.
-        """
-        with self.scratch(tree, env) as index, input_file(diff) as path:
-            status, _, _ = self._run.git_status("apply", "--cached", str(path), env=index)
-            return self.write_tree(index) if status == 0 else None
-
     def rewrite_and_apply(
         self,
         tree: str,
@@ -425,8 +414,9 @@ class Index(Part):
         env: Mapping[str, str] | None = None,
     ) -> tuple[str, str | None]:
         """:meth:`rewrite` of ``tree`` with ``index_info`` (``tree`` itself when there is
-        none), and :meth:`apply_exact` of ``diff`` to that tree (None where it does not
-        apply), in one scratch index: no second ``read-tree`` of the tree just written."""
+        none), and that tree with ``diff`` applied exactly (no fuzz, no 3-way; None where
+        it does not apply), in one scratch index: no second ``read-tree`` of the tree just
+        written. ``env``: a scratch-object environment ``tree`` lives in, if any."""
         with self.scratch(tree, env) as index, input_file(diff) as path:
             rewritten = tree
             if index_info:

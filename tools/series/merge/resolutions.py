@@ -183,14 +183,6 @@ def record(
     return target
 
 
-def replay(
-    repo: Repo, path: Path, key: str, conflicted: str, env: Mapping[str, str] | None = None
-) -> str | None:
-    """The resolved tree, if ``path`` is the resolution of conflict ``key`` and applies."""
-    data = _recorded_for(path, key)
-    return repo.index.apply_exact(conflicted, data, env=env) if data is not None else None
-
-
 def _recorded_for(path: Path, key: str) -> bytes | None:
     """The bytes of the resolution file ``path`` if its header names conflict ``key``."""
     data = path.read_bytes()
