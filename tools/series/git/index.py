@@ -426,6 +426,27 @@ class Index(Part):
             status, _, _ = self._run.git_status("apply", "--cached", str(path), env=index)
             return rewritten, self.write_tree(index) if status == 0 else None
 
+    def rewrite_twice(
+        self,
+        tree: str,
+        first: Sequence[str],
+        then: Sequence[str],
+        env: Mapping[str, str] | None = None,
+    ) -> tuple[str, str]:
+        """:meth:`rewrite` of ``tree`` with ``first``, and with ``then``, in one scratch
+        index: ``then`` names every path ``first`` names (the marked-up files, then the
+        same files resolved), so it is written over the first edit."""
+        assert {line.split("\t", 1)[1] for line in first} <= {
+            line.split("\t", 1)[1] for line in then
+        }, "each path of the first edit is in the second"
+        with self.scratch(tree, env) as index:
+            written = []
+            for info in (first, then):
+                data = ("\n".join(info) + "\n").encode()
+                self._run.git_input("update-index", "--index-info", data=data, env=index)
+                written.append(self.write_tree(index))
+            return written[0], written[1]
+
     def entries(self, rev: str, paths: Sequence[str]) -> list[str]:
         """``update-index --index-info`` lines that give ``paths`` their state in ``rev``.
 

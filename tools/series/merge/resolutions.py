@@ -258,17 +258,21 @@ def _replayed(
 ) -> tuple[str, str] | None:
     """The marked-up tree and the resolved one, where the resolution ``data`` only edits
     marked-up files and gives, hunk by hunk at the lines it names, exactly the blobs
-    its ``index`` lines name: then ``apply --cached`` on a scratch index of the marked-up
-    tree gives those very bytes (the preimage is the blob the diff was made from, each
-    hunk matches where it says, and the result is the postimage git hashed), and both
-    trees are written as edits of ``tree`` (one ``hash-object``, one ``mktree``), with
-    no index. None: anything else (another file, a new, deleted or renamed one, a mode
-    change, a binary or quoted path, a hunk that does not match there, ids not SHA-1,
-    an object store of ``env``'s, where the trees could not be edits): the scratch
-    index answers, as it always did.
+    its ``index`` lines name: the preimage is the blob the diff was made from, each hunk
+    matches where it says, and the result is the postimage git hashed. Both trees are
+    written as edits of ``tree`` (one ``hash-object``, one ``mktree``), with no index;
+    in an object store of ``env``'s (check-conflicts), in one scratch index. None:
+    anything else (another file, a new, deleted or renamed one, a mode change, a binary
+    or quoted path, a hunk that does not match there, ids not SHA-1): ``apply --cached``
+    on a scratch index answers, as it always did.
+
+    Both commands take this answer first, so they agree: ``apply --cached`` gives the
+    same bytes for a resolution as series writes one (each hunk with context after
+    it, or at the file's end), but places a hunk without that context (``diff -U0``,
+    written by hand) at the file's end or refuses it (docs/hardening.md row 880).
     """
-    if not marked or not repo.index.edits(tree, env):
-        return None  # a scratch object store (check-conflicts): one scratch index is less
+    if not marked:
+        return None
     files = _edits(data)
     if not files:
         return None
@@ -293,8 +297,10 @@ def _replayed(
     new_ids = {p: files[p][1] for p in resolved}
     conflicted = [f"{by_path[p][0]} {marked_ids[p]}\t{p}" for p in order]
     done = [f"{by_path[p][0]} {new_ids.get(p, marked_ids[p])}\t{p}" for p in order]
-    trees = repo.index.rewrite_many(tree, [conflicted, done], env)
-    return trees[0], trees[1]
+    if repo.index.edits(tree, env):
+        trees = repo.index.rewrite_many(tree, [conflicted, done], env)
+        return trees[0], trees[1]
+    return repo.index.rewrite_twice(tree, conflicted, done, env)
 
 
 _DIFF = re.compile(rb"diff --git a/(\S+) b/(\S+)\n")
