@@ -12,10 +12,12 @@ redundant are there too, with the evidence.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
-from helpers import git
+from helpers import Project, git
+from rebase_helpers import commit_upstream, resolve_p1
 from test_check_conflicts_recorded import check, recorded_elsewhere, rows
 from test_rebase import rebase
 
@@ -62,3 +64,41 @@ def test_a_resolution_without_context_lines_is_replayed_alike_by_both_commands(
     assert re.search(rf"P1\s+resolved \(recorded\)\s+{name}", out), out
     assert git(other.work, "rev-parse", "series^{tree}") == tree_of(data, "P3")
     assert "    return 1001\n" in (other.work / "pkg" / "core.py").read_text()
+
+
+def onto_other(project: Project, *args: str) -> tuple[int, str, str]:
+    return project.run("rebase", "--onto", "other", "--upstream", str(project.upstream), *args)
+
+
+def test_a_resolution_whose_header_names_another_conflict_is_not_replayed(
+    tmp_path: Path,
+) -> None:
+    """Upstream moved again (``other``: f5 changed too, far from P1's lines), so P1's
+    conflict is another, with another name; the file of that name holds the resolution
+    recorded for the conflict before (copied over it: its header names that one). Its
+    hunk still applies by its context, but it was made for another conflict: check-conflicts
+    and the rebase do not replay it, and say why (row 881)."""
+    _, other = recorded_elsewhere(tmp_path)
+    (old,) = (other.root / "resolutions" / "P1").glob("*.patch")
+    third = Project(tmp_path / "third", other.upstream, other.commit)
+    shutil.copytree(other.root, third.root, ignore=shutil.ignore_patterns("resolutions"))
+    up = other.upstream
+    git(up, "checkout", "-q", "-b", "other", "main")
+    commit_upstream(up, "pkg/core.py", "return 5\n", "return 55\n", "core: f5 returns 55")
+    assert other.run("apply")[0] == 0  # this conflict, resolved by hand: its name
+    assert onto_other(other)[0] == 3
+    resolve_p1(other.work, "return 2002")
+    assert other.run("rebase", "--continue")[0] == 0
+    (named,) = {p.name for p in (other.root / "resolutions" / "P1").glob("*.patch")} - {old.name}
+    (third.root / "resolutions" / "P1").mkdir(parents=True)
+    shutil.copy(old, third.root / "resolutions" / "P1" / named)
+    said = f"{named} is named for this conflict, but its header names another: not replayed"
+    code, data = check(third, "other", up)
+    assert code == 3, data
+    p1 = rows(data)["P1"]
+    assert (p1["status"], p1["resolution"], p1["note"]) == ("conflict", None, said), p1
+    assert third.run("apply")[0] == 0
+    code, out, err = onto_other(third)
+    assert code == 3, out + err
+    assert said in err, err
+    assert "<<<<<<< new base" in (third.work / "pkg" / "core.py").read_text()

@@ -237,7 +237,9 @@ def lookup(
             return Found(key, conflicted, path, resolved, "")
     else:
         conflicted = repo.index.rewrite(merge.tree, info, env) if info else merge.tree
-    if here:
+    if here and data is None:  # its name is this conflict's, its header another's
+        note = f"{path.name} is named for this conflict, but its header names another: not replayed"
+    elif here:
         note = f"{path.name} is recorded for this conflict but does not apply to it"
     others = [p for p in recorded(root, patch_id) if p != path]
     if others and not note:
