@@ -102,3 +102,26 @@ def test_a_resolution_whose_header_names_another_conflict_is_not_replayed(
     assert code == 3, out + err
     assert said in err, err
     assert "<<<<<<< new base" in (third.work / "pkg" / "core.py").read_text()
+
+
+def test_a_resolution_edited_in_review_replays_its_edited_lines(tmp_path: Path) -> None:
+    """P1's conflict resolved (``return 1001``) and recorded; in review its added line is
+    edited to ``return 1002`` (its index line left as git wrote it), then the series put
+    back as it was before the rebase and rebased again: the rebase commits the line the
+    resolution now holds, and check-conflicts says the tree it makes, not the blob the
+    index line names from before the edit (row 882)."""
+    project, other = recorded_elsewhere(tmp_path)
+    (path,) = (project.root / "resolutions" / "P1").glob("*.patch")
+    path.write_text(path.read_text().replace("+    return 1001\n", "+    return 1002\n"))
+    shutil.rmtree(project.root / "patches")  # the series before the rebase, as git keeps it
+    shutil.copytree(other.root / "patches", project.root / "patches")
+    shutil.copy(other.root / "series.toml", project.root / "series.toml")
+    assert project.run("apply", "--force")[0] == 0
+    code, out, err = rebase(project)
+    assert code == 0 and "resolved (recorded)" in out, out + err
+    core = git(project.work, "show", "series~2:pkg/core.py")
+    assert "    return 1002\n" in core + "\n" and "return 1001" not in core, core
+    shutil.copy(path, other.root / "resolutions" / "P1" / path.name)  # the same, elsewhere
+    code, data = check(other, "main", other.upstream)
+    assert code == 0 and rows(data)["P1"]["status"] == "resolved", data["problems"]
+    assert git(project.work, "rev-parse", "series^{tree}") == tree_of(data, "P3")
