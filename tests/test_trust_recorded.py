@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from helpers import Project, git
+from helpers import PatchSpec, Project, git, make_project
 from rebase_helpers import commit_upstream, resolve_p1
 from test_check_conflicts_recorded import check, recorded_elsewhere, rows
 from test_rebase import rebase
@@ -125,3 +125,74 @@ def test_a_resolution_edited_in_review_replays_its_edited_lines(tmp_path: Path) 
     code, data = check(other, "main", other.upstream)
     assert code == 0 and rows(data)["P1"]["status"] == "resolved", data["problems"]
     assert git(project.work, "rev-parse", "series^{tree}") == tree_of(data, "P3")
+
+
+UTIL = "pkg/util.py"
+CHAINED = [
+    PatchSpec(
+        "P1",
+        "core: f1 returns 101, VALUE_3 is 33",
+        {"pkg/core.py": ("return 1\n", "return 101\n"), UTIL: ("VALUE_3 = 3\n", "VALUE_3 = 33\n")},
+    ),
+    PatchSpec("P2", "util: VALUE_12 is 1212", {UTIL: ("VALUE_12 = 12\n", "VALUE_12 = 1212\n")}),
+    PatchSpec("P3", "util: VALUE_21 is 2121", {UTIL: ("VALUE_21 = 21\n", "VALUE_21 = 2121\n")}),
+]
+
+
+def chained(tmp: Path, specs: list[PatchSpec]) -> Project:
+    """``specs`` on the small upstream, applied; upstream's ``main`` conflicts with P1 (f1)
+    and with P2 (VALUE_12), and ``other`` is ``main`` with f5 changed too."""
+    project = make_project(tmp, specs)
+    up = project.upstream
+    commit_upstream(up, "pkg/core.py", "return 1\n", "return -1\n", "core: f1 returns -1")
+    commit_upstream(up, UTIL, "VALUE_12 = 12\n", "VALUE_12 = -12\n", "util: VALUE_12 is -12")
+    git(up, "checkout", "-q", "-b", "other")
+    commit_upstream(up, "pkg/core.py", "return 5\n", "return 55\n", "core: f5 returns 55")
+    assert project.run("apply")[0] == 0
+    return project
+
+
+def test_check_conflicts_says_a_patch_conflicts_where_its_predecessors_resolution_meets_it(
+    tmp_path: Path,
+) -> None:
+    """P1 and P2 rebased onto ``main``: P1's conflict resolved with P1's line (as the
+    favoured chain resolves it), P2's with ``VALUE_12 = 0`` and, beyond its markers,
+    ``VALUE_20 = 0``; both recorded. P3 (``VALUE_21``) is added to that series on the pin,
+    with those resolutions, and checked onto ``other``, where P1's conflict is another
+    (f5 moved) and P2's, after P1's line, the one recorded. P3 replays cleanly without P1
+    and P2 (the skip chain), and conflicts with the line P2's resolution adds (the
+    favoured chain), as the rebase does: "conflict (by itself)", not "clean" (row 883).
+    P2's resolution resolves its conflict with P1 kept: P2 conflicts because of P1, and the
+    note says so, not that the resolution "was made for another conflict" (row 884)."""
+    first = chained(tmp_path / "first", CHAINED[:2])
+    assert first.run("rebase", "--onto", "main", "--upstream", str(first.upstream))[0] == 3
+    resolve_p1(first.work, "return 101")
+    assert first.run("rebase", "--continue")[0] == 3  # P2 stops
+    util = first.work / UTIL
+    text = util.read_text()
+    start, end = text.index("<<<<<<< new base"), text.index(">>>>>>> P2\n") + len(">>>>>>> P2\n")
+    text = f"{text[:start]}VALUE_12 = 0\n{text[end:]}".replace("VALUE_20 = 20\n", "VALUE_20 = 0\n")
+    util.write_text(text)
+    git(first.work, "add", UTIL)
+    code, out, err = first.run("rebase", "--continue")
+    assert code == 0 and out.count("resolved (recorded)") == 2, out + err
+    (p2,) = (first.root / "resolutions" / "P2").glob("*.patch")
+    project = chained(tmp_path / "second", CHAINED)
+    assert git(project.upstream, "rev-parse", "other") == git(first.upstream, "rev-parse", "other")
+    shutil.copytree(first.root / "resolutions", project.root / "resolutions")
+    code, data = check(project, "other", project.upstream)
+    assert code == 3, data
+    said = {r["id"]: r for r in data["onto"]["patches"]}
+    assert (said["P1"]["status"], said["P1"]["cause"]) == ("conflict", "self"), said["P1"]
+    p2_row = (said["P2"]["status"], said["P2"]["cause"], said["P2"]["blocked_by"])
+    assert p2_row == ("conflict", "earlier", ["P1"]), said["P2"]
+    assert said["P2"]["note"] == f"with P1 kept, resolved by resolutions/P2/{p2.name}"
+    p3_row = (said["P3"]["status"], said["P3"]["cause"], said["P3"]["files"])
+    assert p3_row == ("conflict", "self", [UTIL]), said["P3"]
+    # The rebase, P1's conflict resolved as before: P2 replayed, P3 stops on pkg/util.py.
+    assert onto_other(project)[0] == 3
+    resolve_p1(project.work, "return 101")
+    code, out, err = project.run("rebase", "--continue")
+    assert code == 3, out + err
+    assert f"P2   conflict resolved by resolutions/P2/{p2.name}" in err, err
+    assert "rebase stopped: P3" in err and f"conflict: {UTIL}" in err, err

@@ -295,13 +295,23 @@ class _Chain:
                 out.append(step)
                 step.tree = skip.tree
                 continue
-            step = self._verdict(patch, evidence, skip, skip_out, fav_out, conflicted)
-            if found is not None and found.note:
+            # The favoured chain's own conflict may have a recorded resolution (one made
+            # with the earlier patches in place): with it, that chain goes through.
+            kept = found if fav_out is skip_out else self._recorded(patch, fav_out)
+            resolved = kept.tree if kept is not None else None
+            step = self._verdict(
+                patch, evidence, skip, skip_out, fav_out, conflicted, resolved is not None
+            )
+            if resolved is not None and step.cause == "earlier":
+                assert kept is not None and self.recorded is not None
+                by = kept.name(self.recorded)
+                step.note = f"with {', '.join(step.blocked_by)} kept, resolved by {by}"
+            elif found is not None and found.note:
                 step.note = found.note
             out.append(step)
             if skip_out.clean:
                 skip = Node(skip_out.tree)
-            self.fav = Node(self._favour(patch, fav_out))
+            self.fav = Node(resolved or self.merger.favour_theirs(fav_out))
             if step.replay == "conflict":
                 conflicted.append(patch)
             step.tree = skip.tree
@@ -420,8 +430,12 @@ class _Chain:
         skip_out: TreeMerge,
         fav_out: TreeMerge,
         earlier: list[Patch],
+        fav_resolved: bool,
     ) -> Replayed:
-        if skip_out.clean and fav_out.clean:
+        """``fav_resolved``: a recorded resolution resolves the favoured chain's conflict
+        (it goes through, as the rebase that keeps the earlier patches does)."""
+        fav_clean = fav_out.clean or fav_resolved
+        if skip_out.clean and fav_clean:
             replay = "empty" if skip_out.tree == before.tree else "clean"
             status = "already-upstream" if evidence else replay
             note = {
@@ -431,7 +445,7 @@ class _Chain:
                 else "",
             }[replay]
             return Replayed(patch, status, replay, evidence=evidence, note=note)
-        own = not fav_out.clean
+        own = not fav_clean
         shown = fav_out if own else skip_out
         blocked: tuple[str, ...] = ()
         if not own:
