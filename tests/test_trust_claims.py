@@ -7,7 +7,7 @@ kept record, check-conflicts' verdicts, the end of a rebase, range-diff's classe
 plan of ``branches --dry-run``, the pass or fail of prove, lint and test), and ran the
 tests of its command. The cases here are those where the suite still passed: each is the
 situation the check is for, on a real repository, and fails with that check turned off
-(docs/hardening.md rows 830-869).
+(docs/hardening.md rows 830-899).
 """
 
 from __future__ import annotations
@@ -35,8 +35,15 @@ from rebase_helpers import commit_upstream, moving_project
 from test_branches import amend_p2, heads, setup
 from test_prove import PROVE_SPECS, prove_json
 from test_rebase import rebase
+from test_speed_rd_branches import TWO, UTIL
 from test_trust_cache import _pycache, _series
 from tinytests import make_tiny_project
+
+P3_MOVE = (  # a third patch of TWO's series: moves pkg/util.py (test_speed_rd_branches)
+    '\n[[patch]]\nid = "P3"\ntitle = "util: move to moved.py"\n'
+    'file = "patches/perf-P3.patch"\npr = 1002\nbranch = "perf-P3"\n'
+    'state = "open"\nsubset = []\n'
+)
 
 
 @pytest.mark.parametrize("away", ["branch", "detached"])
@@ -437,3 +444,43 @@ def test_a_git_status_that_fails_is_no_clean_answer(tmp_path: Path) -> None:
     code, out, err, _ = shim.said(project.root, "apply")
     assert code != 0 and "nothing changed since" not in err, out + err
     assert "index file smaller than expected" in err, err  # git's words
+
+
+def test_a_move_written_without_renames_is_not_said_unchanged(tmp_path: Path) -> None:
+    """P3 moves ``pkg/util.py`` to ``pkg/moved.py``, its patch file written without renames
+    (``format-patch --no-renames``: the file deleted, the other added, every line); the
+    project committed, then the pin moved to an upstream commit that changed a line of
+    ``util.py`` and P3's file written again the same way on it. git's range-diff, which
+    finds the rename in both commits, marks P3 ``=``; the lines P3 removes and adds are
+    not the same (``VALUE_20``): range-diff says "content changed", not "unchanged" (row
+    885)."""
+    project = make_project(tmp_path, TWO)
+    root, up = project.root, project.upstream
+    mover = tmp_path / "mover"
+    git(tmp_path, "clone", "-q", str(up), str(mover))
+    git(mover, "mv", UTIL, "pkg/moved.py")
+    message = "util: move to moved.py\n\nWhy: test.\n\nSeries-Id: P3"
+    git(mover, "commit", "-qm", message, date="2026-02-03T10:00:00+00:00")
+    patch = root / "patches" / "perf-P3.patch"
+
+    def written() -> None:
+        patch.write_text(git(mover, "format-patch", "-1", "--no-renames", "--stdout") + "\n")
+        assert "deleted file mode" in patch.read_text() and "rename" not in patch.read_text()
+
+    written()
+    toml = root / "series.toml"
+    toml.write_text(toml.read_text() + P3_MOVE)
+    git(root, "init", "-q")
+    (root / ".gitignore").write_text("work/\n.series/\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the series")
+    later = commit_upstream(up, UTIL, "VALUE_20 = 20\n", "VALUE_20 = 2000\n", "util: 20")
+    git(mover, "pull", "-q", "--rebase")  # P3 on the new pin: moved.py has VALUE_20 = 2000
+    written()
+    toml.write_text(toml.read_text().replace(project.commit, later).replace('"v1.0"', '"main"'))
+    code, out, err = project.run("range-diff", "--json")
+    assert code == 0, err
+    said = {p["id"]: p for p in json.loads(out)["patches"]}
+    assert " = " in said["P3"]["range_diff"].splitlines()[0], said["P3"]
+    assert said["P3"]["kind"] == "content changed", said["P3"]
+    assert (said["P1"]["kind"], said["P2"]["kind"]) == ("unchanged", "unchanged")
