@@ -13,6 +13,7 @@ situation the check is for, on a real repository, and fails with that check turn
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -31,7 +32,8 @@ from helpers import (
     git,
     make_project,
 )
-from rebase_helpers import commit_upstream, moving_project
+from rebase_helpers import commit_upstream, moving_project, resolve_p1
+from series.errors import Exit
 from test_branches import amend_p2, heads, setup
 from test_prove import PROVE_SPECS, prove_json
 from test_rebase import rebase
@@ -484,3 +486,37 @@ def test_a_move_written_without_renames_is_not_said_unchanged(tmp_path: Path) ->
     assert " = " in said["P3"]["range_diff"].splitlines()[0], said["P3"]
     assert said["P3"]["kind"] == "content changed", said["P3"]
     assert (said["P1"]["kind"], said["P2"]["kind"]) == ("unchanged", "unchanged")
+
+
+def test_a_fifo_at_git_s_configuration_is_refused_where_a_wrapper_git_answers_kept(
+    tmp_path: Path,
+) -> None:
+    """git a wrapper script on PATH (a version manager's shim: series asks it ``git
+    version`` before each kept answer), apply, ``branches --dry-run`` and range-diff each
+    answered from what they kept; then git's global configuration a FIFO: each is refused,
+    naming it, as the full run refuses it; none waits for ever in that ``git version``
+    (row 886)."""
+    project = moving_project(tmp_path, conflict=True)
+    assert rebase(project)[0] == 3
+    resolve_p1(project.work)
+    assert project.run("rebase", "--continue")[0] == 0
+    shim = GitShim(tmp_path)
+    shim.env["SERIES_CACHE_DIR"] = os.environ["SERIES_CACHE_DIR"]  # the one that built them
+    commands = [("apply",), ("branches", "--dry-run"), ("range-diff",)]
+    for args in commands:
+        for _ in range(2):
+            code, _, err, calls = shim.said(project.root, *args)
+            assert code == 0, (args, err)
+        assert all(" status " in f" {c} " for c in calls), (args, calls)  # kept, taken
+    config = Path(shim.env["GIT_CONFIG_GLOBAL"])
+    kept = config.read_bytes()
+    config.unlink()
+    os.mkfifo(config)
+    for args in commands:
+        code, _, err, _ = shim.said(project.root, *args)  # ends: within GitShim.BOUND
+        assert code == Exit.REFUSED, (args, err)
+        assert f"refusing to run git: {config} is not a plain file" in err, (args, err)
+    config.unlink()
+    config.write_bytes(kept)
+    for args in commands:
+        assert shim.said(project.root, *args)[0] == 0, args
