@@ -23,6 +23,7 @@ import pytest
 
 import series
 import series.status as series_status
+import test_trust_index
 from helpers import (
     DEFAULT_SPECS,
     UPSTREAM_FILES,
@@ -431,21 +432,28 @@ def test_a_checkout_made_a_link_out_of_the_project_is_not_answered_as_kept(
     assert code == 2 and "outside the project" in err, out + err
 
 
+STATUS_CALL = "--no-optional-locks status --porcelain=v1 -z --untracked-files=all"
+
+
 def test_a_git_status_that_fails_is_no_clean_answer(tmp_path: Path) -> None:
-    """A re-run of apply answered before the CLI, then the checkout's index damaged (its
-    bytes replaced): the kept answer's ``git status`` fails, printing nothing on stdout;
-    ``series apply`` does not say "nothing changed" from it, and exits non-zero (row
-    850)."""
+    """A re-run of apply answered before the CLI, then the checkout's index damaged so
+    that only git sees it (its checksum right, an extension git does not know and may not
+    skip: series.git.index_file finds it sound): the kept answer's ``git status`` fails,
+    printing nothing on stdout; ``series apply`` does not say "nothing changed" from it,
+    and exits non-zero (row 850), naming the damaged index in git's words (row 871)."""
     project = make_project(tmp_path)
     shim = GitShim(tmp_path)
     for _ in range(3):
         code, _, err, _ = shim.said(project.root, "apply")
         assert code == 0, err
     assert "nothing changed since" in err, err  # kept, taken
-    (project.work / ".git" / "index").write_bytes(b"not an index\n")
-    code, out, err, _ = shim.said(project.root, "apply")
+    index = project.work / ".git" / "index"
+    index.write_bytes(test_trust_index.DAMAGES["unknown extension"][0](index.read_bytes()))
+    code, out, err, calls = shim.said(project.root, "apply")
     assert code != 0 and "nothing changed since" not in err, out + err
-    assert "index file smaller than expected" in err, err  # git's words
+    assert calls[0] == STATUS_CALL, calls  # the kept answer's git status ran, and failed
+    assert "index uses zzzz extension, which we do not understand" in err, err  # git's words
+    assert code == Exit.FAILED and f"the index of {project.work.resolve()} is damaged" in err
 
 
 def test_a_move_written_without_renames_is_not_said_unchanged(tmp_path: Path) -> None:

@@ -6,10 +6,12 @@ module is the only place that starts a git process; the rest of the
 package builds on :class:`Runner`.
 
 A git failure whose cause is outside series (a lock file left by another
-git, a full or read-only disk, a damaged object store, git missing from
-PATH) is told apart from series' own mistakes here, from git's words
+git, a full or read-only disk, a damaged object store or index, git missing
+from PATH) is told apart from series' own mistakes here, from git's words
 (:func:`environment_fault`): ``cli.main`` reports those as a clear exit 1
-naming the file or repository, not as an internal error.
+naming the file or repository, not as an internal error. A damaged index
+that git would read as it is (it checks no checksum) is refused before git
+starts (:func:`refuse_damaged_index`, series.git.index_file).
 
 Commands that *produce content* (patch files, imported trees, applied
 commits) run with the user's and the system's git configuration switched
@@ -206,7 +208,8 @@ class EnvironmentFault(SeriesError):
     """git failed for a cause outside series: a lock, the disk, a damaged repository.
 
     ``kind`` is one of ``lock``, ``full``, ``read-only``, ``permission``,
-    ``corrupt``; ``repo`` the repository concerned, when known (the caller
+    ``size-limit``, ``corrupt``, ``index`` (the work tree's index file:
+    :func:`index_fault`); ``repo`` the repository concerned, when known (the caller
     may add a way on that only it knows, e.g. that a damaged cache can be
     deleted).
     """
@@ -230,11 +233,19 @@ _FAULTS = (  # (kind, git's words); the first that matches a line wins
     ("read-only", r"Read-only file system"),
     ("permission", r"Permission denied$"),  # not ssh's "(publickey)."
     (
+        "index",  # the work tree's index (read-cache.c), not a pack's .idx ("index file X is")
+        r"index file smaller than expected|bad signature 0x[0-9a-f]{8}$|bad index version|"
+        r"index file corrupt|bad index file sha1 signature|unknown index entry format|"
+        r"malformed name field in the index|extension, which we do not understand|"
+        r"broken index, expect|unordered stage entries|multiple stage entries for merged|"
+        r"index file open failed",
+    ),
+    (
         "corrupt",  # not "corrupt patch": that is a patch file, not the repository
         r"corrupt loose object|(loose|packed) object .* is corrupt|repository corruption|"
         r"inflate: data stream error|unable to unpack [0-9a-f]+ header|"
         r"unable to read [0-9a-f]{40}|packfile .* cannot be accessed|"
-        r"bad object [0-9a-f]{40}|object file .* is empty|index file corrupt",
+        r"bad object [0-9a-f]{40}|object file .* is empty",
     ),
 )
 
@@ -351,6 +362,8 @@ def environment_fault(
                 why=git_said,
                 hint=f"make it writable by you (ls -l '{named}'), then run the command again",
             )
+        if kind == "index":
+            return index_fault(where, git_said)
         return EnvironmentFault(
             kind,
             where,
@@ -359,6 +372,28 @@ def environment_fault(
             hint=f"see what is damaged: git -C '{named}' fsck",
         )
     return None
+
+
+def index_fault(work_tree: Path | str | None, said: str) -> EnvironmentFault:
+    """An index git cannot use as it is (series.git.index_file): what to say, one way
+    everywhere. ``said``: what is wrong, in git's words. The way on keeps the damaged
+    file and lets git make the index again from HEAD (``reset``: the files are left as
+    they are; what was staged shows as changes not staged)."""
+    named = str(work_tree) if work_tree is not None else "the checkout"
+    index = os.path.join(named, ".git", "index")
+    return EnvironmentFault(
+        "index",
+        work_tree,
+        f"the index of {named} is damaged",
+        why=f"{said}\nseries changed nothing: it reads the checkout's index (its uncommitted "
+        "changes) before it writes anything, and stopped there; the commits, branches, HEAD "
+        "and files of the checkout, patches/ and series.toml are as they were",
+        hint="keep a copy, and have git make the index again from HEAD (it leaves your "
+        f"files as they are):\nmv '{index}' '{index}.damaged' && git -C '{named}' reset -q\n"
+        "what was staged then shows as changes not staged (a staged version that differed "
+        f"from its file is still among the repository's objects: git -C '{named}' fsck "
+        "--lost-found lists it); then run the command again",
+    )
 
 
 # git writes a loose object as a temporary file in its fan-out directory
@@ -425,6 +460,7 @@ def _execute_once(
     _ensure_version(_executable(light))  # an old git is refused before anything is written
     refuse_blocking_files(cwd)
     refuse_blocking_refs(cwd, argv, stdin)
+    refuse_damaged_index(cwd, argv, env)
     record = leftovers.begin(cwd, argv, env)
     _fault_point(argv)
     _strip_inherited()
@@ -490,6 +526,7 @@ def start_together(
             _ensure_version(_executable(True))
             refuse_blocking_files(cwd)
             refuse_blocking_refs(cwd, argv, None)
+            refuse_damaged_index(cwd, argv, env)
             record = leftovers.begin(cwd, argv, env)
             try:
                 _fault_point(argv)
@@ -701,6 +738,41 @@ def refuse_blocking_files(cwd: Path | str) -> None:
     if found is not None:
         refuse_not_plain(*found, "git")
     _CHECKED.add(key)
+
+
+# The index files found sound, each with the identity (inode, size, times) it had then.
+_INDEX_SOUND: dict[str, tuple[int, ...]] = {}
+
+
+def refuse_damaged_index(
+    cwd: Path | str, argv: Sequence[str], env: Mapping[str, str] | None
+) -> None:
+    """Refuse (:func:`index_fault`) to start ``git argv`` in ``cwd`` when it reads the work
+    tree's own index (series.git.index_file.READERS; not a scratch one, ``GIT_INDEX_FILE``)
+    and that file is damaged, as git would say if it checked (series.git.index_file.damage:
+    git 2.39 reads an index whose bytes changed as it is). Checked again only when the
+    file's identity moved since it was found sound: once per command and index git writes."""
+    if env is not None and ("GIT_INDEX_FILE" in env or "GIT_DIR" in env):
+        return
+    from series.git import index_file  # rule 12: only a command that reads an index
+
+    if leftovers.verb(argv) not in index_file.READERS:
+        return
+    path = index_file.index_path(str(cwd))
+    if path is None:
+        return
+    try:
+        found = os.stat(path)
+    except OSError:
+        return  # none (git reads that as empty), or git's to fail on
+    identity = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+    if _INDEX_SOUND.get(path) == identity:
+        return
+    damage = index_file.damage(path)
+    if damage is not None:
+        doing = f"git {' '.join(argv[:3])}"
+        raise index_fault(cwd, f"{path}: {damage}\n(found before: {doing})")
+    _INDEX_SOUND[path] = identity
 
 
 # git commands that read every ref of the repository: a fetch's negotiation, a push,

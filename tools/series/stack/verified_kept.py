@@ -48,8 +48,9 @@ series.git.version: this answer starts only the git on PATH), no lock file yet, 
 git that failed or found a change.
 
 It imports what series.stack.branches_kept does, series.git.ref_files and
-series.git.child and series.git.inprogress: not pathlib, json, re, hashlib or the git
-layer.
+series.git.child and series.git.inprogress, and series.git.index_file (an index whose
+bytes changed is read by git status as it is: it is checked here as the full run checks
+it, which refuses it): not pathlib, json, re, hashlib or the git layer.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from stat import S_ISREG
 
 from series.code import code_digest
 from series.git.child import abandon, finish, start
+from series.git.index_file import damage
 from series.git.inherited import ALLOWED_PROTOCOLS, inherited
 from series.git.inprogress import blocking, in_progress, unreadable
 from series.git.ref_files import files_key
@@ -148,6 +150,8 @@ def _busy(git_dir: str) -> bool:
         return True
     if in_progress(git_dir) is not None or unreadable(git_dir) is not None:
         return True  # (a FIFO git status waits on: its git is abandoned, the full run says)
+    if damage(os.path.join(git_dir, "index")) is not None:
+        return True  # git status reads it as it is, and may find it clean: the full run says
     try:
         return any(name.startswith(RECORDS) for name in os.listdir(git_dir))
     except OSError:
