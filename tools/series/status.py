@@ -267,8 +267,9 @@ def _next(report: dict[str, Any]) -> str:
     head = report["checkout"]["head"] if report["checkout"] else ""
     if head.startswith("detached"):
         return (
-            "HEAD is detached: `series rebase --continue` finishes a rebase killed at its "
-            f"very end; else `git switch {report['checkout']['branch']}`"
+            "HEAD is detached: `series rebase --continue` (`series edit --continue`) finishes "
+            f"a rebase (an edit) killed at its very end; else `git switch "
+            f"{report['checkout']['branch']}`"
         )
     if report["interrupted_move"]:
         return "`series apply` finishes moving the files (an earlier run was interrupted)"

@@ -54,8 +54,8 @@ def apply(
     before this run (commands/apply.py asks it first); what this run says
     is kept under it when the run changed nothing.
     """
-    refuse_if_interrupted(series.root, "apply")
     old = checkout.tip() if checkout.exists() else None  # what the checks below see
+    refuse_if_interrupted(series.root, "apply", old)
     state = guard_apply(checkout, force, ui)
     why = "--source"
     if source is None and upstream_url is None and state is not None:

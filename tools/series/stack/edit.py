@@ -46,7 +46,10 @@ def start(series: Series, ui: Ui, checkout: Checkout, request: Request) -> None:
             why="one sequencer state per checkout",
             hint=f"`series status` says where it stands; {running.next_step}",
         )
-    if export_files.interrupted(series.root) is not None:
+    journal = export_files.interrupted(series.root)
+    if export_files.edit_end_cut_short(journal, checkout.tip()):
+        raise export_files.edit_end_refusal("edit")
+    if journal is not None:
         raise RefusedError(
             "refusing to edit: an export was interrupted (.series/export-journal.json)",
             why="patches/ may be half new",

@@ -7,7 +7,11 @@ deletion of the sequencer's state move in one transaction, and the files
 follow. A kill before that transaction leaves the edit in progress and
 the export's journal: ``--continue`` undoes the journal's writes and does
 the end again (the commits are the same), ``--abort`` restores the
-snapshot.
+snapshot. A kill after it, before the journal is removed, leaves the edit
+over and every file written: the resumes finish HEAD, the files and then
+the journal (series.stack.rebase_abort ``prepare``); other commands refuse,
+naming ``series edit --continue`` (series.stack.export_files
+``edit_end_cut_short``).
 
 At an edit stop, ``--continue`` takes what the user made: the commits from
 the edited patch's parent to HEAD (series.stack.rebase_step.Edited), after

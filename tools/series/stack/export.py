@@ -138,11 +138,14 @@ def export_tip(
 def _prepare(series: Series, ui: Ui, checkout: Checkout) -> tuple[CheckoutState, str]:
     """The refusals before anything is read; an interrupted export undone first."""
     refuse_during_rebase(checkout, "export")
+    journal = export_files.interrupted(series.root)
+    tip = checkout.tip() if journal is not None and checkout.exists() else None
+    if export_files.edit_end_cut_short(journal, tip):
+        raise export_files.edit_end_refusal("export")  # before anything moves
     finish_cut_move(checkout, ui)
     state = checkout.require()
     repo = checkout.repo
     refuse_git_in_progress(checkout, "export")
-    journal = export_files.interrupted(series.root)
     if journal is not None:
         export_files.undo_interrupted(series.root, journal)
         series.manifest = load(series.manifest.path, missing_ok=True)
@@ -181,7 +184,8 @@ def _write(
     The commits as the user made them are kept under a backup ref when the
     normalised ones replace them (in the refs' transaction, series.backup).
     """
-    written = export_files.write(series.root, _changes(series, exported, set(state.applied)))
+    changes = _changes(series, exported, set(state.applied))
+    written = export_files.write(series.root, changes, verb=verb, tip=tips[1])
     for rel in written.changed:
         gone = not (series.root / rel).exists()
         ui.status(f"  {'removed' if gone else 'wrote'} {rel}" + (" (dropped)" if gone else ""))

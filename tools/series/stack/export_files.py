@@ -14,6 +14,15 @@ Order, so that nothing is lost whatever fails:
 A kill between 2 and the end leaves the journal: ``series apply`` refuses
 to build from half-written patches and names the two ways on (finish with
 ``series export``, or restore the backup); ``series export`` finishes it.
+
+The journal also names the command (``verb``) and the tip the refs move the
+branch to (``tip``). The end of ``series edit`` is an export whose refs'
+transaction also deletes the edit's state, and moves the files after it: a
+kill after that transaction and before the journal's removal leaves every
+file written and the refs moved, the edit over, the journal still there
+(:func:`edit_end_cut_short`). Nothing is to be undone then: ``series edit
+--continue`` finishes that end (its files and HEAD) and removes the journal;
+``apply``, ``export``, ``edit`` and the rebase's resumes refuse, naming it.
 """
 
 from __future__ import annotations
@@ -49,8 +58,12 @@ class Written(NamedTuple):
     created: list[Path]  # files that did not exist before (relative)
 
 
-def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
-    """Back up, journal and write ``changes`` (absolute paths in ``root``)."""
+def write(
+    root: Path, changes: dict[Path, bytes | None], *, verb: str = "export", tip: str | None = None
+) -> Written:
+    """Back up, journal and write ``changes`` (absolute paths in ``root``). ``verb``: the
+    command writing them; ``tip``: what its refs' transaction moves the branch to (both
+    kept in the journal: :func:`edit_end_cut_short`)."""
     if not changes:
         return Written([], None, [])
     for path in changes:
@@ -74,6 +87,8 @@ def write(root: Path, changes: dict[Path, bytes | None]) -> Written:
             "files": [str(rel[p]) for p in changes],
             "created": [str(p) for p in created],
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "verb": verb,
+            "tip": tip,
         }
         write_atomic(root / JOURNAL, json.dumps(journal, indent=2) + "\n", within=root)
         replace_all(changes, within=root)
@@ -178,11 +193,39 @@ def _journal_names(root: Path, name: str) -> None:
         ) from None
 
 
-def refuse_if_interrupted(root: Path, action: str) -> None:
-    """Refuse to build from patches/ that an interrupted export left half written."""
+def edit_end_cut_short(journal: dict[str, Any] | None, tip: str | None) -> bool:
+    """Whether ``journal`` is what the end of an edit leaves when it is killed after its
+    refs' transaction: written by ``series edit`` (an older series wrote no ``verb``: not
+    told), the branch now at the tip it moved it to. The caller has found no edit in
+    progress (the same transaction deleted its state): every file the journal names was
+    written before it, so nothing is to be undone."""
+    return (
+        journal is not None
+        and journal.get("verb") == "edit"
+        and tip is not None
+        and journal.get("tip") == tip
+    )
+
+
+def edit_end_refusal(action: str) -> RefusedError:
+    """The refusal of ``action`` over an edit's end cut short (:func:`edit_end_cut_short`)."""
+    return RefusedError(
+        f"refusing to {action}: the end of a `series edit` was cut short",
+        why=f"it had written patches/ and series.toml and moved the branch (the edit is "
+        f"over); HEAD and the checkout's files may not have followed, and {JOURNAL} is "
+        "still there",
+        hint="`series edit --continue` finishes it (nothing is undone), then run the command again",
+    )
+
+
+def refuse_if_interrupted(root: Path, action: str, tip: str | None = None) -> None:
+    """Refuse to build from patches/ that an interrupted export left half written; ``tip``:
+    the branch's (an edit's end cut short after its transaction is named so)."""
     journal = interrupted(root)
     if journal is None:
         return
+    if edit_end_cut_short(journal, tip):
+        raise edit_end_refusal(action)
     backup = journal.get("backup", ".series/backups")
     raise RefusedError(
         f"refusing to {action}: an export was interrupted (started {journal.get('started')})",

@@ -33,12 +33,14 @@ from series.ui import Ui
 
 TYPE_CHECKING = False  # typing is not imported (series rebase --abort)
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from series.git.run import Started
     from series.project import Series
 
 
 def prepare(
-    checkout: Checkout, ui: Ui, action: str, kind: str = "rebase"
+    root: Path, checkout: Checkout, ui: Ui, action: str, kind: str = "rebase"
 ) -> tuple[RebaseState, bool] | None:
     """What ``--continue``, ``--skip`` or ``--abort`` of ``kind`` go on from.
 
@@ -46,6 +48,11 @@ def prepare(
     finished; None when there is nothing left to do (a rebase killed after
     its end, or an ``--abort`` of a start killed before its first
     transaction: both finished here, and said).
+
+    An edit's end killed after its transaction and before it removed its export's
+    journal (in the project at ``root``: series.stack.export_files.edit_end_cut_short)
+    is finished by the edit's resumes, the journal last, as the end removes it; a
+    rebase's resume refuses it, naming ``series edit --continue``, before anything moves.
     """
     repo = checkout.repo
     if checkout.exists():  # a git merge (etc.) of the user's left at the stop: end it first
@@ -53,9 +60,21 @@ def prepare(
     st = rstate.load(repo) if checkout.exists() else None
     if st is not None:
         refuse_other_kind(checkout, st, kind)
+    journal = export_files.interrupted(root) if st is None and checkout.exists() else None
+    end_cut = journal is not None and export_files.edit_end_cut_short(journal, checkout.tip())
+    if end_cut and kind != "edit":
+        raise export_files.edit_end_refusal(f"{kind} --{action}")
     cut = finish_cut_move(checkout, ui)
     if st is None and checkout.exists() and (_finish_interrupted_end(checkout, ui, kind) or cut):
+        if end_cut:  # after HEAD and the files: the journal goes last, as at the end
+            export_files.finish(root)
         ui.result(f"the {kind} had finished (interrupted while moving the files, now moved)")
+        return None
+    if end_cut:  # HEAD and the files had followed (only the journal was left), or not
+        if not checkout.on_branch():  # HEAD moved since (a commit of the user's on it)
+            raise _end_left_behind(checkout)
+        export_files.finish(root)
+        ui.result(f"the {kind} had finished (interrupted before removing its export's journal)")
         return None
     if st is None and action == "abort" and checkout.exists() and _leftovers(checkout):
         ui.result(f"no {kind} was in progress; removed what an interrupted start had left")
@@ -82,7 +101,7 @@ def abort_stopped(
     """:func:`resume_abort` within series.stack.stop_files ``stop_files`` (``files``: the
     git status of what the user changed at the stop, started already: it runs while the
     state is read; asked again when prepare finished a cut move, which changes them)."""
-    found = prepare(checkout, ui, "abort", kind)
+    found = prepare(series.root, checkout, ui, "abort", kind)
     if found is not None:
         abort(series, ui, checkout, found[0], None if found[1] else files)
 
@@ -255,6 +274,23 @@ def _finish_interrupted_end(checkout: Checkout, ui: Ui, kind: str = "rebase") ->
     repo.worktree.checkout_tree(None, tip)
     repo.refs.set_head(checkout.branch_ref)
     return True
+
+
+def _end_left_behind(checkout: Checkout) -> RefusedError:
+    """An edit's end cut short after its transaction, HEAD since moved where the end does
+    not follow it (commits of the user's on the detached HEAD, another branch)."""
+    where, branch, repo = checkout.path, checkout.branch, checkout.repo
+    ref = repo.refs.symbolic_head()
+    head = f"on {ref.removeprefix('refs/heads/')}" if ref else "detached"
+    at = repo.refs.head()
+    return RefusedError(
+        f"refusing to finish the end of the edit in {where}: HEAD moved since it was cut short",
+        why=f"its last step moved branch {branch} and wrote patches/ and series.toml (the "
+        f"edit is over); HEAD is {head} at {(at or '?')[:12]}: the end moves HEAD to "
+        f"{branch} only from a detached HEAD whose commits {branch} or a backup ref keeps",
+        hint=f"keep what is on HEAD (`git -C {where} branch NAME`), then `git -C {where} "
+        f"switch {branch}` and `series edit --continue`, which ends the edit",
+    )
 
 
 def _leftovers(checkout: Checkout) -> bool:

@@ -81,7 +81,7 @@ def _resume(
     files = checkout.repo.worktree.start_changed() if skip else None
     stream = _start_stream(checkout.repo) if skip else None
     try:
-        found = prepare(checkout, ui, action, kind)
+        found = prepare(series.root, checkout, ui, action, kind)
         if found is not None:  # a cut move finished by prepare: the status is asked again
             fresh = None if found[1] else files
             _resumed(series, ui, checkout, action, kind, ends, found, fresh, stream)
