@@ -10,14 +10,14 @@ an index only when its header or an entry cannot be parsed at all ("index file
 smaller than expected", "bad signature", "bad index version").
 
 So before a git command that reads the checkout's own index
-(:data:`READERS`, no ``GIT_INDEX_FILE`` of series' own) series checks the
-file as git would if it checked (:func:`damage`): its size, its signature,
+(series.git.run ``READS_INDEX``, no ``GIT_INDEX_FILE`` of series' own) series
+checks the file as git would if it checked (:func:`damage`): its size, its signature,
 its version and its checksum (SHA-1 or SHA-256, the repository's; an index
 written with ``index.skipHash``, whose checksum is all zeros, is taken as
 git takes it). What git itself says of an index it cannot read is told apart
 in series.git.run (``environment_fault``); both end in one message there.
 
-Only ``os`` and series.digests (Python's own ``_sha1``, ``_sha256``):
+Only ``os``, series.plain and series.digests (Python's own ``_sha1``, ``_sha256``):
 series.stack.verified_kept asks it before the CLI is imported.
 """
 
@@ -28,42 +28,6 @@ import os
 from series.digests import sha1, sha256
 from series.plain import read_plain
 
-# The git commands series runs in a checkout that read its index (unless their
-# environment names a scratch index, GIT_INDEX_FILE): status and the moves of the files
-# (read-tree, checkout, stash), the looks at it (diff-index, diff-files, ls-files,
-# check-ignore), and the writes that start from it (update-index, write-tree, add, apply
-# --cached). The rest of git's index readers are listed too, so that a command series
-# adds later is checked without a change here.
-READERS = frozenset(
-    {
-        "add",
-        "am",
-        "apply",
-        "check-ignore",
-        "checkout",
-        "checkout-index",
-        "cherry-pick",
-        "clean",
-        "commit",
-        "diff-files",
-        "diff-index",
-        "ls-files",
-        "merge",
-        "merge-index",
-        "mv",
-        "read-tree",
-        "rebase",
-        "reset",
-        "restore",
-        "revert",
-        "rm",
-        "stash",
-        "status",
-        "switch",
-        "update-index",
-        "write-tree",
-    }
-)
 _HEADER = 12  # "DIRC", the version, the number of entries
 _VERSIONS = (2, 3, 4)  # what git 2.39 reads
 

@@ -740,6 +740,19 @@ def refuse_blocking_files(cwd: Path | str) -> None:
     _CHECKED.add(key)
 
 
+# The git commands series runs in a checkout that read its index (unless their environment
+# names a scratch index, GIT_INDEX_FILE): status and the moves of the files (read-tree,
+# checkout, stash), the looks at it (diff-index, diff-files, ls-files, check-ignore), and
+# the writes that start from it (update-index, write-tree, add, apply --cached). The rest
+# of git's index readers are listed too, so that a command series adds later is checked.
+READS_INDEX = frozenset(
+    {
+        *("add", "am", "apply", "check-ignore", "checkout", "checkout-index", "cherry-pick"),
+        *("clean", "commit", "diff-files", "diff-index", "ls-files", "merge", "merge-index"),
+        *("mv", "read-tree", "rebase", "reset", "restore", "revert", "rm", "stash", "status"),
+        *("switch", "update-index", "write-tree"),
+    }
+)
 # The index files found sound, each with the identity (inode, size, times) it had then.
 _INDEX_SOUND: dict[str, tuple[int, ...]] = {}
 
@@ -748,16 +761,16 @@ def refuse_damaged_index(
     cwd: Path | str, argv: Sequence[str], env: Mapping[str, str] | None
 ) -> None:
     """Refuse (:func:`index_fault`) to start ``git argv`` in ``cwd`` when it reads the work
-    tree's own index (series.git.index_file.READERS; not a scratch one, ``GIT_INDEX_FILE``)
+    tree's own index (:data:`READS_INDEX`; not a scratch one, ``GIT_INDEX_FILE``)
     and that file is damaged, as git would say if it checked (series.git.index_file.damage:
     git 2.39 reads an index whose bytes changed as it is). Checked again only when the
     file's identity moved since it was found sound: once per command and index git writes."""
     if env is not None and ("GIT_INDEX_FILE" in env or "GIT_DIR" in env):
         return
+    if leftovers.verb(argv) not in READS_INDEX:
+        return
     from series.git import index_file  # rule 12: only a command that reads an index
 
-    if leftovers.verb(argv) not in index_file.READERS:
-        return
     path = index_file.index_path(str(cwd))
     if path is None:
         return
