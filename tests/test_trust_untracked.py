@@ -49,6 +49,21 @@ def _resolve(project: Project) -> None:
     git(project.work, "add", "pkg/core.py")
 
 
+def _before_the_move(tmp: Path, how: str) -> tuple[Project, list[str]]:
+    """The project where ``how`` (``apply``, ``--continue``, ``--abort``...) moves the files
+    to P3's: applied to P2, else stopped at P1 (resolved for ``--continue``); the argv
+    that makes that move."""
+    if how == "apply":
+        project = _project(tmp)
+        code, _, err = project.run("apply", "--to", "P2")
+        assert code == 0, err
+        return project, ["apply"]
+    project = _stopped(tmp)
+    if how == "--continue":
+        _resolve(project)
+    return project, ["rebase", how]
+
+
 def _written(project: Project) -> dict[str, bytes]:
     """What a refused end must not have changed: series.toml, patches/, the refs (a
     backup ref apart: ``--skip`` keeps what the stop held before it walks on)."""
@@ -224,16 +239,7 @@ def test_a_fifo_where_a_move_writes_a_file_is_refused(tmp_path: Path, how: str, 
     too, and refuses a FIFO at the path itself, after series had moved the branch (main:
     "the files are partly moved", exit 1, a failed move recorded). Refused first, naming
     it; moved away, the same command finishes."""
-    if how == "apply":
-        project = _project(tmp_path)
-        code, _, err = project.run("apply", "--to", "P2")
-        assert code == 0, err
-        argv = ["apply"]
-    else:
-        project = _stopped(tmp_path)
-        if how == "--continue":
-            _resolve(project)
-        argv = ["rebase", how]
+    project, argv = _before_the_move(tmp_path, how)
     fifo = _fifo_at(project, kind)
     code, out, err = project.run(*argv)
     assert code == 4, (out, err)
@@ -770,15 +776,7 @@ def test_a_socket_or_a_submodule_where_a_move_writes_a_file_is_refused(
     there: refused, not removed, by ``apply`` (the socket by its move, the submodule, which
     git status shows, as uncommitted), the end of ``--continue`` and ``--abort``. Moved
     away, the command finishes."""
-    if how == "apply":
-        project = _project(tmp_path)
-        assert project.run("apply", "--to", "P2")[0] == 0
-        argv = ["apply"]
-    else:
-        project = _stopped(tmp_path)
-        if how == "--continue":
-            _resolve(project)
-        argv = ["rebase", how]
+    project, argv = _before_the_move(tmp_path, how)
     local = project.work / LOCAL
     if kind == "submodule":
         sub = _submodule_at(project, tmp_path)
