@@ -12,6 +12,11 @@ written, git ended): made in between, git's; before or since, the user's, refuse
 naming it. A move killed has no time it ended: an empty file there is kept under
 ``.series/backups/`` (and said), then the move finishes.
 
+A move that wrote over every tracked file (``read-tree --reset -u``: the end of a rebase,
+``--abort``, ``--skip``) is run again whole: a file changed since the cut is kept there
+first, told by its bytes (not the target's, the index's, or those of a tree the move's
+record names: what the command kept or wrote itself).
+
 Each cut is made by a ``git`` shim standing in for git's ``read-tree -u``: it makes the
 file empty, or nothing, and fails (as on a full disk), or kills series (as a kill does).
 """
@@ -21,9 +26,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import GitShim, Project, git
-from test_trust_ignored import LOCAL, _project
+import pytest
 
+from helpers import GitShim, Project, git
+from series.git import leftovers
+from test_trust_ignored import LOCAL, _project
+from test_trust_untracked import _resolve, _stopped
+
+EDITED = "pkg/util.py"  # a file no patch up to the stop changes
 FAIL = 'echo "error: unable to write file" >&2; exit 1'
 
 
@@ -151,3 +161,96 @@ def test_an_empty_file_there_before_the_move_began_is_not_taken_for_git_s(
     assert local.exists() and local.read_bytes() == b""
     local.rename(tmp_path / "mine")
     _finished(project)
+
+
+def test_a_file_changed_since_a_cut_reset_is_kept_before_the_move_runs_again(
+    tmp_path: Path,
+) -> None:
+    """The end of ``rebase --continue`` (a ``read-tree --reset -u`` from the detached HEAD)
+    fails in its move (as on a full disk: the shim fails it); the user then edits a
+    tracked file; ``rebase --continue`` again finishes the move, which runs again whole
+    and writes over every tracked file (main: "the rebase had finished", exit 0, the edit
+    gone, nothing kept). The edit is kept under ``.series/backups/cut-move-*/`` first,
+    and said; the move then finishes."""
+    project = _stopped(tmp_path)
+    _resolve(project)
+    shim = GitShim(tmp_path, f'case "$*" in *read-tree*--reset*) {FAIL};; esac\n')
+    code, _, err, _ = shim.said(project.root, "rebase", "--continue")
+    assert code == 1 and "could not move the files" in err, err
+    mine = "def f1():\n    return 'mine, since the cut'\n"
+    (project.work / "pkg" / "core.py").write_text(mine)
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0 and "changed since a move of its files was cut short" in err, err
+    (backup,) = (project.root / ".series" / "backups").glob("cut-move-*")
+    kept = sorted(p.relative_to(backup) for p in backup.rglob("*") if p.is_file())
+    assert kept == [Path("pkg/core.py")], kept  # the files the move had not reached: not
+    assert (backup / "pkg" / "core.py").read_text() == mine
+    assert (project.work / "pkg" / "core.py").read_text() != mine  # the move's, written
+    assert not git(project.work, "status", "--porcelain")
+
+
+def test_a_file_changed_and_staged_since_a_cut_reset_is_kept_too(tmp_path: Path) -> None:
+    """As above, and the user stages the edit (``git add``: the index is git's again once
+    the failed move is over). The index then holds the edit's bytes: the finish does not
+    take the index as what the command checked the files against once it was written
+    since the move began (main: the staged edit gone, exit 0)."""
+    project = _stopped(tmp_path)
+    _resolve(project)
+    shim = GitShim(tmp_path, f'case "$*" in *read-tree*--reset*) {FAIL};; esac\n')
+    code, _, err, _ = shim.said(project.root, "rebase", "--continue")
+    assert code == 1 and "could not move the files" in err, err
+    mine = "def f1():\n    return 'mine, staged since the cut'\n"
+    _past(_record(project), tmp_path)
+    (project.work / "pkg" / "core.py").write_text(mine)
+    git(project.work, "add", "pkg/core.py")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0 and "changed since a move of its files was cut short" in err, err
+    (kept,) = (project.root / ".series" / "backups").glob("cut-move-*/pkg/core.py")
+    assert kept.read_text() == mine
+
+
+@pytest.mark.parametrize("how", ["--abort", "--skip"])
+def test_a_cut_reset_of_abort_or_skip_keeps_only_what_changed_since(
+    tmp_path: Path, how: str
+) -> None:
+    """``--abort`` and ``--skip`` move the files from a stop with ``read-tree --reset -u``
+    after keeping what the stop held (the stop's files with their markers, the user's
+    changes: a snapshot). Their move fails (as on a full disk); run again, the finish
+    keeps a copy of a file changed since (``EDITED``), and of nothing that the command had
+    kept or written itself (the stop's marked-up file: its record names those trees, no
+    second copy of it); then it moves the files."""
+    project = _stopped(tmp_path)
+    marked = (project.work / "pkg" / "core.py").read_bytes()
+    assert b"<<<<<<<" in marked
+    shim = GitShim(tmp_path, f'case "$*" in *read-tree*--reset*) {FAIL};; esac\n')
+    code, _, err, _ = shim.said(project.root, "rebase", how)
+    assert code == 1 and "could not move the files" in err, err
+    edited = project.work / EDITED
+    mine = edited.read_text() + "# mine, since the cut\n"
+    _past(_record(project), tmp_path)
+    edited.write_text(mine)
+    code, _, err = project.run("rebase", how)
+    assert code in (0, 3), err
+    (backup,) = (project.root / ".series" / "backups").glob("cut-move-*")
+    kept = sorted(p.relative_to(backup) for p in backup.rglob("*") if p.is_file())
+    assert kept == [Path(EDITED)], kept
+    assert (backup / EDITED).read_text() == mine
+
+
+def test_a_record_names_trees_by_full_object_id_only(tmp_path: Path) -> None:
+    """The trees a move's record names (``held``) reach ``git ls-tree`` when the move is
+    finished: an entry that is not a full object id (an option, a revision expression,
+    written into the record by someone else) is left out, the valid one kept (with none,
+    the finish keeps more, never less)."""
+    project = _stopped(tmp_path)
+    shim = GitShim(tmp_path, f'case "$*" in *read-tree*--reset*) {FAIL};; esac\n')
+    code, _, err, _ = shim.said(project.root, "rebase", "--abort")
+    assert code == 1 and "could not move the files" in err, err
+    record = _record(project)
+    data = json.loads(record.read_text())
+    tree = data["held"][0]
+    assert len(tree) == 40, data
+    data["held"] = ["--output=../escape", "HEAD~1", tree.upper(), tree + "0", tree]
+    record.write_text(json.dumps(data))
+    (found,) = leftovers.dead_records(project.work / ".git")
+    assert found.held == (tree,)

@@ -619,27 +619,25 @@ def finish_cut_move(checkout: Checkout, ui: Ui) -> bool:
     return target is not None
 
 
-def _keeper(checkout: Checkout, ui: Ui) -> Callable[[Sequence[str]], None] | None:
-    """What keeps a copy of the empty files a cut move's finish cannot tell from the
-    user's (series.git.worktree), in a new ``.series/backups/cut-move-<time>/`` of the
-    project, each at its path in the checkout, and says where; None without a project."""
+def _keeper(checkout: Checkout, ui: Ui) -> Callable[[Sequence[str], str], None] | None:
+    """What keeps a copy of files a cut move's finish would write over and cannot tell
+    from the user's (series.git.worktree: empty files where content is due; files changed
+    since a cut ``--reset``), in a new ``.series/backups/cut-move-<time>/`` of the
+    project, each at its path in the checkout, and says where and why (``why``, which
+    names what they are); None without a project."""
     root = checkout.project
     if root is None:
         return None
 
-    def keep(paths: Sequence[str]) -> None:
+    def keep(paths: Sequence[str], why: str) -> None:
         import shutil
 
         backup = backup_dir(root, "cut-move")
         for path in paths:
             copy = confined(root, backup / path)
             copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(checkout.path / path, copy)  # empty: its mode and times kept
-        ui.status(
-            f"kept {len(paths)} empty file(s) found where the files of {checkout.path} were "
-            f"being moved in {backup.relative_to(root)}/ (git leaves one so when killed as "
-            "it writes it; one of yours made there since would look the same): " + ", ".join(paths)
-        )
+            shutil.copy2(checkout.path / path, copy)  # its mode and times kept
+        ui.status(f"kept {len(paths)} {why}, in {backup.relative_to(root)}/: " + ", ".join(paths))
 
     return keep
 

@@ -28,7 +28,10 @@ A record's times are the evidence of what git wrote (the file system's clock, th
 one of every file's change time): a killed move's record has the time it began (its
 own, as :func:`begin` wrote it); one that failed is rewritten after git ended (its
 time then), keeping the time it began (``begun_ns``). A file made between the two is
-git's; one made before, or since, is not.
+git's; one made before, or since, is not. A move's record also names the trees whose
+bytes the files may hold before it that the command has kept or written itself (``held``,
+:func:`holding`): a file the move, run again, writes over that holds none of them, nor
+the target's, is someone's change since.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from series.logs import warning
@@ -57,6 +61,24 @@ class Record(NamedTuple):
     mtime: float
     began_ns: int | None = None  # when the git command began (None: a record without it)
     ended_ns: int | None = None  # when it was seen to fail, git ended (None: killed)
+    held: tuple[str, ...] = ()  # trees the files may hold before the move (:func:`holding`)
+
+
+_HELD: list[tuple[str, ...]] = []  # the trees of the moves started within :func:`holding`
+
+
+@contextmanager
+def holding(trees: Sequence[str]) -> Iterator[None]:
+    """Within it, a move of the checkout's files (:func:`is_move`) records ``trees``: what
+    the files may hold before it that the caller has kept (a snapshot of the user's
+    changes, series.backup) or written itself (the trees of a rebase stop). A finish of
+    the move cut short tells from them, and from the target's and the index's, a file
+    changed since, which the move run again would write over."""
+    _HELD.append(tuple(trees))
+    try:
+        yield
+    finally:
+        _HELD.pop()
 
 
 def verb(argv: Sequence[str]) -> str:
@@ -118,7 +140,9 @@ def begin(cwd: Path, argv: Sequence[str], env: Mapping[str, str] | None) -> Path
         return None
     clear_stale_locks(where)
     record = where / f"{RECORD_PREFIX}{os.getpid()}"
-    data = {"pid": os.getpid(), "argv": list(argv), "started": time.time()}
+    data: dict[str, object] = {"pid": os.getpid(), "argv": list(argv), "started": time.time()}
+    if _HELD and is_move(argv):
+        data["held"] = list(_HELD[-1])
     try:
         record.write_text(json.dumps(data) + "\n", encoding="utf-8")
     except OSError:
@@ -142,6 +166,12 @@ def end(record: Path | None, argv: Sequence[str], status: int) -> None:
     record.unlink(missing_ok=True)
 
 
+def _object_id(text: object) -> bool:
+    """Whether ``text`` is an object id, full (SHA-1 or SHA-256): no option, no revision
+    expression of a record someone wrote reaches git."""
+    return isinstance(text, str) and len(text) in (40, 64) and not text.strip("0123456789abcdef")
+
+
 def dead_records(where: Path) -> list[Record]:
     """The records in ``where`` of git commands that ended without cleaning up after them.
 
@@ -160,11 +190,13 @@ def dead_records(where: Path) -> list[Record]:
             failed = bool(data.get("failed"))
             begun = data.get("begun_ns") if failed else st.st_mtime_ns
             began = None if begun is None else int(begun)
+            held = tuple(t for t in data.get("held", ()) if _object_id(t))  # nothing else
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if failed or not alive(pid):
             ended = st.st_mtime_ns if failed else None
-            found.append(Record(path, pid, [str(a) for a in argv], st.st_mtime, began, ended))
+            argv = [str(a) for a in argv]
+            found.append(Record(path, pid, argv, st.st_mtime, began, ended, held))
     return found
 
 

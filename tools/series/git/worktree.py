@@ -217,16 +217,22 @@ class Worktree(Part):
         except GitFailed as exc:
             raise self._move_failed(new, exc) from None
 
-    def start_reset(self, new: str, *, kept: bool, parallel: bool = False) -> Moving:
+    def start_reset(
+        self, new: str, *, kept: bool, held: Sequence[str] = (), parallel: bool = False
+    ) -> Moving:
         """``checkout_tree(None, new, parallel=...)`` started now (series.git.run.start):
         :meth:`Moving.wait` waits for it. The caller works meanwhile on what the move does
         not touch (``series rebase --abort``: the project files). ``parallel``: with the
         workers when a core is idle (:func:`core_idle`) as git starts. ``kept``: the
-        untracked files are in the caller's snapshot (``_refuse_what_is_in_the_way``)."""
+        untracked files are in the caller's snapshot (``_refuse_what_is_in_the_way``).
+        ``held``: the trees whose bytes the files may hold that the caller kept or wrote
+        (series.git.leftovers.holding): a finish of the move cut short keeps a file that
+        holds none of them before it writes over it (:meth:`finish_move`)."""
         self._refuse_what_is_in_the_way(new, kept=kept)
         parallel = parallel and core_idle()
         workers = f"checkout.workers={0 if parallel else 1}"  # 0: one per core
-        started = self._run.start("-c", workers, "read-tree", "--reset", "-u", new)
+        with leftovers.holding(held):
+            started = self._run.start("-c", workers, "read-tree", "--reset", "-u", new)
         return Moving(self, started, new)
 
     def _refuse_what_is_in_the_way(self, new: str, *, kept: bool = False) -> None:
@@ -470,7 +476,7 @@ class Worktree(Part):
                 unknown.append(path)
         return gits, users, unknown
 
-    def finish_move(self, keep: Callable[[Sequence[str]], None] | None = None) -> str | None:
+    def finish_move(self, keep: Callable[[Sequence[str], str], None] | None = None) -> str | None:
         """Finish a move of the checkout's files that was cut short; the commit it reached.
 
         Stale git locks of the killed run go first (series.git.leftovers),
@@ -481,6 +487,9 @@ class Worktree(Part):
         where content is due that is the user's (:meth:`_cut_writes`) is refused; one
         that may be either (a move killed) is handed to ``keep`` (which keeps a copy,
         and says where) before it is removed, or refused where there is no ``keep``.
+        A ``--reset`` move runs again whole and writes over every tracked file: one
+        changed since the cut (bytes the command did not account for:
+        :meth:`_changed_since_cut`) is handed to ``keep`` first, or refused.
         """
         move = leftovers.unfinished_move(self.path)
         if move is None:
@@ -495,7 +504,28 @@ class Worktree(Part):
         if users or (unknown and keep is None):
             raise self._not_cut_writes(target, users, unknown)
         if unknown and keep is not None:
-            keep(unknown)
+            keep(
+                unknown,
+                f"empty file(s) found where the files of {self.path} were being moved (git "
+                "leaves one so when killed as it writes it; one of yours made there since "
+                "would look the same)",
+            )
+        edited = self._changed_since_cut(move) if "--reset" in move.argv else []
+        if edited and keep is None:
+            raise RefusedError(
+                f"refusing to finish moving the files of {self.path} to {target[:12]} "
+                "(an earlier series run was cut short while moving them)",
+                why=f"{len(edited)} file(s) were changed since, and the move, run again, "
+                f"writes over them: {_some(edited)}",
+                hint=f"`git -C {self.path} stash` them (or copy them aside), then run the "
+                "command again: it finishes the move",
+            )
+        if edited and keep is not None:
+            keep(
+                edited,
+                f"file(s) of {self.path} changed since a move of its files was cut short, "
+                "which the move, run again, writes over",
+            )
         for path in [*gits, *unknown]:
             (self.path / path).unlink()  # git writes it again
         done = self._moved_already(move)
@@ -518,6 +548,46 @@ class Worktree(Part):
             if leftovers.is_move(record.argv):
                 record.path.unlink(missing_ok=True)
         return target
+
+    def _changed_since_cut(self, move: leftovers.Record) -> list[str]:
+        """Regular files that the cut ``read-tree --reset -u`` ``move``, run again whole,
+        would write over and that hold bytes the command that started it did not account
+        for: neither the target's (what git had written), nor those of a tree the record
+        holds (``held``: the snapshot of the user's changes the command kept, the trees of a
+        stop it wrote), nor the index's (the command checked the files against it; not
+        trusted once the index was written since the move began: an edit staged since).
+        Someone's change since. No change time is taken: a copy of the checkout (a
+        backup put back) changes them all and keeps the bytes."""
+        target = move.argv[-1]
+        trusted = self._index_older_than(move)
+        # a file staged since is the index's too: then every tracked file is looked at
+        argv = ["diff-files", "-z", "--name-only"] if trusted else ["ls-files", "-z"]
+        listed = self._run.git(*argv)
+        blobs = self._file_blobs(sorted({p for p in listed.split("\0") if p}))
+        known: dict[str, set[str]] = {p: set() for p in blobs}
+        if blobs and trusted:
+            for entry in self._run.git("ls-files", "-s", "-z").split("\0"):
+                meta, _, path = entry.partition("\t")
+                if path in known and len(meta.split()) == 3:
+                    known[path].add(meta.split()[1])
+        for tree in (target, *move.held) if blobs else ():
+            for entry in self._run.git("ls-tree", "-r", "-z", tree).split("\0"):
+                meta, _, path = entry.partition("\t")
+                if path in known and len(meta.split()) == 3:
+                    known[path].add(meta.split()[2])
+        return [p for p, oid in blobs.items() if oid not in known[p]]
+
+    def _index_older_than(self, move: leftovers.Record) -> bool:
+        """Whether the checkout's index was last written before ``move`` began (or in the
+        same tick of the file system's clock: by the command that started it), so holds what
+        that command checked the files against: a cut ``read-tree`` leaves it as it was (it
+        writes ``index.lock``, renamed at its end)."""
+        where = leftovers.git_dir(self.path)
+        try:
+            written = os.stat(where / "index").st_mtime_ns if where is not None else None
+        except OSError:
+            return False
+        return written is not None and move.began_ns is not None and written <= move.began_ns
 
     def _not_cut_writes(self, target: str, users: list[str], unknown: list[str]) -> RefusedError:
         """The refusal of empty files where a cut move writes content that are not git's

@@ -129,7 +129,7 @@ def abort(
     gone += [name for name in ours if name.startswith(rstate.STOP_PREFIX)]
     at = repo.refs.head_and_ref_read(repo.git_dir, listed)  # from HEAD's file: no process
     kind = f"{st.kind} --abort"
-    keep_stop(checkout, st, kind, ui, gone=gone, listed=listed, at=at, files=files)
+    held = keep_stop(checkout, st, kind, ui, gone=gone, listed=listed, at=at, files=files)
     tip = checkout.tip()
     assert tip is not None
     # git moves the files (with a worker per core when a core is idle: the move is the
@@ -139,7 +139,7 @@ def abort(
     # finished first). The state's deletion is handed to an update-ref started meanwhile,
     # and written to it only once the move is done: the state goes last, and a kill
     # before leaves it.
-    moving = repo.worktree.start_reset(tip, kept=True, parallel=True)
+    moving = repo.worktree.start_reset(tip, kept=True, held=held, parallel=True)
     txn = repo.refs.begin(f"series {st.kind}: abort")
     try:
         rstate.forget(repo, txn, keep_last=False, refs=ours)  # only series moves them
@@ -180,8 +180,11 @@ def keep_stop(
     listed: dict[str, str] | None = None,
     at: tuple[str | None, str | None] | None = None,
     files: Started | None = None,
-) -> None:
-    """Before a stop is thrown away: keep what the user committed or changed there.
+) -> list[str]:
+    """Before a stop is thrown away: keep what the user committed or changed there; the
+    trees (and snapshot commits) whose bytes the checkout's files hold now, each file
+    one of them or the index's (the move after it records them: series.git.leftovers
+    ``holding``).
 
     One transaction, before anything moves: a backup ref (series.backup)
     of HEAD's commits that nothing else would reach once the refs of
@@ -228,6 +231,7 @@ def keep_stop(
         if show and changes[1:]:
             show += f", `git -C {where} diff {kept.ref}~ {kept.ref}^2` what was staged apart"
         ui.status(kept.describe(where) + show)
+    return [tree for tree in known if tree] + list(changes)
 
 
 def _finish_interrupted_end(checkout: Checkout, ui: Ui, kind: str = "rebase") -> bool:

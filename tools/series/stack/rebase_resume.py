@@ -368,12 +368,12 @@ def _skip(
     walk = begin(run, st, Skipped())
     try:
         what = f"{st.kind} --skip"
-        keep_stop(run.checkout, st, what, run.ui, back_to=st.current, at=at, files=files)
+        held = keep_stop(run.checkout, st, what, run.ui, back_to=st.current, at=at, files=files)
         run.index_tree = run.repo.objects.tree_of(st.current)  # what the index will hold
         if at[0] is not None:  # keep_stop's transaction detached HEAD there if it was not
             run.head = at if at[0] == st.current else (st.current, None)
         run.ui.status(f"  {st.plan[s.index].id:<4} skipped; series.toml will record why")
-        run.moving = run.repo.worktree.start_reset(st.current, kept=True)  # drive waits for it
+        run.moving = run.repo.worktree.start_reset(st.current, kept=True, held=held)  # drive waits
     except BaseException:
         walk.close()
         raise
