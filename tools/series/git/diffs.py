@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from series.errors import InternalError
+from series.git.objects import TREE_MODE, tree_entries
 from series.git.run import GitFailed, Part, Started, start_together
+
+Entry = tuple[str, str] | None  # a file's (mode, object id) in a tree; None: not there
 
 _ZERO_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
 
@@ -48,6 +51,62 @@ class Diffs(Part):
                 first, _, count = new_side.partition(",")
                 hunks.append((int(first), int(count) if count else 1))
         return hunks
+
+    def tree_changes(self, old: str, new: str) -> dict[str, tuple[Entry, Entry]]:
+        """Each file whose entry (mode and object id) differs between trees ``old`` and
+        ``new``: (old's, new's), None on a side without it (a gitlink a file too): the
+        files ``diff-tree -r --no-renames`` lists. The trees are read from the long-lived
+        ``cat-file`` and only the subtrees whose ids differ are read: no process of its own
+        where it runs already, a few objects where the trees differ in a few files;
+        ``diff-tree`` answers where a tree cannot be read so."""
+        width = len(old) // 2
+        changes: dict[str, tuple[Entry, Entry]] = {}
+        try:
+            if self._compare(old, new, "", width, changes):
+                return changes
+        except ValueError:  # not what git writes: git's own diff-tree says what is wrong
+            pass
+        raw = self._run.git("diff-tree", "-r", "-z", "--no-renames", old, new, env=self._env())
+        fields, changes = raw.split("\0"), {}
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+            head = meta.split()  # ":MODE MODE OID OID STATUS"
+            if len(head) == 5:
+                before = None if set(head[2]) == {"0"} else (head[0][1:], head[2])
+                after = None if set(head[3]) == {"0"} else (head[1], head[3])
+                changes[path] = (before, after)
+        return changes
+
+    def _compare(
+        self,
+        old: str | None,
+        new: str | None,
+        prefix: str,
+        width: int,
+        changes: dict[str, tuple[Entry, Entry]],
+    ) -> bool:
+        """Add what differs between trees ``old`` and ``new`` (None: no tree there) under
+        ``prefix`` to ``changes``; False where a tree cannot be read."""
+        sides = []
+        for tree in (old, new):
+            data = self._run.object_data(tree, "tree") if tree is not None else b""
+            if data is None:
+                return False
+            sides.append(tree_entries(data, width))
+        before, after = sides
+        for name in sorted({*before, *after}):
+            a, b = before.get(name), after.get(name)
+            if a == b:
+                continue
+            path = prefix + name
+            a_tree = a[1] if a is not None and a[0] == TREE_MODE else None
+            b_tree = b[1] if b is not None and b[0] == TREE_MODE else None
+            if (a_tree or b_tree) and not self._compare(a_tree, b_tree, f"{path}/", width, changes):
+                return False
+            a_file = a if a is not None and a_tree is None else None
+            b_file = b if b is not None and b_tree is None else None
+            if a_file != b_file:
+                changes[path] = (a_file, b_file)
+        return True
 
     def trees(self, old: str, new: str) -> bytes:
         """The patch from tree ``old`` to tree ``new`` (full blob ids, no renames)."""

@@ -92,15 +92,9 @@ class Objects(Part):
         data = self._run.object_data(tree, "tree")
         if data is None:
             return False
-        width, pos = len(tree) // 2, 0  # the raw id's bytes: 20 (SHA-1) or 32 (SHA-256)
-        while pos < len(data):  # entries: "<mode> <name>\0<raw id>"
-            space = data.index(b" ", pos)
-            nul = data.index(b"\0", space)
-            mode, name = data[pos:space], data[space + 1 : nul]
-            oid = data[nul + 1 : nul + 1 + width].hex()
-            pos = nul + 1 + width
-            path = prefix + name.decode("utf-8", "surrogateescape")
-            if mode == b"40000":
+        for name, (mode, oid) in tree_entries(data, len(tree) // 2).items():
+            path = prefix + name
+            if mode == TREE_MODE:
                 if not self._read_tree(oid, f"{path}/", files):
                     return False
             else:
@@ -349,3 +343,22 @@ def commit_chain(
         payloads.append(body)
         ids.append(parent)
     return payloads, ids
+
+
+TREE_MODE = "40000"  # a subtree's mode in a tree object
+
+
+def tree_entries(data: bytes, width: int) -> dict[str, tuple[str, str]]:
+    """The entries of a tree object's bytes, in its order: name -> (mode, object id), a
+    subtree's mode ``40000``. ``width``: the raw id's bytes, 20 (SHA-1) or 32 (SHA-256).
+    ValueError where the bytes are not a tree's as git writes them."""
+    entries, pos = {}, 0
+    while pos < len(data):  # entries: "<mode> <name>\0<raw id>"
+        space = data.index(b" ", pos)
+        nul = data.index(b"\0", space)
+        if nul + 1 + width > len(data):
+            raise ValueError("a tree entry cut short")
+        name = data[space + 1 : nul].decode("utf-8", "surrogateescape")
+        entries[name] = (data[pos:space].decode("ascii"), data[nul + 1 : nul + 1 + width].hex())
+        pos = nul + 1 + width
+    return entries
