@@ -817,3 +817,117 @@ def test_a_repository_with_no_commit_at_a_stop_is_no_internal_error(
     assert code == (0 if where == "elsewhere" else 4), (out, err)
     assert "internal error" not in err, err
     assert (repo / "notes.txt").read_text() == MINE and (repo / ".git").is_dir()
+
+
+def test_what_is_staged_at_a_stop_never_written_is_not_taken_for_its_resolution(
+    tmp_path: Path,
+) -> None:
+    """Row 815's stop (P1's, its move refused by the user's ignored
+    ``pkg/upstream.local``), then the file staged (``git add -f``, as main's refusal
+    once offered), then ``--continue`` (main: the index, the series' files from before
+    the stop with the user's file, taken for P1's resolution: exit 0, P2 and P3 dropped
+    as empty). Refused, nothing written; the way it names (the index put back with
+    ``git read-tree``, the file moved away) leads to the stop's conflict, and the rebase
+    then ends with the three patches. ``series status`` tells the stop so too."""
+    project, (code, _, err) = _refused_at_a_first_stop(tmp_path)
+    _stop_refused((code, "", err), "series rebase", "P1")
+    local = project.work / "pkg" / "upstream.local"
+    git(project.work, "add", "-f", "pkg/upstream.local")
+    report = _status(project)  # as --continue tells it (main: written, "resolve ... git add")
+    assert report["rebase"]["written"] is False, report
+    assert report["uncommitted"] == ["pkg/upstream.local"], report
+    assert "read-tree" in report["rebase"]["next"], report
+    before = _series_files(project)
+    head = git(project.work, "rev-parse", "HEAD")
+    code, out, err = project.run("rebase", "--continue")
+    assert code == 4, (out, err)
+    assert "the stop was never written into the checkout" in err, err
+    assert "pkg/upstream.local" in err and "read-tree" in err, err
+    assert _series_files(project) == before
+    assert git(project.work, "rev-parse", "HEAD") == head
+    assert local.read_text() == MINE
+    tree = err.split("read-tree ", 1)[1].split("`", 1)[0]
+    git(project.work, "read-tree", tree)
+    local.rename(tmp_path / "mine")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 3 and "conflict: pkg/core.py" in err, err
+    _resolve(project)
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    patches = project.root / "patches"
+    named = sorted(before.keys() - {"series.toml", "branch"})
+    assert sorted(p.name for p in patches.iterdir()) == named
+    assert all("\n+" in p.read_text() for p in patches.iterdir())  # none dropped as empty
+    assert local.read_text() == "upstream's\n"
+    assert (project.work / LOCAL).read_text() == "from P3\n"
+
+
+@pytest.mark.parametrize("how", ["changed", "every one changed", "as before the stop"])
+def test_a_resolution_that_changes_a_file_outside_the_conflict_is_taken(
+    tmp_path: Path, how: str
+) -> None:
+    """The other side of the check above: at a stop written, the user resolves P1's
+    conflict and also stages a file outside it: ``pkg/util.py`` changed (neither the
+    stop's version nor the one from before it), with P3's ``pkg/settings.local`` (which
+    the stop's write removes) too, or ``pkg/settings.local`` as it was before the stop
+    (the branch's), the stop's other files holding the stop's version. Taken as P1's
+    resolution, as before."""
+    project = _stopped(tmp_path)
+    _resolve(project)
+    if how != "as before the stop":
+        util = project.work / "pkg" / "util.py"
+        util.write_text(util.read_text() + "EXTRA = 1\n")
+        git(project.work, "add", "pkg/util.py")
+    if how == "every one changed":
+        (project.work / LOCAL).write_text(MINE)
+        git(project.work, "add", "-f", LOCAL)
+    if how == "as before the stop":
+        git(project.work, "checkout", "series", "--", LOCAL)
+    code, _, err = project.run("rebase", "--continue")
+    assert "never written" not in err, err
+    assert "P1   resolution recorded" in err, err
+    if how == "changed":
+        assert code == 0, err
+        patches = (project.root / "patches").iterdir()
+        (p1,) = [p for p in patches if "f1 returns 101" in p.read_text()]
+        assert "+EXTRA = 1" in p1.read_text()
+
+
+def test_what_is_staged_at_an_edit_stop_never_written_is_not_taken_for_the_edit(
+    tmp_path: Path,
+) -> None:
+    """P4 drops P3's ``pkg/settings.local`` and changes ``pkg/util.py``; the user keeps an
+    own ``pkg/settings.local``, ignored. ``series edit P3`` saves its stop and the move to
+    P3 refuses (row 817); the user stages the file (``git add -f``), then ``edit
+    --continue`` (main: refused as uncommitted changes, "commit them into P3 (`git commit
+    --amend -a`)", which folds the index, P4's ``pkg/util.py`` with it, into P3). Refused
+    as a stop never written, naming the ``git read-tree`` that puts the index back; that
+    done and the file moved away, ``edit --continue`` moves the files to the stop."""
+    project = _project(tmp_path)
+    git(project.work, "rm", "-q", LOCAL)
+    util = project.work / "pkg" / "util.py"
+    util.write_text(util.read_text() + "P4 = 4\n")
+    git(project.work, "commit", "-qam", "settings: no local file")
+    code, _, err = project.run("export")
+    assert code == 0, err
+    (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
+    local = project.work / LOCAL
+    local.write_text(MINE)
+    _stop_refused(project.run("edit", "P3"), "series edit", "P3")
+    git(project.work, "add", "-f", LOCAL)
+    report = _status(project)
+    assert report["rebase"]["written"] is False and "read-tree" in report["rebase"]["next"]
+    before = _series_files(project)
+    code, out, err = project.run("edit", "--continue")
+    assert code == 4, (out, err)
+    assert "the stop was never written into the checkout" in err and LOCAL in err, err
+    assert "commit --amend" not in err, err
+    assert _series_files(project) == before
+    assert local.read_text() == MINE
+    tree = err.split("read-tree ", 1)[1].split("`", 1)[0]
+    git(project.work, "read-tree", tree)
+    local.rename(tmp_path / "mine")
+    code, out, err = project.run("edit", "--continue")
+    assert code == 0 and "now moved" in out + err, (out, err)
+    assert local.read_text() == "from P3\n"
+    assert "P4 = 4" not in util.read_text()

@@ -19,10 +19,12 @@ from series.plain import read_plain
 
 TYPE_CHECKING = False  # typing is not imported at run time (only for mypy)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from series.project import Series
     from series.stack.rebase_plan import RebaseState
+    from series.stack.stop_written import StagedOver
 
 
 def describe(series: Series, checkout: Checkout) -> dict[str, Any]:
@@ -111,11 +113,12 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
     target = move.argv[-1] if move is not None else checkout.tip() if cut is not None else None
     half = repo.worktree.half_moved(target) if target is not None else set()
     rebase = rebase_state.load(repo)
-    unwritten = rebase is not None and _stop_not_written(checkout, rebase)
+    unwritten, over = _stop_not_written(checkout, rebase) if rebase is not None else (False, None)
     # (a path once: git lists one both staged and untracked, as a cut move leaves a path it
     # adds, the index still the move's start, and a file of the user's made there since)
     dirty = repo.worktree.dirty(read_only=True, staged=not unwritten)
-    report["uncommitted"] = list(dict.fromkeys(path for path in dirty if path not in half))
+    mine = [*dirty, *(over.staged if over is not None else ())]  # what was staged over it
+    report["uncommitted"] = list(dict.fromkeys(path for path in mine if path not in half))
     report["drift"] = _drift(series, checkout, state)
     report["interrupted_move"] = move is not None or cut is not None
     listed = sorted(repo.refs.under(BACKUP_PREFIX, REPLACE_PREFIX).items())
@@ -146,7 +149,7 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
             "next": rebase.next_step,
         }
         if unwritten:
-            report["rebase"]["next"] = _not_written_next(rebase)
+            report["rebase"]["next"] = _not_written_next(rebase, checkout.path, over)
         elif rebase.stop is not None and rebase.stop.kind != "edit" and not report["uncommitted"]:
             # a stop saved but never written (its move refused: a file of the user's in
             # the way; or cut short) looks the same: --continue writes it, or says to skip
@@ -163,23 +166,32 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
     return report
 
 
-def _stop_not_written(checkout: Checkout, rebase: RebaseState) -> bool:
+def _stop_not_written(checkout: Checkout, rebase: RebaseState) -> tuple[bool, StagedOver | None]:
     """Whether the rebase's (or edit's) stop was saved and its files never written: the
     move to it refused (a file of the user's in its way: series.stack.rebase_driver
-    ``_stop_not_written``) or cut short. HEAD is at the stop, and the index still holds the
-    tree the move was to go from (``written_from``), which is not HEAD's: a stop written and
-    then reset by the user leaves HEAD's tree there instead. Where ``written_from`` is
-    HEAD's tree the two look the same: the next step says both ways on."""
+    ``_stop_not_written``) or cut short; and what was staged over it since, if anything.
+    HEAD is at the stop, and the index still holds the tree the move was to go from
+    (``written_from``), which is not HEAD's: a stop written and then reset by the user
+    leaves HEAD's tree there instead. Where ``written_from`` is HEAD's tree the two look
+    the same: the next step says both ways on. An index changed since is told by the files
+    the stop's write changes (series.stack.stop_written, as ``--continue`` tells it)."""
     stop, repo = rebase.stop, checkout.repo
     if stop is None or repo.refs.head() != rebase.current:
-        return False
+        return False, None
     if stop.written_from == repo.objects.tree_of(rebase.current):
-        return False
-    return repo.worktree.index_tree() == stop.written_from
+        return False, None
+    index = repo.worktree.index_tree()
+    if index == stop.written_from or index is None:
+        return index is not None, None
+    from series.stack.stop_written import staged_over
+
+    over = staged_over(repo, stop, index, rebase.current)
+    return over is not None, over
 
 
-def _not_written_next(rebase: RebaseState) -> str:
-    """The way on from a stop never written (:func:`_stop_not_written`)."""
+def _not_written_next(rebase: RebaseState, where: Path, over: StagedOver | None) -> str:
+    """The way on from a stop never written (:func:`_stop_not_written`); ``over``: what
+    was staged over it since."""
     stop, sid, cmd, kind = rebase.stop, rebase.stopped_at, rebase.command, rebase.kind
     assert stop is not None
     if stop.kind == "edit":
@@ -188,11 +200,20 @@ def _not_written_next(rebase: RebaseState) -> str:
     else:
         what = "the proposed remainder" if stop.proposal else "its conflict"
         after, skip = "", f"`{cmd} --skip` drops {sid}, "
+    staged = "none of yours"
+    if over is not None:
+        from series.stack.stop_written import put_back
+
+        staged = (
+            "none of yours but what you staged since ("
+            + ", ".join(over.staged[:10])
+            + f"), which is no resolution: {put_back(where, stop)} first"
+        )
     return (
         f"the {kind} is stopped at {sid}, but nothing of it is in the checkout: the move of "
         "the files there was refused (a file of yours in its way) or cut short, so they are "
-        "still those it moved from, and what git shows staged against HEAD (at the stop) is "
-        f"none of yours; `{cmd} --continue` writes {what} (it names a file in its way, to "
+        f"still those it moved from, and what git shows staged against HEAD (at the stop) is "
+        f"{staged}; `{cmd} --continue` writes {what} (it names a file in its way, to "
         f"move out of it first){after}; or {skip}`{cmd} --abort` undoes the whole {kind}"
     )
 

@@ -34,6 +34,7 @@ from series.stack.edit_plan import FIXUP_PREFIXES
 from series.stack.export import export_tip
 from series.stack.rebase_plan import RebaseState
 from series.stack.rebase_step import Edited
+from series.stack.stop_written import refuse_staged_over
 from series.ui import Ui
 
 if TYPE_CHECKING:
@@ -86,7 +87,10 @@ def stop_cut_short(repo: Repo, ui: Ui, st: RebaseState, *, finished: bool) -> bo
     if repo.refs.head() != st.current or target == s.written_from:
         return False
     if not finished:
-        if repo.worktree.index_tree() != s.written_from or not repo.worktree.files_match_index():
+        index = repo.worktree.index_tree()
+        if index != s.written_from and index is not None:
+            refuse_staged_over(repo, st, index, repo.path)  # staged over it since
+        if index != s.written_from or not repo.worktree.files_match_index():
             return False
         repo.worktree.checkout_tree(s.written_from, target)
     elif repo.worktree.index_tree() != target:

@@ -23,6 +23,7 @@ from series.stack.rebase_abort import keep_stop, prepare, resume_abort
 from series.stack.rebase_driver import Run, begin, conflict_error, drive, write_conflict
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import Edited, Resolved, Skipped
+from series.stack.stop_written import refuse_staged_over
 from series.ui import Ui
 from series.upstream import range_log
 
@@ -314,6 +315,7 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
         )
     resolved = index  # the index's tree: refreshing its stat data above changed no content
     assert resolved is not None
+    refuse_staged_over(repo, st, resolved, where)  # staged over a stop never written
     if resolved == repo.objects.tree_of(st.current):
         raise UsageError(
             f"nothing of {sid} is left after the resolution",

@@ -1,0 +1,96 @@
+"""Whether a rebase stop whose index changed since was ever written into the checkout.
+
+A stop is saved (its state, HEAD detached at the commit so far), then its files are
+written (series.stack.rebase_driver ``write_conflict``; an edit stop's, the patch's).
+Where that move is refused (a file of the user's in its way) or cut short, the index is
+still the tree the stop was to be written over (``written_from``) and ``--continue``
+writes it. Once something is staged there (``git add -f`` of the file in the way), the
+index is no longer that tree, and ``rebase --continue`` took it for the stop's
+resolution: the series' files from before the stop, the user's with them, the patch that
+difference and the next ones empty; ``edit --continue`` refused it as uncommitted
+changes, to be amended into the patch (``git commit --amend -a``), which would fold the
+later patches' files into it.
+
+:func:`staged_over` tells such an index from a resolution by the files the stop's write
+changes outside its conflict (``written_from`` to the stop's tree): at a stop written,
+the index holds the stop's version of them (or, where the user changed one, the user's);
+at one never written, none holds the stop's, and they hold what they held before it.
+An edit stop's write is the move to the patch to edit: the same holds, without a conflict.
+The trees are read in the process (series.git.diffs ``tree_changes``: a few objects
+where the stop was written). Not told: a stop whose write changes nothing outside its
+conflict but paths the user then staged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from series.errors import RefusedError
+from series.git.repo import Repo
+from series.records import NamedTuple
+from series.stack.rebase_plan import RebaseState, Stop
+
+
+class StagedOver(NamedTuple):
+    """What :func:`staged_over` found."""
+
+    moved: int  # files the stop's write changes outside its conflict
+    before: tuple[str, ...]  # of them, those the index holds as they were before the stop
+    staged: tuple[str, ...]  # what the index holds of neither: staged since
+
+
+def staged_over(repo: Repo, stop: Stop, staged: str, current: str) -> StagedOver | None:
+    """The stop never written and ``staged`` (the index's tree) staged over it since; None
+    where the index is the stop's (written), or a resolution of it, or cannot be told.
+    ``current``: the commit the stop is at (an edit stop writes its tree)."""
+    written = stop.proposal or stop.conflict_tree
+    if stop.kind == "edit":
+        written = repo.objects.tree_of(current)
+    if not written or written == stop.written_from:
+        return None
+    conflicted = set(stop.files)
+    outside = repo.diffs.tree_changes(written, staged)
+    outside = {p: c for p, c in outside.items() if p not in conflicted}
+    if not outside:
+        return None  # the stop's files, but for its conflict's: the common case, one read
+    moved = repo.diffs.tree_changes(stop.written_from, written)
+    moved = {p: c for p, c in moved.items() if p not in conflicted}
+    if any(p not in outside for p in moved):
+        return None  # one holds the stop's version: written
+    before = tuple(sorted(p for p, (old, _) in moved.items() if outside[p][1] == old))
+    if not before:
+        return None  # every one the user's
+    mine = sorted(p for p, (_, now) in outside.items() if p not in moved or now != moved[p][0])
+    return StagedOver(len(moved), before, tuple(mine))
+
+
+def refuse_staged_over(repo: Repo, st: RebaseState, staged: str, where: Path) -> None:
+    """Refuse the index's tree ``staged`` at ``st``'s stop where it was staged over the stop
+    never written (:func:`staged_over`): not the stop's resolution, nor the patch's edit."""
+    stop = st.stop
+    assert stop is not None
+    over = staged_over(repo, stop, staged, st.current)
+    if over is None:
+        return
+    cmd, sid = st.command, st.stopped_at
+    taken = f"{sid}'s edit" if stop.kind == "edit" else f"the resolution of {sid}"
+    outside = "" if stop.kind == "edit" else " outside its conflict"
+    raise RefusedError(
+        f"refusing to take what is staged in {where} for {taken}: the stop was never written "
+        "into the checkout",
+        why=f"of the {over.moved} file(s) the stop writes{outside}, none holds its version in "
+        f"the index and {len(over.before)} hold what they held before it (its move was "
+        "refused, a file in its way, or cut short); what was staged since is not "
+        + ("an edit" if stop.kind == "edit" else "a resolution")
+        + (": " + ", ".join(over.staged[:10]) if over.staged else ""),
+        hint=f"{put_back(where, stop)}; move out of the way what is in the stop's way, then "
+        f"`{cmd} --continue` writes the stop; or `{cmd} --abort`",
+    )
+
+
+def put_back(where: Path, stop: Stop) -> str:
+    """The way to put the index of the checkout ``where`` back as the stop left it."""
+    return (
+        f"`git -C {where} read-tree {stop.written_from}` puts the index back as the stop left "
+        "it (your files stay as they are)"
+    )
