@@ -163,6 +163,20 @@ def test_an_empty_file_there_before_the_move_began_is_not_taken_for_git_s(
     _finished(project)
 
 
+def _reset_failed(tmp: Path, how: str) -> Project:
+    """Stopped at P1's conflict (its markers in ``pkg/core.py``; resolved for
+    ``--continue``), then ``rebase HOW`` whose ``read-tree --reset -u`` fails (as on a full
+    disk: the shim fails it before git writes anything)."""
+    project = _stopped(tmp)
+    assert b"<<<<<<<" in (project.work / "pkg" / "core.py").read_bytes()
+    if how == "--continue":
+        _resolve(project)
+    shim = GitShim(tmp, f'case "$*" in *read-tree*--reset*) {FAIL};; esac\n')
+    code, _, err, _ = shim.said(project.root, "rebase", how)
+    assert code == 1 and "could not move the files" in err, err
+    return project
+
+
 def test_a_file_changed_since_a_cut_reset_is_kept_before_the_move_runs_again(
     tmp_path: Path,
 ) -> None:
@@ -172,11 +186,7 @@ def test_a_file_changed_since_a_cut_reset_is_kept_before_the_move_runs_again(
     and writes over every tracked file (main: "the rebase had finished", exit 0, the edit
     gone, nothing kept). The edit is kept under ``.series/backups/cut-move-*/`` first,
     and said; the move then finishes."""
-    project = _stopped(tmp_path)
-    _resolve(project)
-    shim = GitShim(tmp_path, f'case "$*" in *read-tree*--reset*) {FAIL};; esac\n')
-    code, _, err, _ = shim.said(project.root, "rebase", "--continue")
-    assert code == 1 and "could not move the files" in err, err
+    project = _reset_failed(tmp_path, "--continue")
     mine = "def f1():\n    return 'mine, since the cut'\n"
     (project.work / "pkg" / "core.py").write_text(mine)
     code, _, err = project.run("rebase", "--continue")
@@ -194,11 +204,7 @@ def test_a_file_changed_and_staged_since_a_cut_reset_is_kept_too(tmp_path: Path)
     the failed move is over). The index then holds the edit's bytes: the finish does not
     take the index as what the command checked the files against once it was written
     since the move began (main: the staged edit gone, exit 0)."""
-    project = _stopped(tmp_path)
-    _resolve(project)
-    shim = GitShim(tmp_path, f'case "$*" in *read-tree*--reset*) {FAIL};; esac\n')
-    code, _, err, _ = shim.said(project.root, "rebase", "--continue")
-    assert code == 1 and "could not move the files" in err, err
+    project = _reset_failed(tmp_path, "--continue")
     mine = "def f1():\n    return 'mine, staged since the cut'\n"
     _past(_record(project), tmp_path)
     (project.work / "pkg" / "core.py").write_text(mine)
@@ -219,12 +225,7 @@ def test_a_cut_reset_of_abort_or_skip_keeps_only_what_changed_since(
     keeps a copy of a file changed since (``EDITED``), and of nothing that the command had
     kept or written itself (the stop's marked-up file: its record names those trees, no
     second copy of it); then it moves the files."""
-    project = _stopped(tmp_path)
-    marked = (project.work / "pkg" / "core.py").read_bytes()
-    assert b"<<<<<<<" in marked
-    shim = GitShim(tmp_path, f'case "$*" in *read-tree*--reset*) {FAIL};; esac\n')
-    code, _, err, _ = shim.said(project.root, "rebase", how)
-    assert code == 1 and "could not move the files" in err, err
+    project = _reset_failed(tmp_path, how)
     edited = project.work / EDITED
     mine = edited.read_text() + "# mine, since the cut\n"
     _past(_record(project), tmp_path)
@@ -242,10 +243,7 @@ def test_a_record_names_trees_by_full_object_id_only(tmp_path: Path) -> None:
     finished: an entry that is not a full object id (an option, a revision expression,
     written into the record by someone else) is left out, the valid one kept (with none,
     the finish keeps more, never less)."""
-    project = _stopped(tmp_path)
-    shim = GitShim(tmp_path, f'case "$*" in *read-tree*--reset*) {FAIL};; esac\n')
-    code, _, err, _ = shim.said(project.root, "rebase", "--abort")
-    assert code == 1 and "could not move the files" in err, err
+    project = _reset_failed(tmp_path, "--abort")
     record = _record(project)
     data = json.loads(record.read_text())
     tree = data["held"][0]

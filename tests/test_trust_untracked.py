@@ -382,19 +382,28 @@ def test_a_later_stop_refused_by_continue_names_continue_which_writes_it(tmp_pat
     assert added.read_text() == "from P2\n"
 
 
-def test_an_edit_stop_refused_names_continue_which_moves_the_files(tmp_path: Path) -> None:
-    """P4 drops P3's ``pkg/settings.local``; the user keeps an own one there, ignored.
-    ``series edit P3`` saves its stop, then the move back to P3 (which writes the file)
-    refuses; once it is moved away, ``edit --continue`` moves the files to the stop."""
-    project = _project(tmp_path)
+def _edit_stop_refused(tmp: Path, also: str = "") -> tuple[Project, Path]:
+    """P4 drops P3's ``LOCAL`` (and adds ``also`` to ``pkg/util.py``); the user keeps an
+    own one there, ignored; ``series edit P3`` saves its stop, then its move refuses."""
+    project = _project(tmp)
     git(project.work, "rm", "-q", LOCAL)
-    git(project.work, "commit", "-qm", "settings: no local file")
+    util = project.work / "pkg" / "util.py"
+    util.write_text(util.read_text() + also)
+    git(project.work, "commit", "-qam", "settings: no local file")
     code, _, err = project.run("export")
     assert code == 0, err
     (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
     local = project.work / LOCAL
     local.write_text(MINE)
     _stop_refused(project.run("edit", "P3"), "series edit", "P3")
+    return project, local
+
+
+def test_an_edit_stop_refused_names_continue_which_moves_the_files(tmp_path: Path) -> None:
+    """P4 drops P3's ``pkg/settings.local``; the user keeps an own one there, ignored.
+    ``series edit P3`` saves its stop, then the move back to P3 (which writes the file)
+    refuses; once it is moved away, ``edit --continue`` moves the files to the stop."""
+    project, local = _edit_stop_refused(tmp_path)
     assert local.read_text() == MINE
     local.rename(tmp_path / "mine")
     code, out, err = project.run("edit", "--continue")
@@ -903,17 +912,8 @@ def test_what_is_staged_at_an_edit_stop_never_written_is_not_taken_for_the_edit(
     --amend -a`)", which folds the index, P4's ``pkg/util.py`` with it, into P3). Refused
     as a stop never written, naming the ``git read-tree`` that puts the index back; that
     done and the file moved away, ``edit --continue`` moves the files to the stop."""
-    project = _project(tmp_path)
-    git(project.work, "rm", "-q", LOCAL)
+    project, local = _edit_stop_refused(tmp_path, also="P4 = 4\n")
     util = project.work / "pkg" / "util.py"
-    util.write_text(util.read_text() + "P4 = 4\n")
-    git(project.work, "commit", "-qam", "settings: no local file")
-    code, _, err = project.run("export")
-    assert code == 0, err
-    (project.work / ".git" / "info" / "exclude").write_text("*.local\n")
-    local = project.work / LOCAL
-    local.write_text(MINE)
-    _stop_refused(project.run("edit", "P3"), "series edit", "P3")
     git(project.work, "add", "-f", LOCAL)
     report = _status(project)
     assert report["rebase"]["written"] is False and "read-tree" in report["rebase"]["next"]
