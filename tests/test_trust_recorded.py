@@ -196,3 +196,40 @@ def test_check_conflicts_says_a_patch_conflicts_where_its_predecessors_resolutio
     assert code == 3, out + err
     assert f"P2   conflict resolved by resolutions/P2/{p2.name}" in err, err
     assert "rebase stopped: P3" in err and f"conflict: {UTIL}" in err, err
+
+
+def _insert_without_context(path: Path, after: int, line: str) -> None:
+    """A hunk added to the resolution at ``path``, as ``diff -U0`` writes one: ``line``
+    inserted after line ``after`` of the marked-up file, with no context (its index line
+    left as git wrote it: the postimage now another, so no exact replay)."""
+    text = path.read_text()
+    _, _, hunk = text.partition("\n@@ ")
+    found = re.match(r"-(\d+),(\d+) \+(\d+),(\d+) @@", hunk)
+    assert found is not None, hunk
+    shift = int(found[4]) - int(found[2])  # the lines the first hunk adds
+    assert after > int(found[1]) + int(found[2])  # after the first hunk
+    path.write_text(f"{text}@@ -{after},0 +{after + shift + 1},1 @@\n+{line}\n")
+
+
+def test_a_hunk_git_would_place_at_the_file_s_end_is_not_replayed(tmp_path: Path) -> None:
+    """P1's recorded resolution given a second hunk as a hand-made ``diff -U0`` writes it:
+    a line inserted after line 30 of the marked-up ``pkg/core.py`` (of 60), no context.
+    Its index line no longer names the result, so it is not replayed exactly; ``git
+    apply`` (the fallback) matches a hunk with no context after it at the file's end
+    only, and put the line there (main: "resolved (recorded)", the line at the end of
+    ``pkg/core.py``, in the commit and in check-conflicts' tree). Neither command replays
+    it now, and both say why: P1 stops at its conflict."""
+    _, other = recorded_elsewhere(tmp_path)
+    (path,) = (other.root / "resolutions" / "P1").glob("*.patch")
+    _insert_without_context(path, 30, "# reviewed")
+    said = f"{path.name} has a hunk with no context after it (pkg/core.py, line 30)"
+    code, data = check(other, "main", other.upstream)
+    assert code == 3, data
+    p1 = rows(data)["P1"]
+    assert (p1["status"], p1["resolution"]) == ("conflict", None), p1
+    assert said in p1["note"], p1
+    assert other.run("apply")[0] == 0
+    code, out, err = rebase(other)
+    assert code == 3, out + err
+    assert said in err, err
+    assert "# reviewed" not in (other.work / "pkg" / "core.py").read_text()

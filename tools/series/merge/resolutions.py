@@ -231,7 +231,8 @@ def lookup(
         if known is not None:
             return Found(key, known[0], path, known[1], "")
     info = _written(repo, marked, env, write) if marked else []
-    if data is not None:  # marked up and resolved in one scratch index (conflict_tree, replay)
+    placed = _placed_at_the_end(data, marked) if data is not None else None
+    if data is not None and placed is None:  # marked up and resolved in one scratch index
         conflicted, resolved = repo.index.rewrite_and_apply(merge.tree, info, data, env)
         if resolved is not None:
             return Found(key, conflicted, path, resolved, "")
@@ -239,6 +240,11 @@ def lookup(
         conflicted = repo.index.rewrite(merge.tree, info, env) if info else merge.tree
     if here and data is None:  # its name is this conflict's, its header another's
         note = f"{path.name} is named for this conflict, but its header names another: not replayed"
+    elif placed is not None:
+        note = (
+            f"{path.name} has a hunk with no context after it ({placed}) before the file's "
+            "end, which git would place at the end: not replayed"
+        )
     elif here:
         note = f"{path.name} is recorded for this conflict but does not apply to it"
     others = [p for p in recorded(root, patch_id) if p != path]
@@ -357,6 +363,47 @@ def _edits(data: bytes) -> dict[str, tuple[str, str, str, list[Hunk]]] | None:
             return None
         files[path] = (ids[1].decode(), ids[2].decode(), ids[3].decode(), hunks)
     return files
+
+
+def _placed_at_the_end(data: bytes, marked: Sequence[tuple[str, str, bytes]]) -> str | None:
+    """Where (``path, line N``) the resolution ``data`` has a hunk with no context after
+    it that its header places before the end of the marked-up file it edits; None where
+    it has none. ``git apply``, which replays a resolution :func:`_replayed` cannot replay
+    exactly, matches such a hunk at the file's end only (as git's own diff writes one,
+    its last lines the file's): a hunk written by hand without context (``diff -U0``)
+    that inserts lines was applied there, where its lines were never meant to go, and
+    said "resolved (recorded)" (docs/hardening.md row 898). A path git quotes is not
+    looked at (:func:`_edits` takes none either)."""
+    lines_of = {path: len(content.splitlines()) for _, path, content in marked}
+    path: str | None = None
+    start = count = trailing = -1
+
+    def misplaced() -> str | None:
+        if start < 0 or trailing != 0 or path not in lines_of:
+            return None
+        last = start + count - 1 if count else start  # an insertion goes after line start
+        return f"{path}, line {start}" if last < lines_of[path] else None
+
+    before = b""
+    for line in data.splitlines(keepends=True):
+        found = _HUNK.fullmatch(line)
+        header = line.startswith(b"+++ ") and before.startswith(b"--- ")  # not a line added
+        before = line
+        if found is not None or header or line.startswith(b"diff --git "):
+            where = misplaced()
+            if where is not None:
+                return where
+            start = count = trailing = -1
+        if found is not None:
+            start, count, trailing = int(found[1]), int(found[2] or b"1"), 0
+        elif header:
+            name = line[4:].rstrip(b"\n")
+            path = name[2:].decode("utf-8", "surrogateescape") if name[:2] == b"b/" else None
+        elif start >= 0 and line[:1] == b" ":
+            trailing += 1
+        elif start >= 0 and line[:1] in (b"-", b"+"):
+            trailing = 0
+    return misplaced()
 
 
 def _patched(before: bytes, hunks: list[Hunk]) -> bytes | None:
