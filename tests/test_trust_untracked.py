@@ -931,3 +931,37 @@ def test_what_is_staged_at_an_edit_stop_never_written_is_not_taken_for_the_edit(
     assert code == 0 and "now moved" in out + err, (out, err)
     assert local.read_text() == "from P3\n"
     assert "P4 = 4" not in util.read_text()
+
+
+UNWRITTEN = "refs/series/rebase/unwritten"
+
+
+def test_a_stop_whose_move_was_refused_is_recorded_so(tmp_path: Path) -> None:
+    """Row 817's edit stop: P4 only drops P3's ``pkg/settings.local``, so the stop's move
+    changes that file alone, the one the user then stages (``git add -f``): nothing in the
+    files tells the stop never written from an edit of it (main, and with the record
+    off: ``edit --continue`` refused the file as uncommitted, "commit them into P3 (`git
+    commit --amend -a`)", the user's file for P3's). The refusal of the move is recorded
+    (``refs/series/rebase/unwritten``), and that tells: refused, status saying so; the
+    record goes once the stop is written, and the edit ends with none."""
+    project, local = _edit_stop_refused(tmp_path)
+    assert git(project.work, "for-each-ref", "--format=%(refname)", UNWRITTEN) == UNWRITTEN
+    git(project.work, "add", "-f", LOCAL)
+    report = _status(project)
+    assert report["rebase"]["written"] is False and "read-tree" in report["rebase"]["next"]
+    code, out, err = project.run("edit", "--continue")
+    assert code == 4, (out, err)
+    assert "the stop was never written into the checkout" in err and "recorded" in err, err
+    assert "commit --amend" not in err, err
+    assert local.read_text() == MINE
+    tree = err.split("read-tree ", 1)[1].split("`", 1)[0]
+    git(project.work, "read-tree", tree)
+    local.rename(tmp_path / "mine")
+    code, out, err = project.run("edit", "--continue")
+    assert code == 0 and "now moved" in out + err, (out, err)
+    assert not git(project.work, "for-each-ref", UNWRITTEN)
+    assert local.read_text() == "from P3\n"
+    code, out, err = project.run("edit", "--continue")
+    assert code == 0, (out, err)
+    assert not local.exists()  # P4 drops it
+    assert not git(project.work, "for-each-ref", "refs/series/rebase/")

@@ -12,7 +12,9 @@ In a checkout:
 * ``SYNCED``: the tip last written by apply or export;
 * ``STATE``: a blob of JSON, the checkout's state (series.checkout);
 * ``REBASE``: a rebase in progress (``state``, ``onto``, ``saved``,
-  ``current``) and the last one finished (``last``), series.stack.rebase_state;
+  ``current``; ``unwritten``: the tree of a stop whose move was refused,
+  series.stack.stop_written) and the last one finished (``last``),
+  series.stack.rebase_state;
 * ``STOP``: the one ref that names where a rebase or edit stopped, so that
   ``git status`` shows it;
 * ``BRANCHES``: the record of ``series branches`` (series.stack.branch_record);
@@ -41,6 +43,7 @@ REBASE_ONTO = REBASE + "onto"
 REBASE_SAVED = REBASE + "saved"
 REBASE_CURRENT = REBASE + "current"
 REBASE_LAST = REBASE + "last"
+REBASE_UNWRITTEN = REBASE + "unwritten"
 
 # The stop of a rebase or an edit, named for `git status` ("HEAD detached at
 # refs/series/stop/edit-P5"): series.stack.rebase_state.

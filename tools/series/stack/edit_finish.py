@@ -34,7 +34,7 @@ from series.stack.edit_plan import FIXUP_PREFIXES
 from series.stack.export import export_tip
 from series.stack.rebase_plan import RebaseState
 from series.stack.rebase_step import Edited
-from series.stack.stop_written import refuse_staged_over
+from series.stack.stop_written import mark_written, refuse_staged_over
 from series.ui import Ui
 
 if TYPE_CHECKING:
@@ -93,6 +93,7 @@ def stop_cut_short(repo: Repo, ui: Ui, st: RebaseState, *, finished: bool) -> bo
         if index != s.written_from or not repo.worktree.files_match_index():
             return False
         repo.worktree.checkout_tree(s.written_from, target)
+        mark_written(repo, st)
     elif repo.worktree.index_tree() != target:
         return False
     ui.result(

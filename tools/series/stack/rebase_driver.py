@@ -62,6 +62,7 @@ from series.stack.rebase_step import (
     step,
     upcoming,
 )
+from series.stack.stop_written import mark_unwritten
 from series.ui import Ui
 
 TYPE_CHECKING = False  # typing is not imported: see series.records
@@ -508,6 +509,7 @@ def _stop_not_written(run: Run, state: RebaseState, exc: RefusedError) -> Refuse
     for the stop's resolution (P2 and P3 then dropped as empty)."""
     cmd, sid, where = state.command, state.stopped_at, run.checkout.path
     assert state.stop is not None
+    mark_unwritten(run.repo, state)  # what --continue tells it by
     what = "its conflict" if state.stop.kind == "conflict" else f"the files of {sid}"
     return RefusedError(
         f"{state.kind} stopped at {sid}, but refusing to write {what} into {where}",

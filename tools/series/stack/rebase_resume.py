@@ -23,7 +23,7 @@ from series.stack.rebase_abort import keep_stop, prepare, resume_abort
 from series.stack.rebase_driver import Run, begin, conflict_error, drive, write_conflict
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import Edited, Resolved, Skipped
-from series.stack.stop_written import refuse_staged_over
+from series.stack.stop_written import mark_written, refuse_staged_over
 from series.ui import Ui
 from series.upstream import range_log
 
@@ -340,6 +340,7 @@ def _finish_stop(run: Run, st: RebaseState, s: Stop) -> str | None:
             "the conflict had not been written into the checkout (interrupted); it is now"
         )
         write_conflict(repo, s)
+        mark_written(repo, st)
         raise conflict_error(run, st)
     if index == s.conflict_tree:
         run.ui.status(

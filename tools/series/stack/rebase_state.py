@@ -35,6 +35,7 @@ ONTO_REF = refnames.REBASE_ONTO
 SAVED_REF = refnames.REBASE_SAVED
 CURRENT_REF = refnames.REBASE_CURRENT
 LAST_REF = refnames.REBASE_LAST
+UNWRITTEN_REF = refnames.REBASE_UNWRITTEN  # series.stack.stop_written
 STOP_PREFIX = refnames.STOP  # the stop's name for git status (series.stack.rebase_driver)
 
 
@@ -88,7 +89,7 @@ def forget(
     """
     if refs is None:
         refs = {**repo.refs.under(PREFIX), **repo.refs.under(STOP_PREFIX)}
-    for name in (STATE_REF, ONTO_REF, SAVED_REF, CURRENT_REF):
+    for name in (STATE_REF, ONTO_REF, SAVED_REF, CURRENT_REF, UNWRITTEN_REF):
         if name in refs:
             txn.delete(name, refs[name])
     for name, old in refs.items():

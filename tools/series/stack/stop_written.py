@@ -17,18 +17,24 @@ the index holds the stop's version of them (or, where the user changed one, the 
 at one never written, none holds the stop's, and they hold what they held before it.
 An edit stop's write is the move to the patch to edit: the same holds, without a conflict.
 The trees are read in the process (series.git.diffs ``tree_changes``: a few objects
-where the stop was written). Not told: a stop whose write changes nothing outside its
-conflict but paths the user then staged.
+where the stop was written). That cannot tell a stop whose write changes nothing outside
+its conflict but paths the user then staged: where the stop's move was refused, series
+recorded it then (:func:`mark_unwritten`: ``refs/series/rebase/unwritten``, the tree the
+stop writes, deleted once it is written or the rebase is over), and that record tells.
+A stop left unwritten by a kill has no record: the files tell, as above.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
-from series.errors import RefusedError
+from series.errors import RefusedError, SeriesError
 from series.git.repo import Repo
+from series.git.run import ZERO
 from series.records import NamedTuple
 from series.stack.rebase_plan import RebaseState, Stop
+from series.stack.rebase_state import UNWRITTEN_REF
 
 
 class StagedOver(NamedTuple):
@@ -37,15 +43,40 @@ class StagedOver(NamedTuple):
     moved: int  # files the stop's write changes outside its conflict
     before: tuple[str, ...]  # of them, those the index holds as they were before the stop
     staged: tuple[str, ...]  # what the index holds of neither: staged since
+    recorded: bool = False  # told by the record of the refusal (moved, before: not read)
+
+
+def written_tree(repo: Repo, stop: Stop, current: str) -> str:
+    """The tree the stop's move writes: its conflict marked up, the proposed remainder, or
+    (an edit stop) the patch's."""
+    if stop.kind == "edit":
+        return repo.objects.tree_of(current)
+    return stop.proposal or stop.conflict_tree
+
+
+def mark_unwritten(repo: Repo, st: RebaseState) -> None:
+    """Record that the move to ``st``'s stop was refused: ``UNWRITTEN_REF`` at the tree
+    it writes. A record that cannot be written is left (the files tell, :func:`staged_over`)."""
+    assert st.stop is not None
+    tree = written_tree(repo, st.stop, st.current)
+    reason = f"series {st.kind}: the move to the stop refused, {tree[:12]}"
+    with contextlib.suppress(SeriesError), repo.refs.transaction(reason) as txn:
+        txn.update(UNWRITTEN_REF, tree, repo.refs.value(UNWRITTEN_REF) or ZERO)
+
+
+def mark_written(repo: Repo, st: RebaseState) -> None:
+    """``st``'s stop written since its move was refused: its record goes."""
+    old = repo.refs.value(UNWRITTEN_REF)
+    if old is not None:
+        with repo.refs.transaction(f"series {st.kind}: the stop written") as txn:
+            txn.delete(UNWRITTEN_REF, old)
 
 
 def staged_over(repo: Repo, stop: Stop, staged: str, current: str) -> StagedOver | None:
     """The stop never written and ``staged`` (the index's tree) staged over it since; None
     where the index is the stop's (written), or a resolution of it, or cannot be told.
     ``current``: the commit the stop is at (an edit stop writes its tree)."""
-    written = stop.proposal or stop.conflict_tree
-    if stop.kind == "edit":
-        written = repo.objects.tree_of(current)
+    written = written_tree(repo, stop, current)
     if not written or written == stop.written_from:
         return None
     conflicted = set(stop.files)
@@ -53,6 +84,9 @@ def staged_over(repo: Repo, stop: Stop, staged: str, current: str) -> StagedOver
     outside = {p: c for p, c in outside.items() if p not in conflicted}
     if not outside:
         return None  # the stop's files, but for its conflict's: the common case, one read
+    if repo.refs.value(UNWRITTEN_REF) == written:  # its move refused, and recorded so
+        since = repo.diffs.tree_changes(stop.written_from, staged)
+        return StagedOver(0, (), tuple(sorted(since)), recorded=True)
     moved = repo.diffs.tree_changes(stop.written_from, written)
     moved = {p: c for p, c in moved.items() if p not in conflicted}
     if any(p not in outside for p in moved):
@@ -75,12 +109,17 @@ def refuse_staged_over(repo: Repo, st: RebaseState, staged: str, where: Path) ->
     cmd, sid = st.command, st.stopped_at
     taken = f"{sid}'s edit" if stop.kind == "edit" else f"the resolution of {sid}"
     outside = "" if stop.kind == "edit" else " outside its conflict"
+    told = (
+        "its move was refused, a file in its way, and series recorded that then"
+        if over.recorded
+        else f"of the {over.moved} file(s) the stop writes{outside}, none holds its version "
+        f"in the index and {len(over.before)} hold what they held before it (its move was "
+        "refused, a file in its way, or cut short)"
+    )
     raise RefusedError(
         f"refusing to take what is staged in {where} for {taken}: the stop was never written "
         "into the checkout",
-        why=f"of the {over.moved} file(s) the stop writes{outside}, none holds its version in "
-        f"the index and {len(over.before)} hold what they held before it (its move was "
-        "refused, a file in its way, or cut short); what was staged since is not "
+        why=f"{told}; what was staged since is not "
         + ("an edit" if stop.kind == "edit" else "a resolution")
         + (": " + ", ".join(over.staged[:10]) if over.staged else ""),
         hint=f"{put_back(where, stop)}; move out of the way what is in the stop's way, then "
