@@ -902,6 +902,29 @@ def test_a_resolution_that_changes_a_file_outside_the_conflict_is_taken(
         assert "+EXTRA = 1" in p1.read_text()
 
 
+def _staged_over_then_written(project: Project, local: Path, tmp: Path, said: str) -> None:
+    """At an edit stop never written (``_edit_stop_refused``): the file in its way staged,
+    then status and ``edit --continue`` tell the stop never written (``said`` in the
+    refusal), nothing written; the way named taken (``git read-tree``, the file moved
+    away), ``edit --continue`` moves the files to the stop."""
+    git(project.work, "add", "-f", LOCAL)
+    report = _status(project)
+    assert report["rebase"]["written"] is False and "read-tree" in report["rebase"]["next"]
+    before = _series_files(project)
+    code, out, err = project.run("edit", "--continue")
+    assert code == 4, (out, err)
+    assert "the stop was never written into the checkout" in err and said in err, err
+    assert "commit --amend" not in err, err
+    assert _series_files(project) == before
+    assert local.read_text() == MINE
+    tree = err.split("read-tree ", 1)[1].split("`", 1)[0]
+    git(project.work, "read-tree", tree)
+    local.rename(tmp / "mine")
+    code, out, err = project.run("edit", "--continue")
+    assert code == 0 and "now moved" in out + err, (out, err)
+    assert local.read_text() == "from P3\n"
+
+
 def test_what_is_staged_at_an_edit_stop_never_written_is_not_taken_for_the_edit(
     tmp_path: Path,
 ) -> None:
@@ -913,23 +936,8 @@ def test_what_is_staged_at_an_edit_stop_never_written_is_not_taken_for_the_edit(
     as a stop never written, naming the ``git read-tree`` that puts the index back; that
     done and the file moved away, ``edit --continue`` moves the files to the stop."""
     project, local = _edit_stop_refused(tmp_path, also="P4 = 4\n")
+    _staged_over_then_written(project, local, tmp_path, said=LOCAL)
     util = project.work / "pkg" / "util.py"
-    git(project.work, "add", "-f", LOCAL)
-    report = _status(project)
-    assert report["rebase"]["written"] is False and "read-tree" in report["rebase"]["next"]
-    before = _series_files(project)
-    code, out, err = project.run("edit", "--continue")
-    assert code == 4, (out, err)
-    assert "the stop was never written into the checkout" in err and LOCAL in err, err
-    assert "commit --amend" not in err, err
-    assert _series_files(project) == before
-    assert local.read_text() == MINE
-    tree = err.split("read-tree ", 1)[1].split("`", 1)[0]
-    git(project.work, "read-tree", tree)
-    local.rename(tmp_path / "mine")
-    code, out, err = project.run("edit", "--continue")
-    assert code == 0 and "now moved" in out + err, (out, err)
-    assert local.read_text() == "from P3\n"
     assert "P4 = 4" not in util.read_text()
 
 
@@ -946,19 +954,7 @@ def test_a_stop_whose_move_was_refused_is_recorded_so(tmp_path: Path) -> None:
     record goes once the stop is written, and the edit ends with none."""
     project, local = _edit_stop_refused(tmp_path)
     assert git(project.work, "for-each-ref", "--format=%(refname)", UNWRITTEN) == UNWRITTEN
-    git(project.work, "add", "-f", LOCAL)
-    report = _status(project)
-    assert report["rebase"]["written"] is False and "read-tree" in report["rebase"]["next"]
-    code, out, err = project.run("edit", "--continue")
-    assert code == 4, (out, err)
-    assert "the stop was never written into the checkout" in err and "recorded" in err, err
-    assert "commit --amend" not in err, err
-    assert local.read_text() == MINE
-    tree = err.split("read-tree ", 1)[1].split("`", 1)[0]
-    git(project.work, "read-tree", tree)
-    local.rename(tmp_path / "mine")
-    code, out, err = project.run("edit", "--continue")
-    assert code == 0 and "now moved" in out + err, (out, err)
+    _staged_over_then_written(project, local, tmp_path, said="recorded")
     assert not git(project.work, "for-each-ref", UNWRITTEN)
     assert local.read_text() == "from P3\n"
     code, out, err = project.run("edit", "--continue")
