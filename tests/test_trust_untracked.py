@@ -33,6 +33,7 @@ from test_trust_lock import run
 
 MINE = "mine, in no commit\n"
 STATE = "refs/series/rebase/state"
+UNWRITTEN = "refs/series/rebase/unwritten"
 
 
 def _stopped(tmp: Path) -> Project:
@@ -871,7 +872,9 @@ def test_what_is_staged_at_a_stop_never_written_is_not_taken_for_its_resolution(
     assert (project.work / LOCAL).read_text() == "from P3\n"
 
 
-@pytest.mark.parametrize("how", ["changed", "every one changed", "as before the stop"])
+@pytest.mark.parametrize(
+    "how", ["changed", "every one changed", "as before the stop", "changed, a record left"]
+)
 def test_a_resolution_that_changes_a_file_outside_the_conflict_is_taken(
     tmp_path: Path, how: str
 ) -> None:
@@ -880,9 +883,14 @@ def test_a_resolution_that_changes_a_file_outside_the_conflict_is_taken(
     stop's version nor the one from before it), with P3's ``pkg/settings.local`` (which
     the stop's write removes) too, or ``pkg/settings.local`` as it was before the stop
     (the branch's), the stop's other files holding the stop's version. Taken as P1's
-    resolution, as before."""
+    resolution, as before; also where a record of the stop's move refused was left (a
+    kill between the stop's write and the record's deletion; with the record believed
+    over the files, refused as never written)."""
     project = _stopped(tmp_path)
     _resolve(project)
+    if how.endswith("a record left"):
+        state = json.loads(git(project.work, "cat-file", "blob", STATE))
+        git(project.work, "update-ref", UNWRITTEN, state["stop"]["conflict_tree"])
     if how != "as before the stop":
         util = project.work / "pkg" / "util.py"
         util.write_text(util.read_text() + "EXTRA = 1\n")
@@ -895,7 +903,7 @@ def test_a_resolution_that_changes_a_file_outside_the_conflict_is_taken(
     code, _, err = project.run("rebase", "--continue")
     assert "never written" not in err, err
     assert "P1   resolution recorded" in err, err
-    if how == "changed":
+    if how.startswith("changed"):
         assert code == 0, err
         patches = (project.root / "patches").iterdir()
         (p1,) = [p for p in patches if "f1 returns 101" in p.read_text()]
@@ -939,9 +947,6 @@ def test_what_is_staged_at_an_edit_stop_never_written_is_not_taken_for_the_edit(
     _staged_over_then_written(project, local, tmp_path, said=LOCAL)
     util = project.work / "pkg" / "util.py"
     assert "P4 = 4" not in util.read_text()
-
-
-UNWRITTEN = "refs/series/rebase/unwritten"
 
 
 def test_a_stop_whose_move_was_refused_is_recorded_so(tmp_path: Path) -> None:

@@ -20,8 +20,10 @@ The trees are read in the process (series.git.diffs ``tree_changes``: a few obje
 where the stop was written). That cannot tell a stop whose write changes nothing outside
 its conflict but paths the user then staged: where the stop's move was refused, series
 recorded it then (:func:`mark_unwritten`: ``refs/series/rebase/unwritten``, the tree the
-stop writes, deleted once it is written or the rebase is over), and that record tells.
-A stop left unwritten by a kill has no record: the files tell, as above.
+stop writes, deleted once it is written or the rebase is over), and that record tells
+where the files cannot (a record a kill left after the stop was written is not believed
+over a file that holds the stop's version). A stop left unwritten by a kill has no
+record: the files tell, as above.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class StagedOver(NamedTuple):
     moved: int  # files the stop's write changes outside its conflict
     before: tuple[str, ...]  # of them, those the index holds as they were before the stop
     staged: tuple[str, ...]  # what the index holds of neither: staged since
-    recorded: bool = False  # told by the record of the refusal (moved, before: not read)
+    recorded: bool = False  # told by the record of the refusal (the files could not tell)
 
 
 def written_tree(repo: Repo, stop: Stop, current: str) -> str:
@@ -84,18 +86,18 @@ def staged_over(repo: Repo, stop: Stop, staged: str, current: str) -> StagedOver
     outside = {p: c for p, c in outside.items() if p not in conflicted}
     if not outside:
         return None  # the stop's files, but for its conflict's: the common case, one read
-    if repo.refs.value(UNWRITTEN_REF) == written:  # its move refused, and recorded so
-        since = repo.diffs.tree_changes(stop.written_from, staged)
-        return StagedOver(0, (), tuple(sorted(since)), recorded=True)
     moved = repo.diffs.tree_changes(stop.written_from, written)
     moved = {p: c for p, c in moved.items() if p not in conflicted}
     if any(p not in outside for p in moved):
-        return None  # one holds the stop's version: written
+        return None  # one holds the stop's version: written (a record left by a kill too)
     before = tuple(sorted(p for p, (old, _) in moved.items() if outside[p][1] == old))
-    if not before:
-        return None  # every one the user's
+    # none as before the stop, every one the user's: a stop never written only where its
+    # move's refusal was recorded
+    recorded = not before and repo.refs.value(UNWRITTEN_REF) == written
+    if not before and not recorded:
+        return None
     mine = sorted(p for p, (_, now) in outside.items() if p not in moved or now != moved[p][0])
-    return StagedOver(len(moved), before, tuple(mine))
+    return StagedOver(len(moved), before, tuple(mine), recorded)
 
 
 def refuse_staged_over(repo: Repo, st: RebaseState, staged: str, where: Path) -> None:
