@@ -513,7 +513,8 @@ def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -
     """--continue after a resolution: the checkout recognised once (not three times),
     conflict stages not listed once write-tree took the index, HEAD not read by git (the
     check and the end's backup read it from its file; four processes once, then one), the
-    refs listed once at the end; the result as staged."""
+    refs listed once at the end, the paths the end's move adds asked once; the result as
+    staged."""
     project, shimmed = stopped(tmp_path)
     work = project.work
     resolve_p1(work, "return -11")
@@ -524,6 +525,10 @@ def test_continue_asks_git_once_for_the_checkout_head_and_refs(tmp_path: Path) -
     assert head_reads(calls) == 0, calls  # the check and the end read it from its file
     # refs/ listed once at the end, from its loose files where they hold every ref
     assert len([c for c in calls if c.startswith("for-each-ref")]) <= 1, calls
+    # what the end's move adds read once: its check before anything is written and the one
+    # at the move share it, the index being the same file (twice before)
+    adds = [c for c in calls if c.startswith("diff-index --cached -z --no-renames --diff-filter=D")]
+    assert len(adds) == 1, calls
     main = git(project.upstream, "rev-parse", "main")
     first = git(work, "rev-list", "--reverse", f"{main}..series").split()[0]
     assert git(work, "rev-parse", f"{first}^{{tree}}") == staged

@@ -20,6 +20,8 @@ import pytest
 
 from helpers import DEFAULT_SPECS, PatchSpec, Project, git, make_project
 from rebase_helpers import commit_upstream
+from series.errors import RefusedError
+from series.git import Repo
 
 LOCAL = "pkg/settings.local"
 MINE = "my own settings, in no commit\n"
@@ -139,3 +141,25 @@ def test_abort_goes_on_over_a_link_to_a_repository_elsewhere(tmp_path: Path) -> 
     assert (project.work / LOCAL).read_text() == "from P3\n"
     assert (elsewhere / "precious").read_text() == MINE and (elsewhere / ".git").is_dir()
     assert "refs/series/backup/" in out + err  # the link, kept in the snapshot
+
+
+def test_the_check_before_a_move_is_asked_again_once_the_index_changed(tmp_path: Path) -> None:
+    """The paths a move adds (``diff-index``) are read once per tree and index file: a
+    command's check before it writes anything and the one at its move share the answer
+    (series.git.worktree ``_added_by``). Here the index is rewritten between the two (P3's
+    file no longer staged, an ignored file of the user's there): the second check asks
+    again and refuses; an answer kept for the tree alone let the move write over it."""
+    project = _project(tmp_path)
+    work = project.work
+    tip = git(work, "rev-parse", "HEAD")
+    worktree = Repo(work).worktree
+    worktree.checkout_tree(None, tip, dry_run=True)  # P3's file is staged: nothing added
+    git(work, "rm", "-q", "--cached", LOCAL)
+    (work / ".git" / "info").mkdir(exist_ok=True)
+    (work / ".git" / "info" / "exclude").write_text("*.local\n")
+    local = work / LOCAL
+    local.write_text(MINE)
+    with pytest.raises(RefusedError) as refused:
+        worktree.checkout_tree(None, tip, dry_run=True)
+    assert LOCAL in (refused.value.why or "") and "ignore" in (refused.value.why or "")
+    assert local.read_text() == MINE

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from series.digests import blob_id
 from series.errors import RefusedError, SeriesError
+from series.faults import point as fault_step
 from series.git import leftovers
 from series.git.inprogress import unreadable
 from series.git.run import HERMETIC, EnvironmentFault, GitFailed, Part, refuse_not_plain
@@ -112,6 +113,20 @@ def _link_blobs(root: Path, paths: Iterable[str], like: str) -> dict[str, str]:
             continue
         found[path] = blob_id(target, len(like))
     return found
+
+
+# What Worktree._added_by read: (index file, tree) -> (the index's identity before the
+# read, diff-index's output)
+_ADDED: dict[tuple[str, str], tuple[tuple[int, ...], str]] = {}
+
+
+def _identity(path: str) -> tuple[int, ...] | None:
+    """The index file's identity (device, inode, size, times); None where it is not there."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
 def _some(paths: Sequence[str]) -> str:
@@ -254,9 +269,10 @@ class Worktree(Part):
         work (``git status --untracked-files=all``, series.backup) holds the untracked
         files that are not ignored: only ignored ones, repositories and FIFOs are refused. A
         file that holds what the move writes there loses nothing. One ``diff-index`` (the
-        paths the move adds); more only when one of them is there.
+        paths the move adds; none where this process read them for the same tree from the
+        same index file: :meth:`_added_by`); more only when one of them is there.
         """
-        out = self._run.git("diff-index", "--cached", "-z", "--no-renames", "--diff-filter=D", new)
+        out = self._added_by(new)
         fields = out.split("\0")
         blobs = {}  # path -> the regular file's blob that ``new`` writes there
         links = {}  # path -> the link's
@@ -330,6 +346,28 @@ class Worktree(Part):
             + ", then run the command again; where the branch moved already (`series "
             "status`: interrupted), the command run again finishes the move",
         )
+
+    def _added_by(self, new: str) -> str:
+        """The paths a move to ``new`` adds (those the index lacks): ``diff-index --cached
+        --diff-filter=D new``'s output. Asked once per tree and index file: a command that
+        checks before it writes anything (``dry_run``) and again at its move reads the
+        same answer where the index file is the very one the first read (its identity:
+        git rewrites an index only by renaming a new file over it, which a new inode and
+        change time tell, as series.git.run ``refuse_damaged_index`` takes it); what is on
+        disk at those paths is looked at every time."""
+        where = leftovers.git_dir(self.path)
+        key = (str(where / "index"), new) if where is not None else None
+        before = _identity(key[0]) if key is not None else None
+        known = _ADDED.get(key) if key is not None else None
+        if known is not None and before is not None and known[0] == before:
+            # a step where the process was (series.faults): a kill here, before the move
+            # starts, is one the kill tests still reach
+            fault_step("worktree: the paths the move adds, read already")
+            return known[1]
+        out = self._run.git("diff-index", "--cached", "-z", "--no-renames", "--diff-filter=D", new)
+        if key is not None and before is not None:
+            _ADDED[key] = (before, out)
+        return out
 
     def _untracked_in(
         self, paths: Sequence[str], blobs: dict[str, str], links: dict[str, str]
