@@ -163,3 +163,28 @@ def test_the_check_before_a_move_is_asked_again_once_the_index_changed(tmp_path:
         worktree.checkout_tree(None, tip, dry_run=True)
     assert LOCAL in (refused.value.why or "") and "ignore" in (refused.value.why or "")
     assert local.read_text() == MINE
+
+
+def test_skip_after_a_commit_at_the_stop_asks_what_its_reset_adds(tmp_path: Path) -> None:
+    """Stopped at P1, the user resolves, untracks README.md and commits (HEAD moves off
+    the stop), then edits the file, which an ignore rule hides: ``--skip`` resets the
+    checkout to the commit so far, which has README.md, and refuses to write over it.
+    The status --skip reads says nothing of README.md (the index is HEAD's): it tells
+    that the reset adds no path only where HEAD was the commit so far when it ran
+    (series.git.worktree ``adds_nothing``); taken for any HEAD, the edit was lost."""
+    project = _project(tmp_path, conflict=True)
+    code, _, _ = project.run("rebase", "--onto", "main", "--upstream", str(project.upstream))
+    assert code == 3  # stopped at P1's conflict
+    work = project.work
+    git(work, "add", "pkg/core.py")
+    git(work, "rm", "-q", "--cached", "README.md")
+    git(work, "commit", "-qm", "mine: no README")
+    (work / ".git" / "info").mkdir(exist_ok=True)
+    (work / ".git" / "info" / "exclude").write_text("README.md\n")
+    readme = work / "README.md"
+    readme.write_text(MINE)
+    assert git(work, "status", "--porcelain") == ""  # git shows nothing of it
+    code, out, err = project.run("rebase", "--skip")
+    assert code == 4, (out, err)
+    assert "README.md" in err and "ignore" in err, err
+    assert readme.read_text() == MINE

@@ -35,6 +35,7 @@ from series.faults import point as fault_step
 from series.git import leftovers
 from series.git.inprogress import unreadable
 from series.git.run import HERMETIC, EnvironmentFault, GitFailed, Part, refuse_not_plain
+from series.plain import read_plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,6 +128,49 @@ def _identity(path: str) -> tuple[int, ...] | None:
     except OSError:
         return None
     return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+class Seen:
+    """The checkout's index file (its identity) and HEAD's file (its bytes) as they were
+    just before a ``git status`` started (:meth:`Worktree.start_changed`): taken by
+    :func:`seen`, compared by :func:`adds_nothing`."""
+
+    __slots__ = ("head", "index")
+
+    def __init__(self, index: tuple[int, ...], head: bytes) -> None:
+        self.index, self.head = index, head
+
+
+def seen(path: Path) -> Seen | None:
+    """:class:`Seen` of the checkout at ``path`` now; None where either file cannot be read."""
+    where = leftovers.git_dir(path)
+    index = _identity(str(where / "index")) if where is not None else None
+    if where is None or index is None:
+        return None
+    try:
+        head = read_plain(str(where / "HEAD"))
+    except OSError:
+        return None
+    return Seen(index, head)
+
+
+def adds_nothing(path: Path, before: Seen | None, status: Started | None, commit: str) -> bool:
+    """Whether a move of the checkout at ``path`` to ``commit`` adds no path to its index
+    (``diff-index --cached --diff-filter=D`` would list nothing), told without a process
+    by a ``git status`` this run made (:meth:`Worktree.start_changed`), where it says so:
+    HEAD's file named ``commit`` (detached) and the index file was the same file
+    (:func:`_identity`) before that status started (``before``) and now, and the status
+    lists no path the index lacks that HEAD has ("D " in its first column; renames are
+    not told apart in it, an unmerged path is no such one for either). Then the status
+    compared this very index with ``commit``'s tree, as the ``diff-index`` would. False
+    where any of that is not known: the caller asks git."""
+    if before is None or status is None or before.head != f"{commit}\n".encode():
+        return False
+    now = seen(path)
+    if now is None or now.index != before.index or now.head != before.head:
+        return False
+    entries = status.result().split("\0")
+    return not [e for e in entries if len(e) > 3 and e[:2] == "D "]
 
 
 def _some(paths: Sequence[str]) -> str:
@@ -233,7 +277,13 @@ class Worktree(Part):
             raise self._move_failed(new, exc) from None
 
     def start_reset(
-        self, new: str, *, kept: bool, held: Sequence[str] = (), parallel: bool = False
+        self,
+        new: str,
+        *,
+        kept: bool,
+        held: Sequence[str] = (),
+        parallel: bool = False,
+        adds: str | None = None,
     ) -> Moving:
         """``checkout_tree(None, new, parallel=...)`` started now (series.git.run.start):
         :meth:`Moving.wait` waits for it. The caller works meanwhile on what the move does
@@ -242,15 +292,18 @@ class Worktree(Part):
         untracked files are in the caller's snapshot (``_refuse_what_is_in_the_way``).
         ``held``: the trees whose bytes the files may hold that the caller kept or wrote
         (series.git.leftovers.holding): a finish of the move cut short keeps a file that
-        holds none of them before it writes over it (:meth:`finish_move`)."""
-        self._refuse_what_is_in_the_way(new, kept=kept)
+        holds none of them before it writes over it (:meth:`finish_move`). ``adds``: the
+        paths the move adds, known already in this run (:func:`adds_nothing`), else read."""
+        self._refuse_what_is_in_the_way(new, kept=kept, adds=adds)
         parallel = parallel and core_idle()
         workers = f"checkout.workers={0 if parallel else 1}"  # 0: one per core
         with leftovers.holding(held):
             started = self._run.start("-c", workers, "read-tree", "--reset", "-u", new)
         return Moving(self, started, new)
 
-    def _refuse_what_is_in_the_way(self, new: str, *, kept: bool = False) -> None:
+    def _refuse_what_is_in_the_way(
+        self, new: str, *, kept: bool = False, adds: str | None = None
+    ) -> None:
         """Refuse a move to ``new`` that would write over what no backup holds.
 
         ``read-tree -u`` (``-m`` and ``--reset``) writes over an ignored file (or
@@ -272,7 +325,9 @@ class Worktree(Part):
         paths the move adds; none where this process read them for the same tree from the
         same index file: :meth:`_added_by`); more only when one of them is there.
         """
-        out = self._added_by(new)
+        if adds is not None:
+            fault_step("worktree: the paths the move adds, known already")  # as _added_by's
+        out = self._added_by(new) if adds is None else adds
         fields = out.split("\0")
         blobs = {}  # path -> the regular file's blob that ``new`` writes there
         links = {}  # path -> the link's

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
+from series.git import worktree
 from series.git.history import HeadsLater, LogEntry
 from series.git.run import light_processes
 from series.merge import resolutions
@@ -79,13 +80,17 @@ def _resume(
     # asked again), as --abort does (series.stack.rebase_abort.resume_abort)
     # and the merges' two processes start too (the first merge waits for neither's start)
     skip = action == "skip" and checkout.exists()
+    # the index and HEAD as the status sees them: --skip's move to the commit so far then
+    # needs no git to tell that it adds no path (series.git.worktree ``adds_nothing``)
+    before = worktree.seen(checkout.path) if skip else None
     files = checkout.repo.worktree.start_changed() if skip else None
     stream = _start_stream(checkout.repo) if skip else None
     try:
         found = prepare(series.root, checkout, ui, action, kind)
         if found is not None:  # a cut move finished by prepare: the status is asked again
             fresh = None if found[1] else files
-            _resumed(series, ui, checkout, action, kind, ends, found, fresh, stream)
+            seen = _Seen(before, fresh)
+            _resumed(series, ui, checkout, action, kind, ends, found, seen, stream)
     finally:
         if files is not None:
             files.abandon()
@@ -108,7 +113,7 @@ def _resumed(
     kind: str,
     ends: EditEnds | None,
     found: tuple[RebaseState, bool],
-    files: Started | None,
+    seen: _Seen,
     stream: MergeStream | None,
 ) -> None:
     st, cut = found
@@ -133,7 +138,7 @@ def _resumed(
         if not ends.cut_short(repo, ui, st, finished=cut):
             drive(run, st, ends.edited(repo, checkout.path, st))
     elif action == "skip":
-        _skip(run, st, at, files)
+        _skip(run, st, at, seen)
     elif cut and st.stop is not None and st.stop.proposal:
         # the stop was killed while writing the proposal: it is written now, but no one
         # has seen it; --continue would take it unread
@@ -352,12 +357,19 @@ def _finish_stop(run: Run, st: RebaseState, s: Stop) -> str | None:
     return index
 
 
-def _skip(
-    run: Run, st: RebaseState, at: tuple[str | None, str | None], files: Started | None
-) -> None:
+class _Seen(NamedTuple):
+    """keep_stop's ``git status``, started already (None: not started, or asked again),
+    and the checkout's index and HEAD just before it started (series.git.worktree
+    ``seen``)."""
+
+    before: worktree.Seen | None
+    files: Started | None
+
+
+def _skip(run: Run, st: RebaseState, at: tuple[str | None, str | None], seen: _Seen) -> None:
     """``at``: HEAD's commit and branch, read by the checks a moment before (keep_stop's
-    transaction detaches HEAD only if it is still there); ``files``: keep_stop's ``git
-    status``, started already.
+    transaction detaches HEAD only if it is still there); ``seen``: keep_stop's ``git
+    status``, started already, and what it saw.
 
     The checkout is reset to the commit so far (the conflict thrown away, as ``git rebase
     --skip`` does) in a ``read-tree`` that runs while the patches after the stop are
@@ -371,12 +383,18 @@ def _skip(
     walk = begin(run, st, Skipped())
     try:
         what = f"{st.kind} --skip"
+        files = seen.files
         held = keep_stop(run.checkout, st, what, run.ui, back_to=st.current, at=at, files=files)
         run.index_tree = run.repo.objects.tree_of(st.current)  # what the index will hold
         if at[0] is not None:  # keep_stop's transaction detached HEAD there if it was not
             run.head = at if at[0] == st.current else (st.current, None)
         run.ui.status(f"  {st.plan[s.index].id:<4} skipped; series.toml will record why")
-        run.moving = run.repo.worktree.start_reset(st.current, kept=True, held=held)  # drive waits
+        # what the reset adds to the index: nothing where the status says so of this index
+        # and HEAD at the commit so far (no diff-index); else git is asked, as at any move
+        none = worktree.adds_nothing(run.checkout.path, seen.before, files, st.current)
+        run.moving = run.repo.worktree.start_reset(
+            st.current, kept=True, held=held, adds="" if none else None
+        )  # drive waits
     except BaseException:
         walk.close()
         raise
