@@ -75,6 +75,15 @@ SOURCES: dict[tuple[str, str], Source] = {
         "benchmarks.md",
         "The fixed cost of status, list, show and the no-op export and apply",
     ): script("ci/bench_commands.py --rounds 7 --only ..."),
+    (
+        "benchmarks.md",
+        "The resume rows with one `diff-index` fewer each (2026-12-04, speed-resume)",
+    ): Source(
+        "by hand",
+        "ci/bench_commands.py --rounds 5 --only 'rebase --' --verbose of each tree; its stop "
+        "and settle, two trees and git's own alternating (PYTHONPATH per tree); "
+        "GIT_TRACE2_EVENT for the processes, spawn times by a wrapper of os.posix_spawnp",
+    ),
     ("benchmarks.md", "Where `rebase --skip`'s time goes (4d5c313)"): Source(
         "by hand",
         "ci/bench_commands.py's stop at P18, settled; series run under a wrapper that times "
