@@ -635,7 +635,8 @@ def test_a_long_batch_of_merges_goes_to_both_cores_when_one_is_idle_and_gives_th
 ) -> None:
     """A batch of ``SPLIT`` merges or more (18 patches each cherry-picked alone onto the
     pin; their 153 pairs) runs as two ``merge-tree --stdin`` at once, its halves, when a
-    core is idle; as one when none is. The report is the same either way, and each
+    core is idle; as one when none is, or while steps are counted (series.faults). The
+    report is the same either way, and each
     patch's tree alone and each pair's verdict is porcelain git's own."""
     from series.git import mergetree
     from series.git.run import start_together as original
@@ -662,6 +663,13 @@ def test_a_long_batch_of_merges_goes_to_both_cores_when_one_is_idle_and_gives_th
         assert together == ([2, 2] if idle else []), together
         together.clear()
     assert reports[True] == reports[False]
+    # while steps are counted (a kill test numbers them), an idle core splits nothing
+    monkeypatch.setattr(mergetree, "core_idle", lambda: True)
+    monkeypatch.setenv("SERIES_FAULT_KILL_AT", str(10**9))
+    code, report, err = case.run_json()
+    assert code == 0 and together == [], (err, together)
+    report.pop("stats")
+    assert report == reports[True]
     real = real_matrix(RealGit(case, tmp_path), case.project.commit, case.commits, case.ids)
     alone = {row["id"]: (row["applies"], row["tree"]) for row in reports[True]["matrix"]["alone"]}
     assert alone == {pid: (p.clean, p.tree) for pid, p in real["alone"].items()}

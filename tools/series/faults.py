@@ -3,8 +3,9 @@
 A step is every git call (``series.git.run``) and every named point
 between them where series itself writes: a temporary file written but not
 yet renamed, a rename done, export's journal, the checkout's move recorded
-and done. The count is deterministic, so a test can kill a command at
-every step in turn (tests/test_rebase_kill.py, tests/test_trust_recover.py,
+and done. The count is deterministic (a choice made by the machine's load takes one
+path while steps are counted: :func:`counting`), so a test can kill a
+command at every step in turn (tests/test_rebase_kill.py, tests/test_trust_recover.py,
 docs/hardening.md). With ``SERIES_DEBUG`` (or ``-v``) each step is logged
 as ``series.faults: step N: NAME``, which is how a test counts them.
 
@@ -29,6 +30,14 @@ else:
     import _signal  # SIGKILL alone: signal would add its enums and wrappers to every command
 
 _steps = 0
+
+
+def counting() -> bool:
+    """Whether this run counts its steps (a kill is armed, or they are logged). A choice
+    made by the load of the moment that changes how many git processes a run starts
+    (series.git.mergetree: a batch split over two when a core is idle) takes its one
+    path then, so a run's steps are numbered the same however busy the machine is."""
+    return "SERIES_FAULT_KILL_AT" in os.environ or debugging("series.faults")
 
 
 def point(name: str) -> None:

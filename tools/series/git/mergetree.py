@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from series import faults
 from series.errors import InternalError
 from series.git.child import own_activity
 from series.git.run import (
@@ -110,12 +111,13 @@ class Merge(Part):
         second half, when a core is idle beside series (series.git.worktree
         ``core_idle``): each line is a merge of its own, so the halves give what the
         whole gives, on both cores (the matrix's pairs of check-conflicts, the pre-push
-        hook's check)."""
+        hook's check). Never split while steps are counted (series.faults.counting): a
+        kill test numbers the steps of one run and kills another at one of them."""
         if not lines:
             return []
         argv = ("merge-tree", "--write-tree", "-z", "--stdin")
         parts = [lines]
-        if len(lines) >= SPLIT and core_idle():
+        if len(lines) >= SPLIT and core_idle() and not faults.counting():
             parts = [lines[: len(lines) // 2], lines[len(lines) // 2 :]]
         data = [("\n".join(part) + "\n").encode() for part in parts]
         if len(parts) == 1:
