@@ -19,8 +19,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from series import faults
 from series.errors import InternalError
+from series.faults import counting as counting_steps
 from series.git.child import own_activity
 from series.git.run import (
     HERMETIC,
@@ -117,7 +117,7 @@ class Merge(Part):
             return []
         argv = ("merge-tree", "--write-tree", "-z", "--stdin")
         parts = [lines]
-        if len(lines) >= SPLIT and core_idle() and not faults.counting():
+        if len(lines) >= SPLIT and core_idle() and not counting_steps():
             parts = [lines[: len(lines) // 2], lines[len(lines) // 2 :]]
         data = [("\n".join(part) + "\n").encode() for part in parts]
         if len(parts) == 1:
