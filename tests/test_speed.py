@@ -636,8 +636,8 @@ def test_a_long_batch_of_merges_goes_to_both_cores_when_one_is_idle_and_gives_th
     """A batch of ``SPLIT`` merges or more (18 patches each cherry-picked alone onto the
     pin; their 153 pairs) runs as two ``merge-tree --stdin`` at once, its halves, when a
     core is idle; as one when none is, or while steps are counted (series.faults). The
-    report is the same either way, and each
-    patch's tree alone and each pair's verdict is porcelain git's own."""
+    report is the same either way, and each patch's tree alone and each pair's verdict
+    is porcelain git's own."""
     from series.git import mergetree
     from series.git.run import start_together as original
 
