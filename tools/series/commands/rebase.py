@@ -85,7 +85,7 @@ def run(
         # --abort (the checkout too) is imported and the state read
         from series.stack.stop_files import stop_files
 
-        with stop_files(series.checkout_path(directory)) as files:
+        with stop_files(series.checkout_path(directory), series.branch) as files:
             checkout = series.checkout(directory)
             from series.stack.rebase_abort import abort_stopped
 

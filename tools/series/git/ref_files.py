@@ -91,6 +91,29 @@ def loose_refs(git_dir: str, prefix: str = "refs/") -> dict[str, str] | None:
     return dict(sorted(found.items()))
 
 
+def loose_ref(git_dir: str, name: str) -> str | None:
+    """The object id a branch or other ref ``name`` (``refs/heads/series``) holds in its
+    loose file, or None where that file is not certainly the ref's value as git reads
+    it: no such file (the ref packed, or none), a linked work tree's (no ``commondir``:
+    its refs live elsewhere), a reftable, a component git would question, or bytes that
+    are no object id and a newline (a symbolic ref, a file being written). A hint for
+    work started early, never the answer: the caller compares it with what git says."""
+    parts = name.split("/")
+    if parts[0] != "refs" or not all(_plain_component(part) for part in parts):
+        return None
+    for other in ("reftable", "commondir"):
+        if os.path.lexists(os.path.join(git_dir, other)):
+            return None
+    try:
+        data = read_plain(os.path.join(git_dir, *parts))
+    except OSError:
+        return None
+    oid = data[:-1]
+    if data[-1:] != b"\n" or len(oid) not in (40, 64) or oid.strip(_HEX):
+        return None
+    return oid.decode()
+
+
 def _walk(path: str, name: str, found: dict[str, str]) -> bool:
     with os.scandir(path) as entries:
         for entry in entries:

@@ -34,6 +34,7 @@ from series.errors import RefusedError, SeriesError
 from series.faults import point as fault_step
 from series.git import leftovers
 from series.git.inprogress import unreadable
+from series.git.ref_files import loose_ref
 from series.git.run import HERMETIC, EnvironmentFault, GitFailed, Part, refuse_not_plain
 from series.plain import read_plain
 
@@ -51,6 +52,8 @@ _CHANGED = (
     "--no-renames",
     "--untracked-files=all",
 )
+# What Worktree._added_by asks, then the tree: the paths a move there adds (the index lacks)
+_ADDS = ("diff-index", "--cached", "-z", "--no-renames", "--diff-filter=D")
 
 
 def refuse_blocking(git_dir: Path | None) -> None:
@@ -119,6 +122,9 @@ def _link_blobs(root: Path, paths: Iterable[str], like: str) -> dict[str, str]:
 # What Worktree._added_by read: (index file, tree) -> (the index's identity before the
 # read, diff-index's output)
 _ADDED: dict[tuple[str, str], tuple[tuple[int, ...], str]] = {}
+# The same diff-index started early (Worktree.start_added), not read yet: (index file,
+# tree) -> (the index's identity before it started, the process)
+_STARTED: dict[tuple[str, str], tuple[tuple[int, ...], Started]] = {}
 
 
 def _identity(path: str) -> tuple[int, ...] | None:
@@ -242,6 +248,34 @@ class Worktree(Part):
         if where is None or unreadable(str(where)) is not None:
             return None
         return self._run.start(*_CHANGED, env=HERMETIC)
+
+    def start_added(self, ref: str) -> Started | None:
+        """:meth:`_added_by`'s ``diff-index`` for a move to the commit ``ref`` (a branch)
+        holds, started now (beside :meth:`start_changed`'s status: ``series rebase
+        --abort`` reads both before its move). Taken by the move's check only for that
+        commit, and where the index file is still the very one it read (its identity
+        before it started: git rewrites an index by renaming a new file over it); else
+        ended unread and asked again. None where the commit is not read from the ref's
+        own file (series.git.ref_files ``loose_ref``: git is asked at the move) or there
+        is no index file to key it by. The caller ends it (:meth:`end_added`) if unread."""
+        where = leftovers.git_dir(self.path)
+        new = loose_ref(str(where), ref) if where is not None else None
+        if where is None or new is None:
+            return None
+        key = (str(where / "index"), new)
+        before = _identity(key[0])
+        if before is None or key in _STARTED:
+            return None
+        started = self._run.start(*_ADDS, new)
+        _STARTED[key] = (before, started)
+        return started
+
+    def end_added(self, started: Started) -> None:
+        """:meth:`start_added`'s process ended, unread or read: no move takes it after."""
+        for key, (_, pending) in list(_STARTED.items()):
+            if pending is started:
+                del _STARTED[key]
+        started.abandon()
 
     def stash(self, message: str) -> None:
         """Stash every uncommitted change, untracked files included."""
@@ -413,13 +447,18 @@ class Worktree(Part):
         where = leftovers.git_dir(self.path)
         key = (str(where / "index"), new) if where is not None else None
         before = _identity(key[0]) if key is not None else None
+        early = _STARTED.pop(key, None) if key is not None else None
+        if early is not None and key is not None and before is not None and early[0] == before:
+            _ADDED[key] = (before, early[1].result())  # started before: the same index
+        elif early is not None:
+            early[1].abandon()  # another index since it started: asked again below
         known = _ADDED.get(key) if key is not None else None
         if known is not None and before is not None and known[0] == before:
             # a step where the process was (series.faults): a kill here, before the move
             # starts, is one the kill tests still reach
             fault_step("worktree: the paths the move adds, read already")
             return known[1]
-        out = self._run.git("diff-index", "--cached", "-z", "--no-renames", "--diff-filter=D", new)
+        out = self._run.git(*_ADDS, new)
         if key is not None and before is not None:
             _ADDED[key] = (before, out)
         return out

@@ -91,7 +91,7 @@ def prepare(
 
 def resume_abort(series: Series, ui: Ui, checkout: Checkout, kind: str = "rebase") -> None:
     """``--abort`` of the ``kind`` (rebase, edit) in progress."""
-    with stop_files(checkout.path) as files:
+    with stop_files(checkout.path, checkout.branch) as files:
         abort_stopped(series, ui, checkout, files, kind)
 
 

@@ -33,15 +33,26 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def stop_files(path: Path) -> Iterator[Started | None]:
+def stop_files(path: Path, branch: str | None = None) -> Iterator[Started | None]:
     """Within series.git.run.light_processes (a few queries and one move of the files:
     GitPython's import costs more), the ``git status`` of the files of the checkout at
     ``path`` started (None: no repository there, or one whose status is refused:
-    ``Worktree.start_changed``); ended at the end of the block, unless read."""
+    ``Worktree.start_changed``); ended at the end of the block, unless read.
+
+    With it, where ``branch`` is given, the ``diff-index`` of what a move of the files
+    to that branch adds (``Worktree.start_added``: the abort's move checks it before it
+    starts), so that neither waits for the other nor for the state: the move takes it
+    only if it goes to that very commit from that very index file."""
     with light_processes():
-        files = Worktree(Runner(path)).start_changed()
+        worktree = Worktree(Runner(path))
+        files = worktree.start_changed()
+        adds = None
         try:
+            if files is not None and branch is not None:
+                adds = worktree.start_added(f"refs/heads/{branch}")
             yield files
         finally:
+            if adds is not None:
+                worktree.end_added(adds)
             if files is not None:
                 files.abandon()
