@@ -249,18 +249,24 @@ class Worktree(Part):
             return None
         return self._run.start(*_CHANGED, env=HERMETIC)
 
-    def start_added(self, ref: str) -> Started | None:
-        """:meth:`_added_by`'s ``diff-index`` for a move to the commit ``ref`` (a branch)
-        holds, started now (beside :meth:`start_changed`'s status: ``series rebase
-        --abort`` reads both before its move). Taken by the move's check only for that
-        commit, and where the index file is still the very one it read (its identity
-        before it started: git rewrites an index by renaming a new file over it); else
-        ended unread and asked again. None where the commit is not read from the ref's
-        own file (series.git.ref_files ``loose_ref``: git is asked at the move) or there
-        is no index file to key it by. The caller ends it (:meth:`end_added`) if unread."""
+    def start_added_on(self, ref: str) -> Started | None:
+        """:meth:`start_added` for the commit the branch (or other ref) ``ref`` holds, read
+        from the ref's own file (series.git.ref_files ``loose_ref``); None where it is not
+        read so (git is asked at the move)."""
         where = leftovers.git_dir(self.path)
         new = loose_ref(str(where), ref) if where is not None else None
-        if where is None or new is None:
+        return self.start_added(new) if new is not None else None
+
+    def start_added(self, new: str) -> Started | None:
+        """:meth:`_added_by`'s ``diff-index`` for a move to ``new``, started now, beside other
+        work that needs no answer from it (``series rebase --abort``: the stop's status;
+        a stop's write: its transaction). Taken by the move's check only for that tree,
+        and where the index file is still the very one it read (its identity before it
+        started: git rewrites an index by renaming a new file over it); else ended unread
+        and asked again. None where there is no index file to key it by. The caller ends
+        it (:meth:`end_added`) if unread."""
+        where = leftovers.git_dir(self.path)
+        if where is None:
             return None
         key = (str(where / "index"), new)
         before = _identity(key[0])

@@ -476,17 +476,27 @@ def _halt(run: Run, state: RebaseState, steps: Steps) -> None:
         assert index_tree is not None, "the checkout was clean when the edit began"
         stop = stop._replace(written_from=index_tree)
         state = state._replace(stop=stop)
+    # what the conflict's move adds (its check before it moves), asked while the
+    # transaction is written: neither needs the other (the files are settled already)
+    adds = None
+    if stop.kind == "conflict" and not stop.proposal:
+        adds = repo.worktree.start_added(stop.conflict_tree)
     try:
-        _stop_transaction(repo, state, run.head, steps.blob_writer())
+        try:
+            _stop_transaction(repo, state, run.head, steps.blob_writer())
+        finally:
+            steps.close()  # no more merges: the stream ends before the checkout moves
+        try:
+            if stop.kind == "conflict":
+                write_conflict(repo, stop)
+            else:
+                tree = repo.objects.tree_of(state.current)
+                repo.worktree.checkout_tree(stop.written_from, tree)
+        except RefusedError as exc:
+            raise _stop_not_written(run, state, exc) from None
     finally:
-        steps.close()  # no more merges: the stream ends before the checkout moves
-    try:
-        if stop.kind == "conflict":
-            write_conflict(repo, stop)
-        else:
-            repo.worktree.checkout_tree(stop.written_from, repo.objects.tree_of(state.current))
-    except RefusedError as exc:
-        raise _stop_not_written(run, state, exc) from None
+        if adds is not None:
+            repo.worktree.end_added(adds)
     if stop.kind == "conflict":
         raise conflict_error(run, state)
     cmd, where = state.command, run.checkout.path

@@ -49,7 +49,7 @@ def stop_files(path: Path, branch: str | None = None) -> Iterator[Started | None
         adds = None
         try:
             if files is not None and branch is not None:
-                adds = worktree.start_added(f"refs/heads/{branch}")
+                adds = worktree.start_added_on(f"refs/heads/{branch}")
             yield files
         finally:
             if adds is not None:
