@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import files_commit, git, modules_in, run_fresh, series_probe
+from helpers import GitShim, files_commit, git, modules_in, run_fresh, series_probe
 from rebase_helpers import commit_upstream, moving_project
+from series.errors import SeriesError
 from series.git import GitFailed, Repo
+from series.git.ref_files import loose_ref
 from test_speed_rebase import modules_after, stopped
 
 
@@ -438,3 +440,102 @@ def test_the_long_lived_cat_file_ends_with_its_reader(tmp_path: Path) -> None:
     code, out, err = run_fresh(probe)
     assert code == 0, err
     assert out.split() == ["blob", "b'a\\n'", "None", "True"], out
+
+
+def _logged(err: str, *words: str) -> int:
+    """The place in ``-v``'s log (series' own order of its steps) of the first line that
+    holds every one of ``words``."""
+    lines = err.splitlines()
+    return next(k for k, line in enumerate(lines) if all(w in line for w in words))
+
+
+def test_abort_asks_what_its_move_adds_beside_the_status_once(tmp_path: Path) -> None:
+    """--abort starts the diff-index of what its move adds (its check of what is in the
+    way) with the stop's git status, before it reads the rebase's state from cat-file,
+    from the branch's own file: one diff-index, taken by the move; the abort as before."""
+    project, shimmed = stopped(tmp_path)
+    work = project.work
+    tip = git(work, "rev-parse", "refs/heads/series")
+    code, _, err, calls = shimmed.said(project.root, "-v", "rebase", "--abort")
+    assert code == 0, err
+    adds = [c for c in calls if c.startswith("diff-index --cached")]
+    assert adds == [f"diff-index --cached -z --no-renames --diff-filter=D {tip}"], calls
+    status = _logged(err, "series.git: git --no-optional-locks status")
+    asked = _logged(err, "series.git: git diff-index --cached")
+    state = _logged(err, "(git cat-file")
+    assert status < asked < state, err
+    assert "the paths the move adds, read already" in err, err
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(work, "rev-parse", "HEAD") == tip
+    assert git(work, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_diff_index_started_early_is_taken_only_from_the_same_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Worktree.start_added``: the move's check takes the early answer where the index
+    file is the one it read (no second diff-index); where the index changed since (a
+    path unstaged, so the move would add it again over an ignored file that differs),
+    the check asks git again and refuses, as it refuses without the early start."""
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q", "-b", "main")
+    (repo_dir / "kept.txt").write_text("one\n")
+    (repo_dir / "build.out").write_text("tracked\n")
+    git(repo_dir, "add", "-f", "kept.txt", "build.out")
+    git(repo_dir, "commit", "-qm", "one")
+    (repo_dir / ".git" / "info" / "exclude").write_text("build.out\n")
+    tree = git(repo_dir, "rev-parse", "HEAD^{tree}")
+    shim = GitShim(tmp_path)
+    monkeypatch.setenv("PATH", shim.env["PATH"])
+
+    def asked() -> int:
+        return len([c for c in shim.log.read_text().splitlines() if c.startswith("diff-index")])
+
+    worktree = Repo(repo_dir).worktree
+    same = worktree.start_added(tree)
+    assert same is not None
+    worktree.checkout_tree(None, tree, dry_run=True)  # nothing added, nothing in the way
+    worktree.end_added(same)
+    assert asked() == 1  # the early one, taken
+
+    changed = worktree.start_added(tree)
+    assert changed is not None
+    git(repo_dir, "rm", "-q", "--cached", "build.out")  # a new index: the move adds it
+    (repo_dir / "build.out").write_text("the user's build\n")  # ignored, not the tree's
+    with pytest.raises(SeriesError) as refused:
+        worktree.checkout_tree(None, tree, dry_run=True)
+    assert "build.out" in str(refused.value) + (refused.value.why or ""), refused.value
+    worktree.end_added(changed)
+    assert asked() == 3  # the early one not taken: asked again of the new index
+    assert (repo_dir / "build.out").read_text() == "the user's build\n"
+
+
+def test_a_branch_read_from_its_own_file_is_rev_parses_answer_or_none(tmp_path: Path) -> None:
+    """``loose_ref`` (--abort's early diff-index names the branch's commit from its file,
+    no process): rev-parse's answer for a loose branch; None wherever the file alone may
+    not be git's answer: a packed branch, a symbolic ref, a half-written file, a name git
+    would question, a linked work tree's git directory, no such branch."""
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q", "-b", "main")
+    git(repo_dir, "commit", "-qm", "one", "--allow-empty")
+    head = git(repo_dir, "rev-parse", "HEAD")
+    git(repo_dir, "branch", "topic/a-b_c.d")
+    git_dir = str(repo_dir / ".git")
+    assert loose_ref(git_dir, "refs/heads/main") == head
+    assert loose_ref(git_dir, "refs/heads/topic/a-b_c.d") == head
+    heads = repo_dir / ".git" / "refs" / "heads"
+    for name, text in (("sym", "ref: refs/heads/main\n"), ("half", head[:20])):
+        (heads / name).write_text(text)
+        assert loose_ref(git_dir, f"refs/heads/{name}") is None, name
+    for name in ("refs/heads/../HEAD", "refs/heads/main.lock", "heads/main", "refs/heads/no"):
+        assert loose_ref(git_dir, name) is None, name
+    git(repo_dir, "worktree", "add", "-q", "--detach", str(tmp_path / "linked"))
+    linked = git(tmp_path / "linked", "rev-parse", "--absolute-git-dir")
+    (Path(linked) / "refs" / "heads").mkdir(parents=True, exist_ok=True)
+    (Path(linked) / "refs" / "heads" / "main").write_text("1" * 40 + "\n")  # not git's
+    assert loose_ref(linked, "refs/heads/main") is None
+    git(repo_dir, "pack-refs", "--all")
+    assert loose_ref(git_dir, "refs/heads/main") is None
+    assert git(repo_dir, "rev-parse", "refs/heads/main") == head
