@@ -529,8 +529,11 @@ def test_a_branch_read_from_its_own_file_is_rev_parses_answer_or_none(tmp_path: 
     for name, text in (("sym", "ref: refs/heads/main\n"), ("half", head[:20])):
         (heads / name).write_text(text)
         assert loose_ref(git_dir, f"refs/heads/{name}") is None, name
-    for name in ("refs/heads/../HEAD", "refs/heads/main.lock", "heads/main", "refs/heads/no"):
+    (heads / "main.lock").write_text(head + "\n")  # a ref being written: git's to read
+    (repo_dir / ".git" / "outside").write_text(head + "\n")  # no ref's file
+    for name in ("refs/../outside", "refs/heads/main.lock", "heads/main", "refs/heads/no"):
         assert loose_ref(git_dir, name) is None, name
+    (heads / "main.lock").unlink()
     git(repo_dir, "worktree", "add", "-q", "--detach", str(tmp_path / "linked"))
     linked = git(tmp_path / "linked", "rev-parse", "--absolute-git-dir")
     (Path(linked) / "refs" / "heads").mkdir(parents=True, exist_ok=True)
@@ -539,3 +542,26 @@ def test_a_branch_read_from_its_own_file_is_rev_parses_answer_or_none(tmp_path: 
     git(repo_dir, "pack-refs", "--all")
     assert loose_ref(git_dir, "refs/heads/main") is None
     assert git(repo_dir, "rev-parse", "refs/heads/main") == head
+
+
+def test_a_stop_asks_what_its_move_adds_beside_its_transaction(tmp_path: Path) -> None:
+    """A --skip that stops again at the next patch: the diff-index of what the conflict's
+    move adds starts before the stop's transaction (neither needs the other), once, and
+    the move takes it; the stop is written as before (markers, stages, the state)."""
+    project = moving_project(tmp_path, conflict=True)
+    up = project.upstream
+    commit_upstream(up, "pkg/util.py", "VALUE_5 = 5\n", "VALUE_5 = -5\n", "util: VALUE_5 is -5")
+    shim = GitShim(tmp_path)
+    code, _, err, _ = shim.said(project.root, "rebase", "--onto", "main", "--upstream", str(up))
+    assert code == 3 and "P1" in err, err
+    code, _, err, calls = shim.said(project.root, "-v", "rebase", "--skip")
+    assert code == 3 and "P2" in err, err
+    assert git(project.work, "for-each-ref", "refs/series/rebase/state") != ""
+    adds = [c for c in calls if c.startswith("diff-index --cached")]
+    assert len(adds) == len(set(adds)), calls  # none asked twice
+    stop_txn = _logged(err, "series.git: git update-ref -m checkout: moving from")
+    asked = [k for k, line in enumerate(err.splitlines()) if "git diff-index --cached" in line]
+    assert asked and asked[-1] < stop_txn, err
+    assert "the paths the move adds, read already" in err.split("moving from", 1)[1], err
+    assert git(project.work, "ls-files", "-u", "pkg/util.py") != ""
+    assert "<<<<<<<" in (project.work / "pkg" / "util.py").read_text()
