@@ -87,6 +87,8 @@ def run(
 
         with stop_files(series.checkout_path(directory), series.branch) as files:
             checkout = series.checkout(directory)
+            # the long-lived cat-file starts while the rest of --abort is imported
+            checkout.repo.objects.warm()
             from series.stack.rebase_abort import abort_stopped
 
             abort_stopped(series, ui, checkout, files)

@@ -16,6 +16,7 @@ from pathlib import Path
 from series.digests import sha1, sha256
 from series.errors import InternalError
 from series.git.ident import Ident
+from series.git.ref_files import replaced
 from series.git.run import HERMETIC, Part, input_file, scratch_dir
 from series.plain import read_plain
 
@@ -60,6 +61,12 @@ class Objects(Part):
         """The content of the blob ``oid`` (asked of the long-lived ``cat-file``)."""
         data = self._run.object_data(oid, "blob")
         return data if data is not None else self._run.git_bytes("cat-file", "blob", oid)
+
+    def loose_blob(self, git_dir: Path, oid: str) -> bytes | None:
+        """:meth:`read_blob` from the blob's loose object file, where that is git's answer
+        (:func:`loose_blob`: no process, no wait for the long-lived ``cat-file`` to
+        start); None where it is not known so (the caller asks :meth:`read_blob`)."""
+        return loose_blob(str(git_dir), oid)
 
     def top_level(self, rev: str) -> list[tuple[str, str]]:
         """(kind, name) of the entries at the root of ``rev``'s tree."""
@@ -320,6 +327,36 @@ def misnamed_loose(objects: Path) -> tuple[str, str] | None:
             if digest.hexdigest() != fan + name:
                 return f"{fan}/{name}", f"object {digest.hexdigest()}"
     return None
+
+
+def loose_blob(git_dir: str, oid: str) -> bytes | None:
+    """The content of the blob ``oid`` from its loose object file (zlib, no git), checked
+    as ``git fsck`` checks it: its bytes hash to its name, and say a blob of their length.
+    None wherever the file alone may not be what git reads for ``oid``: no such file
+    (the object packed, or missing), a replace ref in the repository
+    (series.git.ref_files ``replaced``), bytes damaged or of another object or type, a
+    file that is no plain file. git's own environment for the repository (another
+    object directory, alternates) is stripped from every git series runs
+    (series.git.inherited), so the repository's ``objects`` is where git looks first."""
+    if len(oid) not in (40, 64) or oid.strip("0123456789abcdef") or replaced(git_dir):
+        return None
+    try:
+        data = read_plain(os.path.join(git_dir, "objects", oid[:2], oid[2:]))
+    except OSError:
+        return None
+    import zlib  # a small C module: only where a loose object is read
+
+    inflate = zlib.decompressobj()
+    try:
+        raw = inflate.decompress(data)
+    except zlib.error:
+        return None
+    if not inflate.eof or inflate.unused_data:
+        return None
+    if (sha1(raw) if len(oid) == 40 else sha256(raw)).hexdigest() != oid:
+        return None
+    head, nul, body = raw.partition(b"\0")
+    return body if nul and head == b"blob %d" % len(body) else None
 
 
 _FEW = 16  # at most this many blobs read one request at a time from the long-lived cat-file

@@ -114,6 +114,21 @@ def loose_ref(git_dir: str, name: str) -> str | None:
     return oid.decode()
 
 
+def replaced(git_dir: str) -> bool:
+    """Whether the repository at ``git_dir`` may hold a replace ref (git then reads another
+    object in the place of the one named): a ``refs/replace`` there, or one packed, or
+    a ``packed-refs`` that cannot be read. False only where it certainly holds none."""
+    if os.path.lexists(os.path.join(git_dir, "refs", "replace")):
+        return True
+    try:
+        packed = read_plain(os.path.join(git_dir, "packed-refs"))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return b" refs/replace/" in packed
+
+
 def _walk(path: str, name: str, found: dict[str, str]) -> bool:
     with os.scandir(path) as entries:
         for entry in entries:

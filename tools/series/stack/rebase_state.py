@@ -41,12 +41,17 @@ STOP_PREFIX = refnames.STOP  # the stop's name for git status (series.stack.reba
 
 def load(repo: Repo) -> RebaseState | None:
     """The rebase in progress in ``repo``, validated, or None."""
-    blob = repo.refs.value(STATE_REF)
+    # from their files where they are git's answer: the long-lived cat-file, started
+    # meanwhile (--abort), is asked first by what comes after the state
+    found = repo.refs.loose_value(repo.git_dir, STATE_REF)
+    data = repo.objects.loose_blob(repo.git_dir, found) if found is not None else None
+    blob = found if data is not None else repo.refs.value(STATE_REF)
     if blob is None:
         return None
     where = f"{STATE_REF} in {repo.path}"
     try:
-        return from_json(json.loads(repo.objects.read_blob(blob).decode("utf-8")))
+        data = repo.objects.read_blob(blob) if data is None else data
+        return from_json(json.loads(data.decode("utf-8")))
     except OtherFormat as exc:
         older = isinstance(exc.found, int) and exc.found < FORMAT
         raise SeriesError(
