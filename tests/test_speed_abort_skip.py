@@ -19,6 +19,7 @@ from helpers import GitShim, files_commit, git, modules_in, run_fresh, series_pr
 from rebase_helpers import commit_upstream, moving_project
 from series.errors import SeriesError
 from series.git import GitFailed, Repo
+from series.git.objects import loose_blob
 from series.git.ref_files import loose_ref
 from test_speed_rebase import modules_after, stopped
 
@@ -404,10 +405,11 @@ def test_abort_loads_neither_dataclasses_nor_openssl(tmp_path: Path) -> None:
     assert "series.stack.rebase_abort" in modules
     heavy = {"dataclasses", "inspect", "ast", "dis", "tokenize", "copy", "hashlib", "_hashlib"}
     assert not heavy & modules, sorted(heavy & modules)
-    assert len(modules) <= 123, len(modules)  # 138 before, 124 when written, + series.plain, 127
+    assert len(modules) <= 124, len(modules)  # 138 before, 124 when written, + series.plain, 127
     # then; 122 without shlex and importlib (a command line quoted by series.locks, a
     # command module imported with __import__); 123 with series.git.index_file (the index
-    # checked before git reads it: docs/hardening.md, rows 870-877)
+    # checked before git reads it: docs/hardening.md, rows 870-877); 124 with zlib (the
+    # rebase's state read from its loose object, no wait for cat-file's start)
     assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
     assert git(project.work, "rev-parse", "HEAD") == before
     assert git(project.work, "status", "--porcelain", "--untracked-files=all") == ""
@@ -565,3 +567,75 @@ def test_a_stop_asks_what_its_move_adds_beside_its_transaction(tmp_path: Path) -
     assert "the paths the move adds, read already" in err.split("moving from", 1)[1], err
     assert git(project.work, "ls-files", "-u", "pkg/util.py") != ""
     assert "<<<<<<<" in (project.work / "pkg" / "util.py").read_text()
+
+
+def test_a_blob_read_from_its_loose_file_is_cat_files_answer_or_none(tmp_path: Path) -> None:
+    """``loose_blob`` (the rebase's state read with no process): cat-file's bytes for a
+    loose blob; None wherever the file alone may not be git's answer: the object packed,
+    a replace ref (loose or packed), a file holding another object's bytes, a truncated
+    file, an object that is no blob, a name that is no object id."""
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q", "-b", "main")
+    (repo_dir / "f").write_text("state\n")
+    git(repo_dir, "add", "f")
+    git(repo_dir, "commit", "-qm", "one")
+    git_dir = str(repo_dir / ".git")
+    blob = git(repo_dir, "rev-parse", "HEAD:f")
+    other = git(repo_dir, "rev-parse", "HEAD^{tree}")
+    assert loose_blob(git_dir, blob) == b"state\n" == Repo(repo_dir).objects.read_blob(blob)
+    assert loose_blob(git_dir, other) is None  # a tree
+    assert loose_blob(git_dir, blob.upper()) is None and loose_blob(git_dir, "../f") is None
+    path = repo_dir / ".git" / "objects" / blob[:2] / blob[2:]
+    good = path.read_bytes()
+    path.chmod(0o644)
+    path.write_bytes(good[:-3])  # cut short
+    assert loose_blob(git_dir, blob) is None
+    (tmp_path / "other").write_text("not the state\n")
+    replacement = git(repo_dir, "hash-object", "-w", str(tmp_path / "other"))
+    other_file = repo_dir / ".git" / "objects" / replacement[:2] / replacement[2:]
+    path.write_bytes(other_file.read_bytes())  # another blob's bytes under its name
+    assert loose_blob(git_dir, blob) is None
+    path.write_bytes(good)
+    assert loose_blob(git_dir, blob) == b"state\n"
+    git(repo_dir, "replace", blob, replacement)
+    assert loose_blob(git_dir, blob) is None  # git reads the replacement
+    git(repo_dir, "pack-refs", "--all")
+    for empty in sorted((repo_dir / ".git" / "refs" / "replace").glob("**/"), reverse=True):
+        empty.rmdir()  # what pack-refs left: no loose replace ref, nor its directory
+    assert git(repo_dir, "cat-file", "blob", blob) == "not the state"  # git reads it
+    assert loose_blob(git_dir, blob) is None  # the replace ref packed
+    git(repo_dir, "replace", "-d", blob)
+    git(repo_dir, "repack", "-q", "-a", "-d")
+    git(repo_dir, "prune-packed")
+    assert not path.exists() and loose_blob(git_dir, blob) is None  # packed
+
+
+def test_abort_reads_the_state_from_its_files_or_through_git(tmp_path: Path) -> None:
+    """--abort reads the rebase's state from its ref's loose file and its loose object (no
+    question to cat-file for either); with the state's ref packed and its object packed,
+    through git, as before: the abort is the same either way."""
+    project, shimmed = stopped(tmp_path)
+    work = project.work
+    state = git(work, "rev-parse", "refs/series/rebase/state")
+    code, _, err, _ = shimmed.said(project.root, "-v", "rebase", "--abort")
+    assert code == 0, err
+    asked = [f"read {state}", "lookup refs/series/rebase/state"]
+    assert not [line for line in err.splitlines() if any(a in line for a in asked)], err
+    assert git(work, "for-each-ref", "refs/series/rebase/") == ""
+
+    again = moving_project(tmp_path / "again", conflict=True)
+    up = str(again.upstream)
+    shimmed.calls(again.root, "rebase", "--onto", "main", "--upstream", up, code=3)
+    work = again.work
+    state = git(work, "rev-parse", "refs/series/rebase/state")
+    git(work, "pack-refs", "--all")
+    git(work, "repack", "-q", "-a", "-d")
+    git(work, "prune-packed")
+    assert not (work / ".git" / "objects" / state[:2] / state[2:]).exists()
+    code, out, err, _ = shimmed.said(again.root, "-v", "rebase", "--abort")
+    assert code == 0, err
+    assert [line for line in err.splitlines() if "lookup refs/series/rebase/state" in line], err
+    assert "rebase aborted" in out + err
+    assert git(work, "for-each-ref", "refs/series/rebase/") == ""
+    assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
