@@ -480,12 +480,7 @@ def test_a_diff_index_started_early_is_taken_only_from_the_same_index(
     path unstaged, so the move would add it again over an ignored file that differs),
     the check asks git again and refuses, as it refuses without the early start."""
     repo_dir = tmp_path / "repo"
-    repo_dir.mkdir()
-    git(repo_dir, "init", "-q", "-b", "main")
-    (repo_dir / "kept.txt").write_text("one\n")
-    (repo_dir / "build.out").write_text("tracked\n")
-    git(repo_dir, "add", "-f", "kept.txt", "build.out")
-    git(repo_dir, "commit", "-qm", "one")
+    files_commit(repo_dir, {"kept.txt": "one\n", "build.out": "tracked\n"})
     (repo_dir / ".git" / "info" / "exclude").write_text("build.out\n")
     tree = git(repo_dir, "rev-parse", "HEAD^{tree}")
     shim = GitShim(tmp_path)
@@ -519,10 +514,8 @@ def test_a_branch_read_from_its_own_file_is_rev_parses_answer_or_none(tmp_path: 
     not be git's answer: a packed branch, a symbolic ref, a half-written file, a name git
     would question, a linked work tree's git directory, no such branch."""
     repo_dir = tmp_path / "repo"
-    repo_dir.mkdir()
-    git(repo_dir, "init", "-q", "-b", "main")
-    git(repo_dir, "commit", "-qm", "one", "--allow-empty")
-    head = git(repo_dir, "rev-parse", "HEAD")
+    head = files_commit(repo_dir, {"f": "1\n"})
+    git(repo_dir, "branch", "-M", "main")
     git(repo_dir, "branch", "topic/a-b_c.d")
     git_dir = str(repo_dir / ".git")
     assert loose_ref(git_dir, "refs/heads/main") == head
@@ -575,11 +568,7 @@ def test_a_blob_read_from_its_loose_file_is_cat_files_answer_or_none(tmp_path: P
     a replace ref (loose or packed), a file holding another object's bytes, a truncated
     file, an object that is no blob, a name that is no object id."""
     repo_dir = tmp_path / "repo"
-    repo_dir.mkdir()
-    git(repo_dir, "init", "-q", "-b", "main")
-    (repo_dir / "f").write_text("state\n")
-    git(repo_dir, "add", "f")
-    git(repo_dir, "commit", "-qm", "one")
+    files_commit(repo_dir, {"f": "state\n"})
     git_dir = str(repo_dir / ".git")
     blob = git(repo_dir, "rev-parse", "HEAD:f")
     other = git(repo_dir, "rev-parse", "HEAD^{tree}")
