@@ -21,6 +21,7 @@ from series.errors import SeriesError
 from series.git import GitFailed, Repo
 from series.git.objects import loose_blob
 from series.git.ref_files import loose_ref
+from series.git.worktree import start_added
 from test_speed_rebase import modules_after, stopped
 
 
@@ -475,8 +476,8 @@ def test_abort_asks_what_its_move_adds_beside_the_status_once(tmp_path: Path) ->
 def test_a_diff_index_started_early_is_taken_only_from_the_same_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``Worktree.start_added``: the move's check takes the early answer where the index
-    file is the one it read (no second diff-index); where the index changed since (a
+    """series.git.worktree ``start_added``: the move's check takes the early answer where
+    the index file is the one it read (no second diff-index); where the index changed since (a
     path unstaged, so the move would add it again over an ignored file that differs),
     the check asks git again and refuses, as it refuses without the early start."""
     repo_dir = tmp_path / "repo"
@@ -490,20 +491,20 @@ def test_a_diff_index_started_early_is_taken_only_from_the_same_index(
         return len([c for c in shim.log.read_text().splitlines() if c.startswith("diff-index")])
 
     worktree = Repo(repo_dir).worktree
-    same = worktree.start_added(tree)
+    same = start_added(worktree, tree)
     assert same is not None
     worktree.checkout_tree(None, tree, dry_run=True)  # nothing added, nothing in the way
-    worktree.end_added(same)
+    same.abandon()
     assert asked() == 1  # the early one, taken
 
-    changed = worktree.start_added(tree)
+    changed = start_added(worktree, tree)
     assert changed is not None
     git(repo_dir, "rm", "-q", "--cached", "build.out")  # a new index: the move adds it
     (repo_dir / "build.out").write_text("the user's build\n")  # ignored, not the tree's
     with pytest.raises(SeriesError) as refused:
         worktree.checkout_tree(None, tree, dry_run=True)
     assert "build.out" in str(refused.value) + (refused.value.why or ""), refused.value
-    worktree.end_added(changed)
+    changed.abandon()
     assert asked() == 3  # the early one not taken: asked again of the new index
     assert (repo_dir / "build.out").read_text() == "the user's build\n"
 

@@ -62,12 +62,6 @@ class Objects(Part):
         data = self._run.object_data(oid, "blob")
         return data if data is not None else self._run.git_bytes("cat-file", "blob", oid)
 
-    def loose_blob(self, git_dir: Path, oid: str) -> bytes | None:
-        """:meth:`read_blob` from the blob's loose object file, where that is git's answer
-        (:func:`loose_blob`: no process, no wait for the long-lived ``cat-file`` to
-        start); None where it is not known so (the caller asks :meth:`read_blob`)."""
-        return loose_blob(str(git_dir), oid)
-
     def top_level(self, rev: str) -> list[tuple[str, str]]:
         """(kind, name) of the entries at the root of ``rev``'s tree."""
         entries = []

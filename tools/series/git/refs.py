@@ -192,13 +192,6 @@ class Refs(Part):
             return self.under(prefix)
         return found
 
-    def loose_value(self, git_dir: Path, ref: str) -> str | None:
-        """:meth:`value` from the ref's own loose file, where that certainly is git's answer
-        (series.git.ref_files ``loose_ref``: no process); None where it is not known so
-        (the caller asks :meth:`value`). The object may be missing: git's answer is then
-        None, which the caller learns by reading it."""
-        return ref_files.loose_ref(str(git_dir), ref)
-
     def branches(self) -> tuple[dict[str, str], str | None]:
         """refname -> commit of every branch, and the branch HEAD is on (None: detached, or
         on a branch with no commit yet): one ``for-each-ref`` (its ``%(HEAD)`` marks it)."""

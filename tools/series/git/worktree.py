@@ -122,7 +122,7 @@ def _link_blobs(root: Path, paths: Iterable[str], like: str) -> dict[str, str]:
 # What Worktree._added_by read: (index file, tree) -> (the index's identity before the
 # read, diff-index's output)
 _ADDED: dict[tuple[str, str], tuple[tuple[int, ...], str]] = {}
-# The same diff-index started early (Worktree.start_added), not read yet: (index file,
+# The same diff-index started early (start_added), not read yet: (index file,
 # tree) -> (the index's identity before it started, the process)
 _STARTED: dict[tuple[str, str], tuple[tuple[int, ...], Started]] = {}
 
@@ -181,6 +181,40 @@ def adds_nothing(path: Path, before: Seen | None, status: Started | None, commit
 
 def _some(paths: Sequence[str]) -> str:
     return ", ".join(paths[:10]) + (" ..." if len(paths) > 10 else "")
+
+
+def start_added(
+    worktree: Worktree, new: str | None = None, *, ref: str | None = None
+) -> Started | None:
+    """``Worktree._added_by``'s ``diff-index`` for a move of the files of ``worktree`` to
+    ``new``, started now, beside other work that needs no answer from it (``series
+    rebase --abort``: the stop's status; a stop's write: its transaction). ``ref``
+    instead of ``new``: the commit that ref (a branch) holds, read from its own file
+    (series.git.ref_files ``loose_ref``; None where it is not read so: git is asked at
+    the move). Taken by the move's check only for that tree, and where the index file
+    is still the very one it read (its identity before it started: git rewrites an
+    index by renaming a new file over it); else ended unread and asked again. None
+    where there is no index file to key it by, or one is started already. The caller
+    ends it (``Started.abandon``) once the move is done or will not come: an answer
+    ended unread is never taken. A function of the module, not a member of the part:
+    ``Worktree`` keeps to its sixteen (tests/test_architecture_repo.py)."""
+    where = leftovers.git_dir(worktree.path)
+    if where is not None and new is None and ref is not None:
+        new = loose_ref(str(where), ref)
+    if where is None or new is None:
+        return None
+    key = (str(where / "index"), new)
+    before = _identity(key[0])
+    pending = _STARTED.get(key)
+    if before is None or (pending is not None and not _ended_unread(pending[1])):
+        return None  # one started already, to be taken by the move
+    started = worktree._run.start(*_ADDS, new)
+    _STARTED[key] = (before, started)
+    return started
+
+
+def _ended_unread(started: Started) -> bool:
+    return started.done and started.answers is None
 
 
 class Worktree(Part):
@@ -248,40 +282,6 @@ class Worktree(Part):
         if where is None or unreadable(str(where)) is not None:
             return None
         return self._run.start(*_CHANGED, env=HERMETIC)
-
-    def start_added_on(self, ref: str) -> Started | None:
-        """:meth:`start_added` for the commit the branch (or other ref) ``ref`` holds, read
-        from the ref's own file (series.git.ref_files ``loose_ref``); None where it is not
-        read so (git is asked at the move)."""
-        where = leftovers.git_dir(self.path)
-        new = loose_ref(str(where), ref) if where is not None else None
-        return self.start_added(new) if new is not None else None
-
-    def start_added(self, new: str) -> Started | None:
-        """:meth:`_added_by`'s ``diff-index`` for a move to ``new``, started now, beside other
-        work that needs no answer from it (``series rebase --abort``: the stop's status;
-        a stop's write: its transaction). Taken by the move's check only for that tree,
-        and where the index file is still the very one it read (its identity before it
-        started: git rewrites an index by renaming a new file over it); else ended unread
-        and asked again. None where there is no index file to key it by. The caller ends
-        it (:meth:`end_added`) if unread."""
-        where = leftovers.git_dir(self.path)
-        if where is None:
-            return None
-        key = (str(where / "index"), new)
-        before = _identity(key[0])
-        if before is None or key in _STARTED:
-            return None
-        started = self._run.start(*_ADDS, new)
-        _STARTED[key] = (before, started)
-        return started
-
-    def end_added(self, started: Started) -> None:
-        """:meth:`start_added`'s process ended, unread or read: no move takes it after."""
-        for key, (_, pending) in list(_STARTED.items()):
-            if pending is started:
-                del _STARTED[key]
-        started.abandon()
 
     def stash(self, message: str) -> None:
         """Stash every uncommitted change, untracked files included."""
@@ -454,6 +454,8 @@ class Worktree(Part):
         key = (str(where / "index"), new) if where is not None else None
         before = _identity(key[0]) if key is not None else None
         early = _STARTED.pop(key, None) if key is not None else None
+        if early is not None and _ended_unread(early[1]):
+            early = None  # ended unread by its caller: asked below
         if early is not None and key is not None and before is not None and early[0] == before:
             _ADDED[key] = (before, early[1].result())  # started before: the same index
         elif early is not None:

@@ -47,6 +47,7 @@ from series.git.mergetree import MergeStream, TreeMerge
 from series.git.objects import commit_chain
 from series.git.repo import Repo
 from series.git.run import ZERO
+from series.git.worktree import start_added
 from series.merge import Job, Merger, Node, resolutions
 from series.stack import part_notes
 from series.stack import rebase_state as rstate
@@ -480,7 +481,7 @@ def _halt(run: Run, state: RebaseState, steps: Steps) -> None:
     # transaction is written: neither needs the other (the files are settled already)
     adds = None
     if stop.kind == "conflict" and not stop.proposal:
-        adds = repo.worktree.start_added(stop.conflict_tree)
+        adds = start_added(repo.worktree, stop.conflict_tree)
     try:
         try:
             _stop_transaction(repo, state, run.head, steps.blob_writer())
@@ -496,7 +497,7 @@ def _halt(run: Run, state: RebaseState, steps: Steps) -> None:
             raise _stop_not_written(run, state, exc) from None
     finally:
         if adds is not None:
-            repo.worktree.end_added(adds)
+            adds.abandon()
     if stop.kind == "conflict":
         raise conflict_error(run, state)
     cmd, where = state.command, run.checkout.path

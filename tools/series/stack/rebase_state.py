@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from series import refnames
 from series.errors import SeriesError
+from series.git.objects import loose_blob
+from series.git.ref_files import loose_ref
 from series.git.refs import Transaction
 from series.git.repo import Repo
 from series.git.run import ZERO
@@ -43,8 +45,8 @@ def load(repo: Repo) -> RebaseState | None:
     """The rebase in progress in ``repo``, validated, or None."""
     # from their files where they are git's answer: the long-lived cat-file, started
     # meanwhile (--abort), is asked first by what comes after the state
-    found = repo.refs.loose_value(repo.git_dir, STATE_REF)
-    data = repo.objects.loose_blob(repo.git_dir, found) if found is not None else None
+    found = loose_ref(str(repo.git_dir), STATE_REF)  # None: not known so, git is asked
+    data = loose_blob(str(repo.git_dir), found) if found is not None else None
     blob = found if data is not None else repo.refs.value(STATE_REF)
     if blob is None:
         return None

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from series.git.run import Runner, light_processes
-from series.git.worktree import Worktree
+from series.git.worktree import Worktree, start_added
 
 TYPE_CHECKING = False  # typing is not imported (series rebase --abort loads this)
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def stop_files(path: Path, branch: str | None = None) -> Iterator[Started | None
     ``Worktree.start_changed``); ended at the end of the block, unless read.
 
     With it, where ``branch`` is given, the ``diff-index`` of what a move of the files
-    to that branch adds (``Worktree.start_added``: the abort's move checks it before it
+    to that branch adds (series.git.worktree ``start_added``: the abort's move checks it before it
     starts), so that neither waits for the other nor for the state: the move takes it
     only if it goes to that very commit from that very index file."""
     with light_processes():
@@ -49,10 +49,10 @@ def stop_files(path: Path, branch: str | None = None) -> Iterator[Started | None
         adds = None
         try:
             if files is not None and branch is not None:
-                adds = worktree.start_added_on(f"refs/heads/{branch}")
+                adds = start_added(worktree, ref=f"refs/heads/{branch}")
             yield files
         finally:
             if adds is not None:
-                worktree.end_added(adds)
+                adds.abandon()
             if files is not None:
                 files.abandon()
