@@ -508,6 +508,29 @@ def test_a_diff_index_started_early_is_taken_only_from_the_same_index(
     assert asked() == 3  # the early one not taken: asked again of the new index
     assert (repo_dir / "build.out").read_text() == "the user's build\n"
 
+    git(repo_dir, "add", "-f", "build.out")  # the index lacks nothing again
+    # started as --abort starts it (light processes, a fresh interpreter: here, with
+    # subprocess loaded, git runs to its end at the start), then ended unread by its
+    # caller (a move that will not come): the move's check asks again, and no answer is
+    # taken from the process ended
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from series.git import Repo\n"
+        "from series.git.run import light_processes\n"
+        "from series.git.worktree import start_added\n"
+        f"worktree = Repo(Path({str(repo_dir)!r})).worktree\n"
+        "with light_processes():\n"
+        f"    ended = start_added(worktree, {tree!r})\n"
+        "    assert ended is not None\n"
+        "    ended.abandon()\n"
+        f"    worktree.checkout_tree(None, {tree!r}, dry_run=True)\n"
+        "print('subprocess' in sys.modules)\n"
+    )
+    code, out, err = run_fresh(probe)
+    assert code == 0 and out.split() == ["False"], err
+    assert asked() == 5  # the one ended, and the check's own
+
 
 def test_a_branch_read_from_its_own_file_is_rev_parses_answer_or_none(tmp_path: Path) -> None:
     """``loose_ref`` (--abort's early diff-index names the branch's commit from its file,
