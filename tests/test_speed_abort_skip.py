@@ -548,6 +548,8 @@ def test_a_branch_read_from_its_own_file_is_rev_parses_answer_or_none(tmp_path: 
     for name, text in (("sym", "ref: refs/heads/main\n"), ("half", head[:20])):
         (heads / name).write_text(text)
         assert loose_ref(git_dir, f"refs/heads/{name}") is None, name
+    (heads / "link").symlink_to(heads / "main")  # git's to read, not followed here
+    assert loose_ref(git_dir, "refs/heads/link") is None
     (heads / "main.lock").write_text(head + "\n")  # a ref being written: git's to read
     (repo_dir / ".git" / "outside").write_text(head + "\n")  # no ref's file
     for name in ("refs/../outside", "refs/heads/main.lock", "heads/main", "refs/heads/no"):
@@ -611,6 +613,11 @@ def test_a_blob_read_from_its_loose_file_is_cat_files_answer_or_none(tmp_path: P
     assert loose_blob(git_dir, blob) is None
     path.write_bytes(good)
     assert loose_blob(git_dir, blob) == b"state\n"
+    path.rename(tmp_path / "elsewhere")
+    path.symlink_to(tmp_path / "elsewhere")  # a link in the object store: not followed
+    assert loose_blob(git_dir, blob) is None
+    path.unlink()
+    (tmp_path / "elsewhere").rename(path)
     git(repo_dir, "replace", blob, replacement)
     assert loose_blob(git_dir, blob) is None  # git reads the replacement
     git(repo_dir, "pack-refs", "--all")

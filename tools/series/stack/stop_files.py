@@ -40,9 +40,9 @@ def stop_files(path: Path, branch: str | None = None) -> Iterator[Started | None
     ``Worktree.start_changed``); ended at the end of the block, unless read.
 
     With it, where ``branch`` is given, the ``diff-index`` of what a move of the files
-    to that branch adds (series.git.worktree ``start_added``: the abort's move checks it before it
-    starts), so that neither waits for the other nor for the state: the move takes it
-    only if it goes to that very commit from that very index file."""
+    to that branch adds (series.git.worktree ``start_added``: the abort's move checks
+    it before it starts), so that neither waits for the other nor for the state: the
+    move takes it only if it goes to that very commit from that very index file."""
     with light_processes():
         worktree = Worktree(Runner(path))
         files = worktree.start_changed()
