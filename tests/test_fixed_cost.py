@@ -564,3 +564,41 @@ def test_a_command_line_is_quoted_as_shlex_quotes_it() -> None:
     assert command_line(words) == shlex.join(words)
     for word in words:
         assert command_line(["series", word]) == shlex.join(["series", word])
+
+
+def test_a_command_imports_pathlib_without_urllib_parse(tmp_path: Path) -> None:
+    """pathlib's import of urllib.parse (with ipaddress) is left to ``Path.as_uri``'s first
+    call (series.entry, as Python 3.13's pathlib does): a command that parses no URL
+    imports neither (GitPython's import does: these two, run once before, load none)."""
+    project = make_project(tmp_path)
+    shim = GitShim(tmp_path)
+    shim.run(project.root, "apply")
+    for command in ("status", "list"):
+        shim.run(project.root, command)  # then without GitPython (whose import needs it)
+        modules = _modules_after(project.root, shim.env, command)
+        assert "pathlib" in modules and "series.git.child" in modules, command
+        assert "git" not in modules, command
+        assert not {"urllib.parse", "ipaddress"} & modules, (command, modules)
+
+
+def test_pathlib_without_urllib_parse_is_pathlib_and_urllib_parse_python_s(
+    tmp_path: Path,
+) -> None:
+    """After series.entry: ``as_uri`` gives what Python's gives, an import of urllib.parse is
+    the real module (its functions, its spec), and none of the stand-in is left."""
+    code = (
+        "import sys\n"
+        "import series.entry\n"
+        "import pathlib\n"
+        "before = 'urllib.parse' in sys.modules\n"
+        "uris = [pathlib.PurePosixPath('/a b/ü%').as_uri(),\n"
+        "        pathlib.PureWindowsPath('c:/a b/x').as_uri()]\n"
+        "import urllib.parse\n"
+        "from urllib.parse import quote_from_bytes, urlsplit\n"
+        "print(before, urllib.parse.__spec__.name, urlsplit('http://h/p').netloc,\n"
+        "      quote_from_bytes(b'a b'), sys.modules['urllib.parse'] is urllib.parse)\n"
+        "print(*uris)\n"
+    )
+    out = _python(code, GitShim(tmp_path).env).split("\n")
+    assert out[0].split() == ["False", "urllib.parse", "h", "a%20b", "True"], out
+    assert out[1].split() == ["file:///a%20b/%C3%BC%25", "file:///c:/a%20b/x"], out

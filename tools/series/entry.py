@@ -56,10 +56,69 @@ if TYPE_CHECKING:
     import _thread
     import signal as _signal  # the functions of _signal, typed
     from types import FrameType  # annotations only: types is not imported at run time
-    from typing import NoReturn
+    from typing import Any, NoReturn
 else:
     import _signal  # signal's functions without its enums and wrappers: every command
     import _thread
+
+
+class _PathlibWithoutUrllib:
+    """pathlib's first import made with its one use of urllib.parse (``Path.as_uri``) left
+    to the first call, as Python 3.13's pathlib does.
+
+    On 3.11 and 3.12, pathlib imports urllib.parse for ``quote_from_bytes`` alone, and
+    urllib.parse imports ipaddress and makes six named tuples: 2.5 ms of every command
+    that imports pathlib (issue 23), for a function series never calls. This finder,
+    first on ``sys.meta_path`` until pathlib's import comes (wherever it comes from:
+    ``--version`` and the help never import it), removes itself, finds pathlib as Python
+    would, and runs its module with a stand-in for urllib.parse in ``sys.modules`` (a
+    module of that one function, which imports the real one and returns its answer).
+    The stand-in is gone before pathlib's import returns, so any other import of
+    urllib.parse (a URL checked, GitPython's) is Python's own. Not installed where
+    pathlib or urllib.parse is imported already (under a test runner)."""
+
+    @classmethod
+    def install(cls) -> None:
+        if "pathlib" not in sys.modules and "urllib.parse" not in sys.modules:
+            sys.meta_path.insert(0, cls)
+
+    @classmethod
+    def find_spec(cls, name: str, path: object = None, target: object = None) -> Any:
+        if name != "pathlib":
+            return None
+        sys.meta_path.remove(cls)
+        finders: list[Any] = list(sys.meta_path)
+        spec = next((s for f in finders if (s := f.find_spec(name, path, target))), None)
+        loader: Any = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec  # found as Python finds it: imported as it imports it
+        run = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            if "urllib.parse" in sys.modules:
+                run(module)
+                return
+            stand_in = type(sys)("urllib.parse")  # types.ModuleType, without types
+            stand_in.quote_from_bytes = _quote_from_bytes  # type: ignore[attr-defined]
+            sys.modules["urllib.parse"] = stand_in
+            try:
+                run(module)
+            finally:
+                if sys.modules.get("urllib.parse") is stand_in:
+                    del sys.modules["urllib.parse"]
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _quote_from_bytes(*args: Any, **kwargs: Any) -> str:
+    """urllib.parse's ``quote_from_bytes``, imported at its first call (pathlib's ``as_uri``)."""
+    from urllib.parse import quote_from_bytes
+
+    return quote_from_bytes(*args, **kwargs)
+
+
+_PathlibWithoutUrllib.install()
 
 # When this module was imported: before the command's parse of series.toml (when it
 # was imported before the CLI ran: series.commands.range_diff looks it up only then).
