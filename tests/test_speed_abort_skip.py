@@ -8,6 +8,7 @@ series and the backup refs are what they were before the cuts.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -16,11 +17,13 @@ from pathlib import Path
 import pytest
 
 from helpers import GitShim, files_commit, git, modules_in, run_fresh, series_probe
-from rebase_helpers import commit_upstream, moving_project
+from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from series.errors import SeriesError
 from series.git import GitFailed, Repo
+from series.git.history import start_infos
 from series.git.objects import loose_blob
 from series.git.ref_files import loose_ref
+from series.git.run import light_processes
 from series.git.worktree import start_added
 from test_speed_rebase import modules_after, stopped
 
@@ -659,3 +662,102 @@ def test_abort_reads_the_state_from_its_files_or_through_git(tmp_path: Path) -> 
     assert "rebase aborted" in out + err
     assert git(work, "for-each-ref", "refs/series/rebase/") == ""
     assert git(work, "symbolic-ref", "HEAD") == "refs/heads/series"
+
+
+_SPAWNS = (
+    "import os, sys\n"
+    "SPAWNED = []\n"
+    "_spawn = os.posix_spawnp\n"
+    "def _recorded(path, argv, *rest, **kw):\n"
+    "    SPAWNED.append((' '.join(argv[1:]), 'series.stack.rebase_driver' in sys.modules))\n"
+    "    return _spawn(path, argv, *rest, **kw)\n"
+    "os.posix_spawnp = _recorded\n"
+    "import atexit, json\n"
+    "atexit.register(lambda: sys.stderr.write('SPAWNED ' + json.dumps(SPAWNED) + '\\n'))\n"
+)
+
+
+def _spawned(root: Path, *args: str) -> tuple[int, str, list[tuple[str, bool]]]:
+    """Exit code and stderr of ``series -C root ARGS`` in a fresh interpreter, and each git
+    it started, in order: its arguments, and whether the rebase's driver
+    (series.stack.rebase_driver) was imported by then."""
+    code, _, err = run_fresh(series_probe(root, *args, before=_SPAWNS))
+    line = next(x for x in err.splitlines() if x.startswith("SPAWNED "))
+    spawned = [(argv, loaded) for argv, loaded in json.loads(line.removeprefix("SPAWNED "))]
+    return code, err, spawned
+
+
+def test_skip_starts_its_status_before_the_driver_is_imported(tmp_path: Path) -> None:
+    """--skip's git status of what the user changed at the stop starts as --abort's does,
+    before the checkout and the driver are imported: it runs meanwhile; the long-lived
+    cat-file starts before the merge stream, not at the first question. The skip as
+    before: P1 dropped, the rebase at its end, what the user changed kept."""
+    project, _ = stopped(tmp_path)
+    (project.work / "notes.txt").write_text("mine\n")
+    code, err, spawned = _spawned(project.root, "rebase", "--skip")
+    assert code == 0, err
+    status = [loaded for argv, loaded in spawned if "status" in argv.split()]
+    assert status and not status[0], spawned  # the first status: before the driver
+    assert "status" in spawned[0][0].split(), spawned
+    assert _first(spawned, "cat-file") < _first(spawned, "merge-tree"), spawned
+    assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
+    assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
+    assert (project.work / "notes.txt").read_text() == "mine\n"
+    assert git(project.work, "for-each-ref", "refs/series/backup/") != ""  # notes.txt kept
+
+
+def _first(spawned: list[tuple[str, bool]], word: str) -> int:
+    """Where the first git with ``word`` among its arguments was started."""
+    return next(k for k, (argv, _) in enumerate(spawned) if word in argv.split())
+
+
+def test_continue_starts_its_merges_and_reads_beside_its_checks(tmp_path: Path) -> None:
+    """--continue starts its merge stream (merge-tree, hash-object) before it checks what is
+    staged (write-tree), and the log of the series' commits before it reads whether the
+    branch or the target moved (cat-file's answers): none waits for another's start.
+    The rebase as before: to its end, P1's resolution recorded."""
+    project, _ = stopped(tmp_path)
+    resolve_p1(project.work)
+    code, err, spawned = _spawned(project.root, "rebase", "--continue")
+    assert code == 0, err
+    assert _first(spawned, "merge-tree") < _first(spawned, "write-tree"), spawned
+    assert "return 1001" in (project.work / "pkg" / "core.py").read_text()
+    assert list((project.root / "resolutions" / "P1").glob("*.patch"))
+    assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
+
+
+def test_a_resume_starts_the_log_of_its_commits_before_its_checks(tmp_path: Path) -> None:
+    """--continue (and --skip, --edit's resumes: the same code) starts the ``log`` of the
+    series' commits beside its checks of whether the branch or the target moved, and
+    reads it after them: one log, taken."""
+    project, shimmed = stopped(tmp_path)
+    resolve_p1(project.work)
+    code, _, err, calls = shimmed.said(project.root, "-v", "rebase", "--continue")
+    assert code == 0, err
+    logs = [c for c in calls if c.startswith("log --reverse --first-parent")]
+    assert len(logs) == 1, calls
+    started = _logged(err, "series.git: git log --reverse --first-parent", "started beside")
+    onto = _logged(err, "lookup refs/series/rebase/onto")
+    assert started < onto, err
+
+
+def test_commit_infos_take_an_early_log_only_for_their_range(tmp_path: Path) -> None:
+    """series.git.history ``start_infos``: ``commit_infos`` reads the log started early for
+    the very range it is asked; one started for another range is ended unread and the
+    range asked is read as without it."""
+    repo_dir = tmp_path / "r"
+    commits = [files_commit(repo_dir, {"f0.txt": "0\n"})]
+    for k in range(1, 4):
+        (repo_dir / f"f{k}.txt").write_text(f"{k}\n")
+        git(repo_dir, "add", "-A")
+        git(repo_dir, "commit", "-q", "-m", f"c{k}")
+        commits.append(git(repo_dir, "rev-parse", "HEAD"))
+    history = Repo(repo_dir).history
+    plain = history.commit_infos(commits[0], commits[3])
+    assert [i.commit for i in plain] == commits[1:]
+    with light_processes():
+        early = start_infos(history, commits[0], commits[3])
+        assert history.commit_infos(commits[0], commits[3], early=early) == plain
+        other = start_infos(history, commits[1], commits[3])
+        assert history.commit_infos(commits[0], commits[3], early=other) == plain
+        assert other.done  # read or ended: never left running

@@ -95,16 +95,23 @@ def run(
         if as_json:
             ui.json(_after(checkout, action, onto))
         return Exit.OK
-    checkout = series.checkout(directory)
-    if onto is not None:
+    if action == "skip":
+        # as --abort's: the git status of the stop's files starts first, and runs while the
+        # checkout, the driver and its engines are imported and the state read
+        from series.stack.stop_files import stop_files_seen
+
+        with stop_files_seen(series.checkout_path(directory)) as early:
+            checkout = series.checkout(directory)
+            from series.stack.rebase_skip import resume_skip
+
+            resume_skip(series, ui, checkout, early)
+    elif onto is not None:
+        checkout = series.checkout(directory)
         from series.stack.rebase import start
 
         start(series, ui, checkout, onto=onto, url=upstream_url, drop_merged=drop_merged)
-    elif action == "skip":
-        from series.stack.rebase_skip import resume_skip
-
-        resume_skip(series, ui, checkout)
     else:
+        checkout = series.checkout(directory)
         assert action is not None
         from series.stack.rebase_resume import resume
 

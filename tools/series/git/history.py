@@ -39,6 +39,18 @@ def _heads_argv(revs: Sequence[str], max_count: int | None) -> list[str]:
     return [*argv, *revs, "--"]
 
 
+def _infos_argv(base: str, tip: str) -> list[str]:
+    fmt = "%x01%H%x00%T%x00%P%x00%an%x00%ae%x00%ad%x00%B"
+    return ["log", "--reverse", "--first-parent", "--date=raw", f"--format={fmt}", f"{base}..{tip}"]
+
+
+def start_infos(history: History, base: str, tip: str) -> Started:
+    """``History.commit_infos``' ``log`` of base..tip, started now, beside other work that
+    needs no answer from it (a rebase's resume: its checks); handed to it as ``early``,
+    which reads it only for that very range, or ended by the caller (``abandon``)."""
+    return history._run.start(*_infos_argv(base, tip), env=HERMETIC)
+
+
 def _heads(out: str) -> list[tuple[str, tuple[str, ...], str]]:
     heads = []
     for chunk in out.split("\x01")[1:]:
@@ -175,11 +187,18 @@ class History(Part):
             found[head.strip()] = tuple(line for line in rest.splitlines() if line)
         return found
 
-    def commit_infos(self, base: str, tip: str) -> list[CommitInfo]:
-        """First-parent commits of base..tip, oldest first, with all a replay needs."""
-        fmt = "%x01%H%x00%T%x00%P%x00%an%x00%ae%x00%ad%x00%B"
-        argv = ["log", "--reverse", "--first-parent", "--date=raw", f"--format={fmt}"]
-        out = self._run.git(*argv, f"{base}..{tip}", env=HERMETIC)
+    def commit_infos(
+        self, base: str, tip: str, *, early: Started | None = None
+    ) -> list[CommitInfo]:
+        """First-parent commits of base..tip, oldest first, with all a replay needs.
+        ``early``: its ``log``, started already for this very range (:func:`start_infos`)."""
+        argv = _infos_argv(base, tip)
+        if early is not None and list(early.calls[0][0]) == argv:
+            out = early.result()
+        else:
+            if early is not None:
+                early.abandon()
+            out = self._run.git(*argv, env=HERMETIC)
         infos = []
         for chunk in out.split("\x01")[1:]:
             commit, tree, parents, name, email, date, body = chunk.split("\x00", 6)

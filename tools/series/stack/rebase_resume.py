@@ -14,7 +14,7 @@ from __future__ import annotations
 from series.checkout import Checkout
 from series.errors import ConflictError, RefusedError, UsageError
 from series.git import worktree
-from series.git.history import HeadsLater, LogEntry
+from series.git.history import HeadsLater, LogEntry, start_infos
 from series.git.run import light_processes
 from series.merge import resolutions
 from series.records import NamedTuple
@@ -57,34 +57,52 @@ def resume(
     *,
     kind: str = "rebase",
     ends: EditEnds | None = None,
+    early: tuple[worktree.Seen | None, Started | None] | None = None,
 ) -> None:
     """``--continue``, ``--skip`` or ``--abort`` of the ``kind`` (rebase, edit) in progress.
 
     ``--continue`` and ``--skip`` start their git processes without importing GitPython
     (series.git.run.light_processes: the same processes; the import cost more CPU than
-    any of them but the merges). ``ends``: an edit's (series.stack.edit).
+    any of them but the merges). ``ends``: an edit's (series.stack.edit). ``early``:
+    --skip's ``git status`` of the stop's files, started by its caller, and the index and
+    HEAD just before it started (series.stack.stop_files ``stop_files_seen``).
     """
     if action == "abort":
         resume_abort(series, ui, checkout, kind)
         return
     with light_processes():
-        _resume(series, ui, checkout, action, kind, ends)
+        _resume(series, ui, checkout, action, kind, ends, early)
 
 
 def _resume(
-    series: Series, ui: Ui, checkout: Checkout, action: str, kind: str, ends: EditEnds | None
+    series: Series,
+    ui: Ui,
+    checkout: Checkout,
+    action: str,
+    kind: str,
+    ends: EditEnds | None,
+    early: tuple[worktree.Seen | None, Started | None] | None = None,
 ) -> None:
+    """``early``: --skip's status and what it saw, started by its caller already
+    (series.commands.rebase: before the driver is imported); else started here."""
     # --skip: the git status of what the user changed at the stop (keep_stop) runs while
     # the state is read and the first merge starts; after the project lock, so only
     # prepare's finishing of a cut move could change the files meanwhile (then it is
     # asked again), as --abort does (series.stack.rebase_abort.resume_abort)
-    # and the merges' two processes start too (the first merge waits for neither's start)
+    # and the merges' two processes start too (the first merge waits for neither's start),
+    # for --continue as well, with the long-lived cat-file the checks read through
     skip = action == "skip" and checkout.exists()
     # the index and HEAD as the status sees them: --skip's move to the commit so far then
     # needs no git to tell that it adds no path (series.git.worktree ``adds_nothing``)
-    before = worktree.seen(checkout.path) if skip else None
-    files = checkout.repo.worktree.start_changed() if skip else None
-    stream = _start_stream(checkout.repo) if skip else None
+    if early is not None:
+        before, files = early if skip else (None, None)
+    else:
+        before = worktree.seen(checkout.path) if skip else None
+        files = checkout.repo.worktree.start_changed() if skip else None
+    walks = action in ("skip", "continue") and checkout.exists()
+    if walks:
+        checkout.repo.objects.warm()
+    stream = _start_stream(checkout.repo) if walks else None
     try:
         found = prepare(series.root, checkout, ui, action, kind)
         if found is not None:  # a cut move finished by prepare: the status is asked again
@@ -119,8 +137,13 @@ def _resumed(
     st, cut = found
     repo = checkout.repo
     editing = st.stop is not None and st.stop.kind == "edit"
-    at = _check_moved(checkout, st, head_may_move=action == "skip" or editing)
-    infos = repo.history.commit_infos(st.base, st.tip)
+    early = start_infos(repo.history, st.base, st.tip)  # its log runs beside the checks
+    try:
+        at = _check_moved(checkout, st, head_may_move=action == "skip" or editing)
+    except BaseException:
+        early.abandon()
+        raise
+    infos = repo.history.commit_infos(st.base, st.tip, early=early)
     assert (ends is not None) == (st.kind == "edit"), "an edit is resumed with its ends"
     end = ends.finish if ends is not None else None
     since = _SincePin(st)

@@ -18,10 +18,19 @@ from series.ui import Ui
 
 TYPE_CHECKING = False  # typing is not imported: see series.records
 if TYPE_CHECKING:
+    from series.git.run import Started
+    from series.git.worktree import Seen
     from series.project import Series
 
 
-def resume_skip(series: Series, ui: Ui, checkout: Checkout) -> None:
-    """``series rebase --skip`` of the rebase in progress."""
+def resume_skip(
+    series: Series,
+    ui: Ui,
+    checkout: Checkout,
+    early: tuple[Seen | None, Started | None] | None = None,
+) -> None:
+    """``series rebase --skip`` of the rebase in progress; ``early``: its ``git status`` of
+    the stop's files, started already, and what it saw (series.stack.stop_files
+    ``stop_files_seen``)."""
     with light_processes():
-        resume(series, ui, checkout, "skip")
+        resume(series, ui, checkout, "skip", early=early)

@@ -25,11 +25,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from series.git.run import Runner, light_processes
-from series.git.worktree import Worktree, start_added
+from series.git.worktree import Worktree, seen, start_added
 
 TYPE_CHECKING = False  # typing is not imported (series rebase --abort loads this)
 if TYPE_CHECKING:
     from series.git.run import Started
+    from series.git.worktree import Seen
 
 
 @contextmanager
@@ -56,3 +57,14 @@ def stop_files(path: Path, branch: str | None = None) -> Iterator[Started | None
                 adds.abandon()
             if files is not None:
                 files.abandon()
+
+
+@contextmanager
+def stop_files_seen(path: Path) -> Iterator[tuple[Seen | None, Started | None]]:
+    """:func:`stop_files`' ``git status`` (for ``--skip``: no ``diff-index``, its move goes to
+    the commit so far), with the index and HEAD of the checkout at ``path`` just before it
+    started (series.git.worktree ``seen``: the skip's move then needs no git to tell that
+    it adds no path, where the status says so of that very index)."""
+    before = seen(path)
+    with stop_files(path) as files:
+        yield before, files
