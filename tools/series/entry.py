@@ -90,8 +90,8 @@ class _PathlibWithoutUrllib:
         finders: list[Any] = list(sys.meta_path)
         spec = next((s for f in finders if (s := f.find_spec(name, path, target))), None)
         loader: Any = spec.loader if spec is not None else None
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec  # found as Python finds it: imported as it imports it
+        if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
+            return spec  # found as Python finds it (a loader shared by all: not changed)
         run = loader.exec_module
 
         def exec_module(module: Any) -> None:
