@@ -84,6 +84,16 @@ SOURCES: dict[tuple[str, str], Source] = {
         "and settle, two trees and git's own alternating (PYTHONPATH per tree); "
         "GIT_TRACE2_EVENT for the processes, spawn times by a wrapper of os.posix_spawnp",
     ),
+    (
+        "benchmarks.md",
+        "The resume rows with their git started before the imports (2026-12-05)",
+    ): Source(
+        "by hand",
+        "ci/bench_commands.py's stop at P18 and settle, two trees alternating round by round "
+        "(PYTHONPATH per tree; --continue each from its own copy of one per-user cache); "
+        "the timeline by a wrapper of os.posix_spawnp and os.waitpid and time marks; "
+        "python -c 'import re, pathlib' against 'import re'",
+    ),
     ("benchmarks.md", "Where `rebase --skip`'s time goes (4d5c313)"): Source(
         "by hand",
         "ci/bench_commands.py's stop at P18, settled; series run under a wrapper that times "
