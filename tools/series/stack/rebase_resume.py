@@ -108,7 +108,8 @@ def _resume(
         if found is not None:  # a cut move finished by prepare: the status is asked again
             fresh = None if found[1] else files
             seen = _Seen(before, fresh)
-            _resumed(series, ui, checkout, action, kind, ends, found, seen, stream)
+            asked = _Asked(series, ui, checkout, action, ends)
+            _resumed(asked, found, seen, stream)
     finally:
         if files is not None:
             files.abandon()
@@ -123,17 +124,20 @@ def _start_stream(repo: Repo) -> MergeStream:
     return stream
 
 
+class _Asked(NamedTuple):
+    """What the resume was asked to do, and where (:func:`resume`'s arguments)."""
+
+    series: Series
+    ui: Ui
+    checkout: Checkout
+    action: str
+    ends: EditEnds | None
+
+
 def _resumed(
-    series: Series,
-    ui: Ui,
-    checkout: Checkout,
-    action: str,
-    kind: str,
-    ends: EditEnds | None,
-    found: tuple[RebaseState, bool],
-    seen: _Seen,
-    stream: MergeStream | None,
+    asked: _Asked, found: tuple[RebaseState, bool], seen: _Seen, stream: MergeStream | None
 ) -> None:
+    series, ui, checkout, action, ends = asked
     st, cut = found
     repo = checkout.repo
     editing = st.stop is not None and st.stop.kind == "edit"
