@@ -23,11 +23,12 @@ from typing import Any
 
 import pytest
 
-from helpers import GitShim, PatchSpec, Project, git, make_project
+from helpers import DEFAULT_SPECS, GitShim, PatchSpec, Project, git, make_project
 from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from test_edit import edit_project
 from test_edit_kill import amend_p2
 from test_json import SCHEMA, errors
+from test_rebase_kill import keep_template, restore, series, step_names
 from test_trust_ignored import LOCAL, SPECS, _project
 from test_trust_lock import run
 
@@ -966,3 +967,118 @@ def test_a_stop_whose_move_was_refused_is_recorded_so(tmp_path: Path) -> None:
     assert code == 0, (out, err)
     assert not local.exists()  # P4 drops it
     assert not git(project.work, "for-each-ref", "refs/series/rebase/")
+
+
+def _killed_before_p2_s_stop_is_written(tmp: Path, at: str = "before the move") -> Project:
+    """P1 and P2 (``pkg/core.py``, ``pkg/util.py``) both conflict with upstream; P1's stop
+    resolved, then the ``--continue`` that stops at P2 killed (SIGKILL) between its state's
+    transaction and the move of its files: P2's stop saved, HEAD detached there, nothing
+    of it in the files or the index. P2's write changes nothing outside its conflict, and
+    the tree it was to be written over is HEAD's: nothing in the files tells it unwritten
+    once something is staged."""
+    project = make_project(tmp, DEFAULT_SPECS[:2])
+    up = project.upstream
+    assert project.run("apply")[0] == 0
+    commit_upstream(up, "pkg/core.py", "return 1\n", "return -1\n", "core: f1 returns -1")
+    commit_upstream(up, "pkg/util.py", "VALUE_5 = 5\n", "VALUE_5 = -5\n", "util: VALUE_5")
+    code, _, err = project.run("rebase", "--onto", "main", "--upstream", str(up))
+    assert code == 3 and "conflict: pkg/core.py" in err, err
+    _resolve(project)
+    template = tmp / "template"
+    keep_template(project.root, template)
+    restore(template, project.root)  # the counted run starts from a copy too: the same steps
+    counted = series(project, "rebase", "--continue")
+    assert counted.returncode == 3 and "conflict: pkg/util.py" in counted.stderr
+    names = step_names(counted)
+    state = max(k for k, name in enumerate(names) if name == "git update-ref")
+    move = names.index("git read-tree", state) + 1  # the kill comes before its step
+    if at == "before the move":
+        move = state + 2  # after the transaction, before the move is recorded
+    restore(template, project.root)
+    assert series(project, "rebase", "--continue", kill_at=move).returncode == -9
+    assert json.loads(git(project.work, "cat-file", "blob", STATE))["stop"]["files"] == [
+        "pkg/util.py"
+    ], "; ".join(f"{k} {n}" for k, n in enumerate(names, 1))
+    assert not git(project.work, "ls-files", "-u")
+    assert git(project.work, "status", "--porcelain") == ""
+    return project
+
+
+@pytest.mark.parametrize("at", ["before the move", "as the move starts"])
+@pytest.mark.parametrize("staged", ["a new file", "a file of P1's"])
+def test_what_is_staged_at_a_stop_killed_before_its_move_is_kept_beside_it(
+    tmp_path: Path, staged: str, at: str
+) -> None:
+    """The case docs/hardening.md listed as "Not told": a stop killed between its state's
+    transaction and its move (no record of a refused move), whose write changes nothing
+    outside its conflict, then a path staged by the user: a new file, or ``pkg/core.py``
+    (P1's) changed (main: ``--continue`` took the index for P2's resolution: exit 0, P2
+    the user's file and P2's own change gone; status said the stop written, "resolve the
+    conflicts"). Git recorded no resolution of P2's conflict in the index (its
+    resolve-undo extension) and nothing was staged where the stop writes: ``--continue``
+    writes P2's conflict beside what was staged, which stays staged and in the files
+    (exit 3); resolved, the rebase ends, P2's change in its patch. Killed as the move
+    starts (its record written): status counts the staged path as the user's (main: as
+    the cut move's, not listed), and ``--continue`` finishes the two-tree move, which keeps
+    it, then names the markers (exit 3)."""
+    project = _killed_before_p2_s_stop_is_written(tmp_path, at)
+    if staged == "a new file":
+        path, text = "pkg/notes.py", MINE
+    else:
+        path, text = "pkg/core.py", "def f1():\n    return -2\n"
+    (project.work / path).write_text(text)
+    git(project.work, "add", path)
+    report = _status(project)
+    assert report["rebase"]["written"] is False, report
+    assert report["uncommitted"] == [path], report
+    assert "stays staged beside the conflict" in report["rebase"]["next"], report
+    before = _series_files(project)
+    code, out, err = project.run("rebase", "--continue")
+    assert code == 3, (out, err)
+    if at == "before the move":
+        assert "conflict: pkg/util.py" in err and f"kept as it is ({path})" in err, err
+        assert git(project.work, "ls-files", "-u", "--", "pkg/util.py")
+        assert _status(project)["rebase"]["written"] is True
+    else:  # the move recorded: finished (two trees: what is staged beside it kept)
+        assert "finished moving the files" in err and "conflict marker" in err, err
+    assert _series_files(project) == before
+    assert (project.work / path).read_text() == text
+    assert git(project.work, "diff", "--cached", "--name-only", "HEAD", "--", path) == path
+    assert "<<<<<<<" in (project.work / "pkg" / "util.py").read_text()
+    (project.work / "pkg" / "util.py").write_text("VALUE_5 = 55\n")
+    git(project.work, "add", "pkg/util.py")
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 0, err
+    (p2,) = [p for p in (project.root / "patches").iterdir() if "VALUE_5" in p.read_text()]
+    assert "+VALUE_5 = 55" in p2.read_text()
+
+
+@pytest.mark.parametrize("how", ["resolved", "resolved as upstream has it"])
+def test_a_resolution_git_recorded_at_a_later_stop_is_taken(tmp_path: Path, how: str) -> None:
+    """The other side: P2's stop written (``--continue`` after P1's), then resolved with
+    ``git add`` (or ``git checkout --ours``, upstream's version: what the index held before
+    the stop) and a file of P1's staged with it. Git recorded the resolution of P2's
+    conflict in the index: taken as P2's resolution, as before (with the record not read,
+    the second was taken for a stop never written and its conflict written again)."""
+    project = make_project(tmp_path, DEFAULT_SPECS[:2])
+    up = project.upstream
+    assert project.run("apply")[0] == 0
+    commit_upstream(up, "pkg/core.py", "return 1\n", "return -1\n", "core: f1 returns -1")
+    commit_upstream(up, "pkg/util.py", "VALUE_5 = 5\n", "VALUE_5 = -5\n", "util: VALUE_5")
+    assert project.run("rebase", "--onto", "main", "--upstream", str(up))[0] == 3
+    _resolve(project)
+    code, _, err = project.run("rebase", "--continue")
+    assert code == 3 and "conflict: pkg/util.py" in err, err
+    util = project.work / "pkg" / "util.py"
+    if how == "resolved":
+        util.write_text("VALUE_5 = 55\n")
+    else:
+        git(project.work, "checkout", "--ours", "--", "pkg/util.py")
+    git(project.work, "add", "pkg/util.py")
+    (project.work / "pkg" / "core.py").write_text("def f1():\n    return -2\n")
+    git(project.work, "add", "pkg/core.py")
+    assert _status(project)["rebase"]["written"] is True
+    code, out, err = project.run("rebase", "--continue")
+    assert "P2   resolution recorded" in err and "not been written" not in err, (out, err)
+    assert code == 0, err
+    assert git(project.work, "show", "HEAD:pkg/core.py").endswith("return -2")

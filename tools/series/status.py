@@ -111,7 +111,8 @@ def _work_out(series: Series, checkout: Checkout) -> dict[str, Any]:
     move = leftovers.unfinished_move(checkout.path)
     cut = checkout.interrupted_move(state)  # killed after the refs moved, before the files
     target = move.argv[-1] if move is not None else checkout.tip() if cut is not None else None
-    half = repo.worktree.half_moved(target) if target is not None else set()
+    start = leftovers.move_start(move.argv) if move is not None else None
+    half = repo.worktree.half_moved(target, start) if target is not None else set()
     rebase = rebase_state.load(repo)
     unwritten, over = _stop_not_written(checkout, rebase) if rebase is not None else (False, None)
     # (a path once: git lists one both staged and untracked, as a cut move leaves a path it
@@ -173,16 +174,17 @@ def _stop_not_written(checkout: Checkout, rebase: RebaseState) -> tuple[bool, St
     HEAD is at the stop, and the index still holds the tree the move was to go from
     (``written_from``), which is not HEAD's: a stop written and then reset by the user
     leaves HEAD's tree there instead. Where ``written_from`` is HEAD's tree the two look
-    the same: the next step says both ways on. An index changed since is told by the files
-    the stop's write changes (series.stack.stop_written, as ``--continue`` tells it)."""
+    the same: the next step says both ways on. An index changed since is told by git's
+    record of the conflict's resolution in it and by the files the stop's write changes
+    (series.stack.stop_written, as ``--continue`` tells it), wherever ``written_from`` is."""
     stop, repo = rebase.stop, checkout.repo
     if stop is None or repo.refs.head() != rebase.current:
         return False, None
-    if stop.written_from == repo.objects.tree_of(rebase.current):
-        return False, None
     index = repo.worktree.index_tree()
-    if index == stop.written_from or index is None:
-        return index is not None, None
+    if index is None:
+        return False, None
+    if index == stop.written_from:
+        return stop.written_from != repo.objects.tree_of(rebase.current), None
     from series.stack.stop_written import staged_over
 
     over = staged_over(repo, stop, index, rebase.current)
@@ -201,7 +203,13 @@ def _not_written_next(rebase: RebaseState, where: Path, over: StagedOver | None)
         what = "the proposed remainder" if stop.proposal else "its conflict"
         after, skip = "", f"`{cmd} --skip` drops {sid}, "
     staged = "none of yours"
-    if over is not None:
+    if over is not None and over.beside:
+        staged = (
+            "none of yours but what you staged since ("
+            + ", ".join(over.staged[:10])
+            + "), which the stop does not write: it stays staged beside the conflict"
+        )
+    elif over is not None:
         from series.stack.stop_written import put_back
 
         staged = (

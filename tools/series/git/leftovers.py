@@ -128,6 +128,12 @@ def is_move(argv: Sequence[str]) -> bool:
     return verb(argv) == "read-tree" and "-u" in argv
 
 
+def move_start(argv: Sequence[str]) -> str | None:
+    """The tree a two-tree move (``read-tree -m -u OLD NEW``) starts from; None for a
+    ``--reset`` move (it writes every path the index holds otherwise)."""
+    return argv[-2] if is_move(argv) and "-m" in argv and len(argv) > 2 else None
+
+
 def begin(cwd: Path, argv: Sequence[str], env: Mapping[str, str] | None) -> Path | None:
     """Before a git command: clear stale locks, record it when it takes one (module docstring).
 

@@ -160,6 +160,40 @@ def seen(path: Path) -> Seen | None:
     return Seen(index, head)
 
 
+def resolution_recorded(path: Path, stages: Sequence[tuple[str, str, int, str]]) -> bool | None:
+    """Whether the index of the checkout at ``path`` holds git's record that the conflict
+    ``stages`` ((mode, oid, stage, path), as :meth:`Worktree.stage_conflicts` writes them)
+    were resolved there; None where the index cannot be read.
+
+    A command that takes a path's conflict stages out of the index (``git add``, ``rm``,
+    ``checkout -- path``, ``update-index``, ``restore``, ``reset -- path``) records them in
+    its resolve-undo extension (``REUC``, what ``git ls-files --resolve-undo`` lists), and
+    git 2.39 keeps it through ``commit`` and a mixed ``reset``; ``read-tree`` (every move
+    of series), ``reset --hard`` and ``stash`` drop it. The extension's entry of a path is
+    its name, the three modes in octal and the ids of the stages there, each exactly as
+    git writes it: sought in the file's bytes, no process (the ids alone cannot be
+    anywhere else by chance)."""
+    where = leftovers.git_dir(path)
+    try:
+        data = read_plain(str(where / "index")) if where is not None else None
+    except OSError:
+        data = None
+    if data is None:
+        return None
+    if b"REUC" not in data:
+        return False
+    by_path: dict[str, dict[int, tuple[str, str]]] = {}
+    for mode, oid, stage, name in stages:
+        by_path.setdefault(name, {})[stage] = (mode, oid)
+    for name, staged in by_path.items():
+        have = [staged.get(stage) for stage in (1, 2, 3)]
+        modes = b"".join(b"%o\0" % (int(s[0], 8) if s else 0) for s in have)
+        entry = os.fsencode(name) + b"\0" + modes + b"".join(bytes.fromhex(s[1]) for s in have if s)
+        if entry in data:
+            return True
+    return False
+
+
 def adds_nothing(path: Path, before: Seen | None, status: Started | None, commit: str) -> bool:
     """Whether a move of the checkout at ``path`` to ``commit`` adds no path to its index
     (``diff-index --cached --diff-filter=D`` would list nothing), told without a process
@@ -557,15 +591,22 @@ class Worktree(Part):
             done |= {path: (mode, oid) for path, mode, oid, _ in links if found.get(path) == oid}
         return done
 
-    def half_moved(self, target: str) -> set[str]:
+    def half_moved(self, target: str, start: str | None = None) -> set[str]:
         """Paths that differ from HEAD or the index only because a move to ``target`` was cut.
 
         Paths the move changes whose file is gone (removed, to be written
         or deleted), still the index's (not reached yet) or already the
         target's: ``series status`` does not count them as uncommitted. A
-        file unlike both sides is someone's change, and counts.
+        file unlike both sides is someone's change, and counts. ``start``: the tree a
+        two-tree move started from (series.git.leftovers ``move_start``), which changes
+        only the paths that differ between the two: a path staged beside it is not its.
         """
         changes = self._move_changes(target)
+        if start is not None:
+            moves = self._run.git(
+                "diff-tree", "-r", "-z", "--name-only", "--no-renames", start, target
+            )
+            changes = [c for c in changes if c[0] in set(moves.split("\0"))]
         blobs = self._file_blobs([path for path, _, _, _ in changes])
         if changes:  # a link written already, or not replaced yet
             blobs |= _link_blobs(self.path, [c[0] for c in changes], changes[0][2])

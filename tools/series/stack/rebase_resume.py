@@ -24,7 +24,7 @@ from series.stack.rebase_abort import keep_stop, prepare, resume_abort
 from series.stack.rebase_driver import Run, begin, conflict_error, drive, write_conflict
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import Edited, Resolved, Skipped
-from series.stack.stop_written import mark_written, refuse_staged_over
+from series.stack.stop_written import StagedOver, mark_written, refuse_over, staged_over
 from series.ui import Ui
 from series.upstream import range_log
 
@@ -32,6 +32,7 @@ TYPE_CHECKING = False  # typing is not imported: see series.records
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
+    from typing import NoReturn
 
     from series.git import Repo
     from series.git.history import BaseAndHeads
@@ -338,6 +339,11 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
             hint=f"edit them, `git -C {where} add` them, then `series rebase --continue`; "
             f"or `series rebase --skip` drops {sid}, `series rebase --abort` undoes the rebase",
         )
+    # what was staged over a stop never written (series.stack.stop_written): its conflict
+    # written beside it where that writes nothing it holds, else refused below
+    over = staged_over(repo, s, index, st.current) if index is not None else None
+    if over is not None and over.beside:
+        _write_beside(run, st, s, over)
     if not repo.worktree.files_match_index():
         raise RefusedError(
             "refusing to go on: the checkout has changes that are not staged",
@@ -347,13 +353,29 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
         )
     resolved = index  # the index's tree: refreshing its stat data above changed no content
     assert resolved is not None
-    refuse_staged_over(repo, st, resolved, where)  # staged over a stop never written
+    refuse_over(st, where, over)
     if resolved == repo.objects.tree_of(st.current):
         raise UsageError(
             f"nothing of {sid} is left after the resolution",
             hint="`series rebase --skip` drops it with a record; or stage its changes",
         )
     return resolved
+
+
+def _write_beside(run: Run, st: RebaseState, s: Stop, over: StagedOver) -> NoReturn:
+    """The stop's conflict, never written, written beside what was staged over it since
+    (``over``: none of it where the conflict's move writes): the two-tree move from the
+    tree the stop was to be written over keeps every other path as it is staged and as it
+    is in the files (and refuses a file it writes that differs from the index); raise."""
+    paths = ", ".join(over.staged[:10]) + (", ..." if len(over.staged) > 10 else "")
+    run.ui.status(
+        "the conflict had not been written into the checkout (interrupted), and git "
+        "recorded no resolution of it in the index; it is now, beside what you staged "
+        f"since, kept as it is ({paths or 'nothing'})"
+    )
+    write_conflict(run.repo, s)
+    mark_written(run.repo, st)
+    raise conflict_error(run, st)
 
 
 def _finish_stop(run: Run, st: RebaseState, s: Stop) -> str | None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from series.errors import RefusedError, SeriesError
 from series.git.repo import Repo
 from series.git.run import ZERO
+from series.git.worktree import resolution_recorded
 from series.records import NamedTuple
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_state import UNWRITTEN_REF
@@ -46,6 +47,7 @@ class StagedOver(NamedTuple):
     before: tuple[str, ...]  # of them, those the index holds as they were before the stop
     staged: tuple[str, ...]  # what the index holds of neither: staged since
     recorded: bool = False  # told by the record of the refusal (the files could not tell)
+    beside: bool = False  # a conflict never in the index, staged only where it writes nothing
 
 
 def written_tree(repo: Repo, stop: Stop, current: str) -> str:
@@ -82,6 +84,17 @@ def staged_over(repo: Repo, stop: Stop, staged: str, current: str) -> StagedOver
     if not written or written == stop.written_from:
         return None
     conflicted = set(stop.files)
+    if stop.kind == "conflict" and stop.stages and not stop.proposal:
+        told = resolution_recorded(repo.path, stop.stages)
+        if told:
+            return None  # git recorded its conflict resolved in this index: written
+        if told is False:
+            writes = repo.diffs.tree_changes(stop.written_from, written)
+            mine = repo.diffs.tree_changes(stop.written_from, staged)
+            if not writes.keys() & mine.keys():
+                return StagedOver(
+                    len(writes.keys() - conflicted), (), tuple(sorted(mine)), beside=True
+                )
     outside = repo.diffs.tree_changes(written, staged)
     outside = {p: c for p, c in outside.items() if p not in conflicted}
     if not outside:
@@ -103,10 +116,17 @@ def staged_over(repo: Repo, stop: Stop, staged: str, current: str) -> StagedOver
 def refuse_staged_over(repo: Repo, st: RebaseState, staged: str, where: Path) -> None:
     """Refuse the index's tree ``staged`` at ``st``'s stop where it was staged over the stop
     never written (:func:`staged_over`): not the stop's resolution, nor the patch's edit."""
+    assert st.stop is not None
+    refuse_over(st, where, staged_over(repo, st.stop, staged, st.current))
+
+
+def refuse_over(st: RebaseState, where: Path, over: StagedOver | None) -> None:
+    """Refuse what :func:`staged_over` found at ``st``'s stop in the checkout ``where``, if
+    anything; not a conflict that can be written beside it (``beside``: the caller writes
+    it, series.stack.rebase_resume)."""
     stop = st.stop
     assert stop is not None
-    over = staged_over(repo, stop, staged, st.current)
-    if over is None:
+    if over is None or over.beside:
         return
     cmd, sid = st.command, st.stopped_at
     taken = f"{sid}'s edit" if stop.kind == "edit" else f"the resolution of {sid}"
