@@ -23,7 +23,12 @@ recorded it then (:func:`mark_unwritten`: ``refs/series/rebase/unwritten``, the 
 stop writes, deleted once it is written or the rebase is over), and that record tells
 where the files cannot (a record a kill left after the stop was written is not believed
 over a file that holds the stop's version). A stop left unwritten by a kill has no
-record: the files tell, as above.
+record: the files tell, as above; and at a conflict stop, the index itself: git records
+in it the conflict stages a command takes out (``git add``, ``rm``, ``checkout --``:
+its resolve-undo extension), so a conflict resolved there is known written, and one of
+which git recorded nothing, with nothing staged where the stop writes, never was:
+``--continue`` writes it beside what was staged (``beside``), as ``git checkout`` keeps
+what it does not touch. Read from the index file, no process.
 """
 
 from __future__ import annotations
@@ -88,13 +93,9 @@ def staged_over(repo: Repo, stop: Stop, staged: str, current: str) -> StagedOver
         told = resolution_recorded(repo.path, stop.stages)
         if told:
             return None  # git recorded its conflict resolved in this index: written
-        if told is False:
-            writes = repo.diffs.tree_changes(stop.written_from, written)
-            mine = repo.diffs.tree_changes(stop.written_from, staged)
-            if not writes.keys() & mine.keys():
-                return StagedOver(
-                    len(writes.keys() - conflicted), (), tuple(sorted(mine)), beside=True
-                )
+        beside = _beside(repo, stop, written, staged) if told is False else None
+        if beside is not None:
+            return beside
     outside = repo.diffs.tree_changes(written, staged)
     outside = {p: c for p, c in outside.items() if p not in conflicted}
     if not outside:
@@ -111,6 +112,19 @@ def staged_over(repo: Repo, stop: Stop, staged: str, current: str) -> StagedOver
         return None
     mine = sorted(p for p, (_, now) in outside.items() if p not in moved or now != moved[p][0])
     return StagedOver(len(moved), before, tuple(mine), recorded)
+
+
+def _beside(repo: Repo, stop: Stop, written: str, staged: str) -> StagedOver | None:
+    """A conflict stop whose resolution git did not record in the index (its resolve-undo
+    extension: series.git.worktree ``resolution_recorded``), where nothing was staged at
+    a path the stop's write changes: never written (a stop written holds its version of
+    those paths, or the user's resolution of them, which git records), and what was staged
+    can stay beside it. None where something was staged there (the files tell, below)."""
+    writes = repo.diffs.tree_changes(stop.written_from, written)
+    since = repo.diffs.tree_changes(stop.written_from, staged)
+    if writes.keys() & since.keys():
+        return None
+    return StagedOver(len(writes.keys() - set(stop.files)), (), tuple(sorted(since)), beside=True)
 
 
 def refuse_staged_over(repo: Repo, st: RebaseState, staged: str, where: Path) -> None:
