@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -1082,3 +1083,64 @@ def test_a_resolution_git_recorded_at_a_later_stop_is_taken(tmp_path: Path, how:
     assert "P2   resolution recorded" in err and "not been written" not in err, (out, err)
     assert code == 0, err
     assert git(project.work, "show", "HEAD:pkg/core.py").endswith("return -2")
+
+
+def test_git_s_record_of_a_resolution_is_read_from_the_index(tmp_path: Path) -> None:
+    """``resolution_recorded`` against git's own writes: conflict stages (one side deleted,
+    a path with a space and a non-ASCII name) taken out by ``git add`` and ``git rm`` are
+    found, in a split index too; stages of other blobs, a ``read-tree`` (every move of
+    series), ``reset --hard`` and an index with no such extension are not; no index is
+    None."""
+    from series.git.worktree import resolution_recorded
+
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q")
+    (work / "base").write_text("base\n")
+    git(work, "add", "base")
+    git(work, "commit", "-qm", "base")
+
+    def fed(*args: str, data: str) -> str:
+        done = subprocess.run(["git", *args], cwd=work, input=data, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    def blob(text: str) -> str:
+        return fed("hash-object", "-w", "--stdin", data=text)
+
+    one, two, three = blob("one\n"), blob("two\n"), blob("three\n")
+    name = "dir/a b é.txt"
+    stages = (("100644", one, 1, name), ("100644", two, 2, name), ("100755", three, 3, "gone"))
+    stages += (("100644", one, 1, "gone"),)
+
+    def conflict() -> None:
+        git(work, "read-tree", "HEAD")
+        lines = [f"0 {'0' * 40}\t{p}" for p in (name, "gone")]
+        lines += [f"{mode} {oid} {stage}\t{path}" for mode, oid, stage, path in stages]
+        fed("update-index", "--index-info", data="\n".join(lines) + "\n")
+
+    assert resolution_recorded(work, stages) is False  # no extension at all
+    conflict()
+    assert resolution_recorded(work, stages) is False  # still unmerged: nothing recorded
+    (work / "dir").mkdir()
+    (work / name).write_text("resolved\n")
+    git(work, "add", "--", name)
+    assert resolution_recorded(work, stages) is True
+    assert resolution_recorded(work, stages[-2:]) is False  # "gone" not resolved yet
+    git(work, "rm", "-q", "--cached", "--", "gone")
+    assert resolution_recorded(work, stages[-2:]) is True
+    other = (("100644", two, 1, name), ("100644", one, 2, name))
+    assert resolution_recorded(work, other) is False
+    git(work, "update-index", "--split-index")
+    conflict()
+    git(work, "add", "--", name)
+    assert resolution_recorded(work, stages) is True
+    git(work, "update-index", "--no-split-index")
+    git(work, "read-tree", "HEAD")
+    assert resolution_recorded(work, stages) is False
+    conflict()
+    git(work, "add", "--", name)
+    git(work, "reset", "-q", "--hard")
+    assert resolution_recorded(work, stages) is False
+    (work / ".git" / "index").unlink()
+    assert resolution_recorded(work, stages) is None
