@@ -1021,7 +1021,8 @@ def test_what_is_staged_at_a_stop_killed_before_its_move_is_kept_beside_it(
     (exit 3); resolved, the rebase ends, P2's change in its patch. Killed as the move
     starts (its record written): status counts the staged path as the user's (main: as
     the cut move's, not listed), and ``--continue`` finishes the two-tree move, which keeps
-    it, then names the markers (exit 3)."""
+    it, and puts the conflict's stages back beside it (main: no stages, and the markers
+    named as left in a resolution), exit 3."""
     project = _killed_before_p2_s_stop_is_written(tmp_path, at)
     if staged == "a new file":
         path, text = "pkg/notes.py", MINE
@@ -1038,10 +1039,10 @@ def test_what_is_staged_at_a_stop_killed_before_its_move_is_kept_beside_it(
     assert code == 3, (out, err)
     if at == "before the move":
         assert "conflict: pkg/util.py" in err and f"kept as it is ({path})" in err, err
-        assert git(project.work, "ls-files", "-u", "--", "pkg/util.py")
-        assert _status(project)["rebase"]["written"] is True
     else:  # the move recorded: finished (two trees: what is staged beside it kept)
-        assert "finished moving the files" in err and "conflict marker" in err, err
+        assert "finished moving the files" in err and "stages are back" in err, err
+    assert git(project.work, "ls-files", "-u", "--", "pkg/util.py")
+    assert _status(project)["rebase"]["written"] is True
     assert _series_files(project) == before
     assert (project.work / path).read_text() == text
     assert git(project.work, "diff", "--cached", "--name-only", "HEAD", "--", path) == path
@@ -1110,8 +1111,12 @@ def test_git_s_record_of_a_resolution_is_read_from_the_index(tmp_path: Path) -> 
 
     one, two, three = blob("one\n"), blob("two\n"), blob("three\n")
     name = "dir/a b é.txt"
-    stages = (("100644", one, 1, name), ("100644", two, 2, name), ("100755", three, 3, "gone"))
-    stages += (("100644", one, 1, "gone"),)
+    stages: tuple[tuple[str, str, int, str], ...] = (
+        ("100644", one, 1, name),
+        ("100644", two, 2, name),
+        ("100755", three, 3, "gone"),
+        ("100644", one, 1, "gone"),
+    )
 
     def conflict() -> None:
         git(work, "read-tree", "HEAD")

@@ -24,7 +24,13 @@ from series.stack.rebase_abort import keep_stop, prepare, resume_abort
 from series.stack.rebase_driver import Run, begin, conflict_error, drive, write_conflict
 from series.stack.rebase_plan import RebaseState, Stop
 from series.stack.rebase_step import Edited, Resolved, Skipped
-from series.stack.stop_written import StagedOver, mark_written, refuse_over, staged_over
+from series.stack.stop_written import (
+    StagedOver,
+    mark_written,
+    markers_staged,
+    refuse_over,
+    staged_over,
+)
 from series.ui import Ui
 from series.upstream import range_log
 
@@ -384,7 +390,8 @@ def _finish_stop(run: Run, st: RebaseState, s: Stop) -> str | None:
 
     The index still holds the tree the conflict was written over (nothing
     written yet), or the conflicted files with their markers but no stages
-    (killed between the two). Committing the latter as a resolution would
+    (killed between the two, or during the move, whose finish wrote them: with
+    what was staged beside it too). Committing the latter as a resolution would
     put the markers into the series; a conflict added back unedited is the
     same tree, and is refused the same way.
     """
@@ -396,7 +403,7 @@ def _finish_stop(run: Run, st: RebaseState, s: Stop) -> str | None:
         write_conflict(repo, s)
         mark_written(repo, st)
         raise conflict_error(run, st)
-    if index == s.conflict_tree:
+    if index == s.conflict_tree or (index is not None and markers_staged(repo, s, index)):
         run.ui.status(
             "the conflicted files are staged with their markers (an interrupted stop, or "
             "`git add` of unedited files): their conflict stages are back in the index"

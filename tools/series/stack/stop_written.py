@@ -114,6 +114,18 @@ def staged_over(repo: Repo, stop: Stop, staged: str, current: str) -> StagedOver
     return StagedOver(len(moved), before, tuple(mine), recorded)
 
 
+def markers_staged(repo: Repo, stop: Stop, staged: str) -> bool:
+    """Whether the index's tree ``staged`` holds the conflict's marked-up files where its
+    stages were (the stop's move done, or finished after a kill, its stages not written
+    yet), something else staged beside them perhaps, and git recorded no resolution of
+    them (a ``git add`` of them, unedited, records one: the markers are refused then)."""
+    if stop.kind != "conflict" or not stop.stages or stop.proposal:
+        return False
+    if resolution_recorded(repo.path, stop.stages) is not False:
+        return False
+    return not repo.diffs.tree_changes(stop.conflict_tree, staged).keys() & set(stop.files)
+
+
 def _beside(repo: Repo, stop: Stop, written: str, staged: str) -> StagedOver | None:
     """A conflict stop whose resolution git did not record in the index (its resolve-undo
     extension: series.git.worktree ``resolution_recorded``), where nothing was staged at
