@@ -1149,3 +1149,26 @@ def test_git_s_record_of_a_resolution_is_read_from_the_index(tmp_path: Path) -> 
     assert resolution_recorded(work, stages) is False
     (work / ".git" / "index").unlink()
     assert resolution_recorded(work, stages) is None
+
+
+@pytest.mark.parametrize("where", ["pkg/core.py", "pkg/util.py"])
+def test_a_file_changed_at_a_stop_killed_before_its_move_is_not_written_over(
+    tmp_path: Path, where: str
+) -> None:
+    """Row 906's stop, killed before its move; the user changes a file and stages nothing,
+    elsewhere (P1's ``pkg/core.py``) or where the conflict writes (``pkg/util.py``):
+    refused as changes not staged, exit 4, before anything is written (with the conflict
+    written beside first: git's two-tree move refused ``pkg/util.py`` "not uptodate",
+    exit 1, and its record was left for a later command to finish); the file as the user
+    left it, no stages, nothing of the series changed."""
+    project = _killed_before_p2_s_stop_is_written(tmp_path)
+    path = project.work / where
+    text = path.read_text() + "MINE = 1\n"
+    path.write_text(text)
+    before = _series_files(project)
+    code, out, err = project.run("rebase", "--continue")
+    assert code == 4 and "changes that are not staged" in err and where in err, (out, err)
+    assert path.read_text() == text
+    assert _series_files(project) == before
+    assert not git(project.work, "ls-files", "-u")
+    assert git(project.work, "diff", "--name-only") == where

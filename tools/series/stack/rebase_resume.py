@@ -345,11 +345,6 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
             hint=f"edit them, `git -C {where} add` them, then `series rebase --continue`; "
             f"or `series rebase --skip` drops {sid}, `series rebase --abort` undoes the rebase",
         )
-    # what was staged over a stop never written (series.stack.stop_written): its conflict
-    # written beside it where that writes nothing it holds, else refused below
-    over = staged_over(repo, s, index, st.current) if index is not None else None
-    if over is not None and over.beside:
-        _write_beside(run, st, s, over)
     if not repo.worktree.files_match_index():
         raise RefusedError(
             "refusing to go on: the checkout has changes that are not staged",
@@ -359,6 +354,12 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
         )
     resolved = index  # the index's tree: refreshing its stat data above changed no content
     assert resolved is not None
+    # what was staged over a stop never written (series.stack.stop_written): its conflict
+    # written beside it where that writes nothing it holds (the files are the index's,
+    # checked above: the move writes over no change of the user's), else refused
+    over = staged_over(repo, s, resolved, st.current)
+    if over is not None and over.beside:
+        _write_beside(run, st, s, over)
     refuse_over(st, where, over)
     if resolved == repo.objects.tree_of(st.current):
         raise UsageError(
@@ -370,17 +371,17 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
 
 def _write_beside(run: Run, st: RebaseState, s: Stop, over: StagedOver) -> NoReturn:
     """The stop's conflict, never written, written beside what was staged over it since
-    (``over``: none of it where the conflict's move writes): the two-tree move from the
-    tree the stop was to be written over keeps every other path as it is staged and as it
-    is in the files (and refuses a file it writes that differs from the index); raise."""
+    (``over``: none of it where the conflict's move writes), the files the index's: the
+    two-tree move from the tree the stop was to be written over keeps every other path as
+    it is staged; raise."""
+    write_conflict(run.repo, s)
+    mark_written(run.repo, st)
     paths = ", ".join(over.staged[:10]) + (", ..." if len(over.staged) > 10 else "")
     run.ui.status(
         "the conflict had not been written into the checkout (interrupted), and git "
         "recorded no resolution of it in the index; it is now, beside what you staged "
-        f"since, kept as it is ({paths or 'nothing'})"
+        f"since, kept as it is ({paths})"
     )
-    write_conflict(run.repo, s)
-    mark_written(run.repo, st)
     raise conflict_error(run, st)
 
 
