@@ -86,6 +86,11 @@ SOURCES: dict[tuple[str, str], Source] = {
     ),
     (
         "benchmarks.md",
+        "The resume rows after a stop's record of its resolution is read from the index "
+        "(2026-12-05, 95a607f)",
+    ): script('ci/bench_commands.py --rounds 7 --only "rebase --"'),
+    (
+        "benchmarks.md",
         "The resume rows with their git started before the imports (2026-12-05)",
     ): Source(
         "by hand",
