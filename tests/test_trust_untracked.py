@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from helpers import DEFAULT_SPECS, GitShim, PatchSpec, Project, git, make_project
+from helpers import DEFAULT_SPECS, GitShim, PatchSpec, Project, files_commit, git, make_project
 from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from test_edit import edit_project
 from test_edit_kill import amend_p2
@@ -1095,11 +1095,7 @@ def test_git_s_record_of_a_resolution_is_read_from_the_index(tmp_path: Path) -> 
     from series.git.worktree import resolution_recorded
 
     work = tmp_path / "work"
-    work.mkdir()
-    git(work, "init", "-q")
-    (work / "base").write_text("base\n")
-    git(work, "add", "base")
-    git(work, "commit", "-qm", "base")
+    files_commit(work, {"base": "base\n"})
 
     def fed(*args: str, data: str) -> str:
         done = subprocess.run(["git", *args], cwd=work, input=data, capture_output=True, text=True)
