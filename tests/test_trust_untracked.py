@@ -1168,3 +1168,60 @@ def test_a_file_changed_at_a_stop_killed_before_its_move_is_not_written_over(
     assert _series_files(project) == before
     assert not git(project.work, "ls-files", "-u")
     assert git(project.work, "diff", "--name-only") == where
+
+
+def _edit_killed_before_its_move(tmp: Path) -> Project:
+    """``series edit P1`` (of P1 to P4) killed (SIGKILL) between its state's transaction and
+    the move of the files to P1: the stop saved, HEAD detached at P1, the index and the
+    files still the series' (P2 to P4's changes in them)."""
+    project = edit_project(tmp)
+    template = tmp / "template"
+    keep_template(project.root, template)
+    restore(template, project.root)  # the counted run starts from a copy too: the same steps
+    counted = series(project, "edit", "P1")
+    assert counted.returncode == 0, counted.stderr
+    names = step_names(counted)
+    move = names.index("git read-tree")
+    state = max(k for k, name in enumerate(names[:move]) if name == "git update-ref")
+    restore(template, project.root)
+    assert series(project, "edit", "P1", kill_at=state + 2).returncode == -9
+    assert git(project.work, "status", "--porcelain") != ""  # HEAD at P1, the files not
+    return project
+
+
+@pytest.mark.parametrize("where", ["README.md", "pkg/util.py"])
+def test_a_file_changed_at_an_edit_stop_never_written_is_not_folded_into_it(
+    tmp_path: Path, where: str
+) -> None:
+    """An edit stop killed before its move; the user changes a file (stages nothing), where
+    the stop's move writes nothing (``README.md``) or where it writes (``pkg/util.py``,
+    P2's and P4's) (main: ``edit --continue`` refused "changes that are not committed",
+    listing P2 to P4's files with the user's, "commit them into P1 (`git commit --amend
+    -a`)": done, P1 took P2 to P4's changes). Elsewhere: the files moved to P1, the change
+    kept in the file and named, exit 0; amended into P1, the edit ends with P2 to P4 as
+    they were. Where it writes: refused, naming the file and `--abort`, nothing moved;
+    `--abort` puts the series back and keeps the change under a backup ref."""
+    project = _edit_killed_before_its_move(tmp_path)
+    path = project.work / where
+    text = path.read_text() + "MINE = 1\n"
+    path.write_text(text)
+    before = _series_files(project)
+    code, out, err = project.run("edit", "--continue")
+    assert "commit --amend" not in out + err, (out, err)
+    assert path.read_text() == text
+    assert _series_files(project) == before
+    if where == "README.md":
+        assert code == 0 and f"your changes kept as they are: {where}" in out + err, (out, err)
+        assert git(project.work, "status", "--porcelain") == f"M {where}"  # (stripped)
+        git(project.work, "commit", "-qa", "--amend", "--no-edit")
+        code, out, err = project.run("edit", "--continue")
+        assert code == 0, (out, err)
+        patches = {p.name: p.read_text() for p in (project.root / "patches").iterdir()}
+        (p1,) = [t for t in patches.values() if "f1 returns 101" in t]
+        assert "+MINE = 1" in p1 and "VALUE_5" not in p1 and "909" not in p1
+        assert sum("VALUE_5" in t for t in patches.values()) == 2  # P2's and P4's
+    else:
+        assert code == 4 and "never written" in err and where in err and "--abort" in err, err
+        code, out, err = project.run("edit", "--abort")
+        assert code == 0 and "refs/series/backup/" in out + err, (out, err)
+        assert _series_files(project) == before

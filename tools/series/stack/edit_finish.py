@@ -86,21 +86,50 @@ def stop_cut_short(repo: Repo, ui: Ui, st: RebaseState, *, finished: bool) -> bo
     target = repo.objects.tree_of(st.current)
     if repo.refs.head() != st.current or target == s.written_from:
         return False
+    kept = ""
     if not finished:
         index = repo.worktree.index_tree()
         if index != s.written_from and index is not None:
             refuse_staged_over(repo, st, index, repo.path)  # staged over it since
-        if index != s.written_from or not repo.worktree.files_match_index():
+        if index != s.written_from:
             return False
+        if not repo.worktree.files_match_index():
+            kept = _changed_over(repo, st, target)
         repo.worktree.checkout_tree(s.written_from, target)
         mark_written(repo, st)
     elif repo.worktree.index_tree() != target:
         return False
     ui.result(
-        f"edit: stopped at {st.stopped_at} (the files had not followed: now moved); "
+        f"edit: stopped at {st.stopped_at} (the files had not followed: now moved{kept}); "
         f"change it, then `{st.command} --continue`"
     )
     return True
+
+
+def _changed_over(repo: Repo, st: RebaseState, target: str) -> str:
+    """At an edit stop never written (the index the tree it was to be written over), the
+    files the user changed since: none where the move to the stop writes (refused: they
+    were made over the files from before the stop, and committing them into the patch,
+    as the uncommitted changes' refusal says to, would fold the later patches into it),
+    else kept as they are by the two-tree move; what the result says of them."""
+    s = st.stop
+    assert s is not None
+    changed = repo.worktree.dirty(staged=False)
+    writes = set(repo.diffs.tree_changes(s.written_from, target))
+    over = sorted(p for p in changed if p in writes)
+    if over:
+        cmd, sid, where = st.command, st.stopped_at, repo.path
+        raise RefusedError(
+            f"refusing to go on: the stop at {sid} was never written into {where}, and you "
+            "changed files it writes since",
+            why="the files are still those from before the stop (HEAD is at "
+            f"{sid}'s commit); changed since: " + ", ".join(over[:10]),
+            hint=f"`{cmd} --abort` puts everything back and keeps your changes under a backup "
+            f"ref (it names it); or copy them aside, `git -C {where} checkout -- "
+            + " ".join(over[:10])
+            + f"`, then `{cmd} --continue` moves the files to {sid}",
+        )
+    return "; your changes kept as they are: " + ", ".join(changed[:10])
 
 
 def edited(repo: Repo, where: object, st: RebaseState) -> Edited:
