@@ -1197,7 +1197,8 @@ def test_a_file_changed_at_an_edit_stop_never_written_is_not_folded_into_it(
     the stop's move writes nothing (``README.md``) or where it writes (``pkg/util.py``,
     P2's and P4's) (main: ``edit --continue`` refused "changes that are not committed",
     listing P2 to P4's files with the user's, "commit them into P1 (`git commit --amend
-    -a`)": done, P1 took P2 to P4's changes). Elsewhere: the files moved to P1, the change
+    -a`)": done, P1's commit took P2 to P4's changes, and P2 then stopped on a conflict
+    with them). Elsewhere: the files moved to P1, the change
     kept in the file and named, exit 0; amended into P1, the edit ends with P2 to P4 as
     they were. Where it writes: refused, naming the file and `--abort`, nothing moved;
     `--abort` puts the series back and keeps the change under a backup ref."""
