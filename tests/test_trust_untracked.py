@@ -1147,6 +1147,20 @@ def test_git_s_record_of_a_resolution_is_read_from_the_index(tmp_path: Path) -> 
     assert resolution_recorded(work, stages) is None
 
 
+def _changed_then_continued(project: Project, where: str, command: str) -> tuple[int, str, str]:
+    """``where`` in the checkout changed (a line added, nothing staged), then ``series
+    COMMAND --continue``: the file as the user left it after it, the series' files as
+    they were; what it gave."""
+    path = project.work / where
+    text = path.read_text() + "MINE = 1\n"
+    path.write_text(text)
+    before = _series_files(project)
+    result = project.run(command, "--continue")
+    assert path.read_text() == text, result
+    assert _series_files(project) == before
+    return result
+
+
 @pytest.mark.parametrize("where", ["pkg/core.py", "pkg/util.py"])
 def test_a_file_changed_at_a_stop_killed_before_its_move_is_not_written_over(
     tmp_path: Path, where: str
@@ -1158,14 +1172,8 @@ def test_a_file_changed_at_a_stop_killed_before_its_move_is_not_written_over(
     exit 1, and its record was left for a later command to finish); the file as the user
     left it, no stages, nothing of the series changed."""
     project = _killed_before_p2_s_stop_is_written(tmp_path)
-    path = project.work / where
-    text = path.read_text() + "MINE = 1\n"
-    path.write_text(text)
-    before = _series_files(project)
-    code, out, err = project.run("rebase", "--continue")
+    code, out, err = _changed_then_continued(project, where, "rebase")
     assert code == 4 and "changes that are not staged" in err and where in err, (out, err)
-    assert path.read_text() == text
-    assert _series_files(project) == before
     assert not git(project.work, "ls-files", "-u")
     assert git(project.work, "diff", "--name-only") == where
 
@@ -1198,19 +1206,14 @@ def test_a_file_changed_at_an_edit_stop_never_written_is_not_folded_into_it(
     P2's and P4's) (main: ``edit --continue`` refused "changes that are not committed",
     listing P2 to P4's files with the user's, "commit them into P1 (`git commit --amend
     -a`)": done, P1's commit took P2 to P4's changes, and P2 then stopped on a conflict
-    with them). Elsewhere: the files moved to P1, the change
-    kept in the file and named, exit 0; amended into P1, the edit ends with P2 to P4 as
-    they were. Where it writes: refused, naming the file and `--abort`, nothing moved;
-    `--abort` puts the series back and keeps the change under a backup ref."""
+    with them). Elsewhere: the files moved to P1, the change kept in the file and named,
+    exit 0; amended into P1, the edit ends with P2 to P4 as they were. Where it writes:
+    refused, naming the file and `--abort`, nothing moved; `--abort` puts the series back
+    and keeps the change under a backup ref."""
     project = _edit_killed_before_its_move(tmp_path)
-    path = project.work / where
-    text = path.read_text() + "MINE = 1\n"
-    path.write_text(text)
     before = _series_files(project)
-    code, out, err = project.run("edit", "--continue")
+    code, out, err = _changed_then_continued(project, where, "edit")
     assert "commit --amend" not in out + err, (out, err)
-    assert path.read_text() == text
-    assert _series_files(project) == before
     if where == "README.md":
         assert code == 0 and f"your changes kept as they are: {where}" in out + err, (out, err)
         assert git(project.work, "status", "--porcelain") == f"M {where}"  # (stripped)
