@@ -1229,3 +1229,35 @@ def test_a_file_changed_at_an_edit_stop_never_written_is_not_folded_into_it(
         code, out, err = project.run("edit", "--abort")
         assert code == 0 and "refs/series/backup/" in out + err, (out, err)
         assert _series_files(project) == before
+
+
+def test_a_kill_at_every_step_of_the_conflict_written_beside_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """Row 906's ``--continue`` that writes P2's conflict beside a staged new file, killed
+    (SIGKILL) at each of its steps in turn; then ``--continue`` again: every time P2's
+    conflict in the index (its stages) and in the file, the user's file still staged and
+    as written, the series' files as they were, exit 3."""
+    project = _killed_before_p2_s_stop_is_written(tmp_path)
+    notes = project.work / "pkg" / "notes.py"
+    notes.write_text(MINE)
+    git(project.work, "add", "pkg/notes.py")
+    before = _series_files(project)
+    template = tmp_path / "beside"
+    keep_template(project.root, template)
+    restore(template, project.root)
+    counted = series(project, "rebase", "--continue")
+    assert counted.returncode == 3 and "kept as it is (pkg/notes.py)" in counted.stderr
+    total = len(step_names(counted))
+    assert total >= 3, step_names(counted)
+    for n in range(1, total + 1):
+        restore(template, project.root)
+        assert series(project, "rebase", "--continue", kill_at=n).returncode == -9, n
+        done = series(project, "rebase", "--continue")
+        assert done.returncode == 3 and "conflict: pkg/util.py" in done.stderr, (n, done.stderr)
+        assert git(project.work, "ls-files", "-u", "--", "pkg/util.py"), n
+        assert "<<<<<<<" in (project.work / "pkg" / "util.py").read_text(), n
+        assert notes.read_text() == MINE, n
+        staged = git(project.work, "diff", "--cached", "--name-only", "HEAD", "--", "pkg/notes.py")
+        assert staged == "pkg/notes.py", n
+        assert _series_files(project) == before, n

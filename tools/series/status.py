@@ -185,9 +185,9 @@ def _stop_not_written(checkout: Checkout, rebase: RebaseState) -> tuple[bool, St
         return False, None
     if index == stop.written_from:
         return stop.written_from != repo.objects.tree_of(rebase.current), None
-    from series.stack.stop_written import staged_over
+    from series.stack.stop_written import staged_over, told
 
-    over = staged_over(repo, stop, index, rebase.current)
+    over = staged_over(repo, stop, index, rebase.current, told(repo, stop))
     return over is not None, over
 
 

@@ -30,6 +30,7 @@ from series.stack.stop_written import (
     markers_staged,
     refuse_over,
     staged_over,
+    told,
 )
 from series.ui import Ui
 from series.upstream import range_log
@@ -336,7 +337,8 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
     repo, where = run.repo, run.checkout.path
     # The index's tree; None when it has conflict stages (git's write-tree refuses them),
     # and only then are they listed. Raises when the stop was cut short.
-    index = _finish_stop(run, st, s)
+    recorded = told(repo, s)  # git's record of the conflict's resolution, read once
+    index = _finish_stop(run, st, s, recorded)
     unmerged = repo.worktree.unmerged() if index is None else []
     if unmerged:
         raise ConflictError(
@@ -357,7 +359,7 @@ def _resolved_tree(run: Run, st: RebaseState, s: Stop, sid: str) -> str:
     # what was staged over a stop never written (series.stack.stop_written): its conflict
     # written beside it where that writes nothing it holds (the files are the index's,
     # checked above: the move writes over no change of the user's), else refused
-    over = staged_over(repo, s, resolved, st.current)
+    over = staged_over(repo, s, resolved, st.current, recorded)
     if over is not None and over.beside:
         _write_beside(run, st, s, over)
     refuse_over(st, where, over)
@@ -385,9 +387,10 @@ def _write_beside(run: Run, st: RebaseState, s: Stop, over: StagedOver) -> NoRet
     raise conflict_error(run, st)
 
 
-def _finish_stop(run: Run, st: RebaseState, s: Stop) -> str | None:
+def _finish_stop(run: Run, st: RebaseState, s: Stop, recorded: bool | None) -> str | None:
     """A stop killed before its conflict was all written (files, then stages): write it, raise.
-    Else the index's tree (None: it has unmerged entries).
+    Else the index's tree (None: it has unmerged entries). ``recorded``: git's record of
+    the conflict's resolution in the index (series.stack.stop_written ``told``).
 
     The index still holds the tree the conflict was written over (nothing
     written yet), or the conflicted files with their markers but no stages
@@ -404,7 +407,7 @@ def _finish_stop(run: Run, st: RebaseState, s: Stop) -> str | None:
         write_conflict(repo, s)
         mark_written(repo, st)
         raise conflict_error(run, st)
-    if index == s.conflict_tree or (index is not None and markers_staged(repo, s, index)):
+    if index == s.conflict_tree or (index is not None and markers_staged(repo, s, index, recorded)):
         run.ui.status(
             "the conflicted files are staged with their markers (an interrupted stop, or "
             "`git add` of unedited files): their conflict stages are back in the index"

@@ -81,21 +81,32 @@ def mark_written(repo: Repo, st: RebaseState) -> None:
             txn.delete(UNWRITTEN_REF, old)
 
 
-def staged_over(repo: Repo, stop: Stop, staged: str, current: str) -> StagedOver | None:
+def told(repo: Repo, stop: Stop) -> bool | None:
+    """Whether git recorded the resolution of ``stop``'s conflict in the checkout's index
+    (series.git.worktree ``resolution_recorded``); None where the stop has no conflict
+    stages (an edit stop, a proposed remainder) or the index cannot be read. Read once
+    by a command, handed to :func:`staged_over` and :func:`markers_staged`."""
+    if stop.kind != "conflict" or not stop.stages or stop.proposal:
+        return None
+    return resolution_recorded(repo.path, stop.stages)
+
+
+def staged_over(
+    repo: Repo, stop: Stop, staged: str, current: str, recorded: bool | None
+) -> StagedOver | None:
     """The stop never written and ``staged`` (the index's tree) staged over it since; None
     where the index is the stop's (written), or a resolution of it, or cannot be told.
-    ``current``: the commit the stop is at (an edit stop writes its tree)."""
+    ``current``: the commit the stop is at (an edit stop writes its tree); ``recorded``:
+    :func:`told` of the stop."""
     written = written_tree(repo, stop, current)
     if not written or written == stop.written_from:
         return None
     conflicted = set(stop.files)
-    if stop.kind == "conflict" and stop.stages and not stop.proposal:
-        told = resolution_recorded(repo.path, stop.stages)
-        if told:
-            return None  # git recorded its conflict resolved in this index: written
-        beside = _beside(repo, stop, written, staged) if told is False else None
-        if beside is not None:
-            return beside
+    if recorded:
+        return None  # git recorded its conflict resolved in this index: written
+    beside = _beside(repo, stop, written, staged) if recorded is False else None
+    if beside is not None:
+        return beside
     outside = repo.diffs.tree_changes(written, staged)
     outside = {p: c for p, c in outside.items() if p not in conflicted}
     if not outside:
@@ -114,14 +125,13 @@ def staged_over(repo: Repo, stop: Stop, staged: str, current: str) -> StagedOver
     return StagedOver(len(moved), before, tuple(mine), recorded)
 
 
-def markers_staged(repo: Repo, stop: Stop, staged: str) -> bool:
+def markers_staged(repo: Repo, stop: Stop, staged: str, recorded: bool | None) -> bool:
     """Whether the index's tree ``staged`` holds the conflict's marked-up files where its
     stages were (the stop's move done, or finished after a kill, its stages not written
     yet), something else staged beside them perhaps, and git recorded no resolution of
-    them (a ``git add`` of them, unedited, records one: the markers are refused then)."""
-    if stop.kind != "conflict" or not stop.stages or stop.proposal:
-        return False
-    if resolution_recorded(repo.path, stop.stages) is not False:
+    them (``recorded``, :func:`told`: a ``git add`` of them, unedited, records one, and
+    the markers are refused then)."""
+    if recorded is not False:
         return False
     return not repo.diffs.tree_changes(stop.conflict_tree, staged).keys() & set(stop.files)
 
@@ -143,7 +153,8 @@ def refuse_staged_over(repo: Repo, st: RebaseState, staged: str, where: Path) ->
     """Refuse the index's tree ``staged`` at ``st``'s stop where it was staged over the stop
     never written (:func:`staged_over`): not the stop's resolution, nor the patch's edit."""
     assert st.stop is not None
-    refuse_over(st, where, staged_over(repo, st.stop, staged, st.current))
+    recorded = told(repo, st.stop)
+    refuse_over(st, where, staged_over(repo, st.stop, staged, st.current, recorded))
 
 
 def refuse_over(st: RebaseState, where: Path, over: StagedOver | None) -> None:
