@@ -108,19 +108,20 @@ class Store:
         except (OSError, ValueError) as exc:  # unreadable, or not UTF-8
             self._bad[shard] = f"unreadable: {type(exc).__name__}"
             return {}
-        why = self._invalid(shard, text)
+        try:
+            record = json.loads(text)  # once: a range of thousands reads every shard
+        except ValueError:
+            self._bad[shard] = "not JSON"
+            return {}
+        why = self._invalid(shard, record)
         if why is not None:
             self._bad[shard] = why
             return {}
-        commits: dict[str, Any] = json.loads(text)["commits"]
+        commits: dict[str, Any] = record["commits"]
         return commits
 
-    def _invalid(self, shard: str, text: str) -> str | None:
-        """Why the text of a shard's file is not to be trusted (None: it is)."""
-        try:
-            record = json.loads(text)
-        except ValueError:
-            return "not JSON"
+    def _invalid(self, shard: str, record: object) -> str | None:
+        """Why the parsed text of a shard's file is not to be trusted (None: it is)."""
         if not isinstance(record, dict):
             return "not a record"
         if record.get("format") != self.format:
