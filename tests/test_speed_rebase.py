@@ -857,3 +857,43 @@ def test_the_stream_writes_many_objects_in_one_round_trip_each_as_git_hashes_it(
         check=True,
     ).stdout
     assert out.split() == [x for oid in ids for x in (oid, "blob")]
+
+
+def test_the_range_since_the_pin_is_listed_beside_its_merge_base(tmp_path: Path) -> None:
+    """REV in the checkout already (no fetch asked the merge base before): the range's
+    ``log`` is started before the ``merge-base`` that says whether REV and the pin share
+    history, so that the two walk the range side by side (tens of milliseconds each at
+    thousands of upstream commits), and the range listed is git's."""
+    project = moving_project(tmp_path)
+    up = project.upstream
+    main = git(up, "rev-parse", "main")
+    git(project.work, "fetch", "-q", f"file://{up}", "+main:refs/mine/main")
+    pin = git(project.work, "rev-parse", "refs/series/base")
+    code, _, err, calls = GitShim(tmp_path).said(project.root, "rebase", "--onto", main)
+    assert code == 0, err
+    log = f"log --format=%x01%H%x00%P%x00%s {main} ^{pin} --"
+    base = f"merge-base {pin} {main}"
+    assert calls.count(log) == 1 and calls.count(base) == 1, calls
+    assert calls.index(log) < calls.index(base), calls
+    assert f"upstream since: {pin[:12]}..{main[:12]}, merge base {pin[:12]}, 1 commits" in err
+
+
+def test_a_rev_that_shares_no_history_with_the_pin_lists_its_last_commits(
+    tmp_path: Path,
+) -> None:
+    """REV with no history shared with the pin: the ``log`` started beside the merge base
+    is not the range (it would walk all of REV's history); the range is REV's last
+    commits, as many as ``SCAN_LIMIT``, and says so."""
+    project = moving_project(tmp_path)
+    work = project.work
+    empty = git(work, "hash-object", "-t", "tree", "-w", "/dev/null")
+    orphan = git(work, "commit-tree", empty, "-m", "no history shared with the pin")
+    pin = git(work, "rev-parse", "refs/series/base")
+    code, _, err, calls = GitShim(tmp_path).said(project.root, "rebase", "--onto", orphan)
+    assert code == 3, err  # the patches' files are not there: a conflict
+    limited = f"log --format=%x01%H%x00%P%x00%s --max-count=2000 {orphan} ^{pin} --"
+    assert calls.count(limited) == 1, calls
+    assert f"the last 2000 commits of {orphan[:12]}" in err and "none shared with the pin" in err
+    git(work, "rev-parse", "refs/series/rebase/state")  # stopped, and --abort puts it back
+    code, _, err = project.run("rebase", "--abort")
+    assert code == 0, err

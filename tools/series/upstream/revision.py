@@ -75,9 +75,13 @@ def resolve_revision(
         real = base.commit if base.source == "git" else pinned.commit
         commit = _fetch(repo, onto, url, pinned, scratch, real)
         label = f"{onto} ({commit[:12]})" + (f" from {url}" if url else "")
-    revs, described, unrelated = _range(repo, base.commit, commit, real)
+    revs, described, unrelated, heads = _range(repo, base.commit, commit, real)
     limit = SCAN_LIMIT if unrelated else None
-    commits = range_log(repo, revs, cache_dir=cache_dir, max_count=limit, say=say) if revs else []
+    commits = (
+        range_log(repo, revs, cache_dir=cache_dir, max_count=limit, say=say, heads=heads)
+        if revs
+        else []
+    )
     if not unrelated and revs:
         described += f", {len(commits)} commits"
     return Revision(label, commit, revs, described, commits)
@@ -229,31 +233,39 @@ def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError
     )
 
 
-def _range(repo: Repo, pin: str, rev: str, real: str | None) -> tuple[list[str], str, bool]:
-    """The upstream commits since the pin, as rev-list arguments, and what they are.
+def _range(
+    repo: Repo, pin: str, rev: str, real: str | None
+) -> tuple[list[str], str, bool, list[tuple[str, tuple[str, ...], str]] | None]:
+    """The upstream commits since the pin, as rev-list arguments, what they are, and
+    their heads (``History.heads``) when they were read already (None: not read).
 
     ``real`` is the pin's real upstream commit (the pin itself, or the
     commit an sdist pin stands for): the range is ``REV ^real``, the
-    commits REV has that the pin has not, as ``git rebase`` counts them.
+    commits REV has that the pin has not, as ``git rebase`` counts them
+    (its ``log`` run beside the ``merge-base`` that says whether they share
+    history: ``History.base_then_heads``).
     Only when that commit cannot be had are the last SCAN_LIMIT commits
     of REV read instead, and the range says so.
     """
     if rev in (pin, real):
-        return [], "none (the revision is the pin)", False
+        return [], "none (the revision is the pin)", False, None
     if real is not None and repo.objects.has(real):
-        merge_base = repo.history.merge_base(real, rev)
+        revs = [rev, f"^{real}"]
+        merge_base, heads = repo.history.base_then_heads(real, rev, revs)
         if merge_base is not None:
             what = "" if real == pin else " (the commit the sdist pin stands for)"
             return (
-                [rev, f"^{real}"],
+                revs,
                 f"{real[:12]}{what}..{rev[:12]}, merge base {merge_base[:12]}",
                 False,
+                heads,
             )
     why = "the pin's upstream commit could not be fetched" if real else "an sdist has no history"
     return (
         [rev, f"^{pin}"],
         f"the last {SCAN_LIMIT} commits of {rev[:12]} ({why}; none shared with the pin)",
         True,
+        None,
     )
 
 
