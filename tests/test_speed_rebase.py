@@ -878,6 +878,28 @@ def test_the_range_since_the_pin_is_listed_beside_its_merge_base(tmp_path: Path)
     assert f"upstream since: {pin[:12]}..{main[:12]}, merge base {pin[:12]}, 1 commits" in err
 
 
+def test_the_fetch_lists_the_range_beside_the_merge_base_that_the_range_asks_again(
+    tmp_path: Path,
+) -> None:
+    """REV fetched from ``--upstream``: the fetch asks whether REV meets the pin (their
+    merge base), with the range's ``log`` run beside it; the range since the pin, which
+    asks the same merge base and that ``log`` again, takes both from there (one of each)."""
+    project = moving_project(tmp_path)
+    up = project.upstream
+    main = git(up, "rev-parse", "main")
+    pin = git(project.work, "rev-parse", "refs/series/base")
+    shimmed = GitShim(tmp_path)
+    code, _, err, calls = shimmed.said(
+        project.root, "rebase", "--onto", "main", "--upstream", str(up)
+    )
+    assert code == 0, err
+    log = f"log --format=%x01%H%x00%P%x00%s {main} ^{pin} --"
+    base = f"merge-base {pin} {main}"
+    assert calls.count(log) == 1 and calls.count(base) == 1, calls
+    assert calls.index(log) < calls.index(base), calls
+    assert f"upstream since: {pin[:12]}..{main[:12]}, merge base {pin[:12]}, 1 commits" in err
+
+
 def test_a_rev_that_shares_no_history_with_the_pin_lists_its_last_commits(
     tmp_path: Path,
 ) -> None:

@@ -18,6 +18,9 @@ from series.records import NamedTuple  # not dataclasses: it imports inspect and
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 
+Head = tuple[str, tuple[str, ...], str]  # a commit, its parents and its subject (History.heads)
+
+
 class LogEntry(NamedTuple):
     commit: str
     subject: str
@@ -67,6 +70,8 @@ class History(Part):
     def __init__(self, run: Runner) -> None:
         super().__init__(run)
         self._bases: dict[tuple[str, str, frozenset[str]], str | None] = {}
+        # the heads of a range read whole by :meth:`base_then_heads`, kept as its merge base
+        self._ranges: dict[tuple[tuple[str, ...], frozenset[str]], list[Head]] = {}
 
     def commits(self, base: str, tip: str) -> list[str]:
         """First-parent commits in base..tip, oldest first."""
@@ -162,16 +167,27 @@ class History(Part):
 
     def base_then_heads(
         self, one: str, two: str, revs: Sequence[str]
-    ) -> tuple[str | None, list[tuple[str, tuple[str, ...], str]] | None]:
+    ) -> tuple[str | None, list[Head] | None]:
         """:meth:`merge_base` of ``one`` and ``two`` and, when there is one, :meth:`heads` of
         ``revs`` (the range that answer asks for, read whole): the ``log`` started first
         and run beside the ``merge-base`` (each walks the range: at thousands of upstream
         commits, tens of milliseconds each), ended unread when there is no merge base
-        (two unrelated histories: the ``log`` may walk all of one)."""
-        if self._base_key(one, two) in self._bases:  # known: no log started in vain
+        (two unrelated histories: the ``log`` may walk all of one).
+
+        The heads are kept as the merge base is (:meth:`merge_base`: while the shallow
+        roots are the same, where commit ids are asked): the fetch of REV asks whether it
+        meets the pin (series.upstream.fetch), the range since the pin asks both again."""
+        key = self._base_key(one, two)
+        if key in self._bases:  # known: no log started in vain
             found = self.merge_base(one, two)
-            return found, self.heads(revs) if found is not None else None
-        log = self.heads_later(revs)
+            if found is None:
+                return None, None
+            kept = self._ranges.get((tuple(revs), key[2])) if key is not None else None
+            return found, kept if kept is not None else self.heads(revs)
+        # started as base_and_heads starts its two (start_together): beside, GitPython's or not
+        log = HeadsLater(
+            self, revs, None, start_together(self.path, [(_heads_argv(revs, None), HERMETIC)])
+        )
         try:
             found = self.merge_base(one, two)
         except BaseException:
@@ -180,7 +196,11 @@ class History(Part):
         if found is None:
             log.abandon()
             return None, None
-        return found, log.answer()
+        heads = log.answer()
+        key = self._base_key(one, two)  # the roots, read now if they were not
+        if key is not None and all(_SHA.fullmatch(r.removeprefix("^")) for r in revs):
+            self._ranges[(tuple(revs), key[2])] = heads
+        return found, heads
 
     def heads_later(self, revs: Sequence[str], *, max_count: int | None = None) -> HeadsLater:
         """:meth:`heads` of ``revs``, its ``log`` started now, beside what the caller does
