@@ -86,6 +86,18 @@ SOURCES: dict[tuple[str, str], Source] = {
     ),
     (
         "benchmarks.md",
+        "The range since the pin beside its merge base, and where `--abort`'s time goes "
+        "(2026-12-05, b82b6da)",
+    ): Source(
+        "by hand",
+        "ci/bench_commands.py's --scale synthetic projects (13 patches over 60 and 5,000 "
+        "commits) and its stop at P18, settled; each git process's start and end logged by "
+        "a C wrapper of git first on PATH; two trees alternating round by round (PYTHONPATH "
+        "per tree); Store.recall timed in one process; ci/bench_commands.py --rounds 9 "
+        '--only "rebase --abort", --rounds 7 --only "rebase --" and the whole table',
+    ),
+    (
+        "benchmarks.md",
         "The resume rows after a stop's record of its resolution is read from the index "
         "(2026-12-05, 95a607f)",
     ): script('ci/bench_commands.py --rounds 7 --only "rebase --"'),
