@@ -859,23 +859,34 @@ def test_the_stream_writes_many_objects_in_one_round_trip_each_as_git_hashes_it(
     assert out.split() == [x for oid in ids for x in (oid, "blob")]
 
 
-def test_the_range_since_the_pin_is_listed_beside_its_merge_base(tmp_path: Path) -> None:
-    """REV in the checkout already (no fetch asked the merge base before): the range's
-    ``log`` is started before the ``merge-base`` that says whether REV and the pin share
-    history, so that the two walk the range side by side (tens of milliseconds each at
-    thousands of upstream commits), and the range listed is git's."""
+def _range_beside_its_merge_base(tmp_path: Path, fetched: bool) -> None:
+    """A rebase onto ``main`` of moving_project's upstream, REV already in the checkout
+    (``fetched``: from ``--upstream``): the range's ``log`` started before the
+    ``merge-base`` of REV and the pin, one of each, and the range listed is git's."""
     project = moving_project(tmp_path)
     up = project.upstream
     main = git(up, "rev-parse", "main")
-    git(project.work, "fetch", "-q", f"file://{up}", "+main:refs/mine/main")
     pin = git(project.work, "rev-parse", "refs/series/base")
-    code, _, err, calls = GitShim(tmp_path).said(project.root, "rebase", "--onto", main)
+    if fetched:
+        argv = ["--onto", "main", "--upstream", str(up)]
+    else:
+        git(project.work, "fetch", "-q", f"file://{up}", "+main:refs/mine/main")
+        argv = ["--onto", main]
+    code, _, err, calls = GitShim(tmp_path).said(project.root, "rebase", *argv)
     assert code == 0, err
     log = f"log --format=%x01%H%x00%P%x00%s {main} ^{pin} --"
     base = f"merge-base {pin} {main}"
     assert calls.count(log) == 1 and calls.count(base) == 1, calls
     assert calls.index(log) < calls.index(base), calls
     assert f"upstream since: {pin[:12]}..{main[:12]}, merge base {pin[:12]}, 1 commits" in err
+
+
+def test_the_range_since_the_pin_is_listed_beside_its_merge_base(tmp_path: Path) -> None:
+    """REV in the checkout already (no fetch asked the merge base before): the range's
+    ``log`` is started before the ``merge-base`` that says whether REV and the pin share
+    history, so that the two walk the range side by side (tens of milliseconds each at
+    thousands of upstream commits)."""
+    _range_beside_its_merge_base(tmp_path, fetched=False)
 
 
 def test_the_fetch_lists_the_range_beside_the_merge_base_that_the_range_asks_again(
@@ -884,20 +895,7 @@ def test_the_fetch_lists_the_range_beside_the_merge_base_that_the_range_asks_aga
     """REV fetched from ``--upstream``: the fetch asks whether REV meets the pin (their
     merge base), with the range's ``log`` run beside it; the range since the pin, which
     asks the same merge base and that ``log`` again, takes both from there (one of each)."""
-    project = moving_project(tmp_path)
-    up = project.upstream
-    main = git(up, "rev-parse", "main")
-    pin = git(project.work, "rev-parse", "refs/series/base")
-    shimmed = GitShim(tmp_path)
-    code, _, err, calls = shimmed.said(
-        project.root, "rebase", "--onto", "main", "--upstream", str(up)
-    )
-    assert code == 0, err
-    log = f"log --format=%x01%H%x00%P%x00%s {main} ^{pin} --"
-    base = f"merge-base {pin} {main}"
-    assert calls.count(log) == 1 and calls.count(base) == 1, calls
-    assert calls.index(log) < calls.index(base), calls
-    assert f"upstream since: {pin[:12]}..{main[:12]}, merge base {pin[:12]}, 1 commits" in err
+    _range_beside_its_merge_base(tmp_path, fetched=True)
 
 
 def test_a_rev_that_shares_no_history_with_the_pin_lists_its_last_commits(
