@@ -70,7 +70,7 @@ class History(Part):
     def __init__(self, run: Runner) -> None:
         super().__init__(run)
         self._bases: dict[tuple[str, str, frozenset[str]], str | None] = {}
-        # the heads of a range read whole by :meth:`base_then_heads`, kept as its merge base
+        # the heads of a range read whole by :meth:`base_and_heads`, kept as its merge base
         self._ranges: dict[tuple[tuple[str, ...], frozenset[str]], list[Head]] = {}
 
     def commits(self, base: str, tip: str) -> list[str]:
@@ -156,51 +156,40 @@ class History(Part):
         self, one: str, two: str, revs: Sequence[str], *, max_count: int | None = None
     ) -> BaseAndHeads:
         """:meth:`merge_base` of ``one`` and ``two`` and :meth:`heads` of ``revs`` (the
-        range that answer usually asks for), their two processes started now, side by
-        side, beside what the caller does meanwhile; :meth:`BaseAndHeads.answer` gives
-        both (the heads None when the merge base is)."""
-        bases = ["merge-base", one, two]
-        started = start_together(
-            self.path, [(bases, None), (_heads_argv(revs, max_count), HERMETIC)]
-        )
-        return BaseAndHeads(self, (one, two), revs, max_count, started)
+        range that answer asks for), their two processes started now, the ``log`` first,
+        side by side (each walks the range: tens of milliseconds at thousands of upstream
+        commits), beside what the caller does meanwhile; :meth:`BaseAndHeads.answer`
+        gives both (the heads None when the merge base is: the ``log``, which may walk all
+        of an unrelated history, is then ended unread).
 
-    def base_then_heads(
-        self, one: str, two: str, revs: Sequence[str]
-    ) -> tuple[str | None, list[Head] | None]:
-        """:meth:`merge_base` of ``one`` and ``two`` and, when there is one, :meth:`heads` of
-        ``revs`` (the range that answer asks for, read whole): the ``log`` started first
-        and run beside the ``merge-base`` (each walks the range: at thousands of upstream
-        commits, tens of milliseconds each), ended unread when there is no merge base
-        (two unrelated histories: the ``log`` may walk all of one).
-
-        The heads are kept as the merge base is (:meth:`merge_base`: while the shallow
-        roots are the same, where commit ids are asked): the fetch of REV asks whether it
-        meets the pin (series.upstream.fetch), the range since the pin asks both again."""
+        Neither is started where its answer is known: the merge base as
+        :meth:`merge_base` keeps it, and the heads of a range read whole (no
+        ``max_count``), kept with it (the fetch asks whether REV meets the pin, then the
+        range since the pin asks both again: series.upstream)."""
         key = self._base_key(one, two)
-        if key in self._bases:  # known: no log started in vain
-            found = self.merge_base(one, two)
-            if found is None:
-                return None, None
-            kept = self._ranges.get((tuple(revs), key[2])) if key is not None else None
-            return found, kept if kept is not None else self.heads(revs)
-        # started as base_and_heads starts its two (start_together): beside, GitPython's or not
-        log = HeadsLater(
-            self, revs, None, start_together(self.path, [(_heads_argv(revs, None), HERMETIC)])
-        )
+        known = key is not None and key in self._bases
+        none = key is not None and known and self._bases[key] is None  # known unrelated
+        kept = None
+        if key is not None and max_count is None:
+            kept = self._ranges.get((tuple(revs), key[2]))
+        log = None
+        if kept is None and not none:
+            log = start_together(self.path, [(_heads_argv(revs, max_count), HERMETIC)])
         try:
-            found = self.merge_base(one, two)
+            bases = None if known else start_together(self.path, [(["merge-base", one, two], None)])
         except BaseException:
-            log.abandon()
+            if log is not None:
+                log.abandon()
             raise
-        if found is None:
-            log.abandon()
-            return None, None
-        heads = log.answer()
-        key = self._base_key(one, two)  # the roots, read now if they were not
-        if key is not None and all(_SHA.fullmatch(r.removeprefix("^")) for r in revs):
-            self._ranges[(tuple(revs), key[2])] = heads
-        return found, heads
+        return BaseAndHeads(self, (one, two), revs, max_count, bases, log, kept)
+
+    def _keep_range(self, revs: Sequence[str], heads: list[Head]) -> None:
+        """Keep the heads of ``revs``, a range read whole, as :meth:`merge_base` keeps its
+        answers: while the shallow roots are the same, where the range is named by ids."""
+        if self._shallow_file is not None and all(
+            _SHA.fullmatch(r.removeprefix("^")) for r in revs
+        ):
+            self._ranges[(tuple(revs), self.shallow_roots())] = heads
 
     def heads_later(self, revs: Sequence[str], *, max_count: int | None = None) -> HeadsLater:
         """:meth:`heads` of ``revs``, its ``log`` started now, beside what the caller does
@@ -288,7 +277,8 @@ class History(Part):
 
 class BaseAndHeads:
     """:meth:`History.base_and_heads` started: read once (:meth:`answer`), or ended
-    unread (:meth:`abandon`)."""
+    unread (:meth:`abandon`). ``bases``, ``log``: None where the answer was known
+    (``kept``: the heads)."""
 
     def __init__(
         self,
@@ -296,32 +286,56 @@ class BaseAndHeads:
         pair: tuple[str, str],
         revs: Sequence[str],
         max_count: int | None,
-        started: Started,
+        bases: Started | None,
+        log: Started | None,
+        kept: list[Head] | None = None,
     ) -> None:
         self.history, self.pair, self.revs, self.max_count = history, pair, revs, max_count
-        self.started = started
+        self.bases, self.log, self.kept = bases, log, kept
 
-    def answer(self) -> tuple[str | None, list[tuple[str, tuple[str, ...], str]] | None]:
+    def answer(self) -> tuple[str | None, list[Head] | None]:
         """The merge base (None: no shared history here) and, when there is one, the heads.
 
         What git said otherwise than plainly (a merge-base that is no answer, a log that
         failed) is asked again as :meth:`History.merge_base` and :meth:`History.heads`
         ask it, which say why: the answers are theirs."""
-        (status, out, _), (log_status, log, _) = self.started.finish()
-        text = out.decode("ascii", "replace")
-        if status not in (0, 1):
-            found = self.history.merge_base(*self.pair)
-        else:
-            found = text.split()[0] if status == 0 and text.strip() else None
-            self.history._keep_base(self.pair, found)
+        try:
+            found = self._base()
+        except BaseException:
+            self.abandon()
+            raise
         if found is None:
+            self.abandon()
             return None, None
-        if log_status != 0:
-            return found, self.history.heads(self.revs, max_count=self.max_count)
-        return found, _heads(log.decode("utf-8", "surrogateescape"))
+        if self.kept is not None:
+            return found, self.kept
+        if self.log is None:  # the merge base was known to be none when it was started
+            heads = self.history.heads(self.revs, max_count=self.max_count)
+        else:
+            ((log_status, log, _),) = self.log.finish()
+            if log_status != 0:
+                heads = self.history.heads(self.revs, max_count=self.max_count)
+            else:
+                heads = _heads(log.decode("utf-8", "surrogateescape"))
+        if self.max_count is None:
+            self.history._keep_range(self.revs, heads)
+        return found, heads
+
+    def _base(self) -> str | None:
+        if self.bases is None:  # known: the kept answer
+            return self.history.merge_base(*self.pair)
+        ((status, out, _),) = self.bases.finish()
+        if status not in (0, 1):
+            return self.history.merge_base(*self.pair)
+        text = out.decode("ascii", "replace")
+        found = text.split()[0] if status == 0 and text.strip() else None
+        self.history._keep_base(self.pair, found)
+        return found
 
     def abandon(self) -> None:
-        self.started.abandon()
+        for started in (self.log, self.bases):
+            if started is not None:
+                started.abandon()
 
 
 class HeadsLater:

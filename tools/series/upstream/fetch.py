@@ -200,8 +200,8 @@ def _deepen(
     if got is None:
         return
 
-    def met() -> bool:  # the range since the pin listed beside (History.base_then_heads)
-        return repo.history.base_then_heads(real, got, [got, f"^{real}"])[0] is not None
+    def met() -> bool:  # the range since the pin listed beside (History.base_and_heads)
+        return repo.history.base_and_heads(real, got, [got, f"^{real}"]).answer()[0] is not None
 
     if met():
         return

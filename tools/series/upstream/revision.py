@@ -243,7 +243,7 @@ def _range(
     commit an sdist pin stands for): the range is ``REV ^real``, the
     commits REV has that the pin has not, as ``git rebase`` counts them
     (its ``log`` run beside the ``merge-base`` that says whether they share
-    history: ``History.base_then_heads``).
+    history: ``History.base_and_heads``).
     Only when that commit cannot be had are the last SCAN_LIMIT commits
     of REV read instead, and the range says so.
     """
@@ -251,7 +251,7 @@ def _range(
         return [], "none (the revision is the pin)", False, None
     if real is not None and repo.objects.has(real):
         revs = [rev, f"^{real}"]
-        merge_base, heads = repo.history.base_then_heads(real, rev, revs)
+        merge_base, heads = repo.history.base_and_heads(real, rev, revs).answer()
         if merge_base is not None:
             what = "" if real == pin else " (the commit the sdist pin stands for)"
             return (
