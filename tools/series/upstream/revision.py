@@ -21,6 +21,7 @@ from pathlib import Path
 
 from series.errors import Exit, SeriesError, UsageError
 from series.git import ZERO, LogEntry, RefMoved, Repo
+from series.git.history import Head
 from series.manifest import Sdist, Upstream
 from series.pids import alive
 from series.upstream.base import Base
@@ -235,7 +236,7 @@ def _not_fetched(repo: Repo, rev: str, source: str, failure: str) -> SeriesError
 
 def _range(
     repo: Repo, pin: str, rev: str, real: str | None
-) -> tuple[list[str], str, bool, list[tuple[str, tuple[str, ...], str]] | None]:
+) -> tuple[list[str], str, bool, list[Head] | None]:
     """The upstream commits since the pin, as rev-list arguments, what they are, and
     their heads (``History.heads``) when they were read already (None: not read).
 
