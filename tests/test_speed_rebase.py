@@ -33,7 +33,7 @@ from helpers import (
     series_probe,
 )
 from rebase_helpers import commit_upstream, moving_project, resolve_p1
-from series import manifest
+from series import manifest, manifest_kept
 from series.git import Repo, TreeMerge
 from series.git.diffs import diff_of_patch
 from series.git.mergetree import MergeStream
@@ -41,6 +41,7 @@ from series.git.repo import IS_REPO
 from series.manifest import Dropped, UpstreamPart
 from series.manifest_write import (
     PatchUpdate,
+    keep_pin_moved,
     write_parts,
     write_patches,
     write_pin,
@@ -696,6 +697,50 @@ def test_a_pin_line_the_edit_cannot_prove_is_left_to_tomlkit() -> None:
         )
         assert got == _pin_moved(text)
         assert tomllib.loads(got)["upstream"]["ref"] == "master"
+
+
+def test_the_moved_pin_is_proven_by_what_the_start_of_the_rebase_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """keep_pin_moved (the start of a rebase) keeps what tomllib reads of the text the
+    end's line edit gives; the end then takes it from the cache: neither tomllib nor
+    tomlkit is imported, and the bytes are tomlkit's. A reading kept for that text that
+    is not the pin moved (a cache written by anything else) is not taken: tomlkit
+    writes series.toml, as where the edit cannot be proven."""
+    text = (ROOT / "series.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    loaded = manifest.loads(ROOT / "series.toml", text)
+    updates = [PatchUpdate(p.id, p.title, p.file, p.branch) for p in loaded.patches]
+    want = _pin_moved(text)
+    cache = tmp_path / "cache"
+
+    def written() -> str:
+        return write_rebased(
+            loaded,
+            text,
+            ref="master",
+            commit="e" * 40,
+            dropped=[],
+            updates=updates,
+            parts={},
+            data=data,
+            kept=cache,
+        )
+
+    keep_pin_moved(loaded, text, ref="master", commit="e" * 40, kept=cache, data=data)
+    with monkeypatch.context() as blocked:
+        blocked.setitem(sys.modules, "tomllib", None)  # importing either fails
+        blocked.setitem(sys.modules, "tomlkit", None)
+        assert written() == want
+    wrong = tomllib.loads(want)
+    wrong["upstream"]["ref"] = "v0"
+    manifest_kept.keep(cache, want, wrong, ROOT)
+    assert manifest_kept.recall(cache, want) == wrong
+    with monkeypatch.context() as blocked:
+        blocked.setitem(sys.modules, "tomlkit", None)
+        with pytest.raises(ImportError):  # the kept reading refused: tomlkit is asked
+            written()
+    assert written() == want
 
 
 def test_onto_and_continue_merge_in_one_long_lived_merge_tree(tmp_path: Path) -> None:

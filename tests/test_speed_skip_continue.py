@@ -7,11 +7,16 @@ started without a fork of series (series.git.child.spawn: posix_spawn).
 
 from __future__ import annotations
 
+import ast
+import tomllib
+import warnings
 from pathlib import Path
+
+import pytest
 
 from helpers import git, modules_in, run_fresh, series_probe
 from rebase_helpers import resolve_p1
-from series.stack.resolution_check import parse_error
+from series.stack.resolution_check import _python, parse_error
 from test_speed_rebase import stopped
 
 REMAINDER_ENGINE = ("series.evidence",)
@@ -47,15 +52,20 @@ def test_a_resume_loads_no_remainder_engine() -> None:
     assert not EXPORT_AND_BUILDS & modules, sorted(EXPORT_AND_BUILDS & modules)
 
 
-def _run_without_fork(root: Path, *args: str) -> tuple[int, set[str], str]:
+def _run_without_fork(
+    root: Path, *args: str, cache: Path | None = None
+) -> tuple[int, set[str], str]:
     """``series -C root ARGS`` in a fresh interpreter whose ``os.fork`` refuses: its exit
-    code, the modules it imported, its stderr."""
+    code, the modules it imported, its stderr. ``cache``: its per-user cache (the one of
+    the GitShim that ran the commands before it)."""
     refuse = (
         "import os\n"
         "def refused():\n"
         "    raise AssertionError('series forked itself to start a process')\n"
         "os.fork = refused\n"
     )
+    if cache is not None:
+        refuse += f"os.environ['SERIES_CACHE_DIR'] = {str(cache)!r}\n"
     probe = series_probe(root, *args, before=refuse)
     code, out, err = run_fresh(probe)
     return code, modules_in(out), err
@@ -79,25 +89,30 @@ def test_skip_starts_its_git_without_forking_series(tmp_path: Path) -> None:
 def test_continue_to_the_end_loads_no_export_and_forks_nothing(tmp_path: Path) -> None:
     """--continue with the resolution staged, to the rebase's end (patches/ written, the
     summary's classes): neither an edit's export nor range-diff's builds are loaded, and
-    no git process is started by a fork of series."""
-    project, _ = stopped(tmp_path)
+    no git process is started by a fork of series. Nor tomllib or tomlkit: series.toml's
+    new text, only its pin moved, is proven by what tomllib read of it when the rebase
+    started, kept in the per-user cache (series.manifest_write ``keep_pin_moved``)."""
+    project, shim = stopped(tmp_path)
     resolve_p1(project.work)
-    code, modules, err = _run_without_fork(project.root, "rebase", "--continue")
+    code, modules, err = _run_without_fork(project.root, "rebase", "--continue", cache=shim.cache)
     assert code == 0, err
     assert {"series.stack.rebase_finish", "series.stack.diffclass"} <= modules
     assert not OPENSSL & modules, sorted(OPENSSL & modules)
     assert not [m for m in modules if m.startswith(REMAINDER_ENGINE)]
     assert not EXPORT_AND_BUILDS & modules, sorted(EXPORT_AND_BUILDS & modules)
+    assert not {"tomllib", "tomlkit"} & modules, sorted({"tomllib", "tomlkit"} & modules)
     assert git(project.work, "symbolic-ref", "HEAD") == "refs/heads/series"
     assert git(project.work, "for-each-ref", "refs/series/rebase/state") == ""
+    pin = tomllib.loads((project.root / "series.toml").read_text())["upstream"]
+    assert (pin["ref"], pin["commit"]) == ("main", git(project.upstream, "rev-parse", "main"))
 
 
 def test_the_check_of_a_python_resolution_and_the_ends_import_load_no_tomllib() -> None:
-    """--continue checks a resolved Python file with ast alone (tomllib, with typing and
-    datetime, was imported for its error class whatever the file: most of the check's own
-    time, on the way of the first merge's answer), and the rebase's end is imported without
-    them (series.manifest_write imports tomllib where it uses it, while git exports). A
-    TOML file is still refused as TOML."""
+    """--continue checks a resolved Python file without tomllib (with typing and datetime, it
+    was imported for its error class whatever the file: most of the check's own time, on
+    the way of the first merge's answer) and without ast (``compile`` to a tree is
+    ``ast.parse``), and the rebase's end is imported without them (series.manifest_write
+    imports tomllib where it uses it). A TOML file is still refused as TOML."""
     probe = (
         "import sys\n"
         "import series.stack.rebase_resume, series.stack.rebase_finish\n"
@@ -111,6 +126,47 @@ def test_the_check_of_a_python_resolution_and_the_ends_import_load_no_tomllib() 
     assert code == 0, err
     assert out.splitlines()[0].startswith("a.py:1: does not parse (syntax error:"), out
     assert out.splitlines()[0].endswith("|"), out  # b.py parses
-    assert not {"tomllib", "typing", "datetime"} & modules_in(out)
+    assert not {"tomllib", "typing", "datetime", "ast"} & modules_in(out)
     toml = parse_error("a.toml", b"x = [1,\n", [b"x = 1\n"])
     assert toml.startswith("a.toml: does not parse (TOML: "), toml
+
+
+PYTHON_SOURCES = [
+    b"x = 1\n",
+    b"x = (\n",
+    b"def f(:\n    pass\n",
+    b"return 1\n",  # no function: ast.parse takes it, a compile to code would not
+    b"nonlocal x\n",
+    b"x = 1\x00\n",
+    "\u00e9 = 1\n".encode(),
+    b"\xff = 1\n",  # not UTF-8
+    b'print "a"\n',
+    b'a = "\\q"\n',  # an invalid escape: a warning, not an error
+    b"async def f():\n    await x\n",
+    b"match x:\n    case 1:\n        pass\n",
+    b"def f(x: Undefined) -> None: ...\n",
+    b"# -*- coding: latin-1 -*-\nx = '\xe9'\n",
+    b"if x:\npass\n",
+    b"x = [" * 300 + b"]" * 300 + b"\n",  # nested beyond the parser's limit
+]
+
+
+@pytest.mark.parametrize("source", PYTHON_SOURCES)
+def test_a_resolved_python_file_is_refused_as_ast_parse_refuses_it(source: bytes) -> None:
+    """The check of a resolved Python file (series.stack.resolution_check) says what
+    ``ast.parse`` would: the same error, its line, or none."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ast.parse(source)
+            want = ""
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            lineno = exc.lineno if isinstance(exc, SyntaxError) else None
+            want = f"{type(exc).__name__}:{getattr(exc, 'msg', str(exc))}:{lineno}"
+    try:
+        _python(source)
+        got = ""
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        lineno = exc.lineno if isinstance(exc, SyntaxError) else None
+        got = f"{type(exc).__name__}:{getattr(exc, 'msg', str(exc))}:{lineno}"
+    assert got == want

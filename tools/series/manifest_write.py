@@ -7,13 +7,18 @@ patches in the same order under the same titles, nothing partly upstream)
 edits the pin's lines of the text itself, and keeps that text only when
 ``tomllib`` reads it as exactly what the tomlkit edit would give
 (:func:`_pin_lines`); tomlkit, imported only when it is needed, does the rest.
+What ``tomllib`` reads of that text is made and kept when the rebase starts
+(:func:`keep_pin_moved`, series.manifest_kept): its end, often in a later
+``--continue``, takes it from there.
 """
 
 from __future__ import annotations
 
 import re
 
-from series.manifest import Dropped, Manifest, UpstreamPart
+from series import manifest_kept
+from series.errors import ManifestError
+from series.manifest import Dropped, Manifest, UpstreamPart, loads
 from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
 
 # tomlkit is imported by each function that uses it: a rebase --skip or --continue that
@@ -22,6 +27,7 @@ from series.records import NamedTuple  # not dataclasses: it imports inspect and
 # starts its export (series.stack.rebase_finish), and uses tomllib while git exports.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     import tomlkit
@@ -108,18 +114,22 @@ def write_rebased(
     updates: list[PatchUpdate],
     parts: dict[str, list[UpstreamPart]],
     data: dict[str, Any] | None = None,
+    kept: Path | None = None,
 ) -> str:
     """What ``series rebase`` writes: :func:`write_pin`, then :func:`write_patches`, then
     :func:`write_parts` of ``text``, the same text, with one parse and one dump of it
     (tomlkit's parse is most of the end of a rebase's own work), or no parse by tomlkit
     at all where only the pin moves (:func:`_pin_lines`). ``data``: ``text`` as
-    ``tomllib`` reads it, where the caller has it (series.manifest_kept kept it)."""
-    import tomllib
+    ``tomllib`` reads it, where the caller has it (series.manifest_kept kept it);
+    ``kept``: the per-user cache, where what ``tomllib`` reads of the line edit's text
+    may be kept (:func:`keep_pin_moved`)."""
+    if data is None:
+        import tomllib
 
-    data = tomllib.loads(text) if data is None else data
+        data = tomllib.loads(text)
     text, had_sdist = _without_sdist(text, ref, commit, data)
     if not dropped and not any(parts.values()):
-        fast = _pin_lines(text, data, ref, commit, had_sdist, updates)
+        fast = _pin_lines(text, data, ref, commit, had_sdist, updates, kept)
         if fast is not None:
             return fast
     import tomlkit
@@ -139,9 +149,11 @@ def _without_sdist(
 
     ``data``: ``text`` as ``tomllib`` reads it, when the caller has read it already.
     """
-    import tomllib
+    if data is None:
+        import tomllib
 
-    old_sdist = (data if data is not None else tomllib.loads(text)).get("upstream", {}).get("sdist")
+        data = tomllib.loads(text)
+    old_sdist = data.get("upstream", {}).get("sdist")
     if old_sdist is None:
         return text, False
     was = f"{old_sdist.get('package')}=={old_sdist.get('version')}"
@@ -230,17 +242,43 @@ def _pin_lines(
     commit: str,
     had_sdist: bool,
     updates: list[PatchUpdate],
+    kept: Path | None = None,
 ) -> str | None:
-    """``text`` with the pin moved by editing its lines, or None where tomlkit must do it.
+    """``text`` with the pin moved by editing its lines (:func:`_pin_edit`), or None where
+    tomlkit must do it: the edit is kept only if ``tomllib`` reads its text as the old
+    document with those values replaced (a line inside a multi-line string, a key given
+    twice or elsewhere: None). What ``tomllib`` reads of it is taken from the per-user
+    cache ``kept`` where it was kept (:func:`keep_pin_moved`, at the rebase's start: a
+    text named by its digest, series.manifest_kept), else ``tomllib`` is asked now."""
+    edited = _pin_edit(text, data, ref, commit, had_sdist, updates)
+    if edited is None:
+        return None
+    out, want = edited
+    read = manifest_kept.recall(kept, out) if kept is not None else None
+    if read is None:
+        import tomllib
+
+        read = tomllib.loads(out)
+    return out if read == want else None
+
+
+def _pin_edit(
+    text: str,
+    data: dict[str, Any],
+    ref: str,
+    commit: str,
+    had_sdist: bool,
+    updates: list[PatchUpdate],
+) -> tuple[str, dict[str, Any]] | None:
+    """``text`` with the pin moved by editing its lines, and what ``tomllib`` must read of
+    it for the edit to stand (:func:`_pin_lines`); None where no such edit is made.
 
     Only where the rebase changes nothing but ``[upstream]``'s ``ref``, ``commit`` (and
     ``source``, to ``git``): the [[patch]] tables already in ``updates``' order with their
     titles and files, each key a line ``key = "value"`` of its own in ``[upstream]``,
-    values that need no escape. The result is kept only if ``tomllib`` reads it as the
-    old document with those values replaced (a line inside a multi-line string, a key
-    given twice or elsewhere: None). tomlkit, replacing a value, keeps the line's
-    indent and comment, as this does. ``data``: the document as it was before its sdist
-    stand-in was cut out of ``text`` (``had_sdist``).
+    values that need no escape. tomlkit, replacing a value, keeps the line's indent and
+    comment, as this does. ``data``: the document as it was before its sdist stand-in
+    was cut out of ``text`` (``had_sdist``).
     """
     up = data.get("upstream")
     old = data.get("patch")
@@ -272,11 +310,32 @@ def _pin_lines(
             return None
         (at, match), *_ = found
         lines[at] = f'{match[1]}"{value}"{match[2]}'
-    out = "".join(lines)
-    want: dict[str, Any] = {**data, "upstream": {**up, **values}}
-    import tomllib
+    return "".join(lines), {**data, "upstream": {**up, **values}}
 
-    return out if tomllib.loads(out) == want else None
+
+def keep_pin_moved(
+    manifest: Manifest, text: str, *, ref: str, commit: str, kept: Path, data: dict[str, Any]
+) -> None:
+    """What ``tomllib`` reads of series.toml as the end of a rebase onto ``commit`` (REV
+    ``ref``) edits it when only the pin moves (:func:`_pin_edit`: nothing dropped, the
+    patches as they are), read now and kept in the per-user cache ``kept``
+    (series.manifest_kept), as any manifest read and accepted is kept: that end, in this
+    run or a later ``--continue``, takes it from there (:func:`_pin_lines`), and imports
+    no ``tomllib`` (its import and parse were a third of a ``--continue``'s own end).
+    ``text``: series.toml as the rebase saved it; ``data``: ``tomllib``'s reading of it.
+
+    Nothing is kept where no such edit is made, or its text is no manifest series
+    accepts: the end then reads it itself, as before (a text read wrong here is a
+    text with another digest, or tables the end's comparison refuses)."""
+    updates = [PatchUpdate(p.id, p.title, p.file, p.branch) for p in manifest.patches]
+    text, had_sdist = _without_sdist(text, ref, commit, data)
+    edited = _pin_edit(text, data, ref, commit, had_sdist, updates)
+    if edited is None:
+        return
+    try:
+        loads(manifest.path, edited[0], kept=kept)  # read, validated, kept
+    except ManifestError:
+        return
 
 
 def _drop_table(text: str, header: str, note: str) -> str:

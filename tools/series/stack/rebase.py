@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from series import manifest_kept
 from series.builder.message import series_id
 from series.checkout import (
     BASE_REF,
@@ -35,6 +36,7 @@ from series.evidence import Evidence, find_evidence
 from series.git import CommitInfo, Repo
 from series.git.run import light_processes
 from series.manifest import Patch
+from series.manifest_write import keep_pin_moved
 from series.merge import Merger, Node, PinStep, Stacked, Target, resolutions, resolve_target
 from series.stack import rebase_state as rstate
 from series.stack import upstream_parts
@@ -91,6 +93,7 @@ def _start(
     parts = _parts(repo, infos, patches, found, target)
     onto_commit = str(target.node.commit)
     saved = save_project(repo, series.root, [series.patch_path(p) for p in series.manifest.patches])
+    _keep_pin_moved(series, repo, saved, onto, onto_commit)
     state = begin(
         onto=onto_commit,
         onto_tree=target.node.tree,
@@ -109,6 +112,19 @@ def _start(
     ui.status(f"rebase: {len(patches)} patches onto {target.label}; upstream since: {target.range}")
     run = Run(series, ui, checkout, {i.commit: i for i in infos}, lambda: target.commits)
     drive(run, state)
+
+
+def _keep_pin_moved(series: Series, repo: Repo, saved: str, ref: str, commit: str) -> None:
+    """series.toml as the end of this rebase writes it when only the pin moves, read and
+    kept now (series.manifest_write ``keep_pin_moved``): the end, often in a later
+    ``--continue``, then takes it from the cache instead of importing tomllib. From the
+    text the start saved, as the end reads it (series.stack.rebase_finish ``_saved``)."""
+    text = repo.objects.blob_read(saved, "series.toml").decode("utf-8")
+    data = manifest_kept.recall(series.cache_dir, text)  # kept by this run's own parse
+    if data is not None:
+        keep_pin_moved(
+            series.manifest, text, ref=ref, commit=commit, kept=series.cache_dir, data=data
+        )
 
 
 def guard(

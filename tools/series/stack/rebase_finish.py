@@ -184,6 +184,7 @@ def _manifest(
         updates=updates,
         parts=_parts(st),
         data=tables,
+        kept=series.cache_dir,
     )
 
 
