@@ -86,6 +86,17 @@ SOURCES: dict[tuple[str, str], Source] = {
     ),
     (
         "benchmarks.md",
+        "The clone git's rows copy, and `--continue` without tomllib (2026-12-05, 5dc118f)",
+    ): Source(
+        "by hand",
+        "ci/bench_commands.py's Bench: git's own --skip (_git_stopped) in copies of its clone "
+        "before and after _merge_tree_loop ran in it, objects counted with git count-objects; "
+        "valgrind --tool=callgrind of series' own process on the stop at P18; two trees "
+        "interleaved (PYTHONPATH per tree); GIT_TRACE2_EVENT and time marks; "
+        "ci/bench_commands.py --rounds 5 --verbose (the whole table, twice)",
+    ),
+    (
+        "benchmarks.md",
         "The range since the pin beside its merge base, and where `--abort`'s time goes "
         "(2026-12-05, b82b6da)",
     ): Source(
