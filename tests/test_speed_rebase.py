@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -34,10 +35,11 @@ from helpers import (
 )
 from rebase_helpers import commit_upstream, moving_project, resolve_p1
 from series import manifest, manifest_kept
-from series.git import Repo, TreeMerge
+from series.git import Repo, TreeMerge, history
 from series.git.diffs import diff_of_patch
 from series.git.mergetree import MergeStream
 from series.git.repo import IS_REPO
+from series.git.run import Fed, Started
 from series.manifest import Dropped, UpstreamPart
 from series.manifest_write import (
     PatchUpdate,
@@ -904,43 +906,72 @@ def test_the_stream_writes_many_objects_in_one_round_trip_each_as_git_hashes_it(
     assert out.split() == [x for oid in ids for x in (oid, "blob")]
 
 
-def _range_beside_its_merge_base(tmp_path: Path, fetched: bool) -> None:
+def _range_beside_its_merge_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fetched: bool
+) -> None:
     """A rebase onto ``main`` of moving_project's upstream, REV already in the checkout
-    (``fetched``: from ``--upstream``): the range's ``log`` started before the
-    ``merge-base`` of REV and the pin, one of each, and the range listed is git's."""
-    project = moving_project(tmp_path)
-    up = project.upstream
-    main = git(up, "rev-parse", "main")
-    pin = git(project.work, "rev-parse", "refs/series/base")
-    if fetched:
-        argv = ["--onto", "main", "--upstream", str(up)]
-    else:
+    (``fetched``: from ``--upstream``): one ``log`` of the range and one ``merge-base`` of
+    REV and the pin (every git process of series', as a shim on PATH logs them), the range
+    listed is git's, and the ``log`` is started before the ``merge-base``. The order is
+    read in series' own process (the two starts, history's ``start_together``), on a second
+    project: the shim logs each process as its shell starts, and two started side by side
+    may log in either order (under load, CI's log once had the ``merge-base`` first)."""
+
+    def rebased(where: Path) -> tuple[Project, list[str], str, str]:
+        where.mkdir()
+        project = moving_project(where)
+        up = project.upstream
+        main = git(up, "rev-parse", "main")
+        if fetched:
+            return project, ["--onto", "main", "--upstream", str(up)], main, "main"
         git(project.work, "fetch", "-q", f"file://{up}", "+main:refs/mine/main")
-        argv = ["--onto", main]
+        return project, ["--onto", main], main, main
+
+    project, argv, main, _ = rebased(tmp_path / "logged")
+    pin = git(project.work, "rev-parse", "refs/series/base")
     code, _, err, calls = GitShim(tmp_path).said(project.root, "rebase", *argv)
     assert code == 0, err
     log = f"log --format=%x01%H%x00%P%x00%s {main} ^{pin} --"
     base = f"merge-base {pin} {main}"
     assert calls.count(log) == 1 and calls.count(base) == 1, calls
-    assert calls.index(log) < calls.index(base), calls
     assert f"upstream since: {pin[:12]}..{main[:12]}, merge base {pin[:12]}, 1 commits" in err
 
+    project, argv, main, _ = rebased(tmp_path / "in-process")
+    started: list[str] = []
+    real = history.start_together  # type: ignore[attr-defined]
 
-def test_the_range_since_the_pin_is_listed_beside_its_merge_base(tmp_path: Path) -> None:
+    def spy(
+        cwd: Path,
+        calls: Sequence[tuple[Sequence[str], Mapping[str, str] | None]],
+        inputs: Sequence[bytes | Fed | None] = (),
+    ) -> Started:
+        started.extend(argv[0] for argv, _ in calls)
+        return real(cwd, calls, inputs)
+
+    monkeypatch.setattr(history, "start_together", spy)
+    code, _, err = project.run("rebase", *argv)
+    assert code == 0, err
+    assert started.count("log") == 1 and started.count("merge-base") == 1, started
+    assert started.index("log") < started.index("merge-base"), started
+
+
+def test_the_range_since_the_pin_is_listed_beside_its_merge_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """REV in the checkout already (no fetch asked the merge base before): the range's
     ``log`` is started before the ``merge-base`` that says whether REV and the pin share
     history, so that the two walk the range side by side (tens of milliseconds each at
     thousands of upstream commits)."""
-    _range_beside_its_merge_base(tmp_path, fetched=False)
+    _range_beside_its_merge_base(tmp_path, monkeypatch, fetched=False)
 
 
 def test_the_fetch_lists_the_range_beside_the_merge_base_that_the_range_asks_again(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """REV fetched from ``--upstream``: the fetch asks whether REV meets the pin (their
     merge base), with the range's ``log`` run beside it; the range since the pin, which
     asks the same merge base and that ``log`` again, takes both from there (one of each)."""
-    _range_beside_its_merge_base(tmp_path, fetched=True)
+    _range_beside_its_merge_base(tmp_path, monkeypatch, fetched=True)
 
 
 def test_a_rev_that_shares_no_history_with_the_pin_lists_its_last_commits(
