@@ -6,7 +6,8 @@ A rebase that only moves the pin (the common case: nothing dropped, the
 patches in the same order under the same titles, nothing partly upstream)
 edits the pin's lines of the text itself, and keeps that text only when
 ``tomllib`` reads it as exactly what the tomlkit edit would give
-(:func:`_pin_lines`); tomlkit, imported only when it is needed, does the rest.
+(:func:`_pin_edit`, :func:`_proven`); tomlkit, imported only when it is needed, does
+the rest.
 What ``tomllib`` reads of that text is made and kept when the rebase starts
 (:func:`keep_pin_moved`, series.manifest_kept): its end, often in a later
 ``--continue``, takes it from there.
@@ -119,7 +120,7 @@ def write_rebased(
     """What ``series rebase`` writes: :func:`write_pin`, then :func:`write_patches`, then
     :func:`write_parts` of ``text``, the same text, with one parse and one dump of it
     (tomlkit's parse is most of the end of a rebase's own work), or no parse by tomlkit
-    at all where only the pin moves (:func:`_pin_lines`). ``data``: ``text`` as
+    at all where only the pin moves (:func:`_pin_edit`). ``data``: ``text`` as
     ``tomllib`` reads it, where the caller has it (series.manifest_kept kept it);
     ``kept``: the per-user cache, where what ``tomllib`` reads of the line edit's text
     may be kept (:func:`keep_pin_moved`)."""
@@ -129,9 +130,9 @@ def write_rebased(
         data = tomllib.loads(text)
     text, had_sdist = _without_sdist(text, ref, commit, data)
     if not dropped and not any(parts.values()):
-        fast = _pin_lines(text, data, ref, commit, had_sdist, updates, kept)
-        if fast is not None:
-            return fast
+        edited = _pin_edit(text, data, ref, commit, had_sdist, updates)
+        if edited is not None and _proven(*edited, kept):
+            return edited[0]
     import tomlkit
 
     doc = tomlkit.parse(text)
@@ -235,31 +236,19 @@ def _parts(doc: tomlkit.TOMLDocument, parts: dict[str, list[UpstreamPart]]) -> N
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9._/+@-]*")  # a basic string with nothing to escape
 
 
-def _pin_lines(
-    text: str,
-    data: dict[str, Any],
-    ref: str,
-    commit: str,
-    had_sdist: bool,
-    updates: list[PatchUpdate],
-    kept: Path | None = None,
-) -> str | None:
-    """``text`` with the pin moved by editing its lines (:func:`_pin_edit`), or None where
-    tomlkit must do it: the edit is kept only if ``tomllib`` reads its text as the old
-    document with those values replaced (a line inside a multi-line string, a key given
-    twice or elsewhere: None). What ``tomllib`` reads of it is taken from the per-user
-    cache ``kept`` where it was kept (:func:`keep_pin_moved`, at the rebase's start: a
-    text named by its digest, series.manifest_kept), else ``tomllib`` is asked now."""
-    edited = _pin_edit(text, data, ref, commit, had_sdist, updates)
-    if edited is None:
-        return None
-    out, want = edited
+def _proven(out: str, want: dict[str, Any], kept: Path | None) -> bool:
+    """Whether ``tomllib`` reads ``out``, the pin moved by :func:`_pin_edit`, as ``want``:
+    the old document with those values replaced (not so where the edited line is inside
+    a multi-line string, or the key is given twice or elsewhere). What ``tomllib`` reads
+    of it is taken from the per-user cache ``kept`` where it was kept
+    (:func:`keep_pin_moved`, at the rebase's start: a text named by its digest,
+    series.manifest_kept), else ``tomllib`` is asked now."""
     read = manifest_kept.recall(kept, out) if kept is not None else None
     if read is None:
         import tomllib
 
         read = tomllib.loads(out)
-    return out if read == want else None
+    return read == want
 
 
 def _pin_edit(
@@ -271,7 +260,7 @@ def _pin_edit(
     updates: list[PatchUpdate],
 ) -> tuple[str, dict[str, Any]] | None:
     """``text`` with the pin moved by editing its lines, and what ``tomllib`` must read of
-    it for the edit to stand (:func:`_pin_lines`); None where no such edit is made.
+    it for the edit to stand (:func:`_proven`); None where no such edit is made.
 
     Only where the rebase changes nothing but ``[upstream]``'s ``ref``, ``commit`` (and
     ``source``, to ``git``): the [[patch]] tables already in ``updates``' order with their
@@ -320,7 +309,7 @@ def keep_pin_moved(
     ``ref``) edits it when only the pin moves (:func:`_pin_edit`: nothing dropped, the
     patches as they are), read now and kept in the per-user cache ``kept``
     (series.manifest_kept), as any manifest read and accepted is kept: that end, in this
-    run or a later ``--continue``, takes it from there (:func:`_pin_lines`), and imports
+    run or a later ``--continue``, takes it from there (:func:`_proven`), and imports
     no ``tomllib`` (its import and parse were a third of a ``--continue``'s own end).
     ``text``: series.toml as the rebase saved it; ``data``: ``tomllib``'s reading of it.
 
