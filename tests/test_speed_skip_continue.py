@@ -33,6 +33,10 @@ EXPORT_AND_BUILDS = {
 # digests a resume computes (git's ids, kept keys) are series.digests' builtin ones; and
 # what imports it (hmac, secrets)
 OPENSSL = {"_hashlib", "hashlib", "hmac", "secrets"}
+# What only --continue and --abort use: the check of a resolution (with _ast, whose import
+# makes a class per node of Python's grammar: 5% of a --skip's own instructions) and the
+# project files put back from the snapshot
+NOT_A_SKIPS = {"series.stack.resolution_check", "_ast", "series.stack.snapshot"}
 
 
 def test_a_resume_loads_no_remainder_engine() -> None:
@@ -50,6 +54,7 @@ def test_a_resume_loads_no_remainder_engine() -> None:
     assert {"series.stack.rebase_driver", "series.stack.part_notes"} <= modules
     assert not [m for m in modules if m.startswith(REMAINDER_ENGINE)]
     assert not EXPORT_AND_BUILDS & modules, sorted(EXPORT_AND_BUILDS & modules)
+    assert not NOT_A_SKIPS & modules, sorted(NOT_A_SKIPS & modules)
 
 
 def _run_without_fork(
@@ -129,6 +134,22 @@ def test_the_check_of_a_python_resolution_and_the_ends_import_load_no_tomllib() 
     assert not {"tomllib", "typing", "datetime", "ast"} & modules_in(out)
     toml = parse_error("a.toml", b"x = [1,\n", [b"x = 1\n"])
     assert toml.startswith("a.toml: does not parse (TOML: "), toml
+
+
+def test_the_check_of_a_resolution_with_no_python_file_loads_no_parser() -> None:
+    """The check's module, and a check of files that are not Python (JSON here), load no
+    _ast: its import makes a class per node of Python's grammar (about 12M instructions,
+    5% of a --skip's own Python before --skip stopped loading the check at all)."""
+    probe = (
+        "import sys\n"
+        "from series.stack.resolution_check import parse_error\n"
+        "print(parse_error('a.json', b'[1,', [b'[1]']))\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    code, out, err = run_fresh(probe)
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("a.json:1: does not parse (JSON: "), out
+    assert not {"_ast", "ast"} & modules_in(out)
 
 
 PYTHON_SOURCES = [

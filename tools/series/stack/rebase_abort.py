@@ -27,7 +27,6 @@ from series.errors import RefusedError, UsageError
 from series.stack import export_files
 from series.stack import rebase_state as rstate
 from series.stack.rebase_plan import RebaseState
-from series.stack.snapshot import restore_project
 from series.stack.stop_files import stop_files
 from series.ui import Ui
 
@@ -151,6 +150,8 @@ def abort(
         # any file that differs is kept first: the user's edits during the rebase (or
         # what its end, cut short, had written: it cannot be told from them by its bytes)
         what = f"{st.kind}-abort"
+        from series.stack.snapshot import restore_project  # imported as the files move
+
         changed, copies = restore_project(repo, series.root, st.saved, written, what)
         repo.objects.warm(rest=True)  # cat-file ends while the files move: nothing more
         if journal is not None:

@@ -19,7 +19,6 @@ from series.git.run import light_processes
 from series.merge import resolutions
 from series.records import NamedTuple
 from series.stack import rebase_state as rstate
-from series.stack import resolution_check
 from series.stack.rebase_abort import keep_stop, prepare, resume_abort
 from series.stack.rebase_driver import Run, begin, conflict_error, drive, write_conflict
 from series.stack.rebase_plan import RebaseState, Stop
@@ -309,6 +308,10 @@ def _continue(run: Run, st: RebaseState) -> None:
     # unused: merges write objects only).
     walk = begin(run, st, event)
     try:
+        # imported here: --skip loads neither it nor the parser's _ast (its import creates
+        # every node class of Python's grammar, a millisecond of a skip's own Python)
+        from series.stack import resolution_check
+
         resolution_check.check(
             run.repo, resolved, s.stages, patch_id=action.id, where=run.checkout.path
         )

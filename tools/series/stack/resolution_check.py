@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from _ast import PyCF_ONLY_AST  # built in: ast.parse's flag, without ast
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -110,16 +109,19 @@ def leftovers(data: bytes, sides: Sequence[bytes]) -> list[tuple[int, str]]:
     return [(n, line) for n, line in found if n not in given]
 
 
-# tomllib (with typing, datetime) is imported when a file of its is checked: a rebase
-# --skip loads this module and checks nothing, a --continue whose resolution has no TOML
-# file loads no tomllib (its import was most of the resolution's check). Python's own
-# parse needs no import: ``ast.parse`` is ``compile`` to a tree (``_ast``, built in),
-# and the ast module's import was most of a --continue's check of a Python file.
+# tomllib (with typing, datetime) is imported when a file of its is checked: a --continue
+# whose resolution has no TOML file loads no tomllib (its import was most of the
+# resolution's check); a rebase --skip loads not even this module. Python's own parse
+# needs only ``_ast`` (built in), when a Python file is checked: ``ast.parse`` is
+# ``compile`` to a tree, and the ast module's import was most of a --continue's check
+# of a Python file.
 
 
 def _python(data: bytes) -> None:
     """Raise SyntaxError where ``ast.parse(data)`` would: the same call, its ``filename``
     and flags, without importing ast."""
+    from _ast import PyCF_ONLY_AST  # built in; its import makes the grammar's node classes
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes and the like: not our concern
         compile(data, "<unknown>", "exec", PyCF_ONLY_AST, dont_inherit=True, _feature_version=-1)
