@@ -30,7 +30,8 @@ from series.git.run import (
 from series.records import NamedTuple
 
 # What git add says of a repository of its own that has no commit yet (git 2.39).
-_NO_COMMIT = re.compile(r"^error: '(.+)' does not have a commit checked out$", re.MULTILINE)
+# compiled where it is used (re's cache), not as the module loads: a failure's words
+_NO_COMMIT = r"^error: '(.+)' does not have a commit checked out$"
 
 
 class ApplyResult(NamedTuple):
@@ -325,7 +326,7 @@ class Index(Part):
                 self._run.git_input(*argv, data=data, env=literal)
                 return
             except GitFailed as exc:
-                empty = set(_NO_COMMIT.findall(exc.stderr)) & set(paths)
+                empty = set(re.findall(_NO_COMMIT, exc.stderr, re.MULTILINE)) & set(paths)
                 if not empty:
                     raise
                 paths = [p for p in paths if p not in empty]

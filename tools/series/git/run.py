@@ -253,7 +253,7 @@ _FAULTS = (  # (kind, git's words); the first that matches a line wins
 # a git killed by SIGXFSZ: -25 from Python, 128 + 25 through a shell (a wrapper on PATH)
 _SIZE_LIMIT = (-_signal.SIGXFSZ, 128 + _signal.SIGXFSZ)
 # a git child killed so (a fetch's unpack-objects or index-pack), as its parent says it
-_CHILD_SIZE_LIMIT = re.compile(rf"died of signal {int(_signal.SIGXFSZ)}$")
+_CHILD_SIZE_LIMIT = rf"died of signal {int(_signal.SIGXFSZ)}$"  # compiled where used
 
 
 def _fsize_limit() -> str:
@@ -300,7 +300,7 @@ def environment_fault(
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     context = f"\n(while: {doing})" if doing else ""
     if status in _SIZE_LIMIT or any(
-        "File too large" in line or _CHILD_SIZE_LIMIT.search(line) for line in lines
+        "File too large" in line or re.search(_CHILD_SIZE_LIMIT, line) for line in lines
     ):
         named = str(repo) if repo is not None else "a git repository"
         said = lines[-1] if lines else f"nothing (killed by SIGXFSZ, exit status {status})"

@@ -311,9 +311,10 @@ def _replayed(
     return repo.index.rewrite_twice(tree, conflicted, done, env)
 
 
-_DIFF = re.compile(rb"diff --git a/(\S+) b/(\S+)\n")
-_ID = re.compile(rb"index ([0-9a-f]{40})\.\.([0-9a-f]{40}) (100644|100755)\n")
-_HUNK = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@[^\n]*\n")
+# compiled where used (re's cache): a --skip with no recorded resolution never reads one
+_DIFF = rb"diff --git a/(\S+) b/(\S+)\n"
+_ID = rb"index ([0-9a-f]{40})\.\.([0-9a-f]{40}) (100644|100755)\n"
+_HUNK = rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@[^\n]*\n"
 Hunk = tuple[int, int, int, list[tuple[bytes, bytes]]]
 
 
@@ -329,7 +330,7 @@ def _edits(data: bytes) -> dict[str, tuple[str, str, str, list[Hunk]]] | None:
     while i < len(lines):
         if i + 4 > len(lines):
             return None
-        head, ids = _DIFF.fullmatch(lines[i]), _ID.fullmatch(lines[i + 1])
+        head, ids = re.fullmatch(_DIFF, lines[i]), re.fullmatch(_ID, lines[i + 1])
         if head is None or ids is None or head.group(1) != head.group(2):
             return None
         name = head.group(1)
@@ -338,7 +339,7 @@ def _edits(data: bytes) -> dict[str, tuple[str, str, str, list[Hunk]]] | None:
         i += 4
         hunks: list[Hunk] = []
         while i < len(lines) and not lines[i].startswith(b"diff --git "):
-            found = _HUNK.fullmatch(lines[i])
+            found = re.fullmatch(_HUNK, lines[i])
             if found is None:
                 return None
             old_start, old_n, new_n = int(found[1]), int(found[2] or b"1"), int(found[4] or b"1")
@@ -386,7 +387,7 @@ def _placed_at_the_end(data: bytes, marked: Sequence[tuple[str, str, bytes]]) ->
 
     before = b""
     for line in data.splitlines(keepends=True):
-        found = _HUNK.fullmatch(line)
+        found = re.fullmatch(_HUNK, line)
         header = line.startswith(b"+++ ") and before.startswith(b"--- ")  # not a line added
         before = line
         if found is not None or header or line.startswith(b"diff --git "):
