@@ -471,6 +471,15 @@ class MergeStream:
         self._out = self._out[consumed:]
         return merge
 
+    def end_input(self) -> None:
+        """End the input of its processes (each exits on its own): the stream answers no
+        more; :meth:`close` reaps them later (a stop's checkout moves meanwhile)."""
+        self.live = False
+        for proc in (self._merges, self._writer, self._blobs):
+            if proc is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    proc.stdin.close()
+
     def close(self) -> None:
         """End its processes (end of input: each exits); the stream answers no more.
 

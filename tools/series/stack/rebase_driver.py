@@ -403,6 +403,11 @@ class Steps:
             return ids  # one round trip for all
         return self.run.repo.objects.write_commits(chain, parent)
 
+    def end_input(self) -> None:
+        """No more merges or writes: the stream's processes exit, reaped by :meth:`close`."""
+        if self.stream is not None:
+            self.stream.end_input()
+
     def close(self) -> None:
         if self.stream is not None:
             self.stream.close()
@@ -486,7 +491,9 @@ def _halt(run: Run, state: RebaseState, steps: Steps) -> None:
         try:
             _stop_transaction(repo, state, run.head, steps.blob_writer())
         finally:
-            steps.close()  # no more merges: the stream ends before the checkout moves
+            # no more merges: the stream's processes exit as the checkout moves (each exit
+            # waited for here was a wait of its own), reaped when the walk closes
+            steps.end_input()
         try:
             if stop.kind == "conflict":
                 write_conflict(repo, stop)
@@ -548,11 +555,13 @@ def _stop_transaction(
 
     ``at``: HEAD's commit and branch as this run left them (else read here); ``write``:
     the state blob written by a ``hash-object`` running already (else one is run)."""
-    old_blob = repo.refs.value(rstate.STATE_REF)
     head, on = repo.refs.head_and_ref() if at is None else at
     ref = stop_ref(state)
     moving = (on or head or "HEAD").removeprefix("refs/heads/")
-    with repo.refs.transaction(f"checkout: moving from {moving} to {ref}") as txn:
+    txn = repo.refs.begin(f"checkout: moving from {moving} to {ref}")
+    txn.start()  # git starts while the state is written: the commit is git's work alone
+    try:
+        old_blob = repo.refs.value(rstate.STATE_REF)
         rstate.save(repo, txn, state, old_blob, write)
         for name, old in repo.refs.under_read(repo.git_dir, rstate.STOP_PREFIX).items():
             if name != ref:
@@ -560,6 +569,10 @@ def _stop_transaction(
         txn.update(ref, state.current, repo.refs.value(ref) or ZERO)
         if head != state.current or on is not None:
             txn.detach_head(state.current, head or ZERO)
+    except BaseException:
+        txn.abandon()
+        raise
+    txn.commit()
 
 
 def write_conflict(repo: Repo, s: Stop) -> None:
