@@ -118,20 +118,15 @@ def test_the_check_of_a_python_resolution_and_the_ends_import_load_no_tomllib() 
     the way of the first merge's answer) and without ast (``compile`` to a tree is
     ``ast.parse``), and the rebase's end is imported without them (series.manifest_write
     imports tomllib where it uses it). A TOML file is still refused as TOML."""
-    probe = (
-        "import sys\n"
+    said, modules = _checked(
         "import series.stack.rebase_resume, series.stack.rebase_finish\n"
-        "from series.stack.resolution_check import parse_error\n"
         "bad = parse_error('a.py', b'x = (\\n', [b'x = 1\\n'])\n"
         "good = parse_error('b.py', b'x = 2\\n', [b'x = 1\\n'])\n"
         "print(bad + '|' + good)\n"
-        "print(' '.join(sorted(sys.modules)))\n"
     )
-    code, out, err = run_fresh(probe)
-    assert code == 0, err
-    assert out.splitlines()[0].startswith("a.py:1: does not parse (syntax error:"), out
-    assert out.splitlines()[0].endswith("|"), out  # b.py parses
-    assert not {"tomllib", "typing", "datetime", "ast"} & modules_in(out)
+    assert said.startswith("a.py:1: does not parse (syntax error:"), said
+    assert said.endswith("|"), said  # b.py parses
+    assert not {"tomllib", "typing", "datetime", "ast"} & modules
     toml = parse_error("a.toml", b"x = [1,\n", [b"x = 1\n"])
     assert toml.startswith("a.toml: does not parse (TOML: "), toml
 
@@ -140,16 +135,23 @@ def test_the_check_of_a_resolution_with_no_python_file_loads_no_parser() -> None
     """The check's module, and a check of files that are not Python (JSON here), load no
     _ast: its import makes a class per node of Python's grammar (about 12M instructions,
     5% of a --skip's own Python before --skip stopped loading the check at all)."""
+    said, modules = _checked("print(parse_error('a.json', b'[1,', [b'[1]']))\n")
+    assert said.startswith("a.json:1: does not parse (JSON: "), said
+    assert not {"_ast", "ast"} & modules
+
+
+def _checked(code: str) -> tuple[str, set[str]]:
+    """``code`` run in a fresh interpreter with resolution_check's ``parse_error``
+    imported: the first line it printed, and the modules imported by its end."""
     probe = (
         "import sys\n"
         "from series.stack.resolution_check import parse_error\n"
-        "print(parse_error('a.json', b'[1,', [b'[1]']))\n"
+        f"{code}"
         "print(' '.join(sorted(sys.modules)))\n"
     )
-    code, out, err = run_fresh(probe)
-    assert code == 0, err
-    assert out.splitlines()[0].startswith("a.json:1: does not parse (JSON: "), out
-    assert not {"_ast", "ast"} & modules_in(out)
+    status, out, err = run_fresh(probe)
+    assert status == 0, err
+    return out.splitlines()[0], modules_in(out)
 
 
 PYTHON_SOURCES = [
