@@ -86,6 +86,17 @@ SOURCES: dict[tuple[str, str], Source] = {
     ),
     (
         "benchmarks.md",
+        "The resume rows on a quiet machine, and `--skip` without the resolution check "
+        "(2026-12-05, 82ec4fb)",
+    ): Source(
+        "by hand",
+        "ci/bench_commands.py's Bench (its stop at P18, settle and git's own _git_stopped), "
+        "two trees interleaved, each making its own stop; valgrind --tool=callgrind of "
+        "series' own process; GIT_TRACE2_EVENT and GIT_TRACE2_PERF; time marks by "
+        "wrappers of series' functions and of os.posix_spawnp; gc.callbacks",
+    ),
+    (
+        "benchmarks.md",
         "The clone git's rows copy, and `--continue` without tomllib (2026-12-05, 5dc118f)",
     ): Source(
         "by hand",
