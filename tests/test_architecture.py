@@ -385,6 +385,9 @@ def test_neither_workflow_imports_the_other(a: str, b: str) -> None:
 # before they ask git its version (whether git would wait on a configuration file).
 # The memo and range-diff import the builder only to build, so that a range-diff that
 # finds both stacks in the memo loads none of it (nor the mail parts of the git layer).
+# The rebase's resume imports the check of a resolution only where --continue checks one,
+# and --abort the snapshot's restore once its files are moving, so that --skip loads
+# neither (the check's parser alone was 5% of a --skip's own instructions).
 # Those are edges of the module graph all the same (LAZY, below). Third-party imports inside
 # functions stay allowed (a lazy import of a heavy library is not a cycle).
 LAZY = (
@@ -400,6 +403,8 @@ LAZY = (
     "series.git.version",
     "series.merge",
     "series.stack.rebase_driver",
+    "series.stack.rebase_resume",
+    "series.stack.rebase_abort",
     "series.builder.memo",
     "series.stack.rangediff",
 )
