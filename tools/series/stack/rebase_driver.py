@@ -472,7 +472,8 @@ def _halt(run: Run, state: RebaseState, steps: Steps) -> None:
     """Write the state, detach HEAD at the commit so far, write the conflict; raise.
 
     At an edit stop: the files follow HEAD to the patch to edit; no raise. ``steps``: the
-    walk's merges, ended here (their blob writer, if started, writes the state first).
+    walk's merges, their input ended here (their blob writer, if started, writes the state
+    first), their processes reaped when the walk closes.
     """
     stop = state.stop
     assert stop is not None
