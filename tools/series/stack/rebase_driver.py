@@ -555,7 +555,9 @@ def _stop_transaction(
     words (git status reads the last "checkout: moving from A to B" of HEAD's reflog).
 
     ``at``: HEAD's commit and branch as this run left them (else read here); ``write``:
-    the state blob written by a ``hash-object`` running already (else one is run)."""
+    the state blob written by a ``hash-object`` running already (else one is run). Its
+    ``update-ref`` starts first, beside the state's writing; it changes nothing until the
+    transaction's last line is written (series.git.refs ``Transaction.start``)."""
     head, on = repo.refs.head_and_ref() if at is None else at
     ref = stop_ref(state)
     moving = (on or head or "HEAD").removeprefix("refs/heads/")
