@@ -486,13 +486,8 @@ class MergeStream:
         Every input is ended before any is waited for, so they exit side by side (one
         after the other, each exit was a wait of its own at a stop, before the checkout
         moves)."""
-        self.live = False
-        procs = (self._merges, self._writer, self._blobs)
-        for proc in procs:
-            if proc is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    proc.stdin.close()
-        for proc in procs:
+        self.end_input()
+        for proc in (self._merges, self._writer, self._blobs):
             end_long_lived(proc, 5)
         self._merges = self._writer = self._blobs = None
         if self._tmp:
