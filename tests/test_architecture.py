@@ -81,6 +81,7 @@ def test_only_the_git_package_runs_git(name: str) -> None:
                     "series.digests",
                     "series.errors",
                     "series.faults",
+                    "series.json_text",
                     "series.logs",
                     "series.pids",
                     "series.plain",
@@ -95,6 +96,14 @@ def test_only_the_git_package_runs_git(name: str) -> None:
     assert not raw_git_calls(MODULES[name]), f"{name} passes git argv on lines " + str(
         raw_git_calls(MODULES[name])
     )
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_only_json_text_imports_json(name: str) -> None:
+    """series reads and writes JSON through series.json_text, which leaves the json package
+    (and the ``re`` it imports) to the inputs and errors only json answers (its docstring)."""
+    if name != "series.json_text":
+        assert not _uses(imports(MODULES[name]), "json"), f"{name}: use series.json_text"
 
 
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("series.commands")))

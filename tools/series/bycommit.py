@@ -19,11 +19,11 @@ that cannot be written costs only speed.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from series import json_text
 from series.files import write_atomic
 from series.plain import NotPlain, read_plain
 
@@ -74,7 +74,7 @@ class Store:
             with contextlib.suppress(OSError):  # a read-only or full cache: only not kept
                 write_atomic(
                     self.root / f"{shard}.json",
-                    json.dumps(data, sort_keys=True),
+                    json_text.dumps(data, sort_keys=True),
                     within=None,
                     durable=False,
                 )
@@ -109,7 +109,7 @@ class Store:
             self._bad[shard] = f"unreadable: {type(exc).__name__}"
             return {}
         try:
-            record = json.loads(text)  # once: a range of thousands reads every shard
+            record = json_text.loads(text)  # once: a range of thousands reads every shard
         except ValueError:
             self._bad[shard] = "not JSON"
             return {}

@@ -29,14 +29,13 @@ first: uncommitted changes, unexported commits, another branch.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from series import backup, refnames
+from series import backup, json_text, refnames
 from series.backup import Kept
 from series.errors import RefusedError, SeriesError
 from series.files import backup_dir, confined
@@ -401,7 +400,7 @@ def head_label(ref: str | None) -> str:
 
 
 def _dump(state: CheckoutState) -> bytes:
-    return (json.dumps(state.to_json(), indent=2) + "\n").encode()
+    return (json_text.dumps(state.to_json(), indent=2) + "\n").encode()
 
 
 def _worktree_settings(git_dir: Path) -> list[tuple[Path, str]]:
@@ -432,8 +431,8 @@ def _unset_worktree(git_dir: Path) -> str | None:
 def parse_state(raw: bytes, where: str) -> dict[str, Any]:
     """The state's JSON, checked against the schema of its format."""
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json_text.loads(raw.decode("utf-8"))
+    except ValueError as exc:  # not UTF-8, or not JSON
         raise _corrupt(where, f"it is not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise _corrupt(where, "it is not a JSON object")
@@ -504,7 +503,7 @@ def refuse_during_rebase(checkout: Checkout, action: str) -> None:
     blob = checkout.repo.refs.value(REBASE_STATE_REF) if checkout.exists() else None
     if blob is not None:
         try:
-            kind = str(json.loads(checkout.repo.objects.read_blob(blob)).get("kind", "rebase"))
+            kind = str(json_text.loads(checkout.repo.objects.read_blob(blob)).get("kind", "rebase"))
         except (ValueError, AttributeError):
             kind = "rebase"  # a damaged state: the rebase's commands say so
         raise RefusedError(

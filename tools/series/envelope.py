@@ -11,8 +11,7 @@ docs/json-schema.json is the schema; tests check real output against it.
 
 from __future__ import annotations
 
-import json
-
+from series import json_text
 from series.errors import SeriesError
 from series.ui import Ui
 
@@ -44,4 +43,4 @@ def build(
 
 def emit(ui: Ui, command: str | None, exit_code: int, error: SeriesError | None) -> None:
     data = build(command, exit_code, error, ui.payload)
-    ui.out.file.write(json.dumps(data, indent=2) + "\n")
+    ui.out.file.write(json_text.dumps(data, indent=2) + "\n")

@@ -30,11 +30,11 @@ cannot be read, or is not exactly what this module writes, is the parse.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 from pathlib import Path
 
+from series import json_text
 from series.code import code_digest
 from series.digests import sha256
 from series.files import write_atomic
@@ -59,7 +59,7 @@ def _key(root: Path, text: bytes, known: Known) -> str:
     bytes) and of what it gave: a record altered in any of them is not taken."""
     digest = sha256(f"{FORMAT}\0{root}\0".encode() + code_digest())
     digest.update(sha256(text).digest())
-    digest.update(json.dumps(known).encode())
+    digest.update(json_text.dumps(known).encode())
     return digest.hexdigest()
 
 
@@ -73,7 +73,7 @@ def recall(root: Path, cache_dir: Path) -> Known | None:
     memo = _path(root, cache_dir)
     try:
         text = (root / "series.toml").read_bytes()
-        record = json.loads(read_plain(memo))  # a FIFO or a link there: none kept
+        record = json_text.loads(read_plain(memo))  # a FIFO or a link there: none kept
     except (OSError, ValueError):
         return None
     known = _valid(record)
@@ -127,9 +127,9 @@ def keep(root: Path, cache_dir: Path, text: bytes, known: Known) -> None:
         if (root / "series.toml").read_bytes() != text:
             return
         with contextlib.suppress(OSError, ValueError):
-            if json.loads(read_plain(memo)) == record:
+            if json_text.loads(read_plain(memo)) == record:
                 return  # kept already: nothing to write
-        write_atomic(memo, json.dumps(record), within=None, durable=False)
+        write_atomic(memo, json_text.dumps(record), within=None, durable=False)
     except OSError:
         return
 

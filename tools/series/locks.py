@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import stat
 import sys
@@ -31,6 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from series import json_text
 from series.errors import RefusedError, SeriesError
 from series.records import NamedTuple
 
@@ -178,7 +178,7 @@ def _record(fd: int, command: str) -> None:
     Written first, then cut to length, so a reader sees one whole first line.
     """
     since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    line = json.dumps({"pid": os.getpid(), "command": command, "since": since}) + "\n"
+    line = json_text.dumps({"pid": os.getpid(), "command": command, "since": since}) + "\n"
     data = line.encode()
     with suppress(OSError):
         os.pwrite(fd, data, 0)
@@ -188,7 +188,7 @@ def _record(fd: int, command: str) -> None:
 def _read(fd: int) -> Holder:
     first = os.pread(fd, 4096, 0).decode(errors="replace").split("\n", 1)[0].strip()
     try:
-        data = json.loads(first)
+        data = json_text.loads(first)
         return Holder(str(data["pid"]), str(data.get("command", "")), str(data.get("since", "")))
     except (ValueError, KeyError, TypeError):
         return Holder(first if first.isdigit() else "?")

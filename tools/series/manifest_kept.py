@@ -29,11 +29,11 @@ it or lies in it (where ``series cache clean`` refuses to clean).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from _blake2 import blake2b
 
+from series import json_text
 from series.plain import read_plain
 
 TYPE_CHECKING = False
@@ -59,7 +59,7 @@ def recall(cache_dir: Path, text: str) -> dict[str, Any] | None:
     """The tables ``tomllib`` read from ``text`` when that was kept; else None."""
     digest = _digest(text)
     try:
-        entry = json.loads(read_plain(os.path.join(cache_dir, DIR, digest), mine=True))
+        entry = json_text.loads(read_plain(os.path.join(cache_dir, DIR, digest), mine=True))
     except (OSError, ValueError):
         return None
     if not isinstance(entry, dict) or set(entry) != {"format", "digest", "data", "seal"}:
@@ -70,7 +70,7 @@ def recall(cache_dir: Path, text: str) -> dict[str, Any] | None:
     if entry["seal"] != _seal(digest, data):
         return None
     try:
-        tables = json.loads(data)
+        tables = json_text.loads(data)
     except ValueError:
         return None
     return tables if isinstance(tables, dict) else None
@@ -83,9 +83,9 @@ def keep(cache_dir: Path, text: str, tables: dict[str, Any], root: Path) -> None
     mistake: what ``series cache clean`` refuses, and must not write in the project)."""
     if not _plain(tables) or _entangled(str(cache_dir), str(root)):
         return
-    data = json.dumps(tables, ensure_ascii=False, separators=(",", ":"))
+    data = json_text.dumps(tables, ensure_ascii=False, separators=(",", ":"))
     digest = _digest(text)
-    entry = json.dumps(
+    entry = json_text.dumps(
         {"format": FORMAT, "digest": digest, "data": data, "seal": _seal(digest, data)}
     )
     where = os.path.join(cache_dir, DIR)

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 from pathlib import Path
 
+from series import json_text
 from series.code import code_digest
 from series.digests import sha256
 from series.files import write_atomic
@@ -80,7 +80,7 @@ def _recall(cache_dir: Path, patch: Path) -> tuple[bytes, str, dict[str, Any]]:
     data = patch.read_bytes()  # a missing file fails here, as git would
     key = sha256(code_digest() + b"\0" + data).hexdigest()
     try:
-        record = json.loads(read_plain(_path(cache_dir, key)))  # a FIFO, a link: absent
+        record = json_text.loads(read_plain(_path(cache_dir, key)))  # a FIFO, a link: absent
     except (OSError, ValueError):
         return data, key, {}
     if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:
@@ -94,7 +94,7 @@ def _keep(cache_dir: Path, key: str, record: dict[str, Any]) -> None:
     record.update(format=FORMAT, key=key)
     # a read-only or full cache: the answer was computed, only not kept
     with contextlib.suppress(OSError):
-        write_atomic(_path(cache_dir, key), json.dumps(record), within=None, durable=False)
+        write_atomic(_path(cache_dir, key), json_text.dumps(record), within=None, durable=False)
 
 
 def _stats(value: object) -> list[FileStat] | None:

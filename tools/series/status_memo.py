@@ -22,9 +22,9 @@ Deleting the cache deletes the record with the memoised stack it relied on.
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 
+from series import json_text
 from series.code import code_digest
 from series.digests import sha256
 from series.files import write_atomic
@@ -80,7 +80,7 @@ def recall(series: Series, checkout_path: Path, digest: str | None) -> dict[str,
     if digest is None:
         return None
     try:  # a plain file only: a FIFO put in its place would make ``open`` wait for ever
-        record = json.loads(read_plain(_path(series, checkout_path)))
+        record = json_text.loads(read_plain(_path(series, checkout_path)))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("format") != FORMAT:
@@ -100,7 +100,9 @@ def keep(series: Series, checkout_path: Path, digest: str | None, report: dict[s
         return
     record = {"format": FORMAT, "key": digest, "report": report}
     with contextlib.suppress(OSError):
-        write_atomic(_path(series, checkout_path), json.dumps(record), within=None, durable=False)
+        write_atomic(
+            _path(series, checkout_path), json_text.dumps(record), within=None, durable=False
+        )
 
 
 def _path(series: Series, checkout_path: Path) -> Path:

@@ -22,12 +22,12 @@ command's payload and ``cli.main`` prints it inside the one envelope
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 
+from series import json_text
 from series.terminal import terminal
 
 TYPE_CHECKING = False  # typing is not imported: a re-run of apply or export loads this
@@ -157,7 +157,7 @@ class Ui:
         if self.keep_json:
             self.payload = data
         else:
-            self.out.file.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+            self.out.file.write(json_text.dumps(data, indent=2, sort_keys=False) + "\n")
 
     def progress(self, text: str) -> Any:
         """A spinner on a terminal's stderr while long work runs; nothing in a pipe."""

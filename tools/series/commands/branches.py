@@ -6,7 +6,6 @@ The work is in series.stack.branches; docs/branches.md is the manual.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
@@ -134,9 +133,11 @@ class _Keeping:
         assert isinstance(out, self.kept.Tee) and isinstance(err, self.kept.Tee)
         stdout = "".join(out.said)
         if ui.keep_json:  # the envelope series.cli.run prints after a command that went well
-            from series import envelope
+            from series import envelope, json_text
 
-            stdout += json.dumps(envelope.build("branches", 0, None, ui.payload), indent=2) + "\n"
+            stdout += (
+                json_text.dumps(envelope.build("branches", 0, None, ui.payload), indent=2) + "\n"
+            )
         said = {"files": self.files, "cache_refs": self.refs, "stdout": stdout}
         said["stderr"] = "".join(err.said)
         said["identities"] = self.kept.identities(self.root, self.files)

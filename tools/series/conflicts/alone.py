@@ -19,11 +19,11 @@ a cache that cannot be written costs only the record.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import time
 from pathlib import Path
 
+from series import json_text
 from series.digests import sha256
 from series.files import write_atomic
 from series.plain import read_plain
@@ -45,7 +45,7 @@ def _key(data: bytes) -> str:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(read_plain(path))  # a FIFO, a link: none kept
+        data = json_text.loads(read_plain(path))  # a FIFO, a link: none kept
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -71,7 +71,7 @@ def remember(
                 "upstream": series.manifest.upstream.commit,
             }
     with contextlib.suppress(OSError):  # a read-only or full cache: only not recorded
-        write_atomic(path, json.dumps(data, indent=1) + "\n", within=None, durable=False)
+        write_atomic(path, json_text.dumps(data, indent=1) + "\n", within=None, durable=False)
 
 
 def recall(series: Series, patch: Patch) -> dict[str, Any] | None:

@@ -36,13 +36,13 @@ the target's, is someone's change since.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from series.json_text import dumps, loads
 from series.logs import warning
 from series.pids import alive
 from series.plain import read_plain
@@ -150,7 +150,7 @@ def begin(cwd: Path, argv: Sequence[str], env: Mapping[str, str] | None) -> Path
     if _HELD and is_move(argv):
         data["held"] = list(_HELD[-1])
     try:
-        record.write_text(json.dumps(data) + "\n", encoding="utf-8")
+        record.write_text(dumps(data) + "\n", encoding="utf-8")
     except OSError:
         return None  # an unwritable git directory: the git command says so
     return record
@@ -162,10 +162,10 @@ def end(record: Path | None, argv: Sequence[str], status: int) -> None:
         return
     if status != 0 and is_move(argv):  # it ended: finished by the next command, this one's too
         try:
-            data = json.loads(read_plain(record))
+            data = loads(read_plain(record))
             begun = record.stat().st_mtime_ns  # as begin wrote it: before git started
             data = {**data, "failed": True, "begun_ns": begun}
-            record.write_text(json.dumps(data) + "\n", encoding="utf-8")
+            record.write_text(dumps(data) + "\n", encoding="utf-8")
         except (OSError, ValueError):
             pass
         return
@@ -191,7 +191,7 @@ def dead_records(where: Path) -> list[Record]:
     for name in names:
         path = where / name
         try:
-            data = json.loads(read_plain(path))  # a FIFO there: not series' record
+            data = loads(read_plain(path))  # a FIFO there: not series' record
             pid, argv, st = int(data["pid"]), list(data["argv"]), path.stat()
             failed = bool(data.get("failed"))
             begun = data.get("begun_ns") if failed else st.st_mtime_ns

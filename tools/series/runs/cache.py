@@ -22,12 +22,12 @@ which subsets are long enough to be worth pytest-xdist.
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from series import json_text
 from series.files import write_atomic
 from series.plain import read_plain
 
@@ -66,7 +66,7 @@ def fingerprint() -> dict[str, Any]:
 
 
 def digest(data: Any) -> str:
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    text = json_text.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -94,7 +94,7 @@ class ResultCache:
     def get(self, key: str) -> dict[str, Any] | None:
         path = self.results / f"{key}.json"
         try:
-            data = json.loads(read_plain(path))
+            data = json_text.loads(read_plain(path))
         except (OSError, ValueError):  # none, not a plain file (a FIFO, a link), damaged
             return None
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key:
@@ -102,7 +102,7 @@ class ResultCache:
         return data
 
     def put(self, key: str, data: dict[str, Any]) -> None:
-        text = json.dumps(data, indent=1) + "\n"
+        text = json_text.dumps(data, indent=1) + "\n"
         write_atomic(self.results / f"{key}.json", text, within=None, durable=False)
 
     def path(self, key: str) -> Path:
@@ -115,7 +115,7 @@ class ResultCache:
     def last_duration(self, selection: tuple[str, ...], fingerprint_id: str) -> float | None:
         path = self.durations / f"{digest([list(selection), fingerprint_id])[:32]}.json"
         try:
-            return float(json.loads(read_plain(path))["seconds"])
+            return float(json_text.loads(read_plain(path))["seconds"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -123,5 +123,5 @@ class ResultCache:
         self, selection: tuple[str, ...], fingerprint_id: str, seconds: float
     ) -> None:
         path = self.durations / f"{digest([list(selection), fingerprint_id])[:32]}.json"
-        text = json.dumps({"seconds": round(seconds, 3)}) + "\n"
+        text = json_text.dumps({"seconds": round(seconds, 3)}) + "\n"
         write_atomic(path, text, within=None, durable=False)

@@ -16,7 +16,6 @@ and so are paths that upstream's configuration excludes.
 from __future__ import annotations
 
 import importlib.util
-import json
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from rich import box
 from rich.table import Table
 
+from series import json_text
 from series.errors import Exit, SeriesError
 from series.git import Repo
 from series.git.run import scratch_dir
@@ -204,7 +204,7 @@ def _ruff(ruff: list[str], root: Path, argv: list[str]) -> subprocess.CompletedP
 def _check(ruff: list[str], root: Path, files: list[str]) -> list[dict[str, Any]]:
     proc = _ruff(ruff, root, ["check", "--output-format=json", "--", *files])
     issues = []
-    for item in json.loads(proc.stdout or "[]"):
+    for item in json_text.loads(proc.stdout or "[]"):
         location = item.get("location") or {}
         issues.append(
             {

@@ -18,7 +18,6 @@ tail, and is never cached.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from series import json_text
 from series.errors import SeriesError
 from series.git.run import scratch_dir
 from series.runs.cache import BACKEND, FORMAT
@@ -154,7 +154,7 @@ def pytest_env(tree: Path, package: str, selection: tuple[str, ...], proof: Path
     )
     env.pop("SERIES_SELECT", None)
     if any("::" in item for item in selection):
-        env["SERIES_SELECT"] = json.dumps(list(selection))
+        env["SERIES_SELECT"] = json_text.dumps(list(selection))
     return env
 
 

@@ -30,7 +30,6 @@ the patches or N change; deleting it rebalances. docs/testing.md
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from typing import Any
 
 from rich.table import Table
 
+from series import json_text
 from series.errors import UsageError
 from series.files import write_atomic
 from series.manifest import Patch
@@ -113,14 +113,14 @@ def split(
     if kept is not None:
         return kept
     shards, by = assign(patch_costs, shard.count)
-    data = json.dumps({"shards": shards, "balanced_by": by}) + "\n"
+    data = json_text.dumps({"shards": shards, "balanced_by": by}) + "\n"
     write_atomic(path, data, within=None, durable=False)
     return shards, by
 
 
 def _kept(path: Path, ids: list[str], count: int) -> tuple[dict[str, int], str] | None:
     try:
-        data = json.loads(read_plain(path))
+        data = json_text.loads(read_plain(path))
         shards, by = dict(data["shards"]), str(data["balanced_by"])
     except (OSError, ValueError, KeyError, TypeError):
         return None  # none yet, or damaged: make a new one

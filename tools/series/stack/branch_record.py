@@ -20,12 +20,11 @@ Branches are kept in *sets*, one per naming (``--prefix``) and mode
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from series import refnames
+from series import json_text, refnames
 from series.errors import SeriesError
 from series.git import Repo
 
@@ -77,7 +76,7 @@ class Record:
 
     def dump(self) -> bytes:
         live = [s.to_json() for s in sorted(self.sets, key=lambda s: s.key) if s.live]
-        return (json.dumps({"format": FORMAT, "sets": live}, indent=2) + "\n").encode()
+        return (json_text.dumps({"format": FORMAT, "sets": live}, indent=2) + "\n").encode()
 
 
 def load(repo: Repo) -> Record:
@@ -86,8 +85,8 @@ def load(repo: Repo) -> Record:
         return Record()
     where = f"{RECORD_REF} in {repo.path}"
     try:
-        data = json.loads(repo.objects.read_blob(blob).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json_text.loads(repo.objects.read_blob(blob).decode("utf-8"))
+    except ValueError as exc:  # not UTF-8, or not JSON
         raise _damaged(where, f"it is not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SeriesError(

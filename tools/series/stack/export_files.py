@@ -27,12 +27,11 @@ file written and the refs moved, the edit over, the journal still there
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import suppress
 from pathlib import Path
 
-from series import faults
+from series import faults, json_text
 from series.errors import RefusedError, SeriesError
 from series.files import (
     backup_dir,
@@ -90,7 +89,7 @@ def write(
             "verb": verb,
             "tip": tip,
         }
-        write_atomic(root / JOURNAL, json.dumps(journal, indent=2) + "\n", within=root)
+        write_atomic(root / JOURNAL, json_text.dumps(journal, indent=2) + "\n", within=root)
         replace_all(changes, within=root)
     except OSError as exc:
         # On a read-only file system even removing a journal never written
@@ -142,7 +141,7 @@ def interrupted(root: Path) -> dict[str, Any] | None:
     whether an export was cut short cannot be told: refused, naming it."""
     path = confined(root, root / JOURNAL, reading=True)
     try:
-        data = json.loads(read_plain(path).decode("utf-8"))
+        data = json_text.loads(read_plain(path).decode("utf-8"))
     except (FileNotFoundError, NotADirectoryError):
         return None
     except NotPlain:

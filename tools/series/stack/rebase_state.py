@@ -19,10 +19,9 @@ series.stack.rebase_plan's, documented in docs/rebase.md ("State").
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 
-from series import refnames
+from series import json_text, refnames
 from series.errors import SeriesError
 from series.git.objects import loose_blob
 from series.git.ref_files import loose_ref
@@ -53,7 +52,7 @@ def load(repo: Repo) -> RebaseState | None:
     where = f"{STATE_REF} in {repo.path}"
     try:
         data = repo.objects.read_blob(blob) if data is None else data
-        return from_json(json.loads(data.decode("utf-8")))
+        return from_json(json_text.loads(data.decode("utf-8")))
     except OtherFormat as exc:
         older = isinstance(exc.found, int) and exc.found < FORMAT
         raise SeriesError(
@@ -79,7 +78,7 @@ def save(
 ) -> None:
     """Add the writes of ``state`` (state blob and current ref) to ``txn``. ``write``:
     blobs written by a ``hash-object`` running already (None, or its None: one is run)."""
-    raw = (json.dumps(to_json(state), indent=2) + "\n").encode()
+    raw = (json_text.dumps(to_json(state), indent=2) + "\n").encode()
     written = write([raw]) if write is not None else None
     blob = (written or repo.objects.write("blob", [raw]))[0]
     txn.update(STATE_REF, blob, old_blob or ZERO)

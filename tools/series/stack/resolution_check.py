@@ -21,11 +21,11 @@ or syntax error; nothing is committed, recorded or exported.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
+from series import json_text
 from series.errors import ConflictError
 from series.git.repo import Repo
 
@@ -142,7 +142,7 @@ def _toml(data: bytes) -> None:
 
 
 def _json(data: bytes) -> None:
-    json.loads(data)
+    json_text.loads(data)
 
 
 _PARSERS: dict[str, Callable[[bytes], None]] = {".py": _python, ".toml": _toml, ".json": _json}
@@ -167,10 +167,11 @@ def _fails(parser: Callable[[bytes], None], data: bytes) -> str:
         parser(data)
     except SyntaxError as exc:
         return f":{exc.lineno or '?'}: does not parse (syntax error: {exc.msg})"
-    except json.JSONDecodeError as exc:
-        return f":{exc.lineno}: does not parse (JSON: {exc.msg})"
     except _TomlError as exc:
         return f": does not parse (TOML: {exc})"
     except (ValueError, RecursionError, MemoryError) as exc:
+        at = json_text.error_at(exc)
+        if at is not None:
+            return f":{at[0]}: does not parse (JSON: {at[1]})"
         return f": does not parse ({exc or type(exc).__name__})"
     return ""

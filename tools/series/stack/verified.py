@@ -33,9 +33,9 @@ which writes it again.
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 
+from series import json_text
 from series.errors import SeriesError
 from series.files import write_atomic
 from series.git.run import Runner
@@ -85,7 +85,7 @@ def recall(checkout: Checkout | Where, command: str, digest: str | None) -> dict
     if digest is None:
         return None
     try:
-        record = json.loads(read_plain(checkout.path / ".git" / NAME))
+        record = json_text.loads(read_plain(checkout.path / ".git" / NAME))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("format") != FORMAT:
@@ -190,7 +190,7 @@ def keep(
     lines, result, payload = said
     path = checkout.path / ".git" / NAME
     try:
-        record = json.loads(read_plain(path))
+        record = json_text.loads(read_plain(path))
     except (OSError, ValueError):
         record = {}
     if not isinstance(record, dict) or record.get("format") != FORMAT:
@@ -199,7 +199,7 @@ def keep(
     record["format"] = FORMAT
     record[command] = {"key": digest, "lines": lines, "result": result, "payload": payload}
     with contextlib.suppress(OSError, SeriesError):  # SeriesError: a .git that leads out
-        write_atomic(path, json.dumps(record, indent=1), within=checkout.path, durable=False)
+        write_atomic(path, json_text.dumps(record, indent=1), within=checkout.path, durable=False)
         _keep_fast(series, checkout, command, digest, record[command])
 
 

@@ -19,7 +19,6 @@ cache (series keeps the archive in its cache, so it is fetched once).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import subprocess
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from series import json_text
 from series.errors import SeriesError
 
 PYPI = "https://pypi.org/simple/"
@@ -87,7 +87,7 @@ class _Links(HTMLParser):
 def parse_listing(body: bytes, content_type: str, base: str) -> list[IndexFile]:
     """The files of one project page of a simple index (JSON or HTML)."""
     if content_type.startswith(_JSON) or content_type.startswith("application/json"):
-        data = json.loads(body.decode("utf-8"))
+        data = json_text.loads(body.decode("utf-8"))
         return [
             IndexFile(
                 str(f["filename"]),

@@ -10,12 +10,12 @@ before falling back to the sdist. The failure is remembered in the cache
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
 from pathlib import Path
 
+from series import json_text
 from series.digests import sha256
 from series.files import write_atomic
 from series.git.run import net_timeout  # not the remote part: range-diff loads none
@@ -60,7 +60,9 @@ def remember(cache_dir: Path, url: str, error: str) -> int:
     seconds = ttl()
     if seconds:
         data = {"url": url, "when": time.time(), "error": error}
-        write_atomic(_stamp(cache_dir, url), json.dumps(data) + "\n", within=None, durable=False)
+        write_atomic(
+            _stamp(cache_dir, url), json_text.dumps(data) + "\n", within=None, durable=False
+        )
     return seconds
 
 
@@ -73,7 +75,7 @@ def recall(cache_dir: Path, url: str) -> str | None:
     if os.environ.get("SERIES_RETRY_UPSTREAM"):
         return None
     try:
-        data = json.loads(read_plain(_stamp(cache_dir, url)))
+        data = json_text.loads(read_plain(_stamp(cache_dir, url)))
         age = time.time() - float(data["when"])
     except (OSError, ValueError, KeyError, TypeError):
         return None

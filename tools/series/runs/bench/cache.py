@@ -25,13 +25,13 @@ written atomically; deleting the directory is always safe.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from series import json_text
 from series.plain import read_plain
 from series.runs.bench.spec import HARNESS, Arm, Settings
 
@@ -126,7 +126,7 @@ class Store:
     """JSON entries keyed by (kind, environment digest, tree id, name)."""
 
     def __init__(self, cache_dir: Path, kind: str, env_key: dict[str, Any]) -> None:
-        blob = json.dumps(env_key, sort_keys=True).encode()
+        blob = json_text.dumps(env_key, sort_keys=True).encode()
         self.root = cache_dir / kind / hashlib.sha256(blob).hexdigest()[:16]
         self.env_key = env_key
 
@@ -136,7 +136,7 @@ class Store:
     def get(self, tree: str, name: str) -> dict[str, Any] | None:
         path = self.path(tree, name)
         try:
-            entry: dict[str, Any] = json.loads(read_plain(path))
+            entry: dict[str, Any] = json_text.loads(read_plain(path))
         except (OSError, ValueError):
             return None  # absent or torn: measure again
         return entry
@@ -145,7 +145,7 @@ class Store:
         path = self.path(tree, name)
         path.parent.mkdir(parents=True, exist_ok=True)
         if not (self.root / "key.json").exists():
-            (self.root / "key.json").write_text(json.dumps(self.env_key, indent=2) + "\n")
+            (self.root / "key.json").write_text(json_text.dumps(self.env_key, indent=2) + "\n")
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(entry) + "\n", encoding="utf-8")
+        tmp.write_text(json_text.dumps(entry) + "\n", encoding="utf-8")
         tmp.replace(path)

@@ -26,7 +26,6 @@ is never silent.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import uuid
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from series import json_text
 from series.runs.bench import data
 from series.runs.bench.cache import method_digest
 from series.runs.bench.pool import Handle, waves, workers
@@ -67,7 +67,7 @@ def data_file(data_dir: Path, workload: str, first: Handle) -> Path:
             "shapes", f"building {workload}", workload=workload, data=str(probe)
         )["shapes"]
     ]
-    blob = json.dumps([workload, shapes, method_digest()]).encode()
+    blob = json_text.dumps([workload, shapes, method_digest()]).encode()
     path = data_dir / f"{workload}-{hashlib.sha256(blob).hexdigest()[:16]}.npz"
     if not path.exists():
         data.write(path, {**arrays, **data.weights(workload, shapes)})

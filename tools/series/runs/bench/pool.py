@@ -24,7 +24,6 @@ and no GPU unless asked for.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import series
+from series import json_text
 from series.errors import SeriesError
 from series.runs.bench.spec import Arm
 
@@ -91,7 +91,7 @@ class Handle:
     def send(self, op: str, **args: Any) -> None:
         stdin = self._pipe(self.proc.stdin)
         try:
-            stdin.write(json.dumps({"op": op, **args}) + "\n")
+            stdin.write(json_text.dumps({"op": op, **args}) + "\n")
             stdin.flush()
         except BrokenPipeError:
             raise self._error(f"the worker for arm {self.arm.name} has exited") from None
@@ -101,7 +101,7 @@ class Handle:
         if not line:
             self.proc.wait()
             raise self._error(f"the worker for arm {self.arm.name} died while {what}")
-        reply: dict[str, Any] = json.loads(line)
+        reply: dict[str, Any] = json_text.loads(line)
         if not reply.pop("ok"):
             raise self._error(
                 f"arm {self.arm.name}: {what} failed: {reply['error']}",

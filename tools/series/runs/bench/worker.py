@@ -30,7 +30,6 @@ import cProfile
 import ctypes
 import gc
 import importlib
-import json
 import os
 import platform
 import pstats
@@ -43,6 +42,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from series import json_text
 from series.runs.bench import workloads
 from series.runs.bench.explain import explain
 from series.runs.bench.spec import HARNESS, WORKLOADS
@@ -158,13 +158,13 @@ class Worker:
 
 
 def _reply(stream: IO[str], payload: dict[str, Any]) -> None:
-    stream.write(json.dumps(payload) + "\n")
+    stream.write(json_text.dumps(payload) + "\n")
     stream.flush()
 
 
 def _serve(worker: Worker, proto: IO[str]) -> None:
     for line in sys.stdin:
-        request = json.loads(line)
+        request = json_text.loads(line)
         if request.get("op") == "quit":
             return
         try:
