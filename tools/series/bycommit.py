@@ -19,11 +19,11 @@ that cannot be written costs only speed.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from series import json_text
+from series.digests import is_hex
 from series.files import write_atomic
 from series.plain import NotPlain, read_plain
 
@@ -31,11 +31,9 @@ TYPE_CHECKING = False  # typing is not imported: a rebase's resume loads this mo
 if TYPE_CHECKING:
     from typing import Any
 
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-
 
 def is_commit_id(text: object) -> bool:
-    return isinstance(text, str) and _SHA.match(text) is not None
+    return isinstance(text, str) and is_hex(text)
 
 
 class Store:

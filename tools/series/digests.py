@@ -20,7 +20,7 @@ else:
     except ImportError:  # Python 3.12 and later
         from _sha2 import sha256
 
-__all__ = ["blob_id", "sha1", "sha256"]
+__all__ = ["blob_id", "is_hex", "sha1", "sha256"]
 
 
 def blob_id(data: bytes, width: int) -> str:
@@ -28,3 +28,9 @@ def blob_id(data: bytes, width: int) -> str:
     SHA-1, 64: SHA-256)."""
     digest = sha256 if width == 64 else sha1
     return digest(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def is_hex(value: str, width: int = 40) -> bool:
+    """Whether ``value`` spells a digest of ``width`` lowercase hex digits (40: a SHA-1 id):
+    ``re.fullmatch(r"[0-9a-f]{40}")`` without re (whose import was 2 ms of a command)."""
+    return len(value) == width and not value.strip("0123456789abcdef")

@@ -63,18 +63,24 @@ else:
 
 
 class _PathlibWithoutUrllib:
-    """pathlib's first import made with its one use of urllib.parse (``Path.as_uri``) left
-    to the first call, as Python 3.13's pathlib does.
+    """pathlib's first import made with its uses of urllib.parse (``Path.as_uri``), ``re``
+    and ``fnmatch`` (``glob``, ``match``) left to their first call, as Python 3.13's
+    pathlib does for urllib.parse.
 
-    On 3.11 and 3.12, pathlib imports urllib.parse for ``quote_from_bytes`` alone, and
-    urllib.parse imports ipaddress and makes six named tuples: 2.5 ms of every command
-    that imports pathlib (issue 23), for a function series never calls. This finder,
-    first on ``sys.meta_path`` until pathlib's import comes (wherever it comes from:
-    ``--version`` and the help never import it), removes itself, finds pathlib as Python
-    would, and runs its module with a stand-in for urllib.parse in ``sys.modules`` (a
-    module of that one function, which imports the real one and returns its answer).
-    The stand-in is gone before pathlib's import returns, so any other import of
-    urllib.parse (a URL checked, GitPython's) is Python's own. Not installed where
+    On 3.11, pathlib imports urllib.parse for ``quote_from_bytes`` alone (urllib.parse
+    imports ipaddress and makes six named tuples: 2.5 ms), and ``re`` and ``fnmatch``
+    for its patterns (``re`` imports ``enum``: 2 ms), in every command that imports
+    pathlib (issue 23), where series matches no pattern of pathlib's on its everyday
+    paths. This finder, first on ``sys.meta_path`` until pathlib's import comes
+    (wherever it comes from: ``--version`` and the help never import it), removes
+    itself, finds pathlib as Python would, and runs its module with stand-ins for those
+    not imported yet in ``sys.modules``: for urllib.parse a module of that one function,
+    which imports the real one and returns its answer; for ``re`` and ``fnmatch`` a
+    module that imports the real one at the first attribute asked of it and answers from
+    it (:func:`_later`). The stand-ins are gone before pathlib's import returns, so any
+    other import of these modules (a URL checked, GitPython's) is Python's own. Where
+    pathlib's module asks them for something as it loads (3.12's and 3.13's: a pattern
+    compiled), that is the real module's answer, imported then. Not installed where
     pathlib or urllib.parse is imported already (under a test runner)."""
 
     @classmethod
@@ -95,20 +101,43 @@ class _PathlibWithoutUrllib:
         run = loader.exec_module
 
         def exec_module(module: Any) -> None:
-            if "urllib.parse" in sys.modules:
-                run(module)
-                return
-            stand_in = type(sys)("urllib.parse")  # types.ModuleType, without types
-            stand_in.quote_from_bytes = _quote_from_bytes  # type: ignore[attr-defined]
-            sys.modules["urllib.parse"] = stand_in
+            stand_ins = {
+                name: _quoting() if name == "urllib.parse" else _later(name)
+                for name in ("urllib.parse", "re", "fnmatch")
+                if name not in sys.modules
+            }
+            sys.modules.update(stand_ins)
             try:
                 run(module)
             finally:
-                if sys.modules.get("urllib.parse") is stand_in:
-                    del sys.modules["urllib.parse"]
+                for name, stand_in in stand_ins.items():
+                    if sys.modules.get(name) is stand_in:
+                        del sys.modules[name]
 
         loader.exec_module = exec_module
         return spec
+
+
+def _quoting() -> Any:
+    """The stand-in for urllib.parse: pathlib takes ``quote_from_bytes`` from it as it loads
+    (``from urllib.parse import ...``), a function that imports the real one at its call."""
+    stand_in = type(sys)("urllib.parse")  # types.ModuleType, without types
+    stand_in.quote_from_bytes = _quote_from_bytes  # type: ignore[attr-defined]
+    return stand_in
+
+
+def _later(name: str) -> Any:
+    """A stand-in for the module ``name`` that imports the real one at the first attribute
+    asked of it (PEP 562's module ``__getattr__``) and answers every one from it."""
+    stand_in = type(sys)(name)
+
+    def __getattr__(attr: str) -> Any:
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]  # still pathlib's import: the real one in its place
+        return getattr(__import__(name), attr)
+
+    stand_in.__getattr__ = __getattr__  # type: ignore[method-assign]
+    return stand_in
 
 
 def _quote_from_bytes(*args: Any, **kwargs: Any) -> str:

@@ -7,18 +7,64 @@ can tell "you asked for something the tool refused" from "the tool broke".
 
 from __future__ import annotations
 
-from enum import IntEnum
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import ClassVar
 
 
-class Exit(IntEnum):
-    OK = 0
-    FAILED = 1  # the work was done and found a failure, or the environment failed
-    BAD_INPUT = 2  # bad arguments or a malformed manifest
-    CONFLICT = 3  # a patch does not apply / conflicts were found
-    REFUSED = 4  # refused to run because it would lose someone's work
-    INTERNAL = 70  # a bug in series (EX_SOFTWARE)
-    INTERRUPTED = 130  # SIGINT (128 + 2), as a shell reports it
-    BROKEN_PIPE = 141  # stdout closed by its reader (128 + SIGPIPE), as git ends
+class _Codes(type):
+    """Exit's class: ``for code in Exit`` gives each code, in the order of their values."""
+
+    def __iter__(cls) -> Iterator[Exit]:
+        return iter(sorted(_CODES.values()))
+
+
+class Exit(int, metaclass=_Codes):
+    """An exit code: an int with a name, one object per code (``Exit(3) is Exit.CONFLICT``),
+    as an IntEnum's members, without enum, whose import was a millisecond of every command
+    (issue 23). ``Exit(n)`` of a number that is no code is a ValueError."""
+
+    OK: ClassVar[Exit]
+    FAILED: ClassVar[Exit]  # the work was done and found a failure, or the environment failed
+    BAD_INPUT: ClassVar[Exit]  # bad arguments or a malformed manifest
+    CONFLICT: ClassVar[Exit]  # a patch does not apply / conflicts were found
+    REFUSED: ClassVar[Exit]  # refused to run because it would lose someone's work
+    INTERNAL: ClassVar[Exit]  # a bug in series (EX_SOFTWARE)
+    INTERRUPTED: ClassVar[Exit]  # SIGINT (128 + 2), as a shell reports it
+    BROKEN_PIPE: ClassVar[Exit]  # stdout closed by its reader (128 + SIGPIPE), as git ends
+
+    name: str
+
+    def __new__(cls, value: int) -> Exit:
+        try:
+            return _CODES[int(value)]
+        except KeyError:
+            raise ValueError(f"{value!r} is not a valid Exit") from None
+
+    def __repr__(self) -> str:
+        return f"<Exit.{self.name}: {int(self)}>"
+
+    __str__ = int.__repr__  # as an IntEnum's: the number
+    __format__ = int.__format__
+
+
+_CODES: dict[int, Exit] = {}
+for _name, _value in (
+    ("OK", 0),
+    ("FAILED", 1),
+    ("BAD_INPUT", 2),
+    ("CONFLICT", 3),
+    ("REFUSED", 4),
+    ("INTERNAL", 70),
+    ("INTERRUPTED", 130),
+    ("BROKEN_PIPE", 141),
+):
+    _code = int.__new__(Exit, _value)
+    _code.name = _name
+    _CODES[_value] = _code
+    setattr(Exit, _name, _code)
+del _name, _value, _code
 
 
 class SeriesError(Exception):

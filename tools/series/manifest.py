@@ -11,28 +11,62 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 from pathlib import Path
 from stat import S_ISLNK, S_ISREG
 
 from series import manifest_kept
+from series.digests import is_hex
 from series.errors import ManifestError
 from series.records import NamedTuple
 from series.untrusted import URL_RULE, revision_problem, url_problem
 
 TYPE_CHECKING = False  # typing is for mypy alone (series.records)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, NoReturn
 
 FORMAT = 1
 STATES = ("open", "merged", "closed", "unsubmitted")
 SOURCES = ("auto", "git", "sdist")
-_ID = re.compile(r"^P[0-9]+$")
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+# The spellings of ids, commits, branches and of the sdist's names, checked without re
+# (its import, with enum's, was 2 ms of every command that reads series.toml): each
+# function is the regular expression in its docstring, matched in full (ASCII only);
+# tests/test_import_diet.py compares them.
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_DIGITS = "0123456789"
+
+
+def _spelled(value: str, more: str, *, ends: bool = False) -> bool:
+    """A letter or digit, then letters, digits and characters of ``more``; ``ends``: the
+    last one a letter or digit too."""
+    return (
+        value[:1] != ""
+        and value[0] in _ALNUM
+        and not value.strip(_ALNUM + more)  # none left when all are of these
+        and (not ends or value[-1] in _ALNUM)
+    )
+
+
+def is_id(value: str) -> bool:
+    """``P[0-9]+``"""
+    return value[:1] == "P" and len(value) > 1 and not value[1:].strip(_DIGITS)
+
+
+def is_branch(value: str) -> bool:
+    """``[A-Za-z0-9][A-Za-z0-9._/-]*``"""
+    return _spelled(value, "._/-")
+
+
 # PEP 508 names and PEP 440-ish versions: they name a file of the package index.
-_PACKAGE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
-_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
+def is_package(value: str) -> bool:
+    """``[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?``"""
+    return _spelled(value, "._-", ends=True)
+
+
+def is_version(value: str) -> bool:
+    """``[A-Za-z0-9][A-Za-z0-9.+!_-]*``"""
+    return _spelled(value, ".+!_-")
+
 
 _TOP_KEYS = {"format", "upstream", "series", "patch", "dropped"}
 _DROPPED_KEYS = {"id", "title", "pr", "reason", "upstream_commit", "onto", "file"}
@@ -277,7 +311,7 @@ def parse(path: Path, data: dict[str, Any], *, missing_ok: bool = False) -> Mani
     upstream = _upstream(c, data.get("upstream"))
     series = c.table(data.get("series", {}), "series", _SERIES_KEYS)
     branch = c.string(series, "branch", "series", "series")
-    if not _BRANCH.match(branch):
+    if not is_branch(branch):
         raise c.fail("series.branch", f"{branch!r} is not a valid branch name")
     checkout = c.string(series, "checkout", "series", "work")
     inside(c, path.parent, checkout, "series.checkout")
@@ -323,7 +357,7 @@ def _dropped(c: _Checker, raw: Any, i: int) -> Dropped:
 def _upstream(c: _Checker, raw: Any) -> Upstream:
     data = c.table(raw, "upstream", _UPSTREAM_KEYS)
     commit = c.string(data, "commit", "upstream")
-    if not _SHA.match(commit):
+    if not is_hex(commit):
         raise c.fail("upstream.commit", f"{commit!r} is not a full 40-hex commit id")
     source = c.string(data, "source", "upstream", "auto")
     if source not in SOURCES:
@@ -332,13 +366,11 @@ def _upstream(c: _Checker, raw: Any) -> Upstream:
     if "sdist" in data:
         sd = c.table(data["sdist"], "upstream.sdist", _SDIST_KEYS)
         sha256 = sd.get("sha256")
-        if sha256 is not None and not (
-            isinstance(sha256, str) and re.fullmatch(r"[0-9a-f]{64}", sha256)
-        ):
+        if sha256 is not None and not (isinstance(sha256, str) and is_hex(sha256, 64)):
             raise c.fail("upstream.sdist.sha256", "must be 64 lowercase hex digits")
         sdist = Sdist(
-            _matching(c, sd, "package", _PACKAGE, "a package name of the index (e.g. keras)"),
-            _matching(c, sd, "version", _VERSION, "a release version (e.g. 3.15.1)"),
+            _matching(c, sd, "package", is_package, "a package name of the index (e.g. keras)"),
+            _matching(c, sd, "version", is_version, "a release version (e.g. 3.15.1)"),
             sha256,
         )
     elif source == "sdist":
@@ -366,11 +398,11 @@ def _upstream(c: _Checker, raw: Any) -> Upstream:
 
 
 def _matching(
-    c: _Checker, data: dict[str, Any], key: str, pattern: re.Pattern[str], what: str
+    c: _Checker, data: dict[str, Any], key: str, spelled: Callable[[str], bool], what: str
 ) -> str:
     """``upstream.sdist.<key>``, part of a file name on the index: refused unless ``what``."""
     value = c.string(data, key, "upstream.sdist")
-    if not pattern.match(value):
+    if not spelled(value):
         raise c.fail(f"upstream.sdist.{key}", f"{value!r} is not {what}")
     return value
 
@@ -380,14 +412,14 @@ def _patch(c: _Checker, raw: Any, i: int, root: Path, missing_ok: bool) -> Patch
     data = c.table(raw, where, _PATCH_KEYS)
     for key in _PATCH_REQUIRED:
         c.string(data, key, where)
-    if not _ID.match(data["id"]):
+    if not is_id(data["id"]):
         raise c.fail(f"{where}.id", f"{data['id']!r} is not of the form P<number>")
     if data["state"] not in STATES:
         raise c.fail(f"{where}.state", f"{data['state']!r} is not one of {', '.join(STATES)}")
     found = inside(c, root, data["file"], f"{where}.file")  # the file's lstat: not a link
     if not missing_ok:
         _present(c, root, data["file"], data["id"], where, found)
-    if not _BRANCH.match(data["branch"]):
+    if not is_branch(data["branch"]):
         raise c.fail(f"{where}.branch", f"{data['branch']!r} is not a valid branch name")
     pr = data.get("pr")
     if pr is not None and (not isinstance(pr, int) or isinstance(pr, bool) or not 0 < pr < MAX_PR):
@@ -451,9 +483,9 @@ def _parts(c: _Checker, raw: Any, where: str) -> tuple[UpstreamPart, ...]:
     for n, item in enumerate(raw):
         data = c.table(item, f"{key}[{n}]", _PART_KEYS)
         commit, onto, took = data.get("commit"), data.get("onto", ""), data.get("took", [])
-        if not isinstance(commit, str) or not _SHA.match(commit):
+        if not isinstance(commit, str) or not is_hex(commit):
             raise c.fail(f"{key}[{n}].commit", "must be a full commit id (40 hex digits)")
-        if not isinstance(onto, str) or (onto and not _SHA.match(onto)):
+        if not isinstance(onto, str) or (onto and not is_hex(onto)):
             raise c.fail(f"{key}[{n}].onto", "must be a full commit id (40 hex digits)")
         if not isinstance(took, list) or not all(isinstance(t, str) and t for t in took):
             raise c.fail(f"{key}[{n}].took", "must be a list of hunks (strings)")

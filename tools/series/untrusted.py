@@ -20,16 +20,16 @@ the option) say it in their own way. docs/hardening.md lists the cases.
 
 from __future__ import annotations
 
-import re
-
 TRANSPORTS = ("https", "http", "ssh", "git", "file")
 _ALIASES = {"git+ssh": "ssh", "ssh+git": "ssh"}
-# Compiled when first used (re's cache): parsing a command line imports this module.
+# The checks below spell out regular expressions (each in its docstring) without re, whose
+# import (with enum's) was 2 ms of every command that reads series.toml; tests/
+# test_import_diet.py compares them.
+_ALPHA = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_ALNUM = _ALPHA + "0123456789"
 # git starts the helper git-remote-NAME for "NAME::ADDRESS" (NAME of RFC 3986
 # unreserved characters, possibly none) and for "NAME://" it does not know.
-_HELPER = r"^[A-Za-z0-9._~+-]*::"
-_SCHEME = r"^([A-Za-z][A-Za-z0-9+.-]*)://"
-_CONTROL = r"[\x00-\x1f\x7f]"
+_UNRESERVED = _ALNUM + "._~+-"
 _RUNS = "--upload-pack=CMD runs CMD"
 
 URL_RULE = (
@@ -41,7 +41,7 @@ URL_RULE = (
 def _common(value: str, what: str) -> str | None:
     if value.startswith("-"):
         return f"{value!r} starts with '-': git would take the {what} for an option ({_RUNS})"
-    if re.search(_CONTROL, value):
+    if control(value):
         return f"{value!r} holds a control character"
     return None
 
@@ -51,20 +51,42 @@ def url_problem(value: str, what: str = "URL") -> str | None:
     found = _common(value, what)
     if found:
         return found
-    if re.match(_HELPER, value):
-        helper = value.partition("::")[0] or "(empty)"
+    named = helper(value)
+    if named is not None:
         return (
-            f"{value!r} names the remote helper {helper}:: (ext:: runs any command): series "
-            f"fetches and pushes only over {', '.join(TRANSPORTS)}, or from a local path"
+            f"{value!r} names the remote helper {named or '(empty)'}:: (ext:: runs any "
+            f"command): series fetches and pushes only over {', '.join(TRANSPORTS)}, or from "
+            "a local path"
         )
-    scheme = re.match(_SCHEME, value)
-    if scheme:
-        name = scheme.group(1).lower()
+    scheme = scheme_of(value)
+    if scheme is not None:
+        name = scheme.lower()
         if _ALIASES.get(name, name) not in TRANSPORTS:
             return (
                 f"{value!r} uses {name}://, which git serves with a remote helper program: "
                 f"series fetches and pushes only over {', '.join(TRANSPORTS)}, or from a local path"
             )
+    return None
+
+
+def control(value: str) -> bool:
+    """Whether ``value`` holds a control character: ``re.search(r"[\\x00-\\x1f\\x7f]")``."""
+    return any(c <= "\x1f" or c == "\x7f" for c in value)
+
+
+def helper(value: str) -> str | None:
+    """The remote helper ``value`` names as ``NAME::ADDRESS`` (NAME possibly empty), or None:
+    ``re.match(r"[A-Za-z0-9._~+-]*::")`` (no ":" is in NAME: the first "::" ends it)."""
+    name, sep, _ = value.partition("::")
+    return name if sep and not name.strip(_UNRESERVED) else None
+
+
+def scheme_of(value: str) -> str | None:
+    """The scheme of ``value`` as ``SCHEME://...``, or None:
+    ``re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://").group(1)`` (no ":" is in SCHEME)."""
+    name, sep, _ = value.partition("://")
+    if sep and name[:1] != "" and name[0] in _ALPHA and not name.strip(_ALNUM + "+.-"):
+        return name
     return None
 
 

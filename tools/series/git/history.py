@@ -7,16 +7,13 @@ replay needs of a commit (:class:`CommitInfo`), each range with one ``log``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from series.digests import is_hex
 from series.git.ident import Ident
 from series.git.run import HERMETIC, Part, Runner, Started, start_together
 from series.records import NamedTuple  # not dataclasses: it imports inspect and ast
-
-_SHA = re.compile(r"[0-9a-f]{40}")
-
 
 Head = tuple[str, tuple[str, ...], str]  # a commit, its parents and its subject (History.heads)
 
@@ -109,7 +106,7 @@ class History(Part):
             self._bases[key] = found
 
     def _base_key(self, one: str, two: str) -> tuple[str, str, frozenset[str]] | None:
-        if self._shallow_file is not None and _SHA.fullmatch(one) and _SHA.fullmatch(two):
+        if self._shallow_file is not None and is_hex(one) and is_hex(two):
             return (one, two, self.shallow_roots())
         return None
 
@@ -186,9 +183,7 @@ class History(Part):
     def _keep_range(self, revs: Sequence[str], heads: list[Head]) -> None:
         """Keep the heads of ``revs``, a range read whole, as :meth:`merge_base` keeps its
         answers: while the shallow roots are the same, where the range is named by ids."""
-        if self._shallow_file is not None and all(
-            _SHA.fullmatch(r.removeprefix("^")) for r in revs
-        ):
+        if self._shallow_file is not None and all(is_hex(r.removeprefix("^")) for r in revs):
             self._ranges[(tuple(revs), self.shallow_roots())] = heads
 
     def heads_later(self, revs: Sequence[str], *, max_count: int | None = None) -> HeadsLater:

@@ -11,7 +11,6 @@ is changed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -131,6 +130,8 @@ def _moved(stderr: str, repo: Runner) -> SeriesError:
             why=f"{fault.why}\nnothing was changed in {repo.path}",
             hint=fault.hint,
         )
+    import re  # a ref update refused: not the everyday path
+
     match = re.search(r"cannot lock ref '([^']+)'", stderr)
     ref = match.group(1) if match else "a ref"
     return RefMoved(
@@ -309,6 +310,8 @@ _PLAIN = r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:[./][A-Za-z0-9_][A-Za-z0-9_-]*)*"  # com
 
 
 def _plain(name: str) -> bool:
+    import re  # here, not as the module loads: a command that names no branch needs none
+
     return re.fullmatch(_PLAIN, name) is not None and not any(
         part.endswith(".lock") for part in name.split("/")
     )
