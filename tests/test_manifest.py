@@ -46,6 +46,10 @@ def test_valid_manifest_loads(tmp_path: Path) -> None:
         ("format = 1", "format = 9", "format: must be 1"),
         ('ref = "v1.0"', 'ref = "v1.0"\n[upstream.extra]', "upstream.extra"),
         ("pr = 1000", 'pr = "1000"', "patch[0].pr"),
+        # a final newline: re.match("^...$") took it (its $ matches before one), and the
+        # name reached git; the spellings are matched in full now (series.manifest)
+        ('branch = "series"', 'branch = "series\\n"', "series.branch"),
+        ('id = "P1"', 'id = "P1\\n"', "patch[0].id"),
     ],
 )
 def test_errors_name_file_and_key(tmp_path: Path, old: str, new: str, key: str) -> None:
@@ -59,6 +63,13 @@ def test_malformed_commit_id(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     path = project.root / "series.toml"
     _edit(path, project.commit, project.commit[:12])
+    assert "upstream.commit" in _error(path).message
+
+
+def test_a_commit_id_with_a_final_newline_is_refused(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    path = project.root / "series.toml"
+    _edit(path, f'"{project.commit}"', f'"{project.commit}\\n"')
     assert "upstream.commit" in _error(path).message
 
 
