@@ -86,6 +86,16 @@ SOURCES: dict[tuple[str, str], Source] = {
     ),
     (
         "benchmarks.md",
+        "`--abort` and `--skip` without re, enum and json (2026-12-05, f2c6def)",
+    ): Source(
+        "by hand",
+        "python -c 'import os, X; os._exit(0)' against the same without X, 30 rounds; "
+        "ci/bench_commands.py's stop at P18 made by each tree's own series, with its own "
+        "per-user cache, 12 rounds of the two trees interleaved; valgrind --tool=callgrind "
+        "--trace-children=no of series' own process",
+    ),
+    (
+        "benchmarks.md",
         "The resume rows on a quiet machine, and `--skip` without the resolution check "
         "(2026-12-05, 82ec4fb)",
     ): Source(
