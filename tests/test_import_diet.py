@@ -226,3 +226,44 @@ def test_a_skip_to_the_next_stop_loads_neither_re_nor_enum_nor_json(tmp_path: Pa
     assert "P2" in err and "series.stack.rebase_driver" in modules
     assert not DIET & modules, sorted(DIET & modules)
     assert "<<<<<<<" in (project.work / "pkg" / "util.py").read_text()
+
+
+def test_pathlib_s_patterns_after_series_entry_are_python_s(tmp_path: Path) -> None:
+    """After series.entry, pathlib's import has left re and fnmatch out (3.11), its patterns
+    still match as Python's do (``match``, ``glob``), and an import of re or fnmatch is the
+    real module: no stand-in is left in ``sys.modules``."""
+    (tmp_path / "a.py").write_text("")
+    (tmp_path / "b.txt").write_text("")
+    code, out, err = run_fresh(
+        "import sys\n"
+        "import series.entry\n"
+        "import pathlib\n"
+        "before = sorted(m for m in ('re', 'fnmatch') if m in sys.modules)\n"
+        f"found = sorted(p.name for p in pathlib.Path({str(tmp_path)!r}).glob('*.py'))\n"
+        "matched = pathlib.PurePosixPath('x/y.py').match('*.py')\n"
+        "import fnmatch, re\n"
+        "real = (re.__spec__.name, fnmatch.__spec__.name, sys.modules['re'] is re,\n"
+        "        re.fullmatch('a+', 'aa') is not None, fnmatch.fnmatch('y.py', '*.py'))\n"
+        "print(before if sys.version_info < (3, 12) else [], found, matched, real)\n"
+    )
+    assert code == 0, err
+    assert out.strip() == "[] ['a.py'] True ('re', 'fnmatch', True, True, True)", out
+
+
+def test_a_stand_in_asked_while_pathlib_loads_puts_the_real_module_in_its_place() -> None:
+    """What 3.12's and 3.13's pathlib do as they load (a pattern compiled through the
+    stand-in): the stand-in imports the real module, which takes its place in
+    ``sys.modules``, and answers from it."""
+    code, out, err = run_fresh(
+        "import sys\n"
+        "from series import entry\n"
+        "assert 'fnmatch' not in sys.modules\n"
+        "stand_in = entry._later('fnmatch')\n"
+        "sys.modules['fnmatch'] = stand_in\n"
+        "answer = stand_in.fnmatch('a.py', '*.py')\n"
+        "real = sys.modules['fnmatch']\n"
+        "same = stand_in.translate is real.translate\n"
+        "print(answer, real is not stand_in, real.__spec__.name, same)\n"
+    )
+    assert code == 0, err
+    assert out.split() == ["True", "True", "fnmatch", "True"], out
