@@ -13,8 +13,8 @@ Python encoder, for the types JSON has). Anything else, and any failure, is
 handed to the json package itself, imported then: an input that is not
 plain JSON text in UTF-8, a value of a type JSON has not, and with
 ``indent`` a float that is NaN or infinite or a key that is not a string,
-so that the answer, or the exception and its message, is json's own. tests/test_json_text.py compares both on generated
-values and texts.
+so that the answer, or the exception and its message, is json's own.
+tests/test_json_text.py compares both on generated values and texts.
 """
 
 from __future__ import annotations
