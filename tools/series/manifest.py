@@ -18,7 +18,7 @@ from series import manifest_kept
 from series.digests import is_hex
 from series.errors import ManifestError
 from series.records import NamedTuple
-from series.untrusted import URL_RULE, revision_problem, url_problem
+from series.untrusted import LETTERS_DIGITS, URL_RULE, revision_problem, spelled, url_problem
 
 TYPE_CHECKING = False  # typing is for mypy alone (series.records)
 if TYPE_CHECKING:
@@ -32,19 +32,7 @@ SOURCES = ("auto", "git", "sdist")
 # (its import, with enum's, was 2 ms of every command that reads series.toml): each
 # function is the regular expression in its docstring, matched in full (ASCII only);
 # tests/test_import_diet.py compares them.
-_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _DIGITS = "0123456789"
-
-
-def _spelled(value: str, more: str, *, ends: bool = False) -> bool:
-    """A letter or digit, then letters, digits and characters of ``more``; ``ends``: the
-    last one a letter or digit too."""
-    return (
-        value[:1] != ""
-        and value[0] in _ALNUM
-        and not value.strip(_ALNUM + more)  # none left when all are of these
-        and (not ends or value[-1] in _ALNUM)
-    )
 
 
 def is_id(value: str) -> bool:
@@ -54,18 +42,18 @@ def is_id(value: str) -> bool:
 
 def is_branch(value: str) -> bool:
     """``[A-Za-z0-9][A-Za-z0-9._/-]*``"""
-    return _spelled(value, "._/-")
+    return spelled(value, LETTERS_DIGITS, LETTERS_DIGITS + "._/-")
 
 
 # PEP 508 names and PEP 440-ish versions: they name a file of the package index.
 def is_package(value: str) -> bool:
     """``[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?``"""
-    return _spelled(value, "._-", ends=True)
+    return spelled(value, LETTERS_DIGITS, LETTERS_DIGITS + "._-", LETTERS_DIGITS)
 
 
 def is_version(value: str) -> bool:
     """``[A-Za-z0-9][A-Za-z0-9.+!_-]*``"""
-    return _spelled(value, ".+!_-")
+    return spelled(value, LETTERS_DIGITS, LETTERS_DIGITS + ".+!_-")
 
 
 _TOP_KEYS = {"format", "upstream", "series", "patch", "dropped"}

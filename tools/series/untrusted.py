@@ -25,11 +25,11 @@ _ALIASES = {"git+ssh": "ssh", "ssh+git": "ssh"}
 # The checks below spell out regular expressions (each in its docstring) without re, whose
 # import (with enum's) was 2 ms of every command that reads series.toml; tests/
 # test_import_diet.py compares them.
-_ALPHA = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-_ALNUM = _ALPHA + "0123456789"
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # ASCII's: [A-Za-z]
+LETTERS_DIGITS = LETTERS + "0123456789"
 # git starts the helper git-remote-NAME for "NAME::ADDRESS" (NAME of RFC 3986
 # unreserved characters, possibly none) and for "NAME://" it does not know.
-_UNRESERVED = _ALNUM + "._~+-"
+_UNRESERVED = LETTERS_DIGITS + "._~+-"
 _RUNS = "--upload-pack=CMD runs CMD"
 
 URL_RULE = (
@@ -85,9 +85,18 @@ def scheme_of(value: str) -> str | None:
     """The scheme of ``value`` as ``SCHEME://...``, or None:
     ``re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://").group(1)`` (no ":" is in SCHEME)."""
     name, sep, _ = value.partition("://")
-    if sep and name[:1] != "" and name[0] in _ALPHA and not name.strip(_ALNUM + "+.-"):
-        return name
-    return None
+    return name if sep and spelled(name, LETTERS, LETTERS_DIGITS + "+.-") else None
+
+
+def spelled(value: str, first: str, rest: str, last: str = "") -> bool:
+    """Whether ``value`` is one character of ``first``, then characters of ``rest``, and
+    (``last`` given) ends with one of ``last``: ``[first][rest]*`` matched in full."""
+    return (
+        value[:1] != ""
+        and value[0] in first
+        and not value[1:].strip(rest)  # none left when all are of rest
+        and (not last or value[-1] in last)
+    )
 
 
 def revision_problem(value: str) -> str | None:
